@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Tessera",
+    products: [
+        .library(name: "Tessera", targets: ["Tessera"]),
+        .executable(name: "tessera", targets: ["tessera"]),
+    ],
+    targets: [
+        // C libraries from Debian: libjpeg62-turbo-dev and libexif-dev.
+        .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
+        .systemLibrary(name: "CExif", path: "Sources/CExif"),
+        // The setjmp-guarded libjpeg calls and the libexif accessors Swift cannot import.
+        // The system-library targets' `link` lines reach only Swift importers, so the libraries are
+        // named here as well for this C target.
+        .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif"], path: "Sources/CTesseraShims",
+                linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif")]),
+        // The engine: photos in, stripes, encoder out. Never prints.
+        .target(name: "Tessera", dependencies: ["CTesseraShims"], path: "Sources/Tessera"),
+        // Command-line parsing and help, testable without running a process.
+        .target(name: "TesseraCLI", dependencies: ["Tessera"], path: "Sources/TesseraCLI"),
+        // The thin executable: parse, call the library, draw progress, map errors to exit codes.
+        .executableTarget(name: "tessera", dependencies: ["TesseraCLI", "Tessera"], path: "Sources/tessera"),
+        // Performance instrument, no test framework: `swift run -c release tessera-bench`.
+        .executableTarget(name: "tessera-bench", dependencies: ["Tessera"], path: "Benchmarks"),
+        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims"], path: "Tests/TesseraTests",
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera"], path: "Tests/TesseraCLITests"),
+    ]
+)

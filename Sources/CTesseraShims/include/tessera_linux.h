@@ -1,0 +1,33 @@
+// tessera_linux.h — Linux calls that Swift's Glibc module does not import.
+//
+// fallocate, sync_file_range, mkostemp and O_TMPFILE are behind _GNU_SOURCE, which the Glibc
+// module map is not built with. Each wrapper is one line; Syscalls.swift calls them.
+#ifndef TESSERA_LINUX_H
+#define TESSERA_LINUX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// open(directory, O_TMPFILE | flags, mode): an unnamed file in `directory`.
+int tessera_open_tmpfile(const char *directory, int flags, mode_t mode);
+
+/// fallocate(2) with mode 0: reserve blocks (KEEP_SIZE not set; the file is sized already).
+int tessera_fallocate_reserve(int fd, off_t offset, off_t length);
+
+/// fallocate(2) with FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE.
+int tessera_fallocate_punch_hole(int fd, off_t offset, off_t length);
+
+/// sync_file_range(2): `wait` nonzero waits before and after the write.
+int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait);
+
+/// mkostemp(3) with O_CLOEXEC.
+int tessera_mkostemp_cloexec(char *template_path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,135 @@
+// tessera_shims.h — the only place Tessera touches libjpeg and libexif directly.
+//
+// Why this target exists: libjpeg reports every error by calling error_exit, whose default
+// implementation prints and calls exit(). The usual fix is setjmp/longjmp, and Swift can neither
+// call setjmp safely nor be unwound through. So every libjpeg call Tessera makes sits behind a
+// function here that does `if (setjmp(handle->jump)) return TESSERA_JPEG_ERROR;` right before it.
+// The longjmp never leaves C. libjpeg's message is copied into the handle's own buffer, not a
+// global one, because several workers decode at once.
+//
+// libexif is here too because its accessors (exif_data_get_entry) are macros Swift cannot import.
+//
+// Every symbol is prefixed tessera_. Functions return TESSERA_JPEG_OK (0) or TESSERA_JPEG_ERROR
+// (-1); on error, tessera_jpeg_*_message() returns the reason.
+#ifndef TESSERA_SHIMS_H
+#define TESSERA_SHIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera_linux.h"
+
+#define TESSERA_JPEG_OK 0
+#define TESSERA_JPEG_ERROR (-1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: Decoder
+
+typedef struct tessera_jpeg_decoder tessera_jpeg_decoder;
+
+/// The colour model of a source file, as jpeg_read_header found it.
+typedef enum {
+    TESSERA_COLOR_GRAY = 1,
+    TESSERA_COLOR_RGB = 2,   // YCbCr or RGB: libjpeg converts to RGB
+    TESSERA_COLOR_CMYK = 3,  // CMYK or YCCK: delivered as CMYK, converted by the caller
+} tessera_color_model;
+
+/// Header facts of an opened JPEG.
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t components;       // components in the file
+    int32_t color_model;      // tessera_color_model
+    int32_t progressive;      // 1 when multi-scan (progressive): needs whole-image buffers
+    int32_t adobe_inverted;   // 1 when an Adobe APP14 marker says CMYK is stored inverted
+    int32_t exif_orientation; // 1...8 from EXIF (0 or out of range reported as read)
+} tessera_jpeg_header;
+
+/// Supplies compressed bytes to a decoder: fills up to `capacity` bytes of `buffer` and returns
+/// how many it wrote, 0 at end of file, or -1 on a read error (the caller keeps the errno).
+typedef long (*tessera_jpeg_source)(void *context, uint8_t *buffer, size_t capacity);
+
+/// Creates a decoder that pulls its bytes from `source` in chunks of `buffer_bytes`.
+/// `max_memory_bytes` caps libjpeg's whole-image buffers (a progressive file whose header
+/// claims 65,500 x 65,500 px then fails cleanly instead of allocating gigabytes). Returns NULL
+/// only when malloc fails.
+tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, void *context,
+                                                  size_t buffer_bytes, long max_memory_bytes);
+
+/// jpeg_read_header, with the APP1 (EXIF) and APP14 (Adobe) markers saved; fills `header`.
+int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_header *header);
+
+/// Sets DCT-domain scaling to `scale_num`/8 and returns the output size that libjpeg computes
+/// (jpeg_calc_output_dimensions). Call after read_header, before start.
+int tessera_jpeg_decoder_scaled_size(tessera_jpeg_decoder *d, int scale_num,
+                                     uint32_t *out_width, uint32_t *out_height);
+
+/// jpeg_start_decompress with the scale last set. Output is RGB (3 bytes a pixel), or CMYK
+/// (4 bytes) for CMYK/YCCK files.
+int tessera_jpeg_decoder_start(tessera_jpeg_decoder *d, uint32_t *out_width,
+                               uint32_t *out_height, int32_t *out_components);
+
+/// jpeg_read_scanlines: reads up to `max_rows` rows into `rows` (each `stride` bytes apart).
+/// Returns the number of rows read (>= 0) or TESSERA_JPEG_ERROR.
+int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_t stride,
+                                   int max_rows);
+
+/// 1 when the last error came from the source failing to read (not from libjpeg).
+int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d);
+
+/// Number of libjpeg warnings (corrupt data it skipped over) so far.
+long tessera_jpeg_decoder_warnings(const tessera_jpeg_decoder *d);
+
+/// The message of the last error (or warning), never NULL.
+const char *tessera_jpeg_decoder_message(const tessera_jpeg_decoder *d);
+
+/// jpeg_destroy_decompress and free.
+void tessera_jpeg_decoder_destroy(tessera_jpeg_decoder *d);
+
+// MARK: Encoder
+
+typedef struct tessera_jpeg_encoder tessera_jpeg_encoder;
+
+/// Called by the encoder with each full output buffer (and the final partial one). Returns 0
+/// on success, or nonzero to abort the encode (the write error is the caller's to report).
+typedef int (*tessera_jpeg_sink)(void *context, const uint8_t *bytes, size_t count);
+
+/// Creates a baseline encoder: quality 1...100, chroma subsampling given as the luma sampling
+/// factors (2,2 for 4:2:0; 2,1 for 4:2:2; 1,1 for 4:4:4), standard Huffman tables, no
+/// optimize_coding, no progression (both would buffer the whole image). Output goes to `sink`
+/// in chunks of `buffer_bytes`. Returns NULL when malloc fails.
+tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *context,
+                                                  size_t buffer_bytes);
+
+/// jpeg_set_defaults, quality and sampling, then jpeg_start_compress for an RGB image.
+int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t height,
+                               int quality, int h_sampling, int v_sampling);
+
+/// jpeg_write_scanlines for `row_count` RGB rows starting at `rows`, `stride` bytes apart.
+int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,
+                                    size_t stride, uint32_t row_count);
+
+/// jpeg_finish_compress: flushes the last buffer through the sink.
+int tessera_jpeg_encoder_finish(tessera_jpeg_encoder *e);
+
+/// The message of the last error, never NULL.
+const char *tessera_jpeg_encoder_message(const tessera_jpeg_encoder *e);
+
+/// 1 when the last error came from the sink refusing bytes (a write error) rather than libjpeg.
+int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e);
+
+void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);
+
+// MARK: EXIF
+
+/// The EXIF Orientation tag (1...8, or whatever out-of-range value is stored) of an APP1 payload
+/// (starting with "Exif\0\0"), or 0 when there is none or libexif cannot parse it.
+int tessera_exif_orientation(const uint8_t *app1, size_t length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,359 @@
+// tessera_jpeg.c — setjmp-guarded libjpeg calls. See tessera_shims.h for why this exists.
+//
+// Pattern: every exported function that calls into libjpeg starts with
+//     if (setjmp(x->err.jump)) return TESSERA_JPEG_ERROR;
+// and error_exit longjmps back there after copying libjpeg's message into the handle.
+// No Swift frame ever sits between setjmp and longjmp: Swift calls in, C returns a status.
+// The only calls back into Swift (the source and sink callbacks) return normally and report
+// failure by return value; libjpeg is then stopped with ERREXIT from C.
+#include "tessera_shims.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+typedef struct {
+    struct jpeg_error_mgr pub;   // must stay first: libjpeg hands back &pub
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+    long warnings;
+    int io_failed;               // the source or sink callback reported failure
+} tessera_error;
+
+static void tessera_error_exit(j_common_ptr cinfo) {
+    tessera_error *err = (tessera_error *)cinfo->err;
+    if (!err->io_failed || err->message[0] == 0) {
+        (*cinfo->err->format_message)(cinfo, err->message);
+    }
+    longjmp(err->jump, 1);
+}
+
+static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
+    tessera_error *err = (tessera_error *)cinfo->err;
+    if (msg_level < 0) {  // a warning: corrupt data libjpeg worked around
+        if (err->warnings == 0) (*cinfo->err->format_message)(cinfo, err->message);
+        err->warnings++;
+        cinfo->err->num_warnings++;
+    }
+    // trace messages (msg_level >= 0) are dropped: the library never prints.
+}
+
+static void tessera_output_message(j_common_ptr cinfo) { (void)cinfo; }
+
+static void tessera_error_init(tessera_error *err) {
+    jpeg_std_error(&err->pub);
+    err->pub.error_exit = tessera_error_exit;
+    err->pub.emit_message = tessera_emit_message;
+    err->pub.output_message = tessera_output_message;
+    err->message[0] = 0;
+    err->warnings = 0;
+    err->io_failed = 0;
+}
+
+// MARK: Decoder
+
+struct tessera_jpeg_decoder {
+    struct jpeg_decompress_struct cinfo;
+    tessera_error err;
+    struct jpeg_source_mgr src;
+    tessera_jpeg_source source;
+    void *context;
+    uint8_t *buffer;
+    size_t buffer_bytes;
+    long max_memory_bytes;
+    int created;
+};
+
+static void src_init(j_decompress_ptr cinfo) { (void)cinfo; }
+
+static boolean src_fill(j_decompress_ptr cinfo) {
+    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    long n = d->source(d->context, d->buffer, d->buffer_bytes);
+    if (n < 0) {
+        d->err.io_failed = 1;
+        snprintf(d->err.message, sizeof d->err.message, "read error");
+        ERREXIT(cinfo, JERR_FILE_READ);
+    }
+    if (n == 0) {
+        // libjpeg's own stdio source would pad with a fake EOI and warn, leaving the rest of
+        // the picture grey. A truncated photo is an error here: the caller draws a placeholder.
+        snprintf(d->err.message, sizeof d->err.message, "file ends early (truncated JPEG)");
+        d->err.io_failed = 1;
+        ERREXIT(cinfo, JERR_INPUT_EOF);
+    }
+    d->src.next_input_byte = d->buffer;
+    d->src.bytes_in_buffer = (size_t)n;
+    return TRUE;
+}
+
+static void src_skip(j_decompress_ptr cinfo, long count) {
+    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    if (count <= 0) return;
+    while ((size_t)count > d->src.bytes_in_buffer) {
+        count -= (long)d->src.bytes_in_buffer;
+        (void)src_fill(cinfo);  // errors longjmp out
+    }
+    d->src.next_input_byte += count;
+    d->src.bytes_in_buffer -= (size_t)count;
+}
+
+static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
+
+tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, void *context,
+                                                  size_t buffer_bytes, long max_memory_bytes) {
+    tessera_jpeg_decoder *d = calloc(1, sizeof *d);
+    if (d == NULL) return NULL;
+    d->buffer = malloc(buffer_bytes);
+    if (d->buffer == NULL) { free(d); return NULL; }
+    d->buffer_bytes = buffer_bytes;
+    d->source = source;
+    d->context = context;
+    d->max_memory_bytes = max_memory_bytes;
+    tessera_error_init(&d->err);
+    d->cinfo.err = &d->err.pub;
+    if (setjmp(d->err.jump)) {
+        free(d->buffer);
+        free(d);
+        return NULL;
+    }
+    jpeg_create_decompress(&d->cinfo);
+    d->created = 1;
+    d->cinfo.client_data = d;
+    d->cinfo.mem->max_memory_to_use = max_memory_bytes;
+    d->src.init_source = src_init;
+    d->src.fill_input_buffer = src_fill;
+    d->src.skip_input_data = src_skip;
+    d->src.resync_to_restart = jpeg_resync_to_restart;
+    d->src.term_source = src_term;
+    d->src.next_input_byte = NULL;
+    d->src.bytes_in_buffer = 0;
+    d->cinfo.src = &d->src;
+    return d;
+}
+
+static int is_exif_app1(const jpeg_saved_marker_ptr m) {
+    return m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
+           memcmp(m->data, "Exif\0\0", 6) == 0;
+}
+
+int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_header *header) {
+    if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
+    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    int status = jpeg_read_header(&d->cinfo, TRUE);
+    if (status != JPEG_HEADER_OK) {
+        snprintf(d->err.message, sizeof d->err.message, "no image in JPEG file");
+        return TESSERA_JPEG_ERROR;
+    }
+    header->width = d->cinfo.image_width;
+    header->height = d->cinfo.image_height;
+    header->components = d->cinfo.num_components;
+    switch (d->cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE: header->color_model = TESSERA_COLOR_GRAY; break;
+    case JCS_CMYK:
+    case JCS_YCCK: header->color_model = TESSERA_COLOR_CMYK; break;
+    case JCS_YCbCr:
+    case JCS_RGB: header->color_model = TESSERA_COLOR_RGB; break;
+    default:
+        snprintf(d->err.message, sizeof d->err.message,
+                 "unsupported JPEG colour space (%d components)", d->cinfo.num_components);
+        return TESSERA_JPEG_ERROR;
+    }
+    header->progressive = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
+    header->adobe_inverted = d->cinfo.saw_Adobe_marker ? 1 : 0;
+    header->exif_orientation = 0;
+    for (jpeg_saved_marker_ptr m = d->cinfo.marker_list; m != NULL; m = m->next) {
+        if (is_exif_app1(m)) {
+            header->exif_orientation = tessera_exif_orientation(m->data, m->data_length);
+            break;
+        }
+    }
+    return TESSERA_JPEG_OK;
+}
+
+int tessera_jpeg_decoder_scaled_size(tessera_jpeg_decoder *d, int scale_num,
+                                     uint32_t *out_width, uint32_t *out_height) {
+    if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
+    d->cinfo.scale_num = (unsigned int)scale_num;
+    d->cinfo.scale_denom = 8;
+    jpeg_calc_output_dimensions(&d->cinfo);
+    *out_width = d->cinfo.output_width;
+    *out_height = d->cinfo.output_height;
+    return TESSERA_JPEG_OK;
+}
+
+int tessera_jpeg_decoder_start(tessera_jpeg_decoder *d, uint32_t *out_width,
+                               uint32_t *out_height, int32_t *out_components) {
+    if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
+    if (d->cinfo.jpeg_color_space == JCS_CMYK || d->cinfo.jpeg_color_space == JCS_YCCK) {
+        d->cinfo.out_color_space = JCS_CMYK;
+    } else {
+        d->cinfo.out_color_space = JCS_RGB;  // grayscale is expanded by libjpeg
+    }
+    // Whole-image buffers (progressive files) count against max_memory_to_use; the row
+    // buffers of a baseline decode are proportional to the width only.
+    d->cinfo.mem->max_memory_to_use = d->max_memory_bytes;
+    jpeg_start_decompress(&d->cinfo);
+    *out_width = d->cinfo.output_width;
+    *out_height = d->cinfo.output_height;
+    *out_components = d->cinfo.output_components;
+    return TESSERA_JPEG_OK;
+}
+
+int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_t stride,
+                                   int max_rows) {
+    if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
+    JSAMPROW pointers[16];
+    int total = 0;
+    while (total < max_rows && d->cinfo.output_scanline < d->cinfo.output_height) {
+        int want = max_rows - total;
+        if (want > 16) want = 16;
+        for (int i = 0; i < want; i++) pointers[i] = rows + (size_t)(total + i) * stride;
+        JDIMENSION got = jpeg_read_scanlines(&d->cinfo, pointers, (JDIMENSION)want);
+        if (got == 0) break;
+        total += (int)got;
+    }
+    return total;
+}
+
+int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d) { return d->err.io_failed; }
+
+long tessera_jpeg_decoder_warnings(const tessera_jpeg_decoder *d) { return d->err.warnings; }
+
+const char *tessera_jpeg_decoder_message(const tessera_jpeg_decoder *d) { return d->err.message; }
+
+void tessera_jpeg_decoder_destroy(tessera_jpeg_decoder *d) {
+    if (d == NULL) return;
+    if (d->created) jpeg_destroy_decompress(&d->cinfo);  // never calls error_exit
+    free(d->buffer);
+    free(d);
+}
+
+// MARK: Encoder
+
+struct tessera_jpeg_encoder {
+    struct jpeg_compress_struct cinfo;
+    tessera_error err;
+    struct jpeg_destination_mgr dest;
+    tessera_jpeg_sink sink;
+    void *context;
+    uint8_t *buffer;
+    size_t buffer_bytes;
+    int created;
+};
+
+static void dest_init(j_compress_ptr cinfo) {
+    tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
+    e->dest.next_output_byte = e->buffer;
+    e->dest.free_in_buffer = e->buffer_bytes;
+}
+
+static boolean dest_empty(j_compress_ptr cinfo) {
+    tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
+    if (e->sink(e->context, e->buffer, e->buffer_bytes) != 0) {
+        e->err.io_failed = 1;
+        snprintf(e->err.message, sizeof e->err.message, "write error");
+        ERREXIT(cinfo, JERR_FILE_WRITE);
+    }
+    e->dest.next_output_byte = e->buffer;
+    e->dest.free_in_buffer = e->buffer_bytes;
+    return TRUE;
+}
+
+static void dest_term(j_compress_ptr cinfo) {
+    tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
+    size_t count = e->buffer_bytes - e->dest.free_in_buffer;
+    if (count > 0 && e->sink(e->context, e->buffer, count) != 0) {
+        e->err.io_failed = 1;
+        snprintf(e->err.message, sizeof e->err.message, "write error");
+        ERREXIT(cinfo, JERR_FILE_WRITE);
+    }
+}
+
+tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *context,
+                                                  size_t buffer_bytes) {
+    tessera_jpeg_encoder *e = calloc(1, sizeof *e);
+    if (e == NULL) return NULL;
+    e->buffer = malloc(buffer_bytes);
+    if (e->buffer == NULL) { free(e); return NULL; }
+    e->buffer_bytes = buffer_bytes;
+    e->sink = sink;
+    e->context = context;
+    tessera_error_init(&e->err);
+    e->cinfo.err = &e->err.pub;
+    if (setjmp(e->err.jump)) {
+        free(e->buffer);
+        free(e);
+        return NULL;
+    }
+    jpeg_create_compress(&e->cinfo);
+    e->created = 1;
+    e->cinfo.client_data = e;
+    e->dest.init_destination = dest_init;
+    e->dest.empty_output_buffer = dest_empty;
+    e->dest.term_destination = dest_term;
+    e->cinfo.dest = &e->dest;
+    return e;
+}
+
+int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t height,
+                               int quality, int h_sampling, int v_sampling) {
+    if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
+    e->cinfo.image_width = width;
+    e->cinfo.image_height = height;
+    e->cinfo.input_components = 3;
+    e->cinfo.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&e->cinfo);
+    jpeg_set_quality(&e->cinfo, quality, TRUE);
+    e->cinfo.optimize_coding = FALSE;   // would need a pass over the whole image
+    e->cinfo.smoothing_factor = 0;
+    e->cinfo.comp_info[0].h_samp_factor = h_sampling;
+    e->cinfo.comp_info[0].v_samp_factor = v_sampling;
+    e->cinfo.comp_info[1].h_samp_factor = 1;
+    e->cinfo.comp_info[1].v_samp_factor = 1;
+    e->cinfo.comp_info[2].h_samp_factor = 1;
+    e->cinfo.comp_info[2].v_samp_factor = 1;
+    jpeg_start_compress(&e->cinfo, TRUE);
+    return TESSERA_JPEG_OK;
+}
+
+int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,
+                                    size_t stride, uint32_t row_count) {
+    if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
+    JSAMPROW pointers[16];
+    uint32_t done = 0;
+    while (done < row_count) {
+        uint32_t want = row_count - done;
+        if (want > 16) want = 16;
+        for (uint32_t i = 0; i < want; i++) {
+            pointers[i] = (JSAMPROW)(rows + (size_t)(done + i) * stride);
+        }
+        JDIMENSION wrote = jpeg_write_scanlines(&e->cinfo, pointers, want);
+        if (wrote == 0) {
+            snprintf(e->err.message, sizeof e->err.message,
+                     "jpeg_write_scanlines accepted no rows (more rows than the image height?)");
+            return TESSERA_JPEG_ERROR;
+        }
+        done += wrote;
+    }
+    return TESSERA_JPEG_OK;
+}
+
+int tessera_jpeg_encoder_finish(tessera_jpeg_encoder *e) {
+    if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
+    jpeg_finish_compress(&e->cinfo);
+    return TESSERA_JPEG_OK;
+}
+
+const char *tessera_jpeg_encoder_message(const tessera_jpeg_encoder *e) { return e->err.message; }
+
+int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e) { return e->err.io_failed; }
+
+void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e) {
+    if (e == NULL) return;
+    if (e->created) jpeg_destroy_compress(&e->cinfo);
+    free(e->buffer);
+    free(e);
+}

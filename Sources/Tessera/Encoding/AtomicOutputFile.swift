@@ -1,0 +1,95 @@
+// AtomicOutputFile.swift — an output file that appears under its name only when complete.
+//
+// The bytes go to an anonymous O_TMPFILE in the destination's directory (same filesystem, so the
+// final step is a rename, not a copy). `commit()` fsyncs, links it under a hidden temporary name
+// and renames that over the destination. Until then an existing file at the destination is left
+// untouched, and a crash leaves nothing visible. Where the filesystem has no O_TMPFILE, a hidden
+// named temporary (".NAME.tessera-XXXXXX") is used instead and removed by `discard()`.
+//
+// Drop-behind: a 300 MB output would otherwise sit in the page cache as dirty pages charged to
+// the process's memory cgroup. Every `flushChunkBytes`, writeback of the previous chunk starts,
+// and the chunk before that is waited for and dropped from the cache.
+//
+// Threading: one thread (the writer) uses an instance.
+import Glibc
+
+final class AtomicOutputFile {
+    let destination: String
+    let directory: String
+    private let file: FileDescriptor
+    /// The hidden named temporary, when O_TMPFILE was not available.
+    private var namedTemporary: String?
+    private(set) var bytesWritten: Int64 = 0
+    private var flushedChunks: Int64 = 0
+    private var committed = false
+    static let flushChunkBytes: Int64 = 8 << 20
+
+    init(destination: String) throws(TesseraError) {
+        self.destination = destination
+        directory = parentDirectory(of: destination)
+        let base = destination.split(separator: "/").last.map(String.init) ?? "output"
+        (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".tessera-", access: O_WRONLY,
+                                                                mode: 0o644, label: destination)
+    }
+
+    deinit {
+        if !committed { discard() }
+    }
+
+    /// Appends `bytes`, dropping older written chunks from the page cache as it goes.
+    func append(_ bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        try file.writeAll(bytes)
+        bytesWritten += Int64(bytes.count)
+        let chunk = Self.flushChunkBytes
+        while (flushedChunks + 1) * chunk <= bytesWritten {
+            // Start writeback of the chunk just completed; wait for and drop the one before.
+            try file.flushRange(offset: flushedChunks * chunk, length: chunk, wait: false)
+            if flushedChunks > 0 {
+                let previous = (flushedChunks - 1) * chunk
+                try file.flushRange(offset: previous, length: chunk, wait: true)
+                file.dropCache(offset: previous, length: chunk)
+            }
+            flushedChunks += 1
+        }
+    }
+
+    /// Makes the file durable and visible under `destination`, replacing what was there.
+    func commit() throws(TesseraError) {
+        try file.sync()
+        file.dropCache(offset: 0, length: 0)
+        if let named = namedTemporary {
+            try renameFile(named, to: destination)
+            namedTemporary = nil
+        } else {
+            let base = destination.split(separator: "/").last.map(String.init) ?? "output"
+            let temporary = directory + "/." + base + ".tessera-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+            _ = try valueOrErrno("linkat") {
+                system_linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW)
+            }.get("linkat", path: temporary)
+            do {
+                try renameFile(temporary, to: destination)
+            } catch {
+                removeFile(temporary)
+                throw error
+            }
+        }
+        committed = true
+        file.close()
+    }
+
+    /// Abandons the output: the anonymous file vanishes on close; a named temporary is removed.
+    func discard() {
+        guard !committed else { return }
+        committed = true
+        file.close()
+        if let named = namedTemporary { removeFile(named) }
+    }
+}
+
+/// The directory part of `path` ("." for a bare file name).
+func parentDirectory(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    if slash == path.startIndex { return "/" }
+    return String(path[..<slash])
+}
+

@@ -1,0 +1,96 @@
+// JPEGScanlineWriter.swift — libjpeg's scanline encoder, fed rows in order.
+//
+// Threading: one thread (the pipeline's writer) owns an instance and calls it top to bottom.
+import CTesseraShims
+
+/// Chroma subsampling of the output.
+public enum ChromaSubsampling: String, Sendable, CaseIterable {
+    case s420 = "420"
+    case s422 = "422"
+    case s444 = "444"
+
+    /// Luma sampling factors (horizontal, vertical).
+    var lumaFactors: (h: Int32, v: Int32) {
+        switch self {
+        case .s420: return (2, 2)
+        case .s422: return (2, 1)
+        case .s444: return (1, 1)
+        }
+    }
+
+    /// Rows in one MCU row: stripes of this many rows are most efficient for the encoder.
+    public var mcuHeight: Int { self == .s420 ? 16 : 8 }
+}
+
+/// Where encoded bytes go.
+protocol EncodedByteSink: AnyObject {
+    func append(_ bytes: UnsafeRawBufferPointer) throws(TesseraError)
+}
+
+extension AtomicOutputFile: EncodedByteSink {}
+
+/// Baseline JPEG encoder over an RGB scanline stream (jpeg_write_scanlines), with standard
+/// Huffman tables and no optimize_coding or progression, since both would buffer the whole image.
+final class JPEGScanlineWriter {
+    private let encoder: OpaquePointer
+    private let sinkBox: SinkBox
+    private let label: String
+    private(set) var rowsWritten = 0
+    let height: Int
+
+    /// Holds the sink and the first error it threw, for the C callback.
+    private final class SinkBox {
+        let sink: EncodedByteSink
+        var error: TesseraError?
+        init(_ sink: EncodedByteSink) { self.sink = sink }
+    }
+
+    /// Starts an encode of a `width` x `height` RGB image (tessera_jpeg_encoder_start).
+    init(sink: EncodedByteSink, label: String, width: Int, height: Int, quality: Int,
+         subsampling: ChromaSubsampling, bufferBytes: Int = 256 << 10) throws(TesseraError) {
+        self.label = label
+        self.height = height
+        sinkBox = SinkBox(sink)
+        let callback: tessera_jpeg_sink = { context, bytes, count in
+            let box = Unmanaged<SinkBox>.fromOpaque(context!).takeUnretainedValue()
+            do throws(TesseraError) {
+                try box.sink.append(UnsafeRawBufferPointer(start: bytes, count: count))
+                return 0
+            } catch {
+                if box.error == nil { box.error = error }
+                return 1
+            }
+        }
+        guard let encoder = tessera_jpeg_encoder_create(callback, Unmanaged.passUnretained(sinkBox).toOpaque(), bufferBytes) else {
+            throw TesseraError.encodeFailed(path: label, reason: "out of memory creating the encoder")
+        }
+        self.encoder = encoder
+        let factors = subsampling.lumaFactors
+        if tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), Int32(quality), factors.h, factors.v) != TESSERA_JPEG_OK {
+            let error = failure()
+            tessera_jpeg_encoder_destroy(encoder)
+            throw error
+        }
+    }
+
+    deinit { tessera_jpeg_encoder_destroy(encoder) }
+
+    /// Encodes `count` rows starting at `rows`, `stride` bytes apart (tessera_jpeg_encoder_write_rows).
+    func write(rows: UnsafeRawPointer, stride: Int, count: Int) throws(TesseraError) {
+        guard count > 0 else { return }
+        if tessera_jpeg_encoder_write_rows(encoder, rows.assumingMemoryBound(to: UInt8.self), stride, UInt32(count)) != TESSERA_JPEG_OK {
+            throw failure()
+        }
+        rowsWritten += count
+    }
+
+    /// Writes the end of the image (tessera_jpeg_encoder_finish).
+    func finish() throws(TesseraError) {
+        if tessera_jpeg_encoder_finish(encoder) != TESSERA_JPEG_OK { throw failure() }
+    }
+
+    private func failure() -> TesseraError {
+        if tessera_jpeg_encoder_sink_failed(encoder) != 0, let error = sinkBox.error { return error }
+        return .encodeFailed(path: label, reason: String(cString: tessera_jpeg_encoder_message(encoder)))
+    }
+}

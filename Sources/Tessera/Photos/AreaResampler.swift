@@ -1,0 +1,132 @@
+// AreaResampler.swift — streaming area-average (box filter) resampling of a cropped region.
+//
+// Rows are pushed in order, top to bottom; finished output rows are emitted as soon as every
+// input row covering them has arrived. Memory: one float accumulator row of the output width
+// and one horizontally resampled row, whatever the input height.
+
+/// Resamples the rectangle [cropX, cropX + cropWidth) x [cropY, cropY + cropHeight) of a stream of
+/// `inputWidth`-pixel RGB rows to `outputWidth` x `outputHeight`, each output pixel the
+/// area-weighted mean of the input pixels it covers. Works for upscaling too (each output pixel
+/// then covers a fraction of one input pixel, or straddles two).
+struct AreaResampler {
+    let inputWidth: Int
+    let outputWidth: Int
+    let outputHeight: Int
+    private let cropY: Double
+    private let rowsPerOutput: Double
+    /// For output column x: the first input column, how many input columns, and where their
+    /// weights start in `weights`.
+    private var spans: [(first: Int, count: Int, weightStart: Int)] = []
+    private var weights: [Float] = []
+    private var horizontal: [Float]
+    private var accumulator: [Float]
+    private var accumulatedWeight: Double = 0
+    /// The next output row to emit.
+    private(set) var nextOutputRow = 0
+    /// The first input row past the crop: rows from here on are not needed.
+    let inputRowsNeeded: Int
+
+    init(inputWidth: Int, cropX: Double, cropY: Double, cropWidth: Double, cropHeight: Double,
+         outputWidth: Int, outputHeight: Int) {
+        precondition(outputWidth > 0 && outputHeight > 0 && cropWidth > 0 && cropHeight > 0)
+        self.inputWidth = inputWidth
+        self.outputWidth = outputWidth
+        self.outputHeight = outputHeight
+        self.cropY = cropY
+        rowsPerOutput = cropHeight / Double(outputHeight)
+        inputRowsNeeded = min(Int((cropY + cropHeight).rounded(.up)), Int.max)
+        horizontal = [Float](repeating: 0, count: outputWidth * 3)
+        accumulator = [Float](repeating: 0, count: outputWidth * 3)
+        let columnsPerOutput = cropWidth / Double(outputWidth)
+        for x in 0..<outputWidth {
+            let left = cropX + Double(x) * columnsPerOutput
+            let right = left + columnsPerOutput
+            let first = max(0, Int(left.rounded(.down)))
+            let last = min(inputWidth - 1, max(first, Int(right.rounded(.up)) - 1))
+            let start = weights.count
+            var total: Double = 0
+            var local: [Double] = []
+            for i in first...last {
+                let overlap = min(Double(i + 1), right) - max(Double(i), left)
+                local.append(max(0, overlap))
+                total += max(0, overlap)
+            }
+            if total <= 0 { local = local.map { _ in 1 }; total = Double(local.count) }
+            weights.append(contentsOf: local.map { Float($0 / total) })
+            spans.append((first, last - first + 1, start))
+        }
+    }
+
+    /// Adds input row `index` (RGB, `inputWidth` pixels). Calls `emit(row, pixels)` for each
+    /// output row this completes, with `outputWidth` RGB pixels.
+    mutating func push(row index: Int, pixels: UnsafePointer<UInt8>,
+                       emit: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+        guard nextOutputRow < outputHeight else { return }
+        let rowTop = Double(index), rowBottom = Double(index + 1)
+        // Skip rows entirely above the crop.
+        if rowBottom <= cropY { return }
+        resampleHorizontally(pixels)
+        while nextOutputRow < outputHeight {
+            let top = cropY + Double(nextOutputRow) * rowsPerOutput
+            let bottom = top + rowsPerOutput
+            let overlap = min(rowBottom, bottom) - max(rowTop, top)
+            if overlap > 0 {
+                let weight = Float(overlap)
+                accumulatedWeight += overlap
+                horizontal.withUnsafeBufferPointer { h in
+                    accumulator.withUnsafeMutableBufferPointer { a in
+                        for i in 0..<a.count { a[i] += h[i] * weight }
+                    }
+                }
+            }
+            // Emit when this input row reaches the bottom of the output row (within rounding).
+            if bottom <= rowBottom + 1e-9 {
+                emitRow(emit)
+            } else {
+                break
+            }
+        }
+    }
+
+    /// Emits whatever output rows are still open (rounding can leave the last one unclosed).
+    mutating func finish(emit: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+        while nextOutputRow < outputHeight { emitRow(emit) }
+    }
+
+    private mutating func resampleHorizontally(_ pixels: UnsafePointer<UInt8>) {
+        weights.withUnsafeBufferPointer { w in
+            horizontal.withUnsafeMutableBufferPointer { h in
+                for x in 0..<outputWidth {
+                    let span = spans[x]
+                    var r: Float = 0, g: Float = 0, b: Float = 0
+                    var p = span.first * 3
+                    for k in 0..<span.count {
+                        let weight = w[span.weightStart + k]
+                        r += Float(pixels[p]) * weight
+                        g += Float(pixels[p + 1]) * weight
+                        b += Float(pixels[p + 2]) * weight
+                        p += 3
+                    }
+                    h[x * 3] = r
+                    h[x * 3 + 1] = g
+                    h[x * 3 + 2] = b
+                }
+            }
+        }
+    }
+
+    private mutating func emitRow(_ emit: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+        let scale: Float = accumulatedWeight > 0 ? Float(1 / accumulatedWeight) : 0
+        var out = [UInt8](repeating: 0, count: outputWidth * 3)
+        accumulator.withUnsafeMutableBufferPointer { a in
+            for i in 0..<a.count {
+                let value = a[i] * scale + 0.5
+                out[i] = value <= 0 ? 0 : (value >= 255 ? 255 : UInt8(value))
+                a[i] = 0
+            }
+        }
+        accumulatedWeight = 0
+        out.withUnsafeBufferPointer { emit(nextOutputRow, $0) }
+        nextOutputRow += 1
+    }
+}

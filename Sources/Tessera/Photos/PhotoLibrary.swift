@@ -1,0 +1,146 @@
+// PhotoLibrary.swift — finds the JPEG photos under the paths a user gives.
+//
+// Files are recognised by content (a JPEG starts with FF D8 FF), not by extension. Directories
+// are searched recursively; symlinks are followed, but each directory is entered once (by device
+// and inode), so a symlink loop ends. Only regular files are opened, with O_NONBLOCK, so a FIFO
+// named like a photo is never read. Every candidate's header is read once here, so unreadable
+// photos are known (and reported) before any rendering starts.
+import Dispatch
+import Glibc
+
+/// One usable photo.
+public struct Photo: Equatable, Sendable {
+    public let path: String
+    public let header: JPEGHeader
+}
+
+/// A photo left out, and why.
+public struct SkippedPhoto: Equatable, Sendable {
+    public let path: String
+    public let reason: String
+}
+
+/// The photos found under some paths.
+public struct PhotoLibrary: Sendable {
+    /// Usable photos, sorted by path.
+    public var photos: [Photo]
+    /// Files that look like photos (a JPEG start, or given by name) but cannot be used.
+    public var skipped: [SkippedPhoto]
+    /// Files in searched directories that are not JPEGs (sidecars, notes): left out silently.
+    public var ignoredNonJPEGCount: Int
+
+    /// Searches `paths` (files or directories). `workers` headers are read at once.
+    /// Throws only for a path the user named that does not exist or cannot be listed.
+    public static func scan(_ paths: [String], workers: Int = 1, maxDecodeMemoryBytes: Int = 64 << 20) throws(TesseraError) -> PhotoLibrary {
+        var candidates: [(path: String, named: Bool)] = []
+        var skipped: [SkippedPhoto] = []
+        var ignored = 0
+        var visited = Set<DirectoryIdentity>()
+        for path in paths {
+            switch fileStatus(path) {
+            case .failure(let code):
+                throw TesseraError.system(operation: "stat", errno: code.rawValue, path: path)
+            case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
+                try collect(directory: path, info: info, into: &candidates, skipped: &skipped, visited: &visited)
+            case .success:
+                candidates.append((path, true))
+            }
+        }
+        // Read headers in parallel; each slot is written by exactly one iteration.
+        var results = [Result<Photo, TesseraError>?](repeating: nil, count: candidates.count)
+        let paths = candidates.map(\.path)
+        let lanes = max(1, min(workers, paths.count))
+        results.withUnsafeMutableBufferPointer { slots in
+            let base = UnsafeSendable(slots.baseAddress!)
+            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                var index = lane
+                while index < paths.count {
+                    base.value[index] = readPhoto(paths[index], maxDecodeMemoryBytes: maxDecodeMemoryBytes)
+                    index += lanes
+                }
+            }
+        }
+        var photos: [Photo] = []
+        for (candidate, result) in zip(candidates, results) {
+            switch result! {
+            case .success(let photo): photos.append(photo)
+            case .failure(.unreadablePhoto(_, let reason)) where reason == notJPEGReason && !candidate.named:
+                ignored += 1
+            case .failure(let error):
+                skipped.append(SkippedPhoto(path: candidate.path, reason: reason(of: error)))
+            }
+        }
+        photos.sort { $0.path < $1.path }
+        skipped.sort { $0.path < $1.path }
+        return PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored)
+    }
+
+    private struct DirectoryIdentity: Hashable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    private static func collect(directory: String, info: stat, into candidates: inout [(path: String, named: Bool)],
+                                skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>) throws(TesseraError) {
+        let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
+        let names = try listDirectory(directory).sorted()
+        for name in names {
+            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            switch fileStatus(path) {
+            case .failure(let code):
+                if code.rawValue == ENOENT || code.rawValue == ELOOP {
+                    skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
+                } else {
+                    skipped.append(SkippedPhoto(path: path, reason: errnoDescription(code.rawValue)))
+                }
+            case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
+                do {
+                    try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited)
+                } catch {
+                    skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
+                }
+            case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFREG:
+                candidates.append((path, false))
+            case .success:
+                // FIFOs, sockets, devices: never opened. Reported only when named like a photo.
+                if looksLikePhotoName(name) { skipped.append(SkippedPhoto(path: path, reason: "not a regular file")) }
+            }
+        }
+    }
+
+    private static let notJPEGReason = "not a JPEG file"
+
+    private static func readPhoto(_ path: String, maxDecodeMemoryBytes: Int) -> Result<Photo, TesseraError> {
+        do {
+            let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: maxDecodeMemoryBytes)
+            guard try reader.startsLikeJPEG() else {
+                return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
+            }
+            let header = try reader.readHeader()
+            guard header.width > 0, header.height > 0 else {
+                return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
+            }
+            return .success(Photo(path: path, header: header))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func reason(of error: TesseraError) -> String {
+        if case .unreadablePhoto(_, let reason) = error { return reason }
+        if case .system(let operation, let code, _) = error { return "\(operation): \(errnoDescription(code))" }
+        return error.description
+    }
+
+    private static func looksLikePhotoName(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".jpe") || lower.hasSuffix(".jfif")
+    }
+}
+
+/// A pointer handed to concurrentPerform iterations that each write their own elements.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,131 @@
+// ScaledJPEGReader.swift — reads a JPEG's header and streams its rows, scaled in the DCT domain.
+//
+// Memory: the file is read through a 64 KiB buffer, rows come out a few at a time, and libjpeg's
+// whole-image buffers (needed only by progressive files) are capped by `maxMemoryBytes`, so a
+// header that claims 65,500 x 65,500 px costs at most that cap, never gigabytes.
+//
+// Threading: an instance belongs to one thread at a time; several readers run at once on
+// different threads (each has its own libjpeg state and error buffer).
+import CTesseraShims
+import Glibc
+
+/// What a JPEG's header says.
+public struct JPEGHeader: Equatable, Sendable {
+    public enum ColorModel: Equatable, Sendable { case gray, rgb, cmyk }
+    public var width: Int
+    public var height: Int
+    public var colorModel: ColorModel
+    public var isProgressive: Bool
+    /// The EXIF Orientation tag as stored (0 when absent).
+    public var exifOrientation: Int
+    /// Whether an Adobe APP14 marker was seen (CMYK is then stored inverted).
+    public var adobeInverted: Bool
+}
+
+final class ScaledJPEGReader {
+    let path: String
+    private let file: FileDescriptor
+    private let decoder: OpaquePointer
+    private let source: SourceBox
+    /// Bytes a pixel in the rows `readRows` returns: 3 (RGB) or 4 (CMYK).
+    private(set) var outputComponents = 3
+
+    private final class SourceBox {
+        let file: FileDescriptor
+        var error: TesseraError?
+        init(_ file: FileDescriptor) { self.file = file }
+    }
+
+    /// Opens `path` (a regular file only; FIFOs and devices are refused before any read).
+    init(path: String, maxMemoryBytes: Int) throws(TesseraError) {
+        self.path = path
+        let (file, _) = try FileDescriptor.openRegularFileForReading(path)
+        self.file = file
+        source = SourceBox(file)
+        let callback: tessera_jpeg_source = { context, buffer, capacity in
+            let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
+            do throws(TesseraError) {
+                return try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+            } catch {
+                box.error = error
+                return -1
+            }
+        }
+        guard let decoder = tessera_jpeg_decoder_create(callback, Unmanaged.passUnretained(source).toOpaque(), 64 << 10, maxMemoryBytes) else {
+            file.close()
+            throw TesseraError.unreadablePhoto(path: path, reason: "out of memory creating a decoder")
+        }
+        self.decoder = decoder
+    }
+
+    deinit {
+        tessera_jpeg_decoder_destroy(decoder)
+        // The photo's page cache is of no further use to this render.
+        file.dropCache(offset: 0, length: 0)
+        file.close()
+    }
+
+    /// Whether the file starts with a JPEG start-of-image and marker (FF D8 FF). Uses pread, so
+    /// the decoder's position is untouched.
+    func startsLikeJPEG() throws(TesseraError) -> Bool {
+        var magic: (UInt8, UInt8, UInt8) = (0, 0, 0)
+        let count = try withUnsafeMutableBytes(of: &magic) { bytes throws(TesseraError) in
+            try file.read(into: bytes, at: 0)
+        }
+        return count == 3 && magic == (0xFF, 0xD8, 0xFF)
+    }
+
+    /// jpeg_read_header, with EXIF orientation and Adobe marker (tessera_jpeg_decoder_read_header).
+    func readHeader() throws(TesseraError) -> JPEGHeader {
+        var raw = tessera_jpeg_header()
+        guard tessera_jpeg_decoder_read_header(decoder, &raw) == TESSERA_JPEG_OK else { throw failure() }
+        let model: JPEGHeader.ColorModel
+        switch raw.color_model {
+        case Int32(TESSERA_COLOR_GRAY.rawValue): model = .gray
+        case Int32(TESSERA_COLOR_CMYK.rawValue): model = .cmyk
+        default: model = .rgb
+        }
+        return JPEGHeader(width: Int(raw.width), height: Int(raw.height), colorModel: model,
+                          isProgressive: raw.progressive != 0, exifOrientation: Int(raw.exif_orientation),
+                          adobeInverted: raw.adobe_inverted != 0)
+    }
+
+    /// The output size at DCT scale `numerator`/8 (jpeg_calc_output_dimensions).
+    func scaledSize(numerator: Int) throws(TesseraError) -> (width: Int, height: Int) {
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        guard tessera_jpeg_decoder_scaled_size(decoder, Int32(numerator), &width, &height) == TESSERA_JPEG_OK else {
+            throw failure()
+        }
+        return (Int(width), Int(height))
+    }
+
+    /// jpeg_start_decompress at the last scale set; returns the output size.
+    func start() throws(TesseraError) -> (width: Int, height: Int) {
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        var components: Int32 = 0
+        guard tessera_jpeg_decoder_start(decoder, &width, &height, &components) == TESSERA_JPEG_OK else {
+            throw failure()
+        }
+        outputComponents = Int(components)
+        return (Int(width), Int(height))
+    }
+
+    /// Reads up to `maxRows` rows into `buffer` (rows `stride` bytes apart); returns how many.
+    func readRows(into buffer: UnsafeMutableRawPointer, stride: Int, maxRows: Int) throws(TesseraError) -> Int {
+        let count = tessera_jpeg_decoder_read_rows(decoder, buffer.assumingMemoryBound(to: UInt8.self), stride, Int32(maxRows))
+        guard count >= 0 else { throw failure() }
+        return Int(count)
+    }
+
+    /// libjpeg's warnings (corrupt data it worked around) and the first one's text.
+    var warnings: (count: Int, first: String) {
+        (Int(tessera_jpeg_decoder_warnings(decoder)), String(cString: tessera_jpeg_decoder_message(decoder)))
+    }
+
+    private func failure() -> TesseraError {
+        if tessera_jpeg_decoder_source_failed(decoder) != 0, let error = source.error { return error }
+        return .unreadablePhoto(path: path, reason: String(cString: tessera_jpeg_decoder_message(decoder)))
+    }
+}

@@ -1,0 +1,99 @@
+// RenderPlan.swift — how a render will spend its memory and disk, decided before it starts.
+//
+// The budget (`RenderSettings.maxMemoryBytes`) is split, in this order, into: a fixed allowance
+// for the process (Swift runtime, libraries, code), the encoder's row buffers (proportional to
+// the width), one decoder per worker, then the stripe window and the tile cache. Stripes default
+// to 64 rows (beyond that the encoder gains nothing and memory grows); the tile cache gets what
+// is left, up to what all distinct photos need.
+
+/// The largest side a baseline JPEG can have (libjpeg's JPEG_MAX_DIMENSION).
+public let jpegMaxDimension = 65_500
+
+public struct RenderPlan: Equatable, Sendable {
+    public let geometry: StripeGeometry
+    public let workers: Int
+    /// Stripes mapped at once: one per worker, one being encoded, one ready for the encoder.
+    public let windowStripes: Int
+    public let tileSlots: Int
+    public let tileBytes: Int
+    public let distinctPhotos: Int
+    public let maxDecodeMemoryBytes: Int
+    /// Estimated peak resident memory of the whole process.
+    public let estimatedPeakBytes: Int
+    /// Disk the temporaries need at most: the stripe window plus tile spill.
+    public let temporaryDiskBytes: Int64
+    /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels).
+    public let estimatedOutputBytes: Int64
+    public let temporaryDirectory: String
+
+    public var width: Int { geometry.width }
+    public var height: Int { geometry.height }
+    public var stripeBytes: Int { geometry.stripeHeight * geometry.bytesPerRow }
+
+    /// What the process needs besides the renderer's own buffers (runtime, libjpeg, code).
+    public static let processAllowanceBytes = 12 << 20
+    static let decoderAllowanceBytes = 2 << 20
+    static let defaultStripeHeight = 64
+
+    /// Compressed bytes per pixel assumed when checking disk space: generous for photo content
+    /// (measured grids of photos at Q90 4:2:0 come to about 0.25; this allows for busier ones).
+    public static func bytesPerPixel(quality: Int, subsampling: ChromaSubsampling) -> Double {
+        let base: Double = quality <= 75 ? 0.35 : quality <= 90 ? 0.6 : quality <= 95 ? 0.9 : 1.6
+        switch subsampling {
+        case .s420: return base
+        case .s422: return base * 1.3
+        case .s444: return base * 1.7
+        }
+    }
+
+    public static func make(layout: CellLayout, settings: RenderSettings) throws(TesseraError) -> RenderPlan {
+        guard (1...100).contains(settings.quality) else {
+            throw .invalidSettings("quality must be 1...100, got \(settings.quality)")
+        }
+        let width = layout.width, height = layout.height
+        guard width <= jpegMaxDimension && height <= jpegMaxDimension else {
+            throw .outputTooLarge(width: width, height: height, limit: jpegMaxDimension)
+        }
+        let workers = settings.workers ?? onlineCoreCount()
+        guard workers >= 1 && workers <= 256 else { throw .invalidSettings("workers must be 1...256, got \(workers)") }
+        let window = workers + 2
+        let rowBytes = width * 3
+        let tileBytes = layout.cellWidth * layout.cellHeight * 3
+        let distinct = layout.distinctPhotoCount
+        let budget = settings.maxMemoryBytes
+        let encoderBytes = rowBytes * 32 + (256 << 10)
+        let decodeCap = max(16 << 20, budget / 2)
+        let fixed = processAllowanceBytes + encoderBytes + workers * decoderAllowanceBytes
+        let minimumTiles = workers * 2
+        let minimumNeed = fixed + window * min(height, 16) * rowBytes + minimumTiles * tileBytes
+
+        let stripeHeight: Int
+        if let requested = settings.stripeHeight {
+            guard requested >= 1 else { throw .invalidSettings("stripe height must be at least 1 row, got \(requested)") }
+            stripeHeight = min(requested, height)
+            let need = fixed + window * stripeHeight * rowBytes + minimumTiles * tileBytes
+            guard need <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: need) }
+        } else {
+            guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
+            // Half of what remains may go to stripes, in whole MCU rows, at most the default.
+            let forStripes = (budget - fixed - minimumTiles * tileBytes) / 2
+            let mcu = settings.subsampling.mcuHeight
+            let fitting = forStripes / (window * rowBytes) / mcu * mcu
+            stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting)))
+        }
+        let stripeBytes = stripeHeight * rowBytes
+        let forTiles = budget - fixed - window * stripeBytes
+        let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
+        let estimatedPeak = fixed + window * stripeBytes + min(tileSlots, max(distinct, 1)) * tileBytes
+        let spillBytes: Int64 = tileSlots < distinct ? Int64(distinct) * Int64(tileBytes) : 0
+        let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
+        let pixels = Double(width) * Double(height)
+        return RenderPlan(
+            geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
+            workers: workers, windowStripes: window, tileSlots: tileSlots, tileBytes: tileBytes,
+            distinctPhotos: distinct, maxDecodeMemoryBytes: decodeCap, estimatedPeakBytes: estimatedPeak,
+            temporaryDiskBytes: pageRounded * Int64(window) + spillBytes,
+            estimatedOutputBytes: Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536,
+            temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory())
+    }
+}

@@ -1,0 +1,81 @@
+// RenderSettings.swift — what the caller chooses, and the events and summary it gets back.
+import Glibc
+
+/// An RGB colour.
+public struct RGB: Equatable, Sendable {
+    public var red: UInt8, green: UInt8, blue: UInt8
+    public init(red: UInt8, green: UInt8, blue: UInt8) {
+        self.red = red
+        self.green = green
+        self.blue = blue
+    }
+}
+
+/// Choices for one render. Defaults are what `tessera grid` uses.
+public struct RenderSettings: Equatable, Sendable {
+    /// JPEG quality, 1...100.
+    public var quality = 90
+    public var subsampling = ChromaSubsampling.s420
+    /// Threads filling stripes; nil: the number of online cores.
+    public var workers: Int?
+    /// Canvas rows per stripe; nil: derived from `maxMemoryBytes`.
+    public var stripeHeight: Int?
+    /// Budget for everything the renderer holds: stripes, tile cache, decoders, encoder.
+    public var maxMemoryBytes = 64 << 20
+    /// Where the stripe file (and tile spill file) live; nil: $TMPDIR, else /tmp.
+    public var temporaryDirectory: String?
+    /// Colour of empty cells and of cells whose photo failed to decode.
+    public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
+
+    public init() {}
+}
+
+/// Something the caller may want to show while a render runs. Delivered on the thread that
+/// called `render`, never concurrently.
+public enum RenderEvent: Equatable, Sendable {
+    /// A photo failed while being decoded; its cells show the background colour.
+    case photoFailed(SkippedPhoto)
+    /// A photo decoded with libjpeg warnings (corrupt data it worked around).
+    case photoWarning(path: String, message: String)
+    /// `rowsWritten` of `totalRows` canvas rows are encoded.
+    case progress(rowsWritten: Int, totalRows: Int)
+}
+
+/// What a finished render did.
+public struct RenderSummary: Equatable, Sendable {
+    public var width: Int
+    public var height: Int
+    public var seconds: Double
+    public var outputBytes: Int64
+    public var peakResidentBytes: Int64
+    public var photosDecoded: Int
+    public var failedPhotos: [SkippedPhoto]
+
+    public var megapixels: Double { Double(width) * Double(height) / 1e6 }
+    public var megapixelsPerSecond: Double { seconds > 0 ? megapixels / seconds : 0 }
+}
+
+/// The process's peak resident set so far (getrusage ru_maxrss), in bytes.
+public func peakResidentBytes() -> Int64 {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Int64(usage.ru_maxrss) * 1024
+}
+
+/// Monotonic seconds, for timing.
+public func monotonicSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+/// Online cores (sysconf _SC_NPROCESSORS_ONLN), at least 1.
+public func onlineCoreCount() -> Int {
+    return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+}
+
+/// $TMPDIR if set and non-empty, else /tmp.
+public func defaultTemporaryDirectory() -> String {
+    if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+    return "/tmp"
+}

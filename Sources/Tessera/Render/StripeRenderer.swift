@@ -1,0 +1,226 @@
+// StripeRenderer.swift — the pipeline: workers fill stripes, one writer encodes them in order.
+//
+//      photos ──decode at draw size──▶ TileCache ──copy rows──▶ stripe slots (mmapped temp file)
+//                (worker threads)                                   │  window of N stripes
+//                                                                   ▼
+//                  AtomicOutputFile ◀── JPEGScanlineWriter ◀── writer (the caller's thread)
+//
+// Threading contract:
+// - `render` runs the writer on the calling thread and `plan.workers` Dispatch workers.
+// - Workers claim stripe indices in increasing order (`nextStripe`). Stripe i uses slot
+//   i % window and is mapped only once stripe i - window has been encoded (`encodedCount`), so at
+//   most `window` stripes exist at once (back-pressure) and a slot is never shared.
+// - The writer takes stripe i only when its worker has published it in `ready[i % window]`,
+//   encodes its rows top to bottom, unmaps it, releases its blocks and page cache, then
+//   advances `encodedCount`. The encoder therefore sees every row once, in order, never with
+//   gaps (the same contract as libvips's sink_disc).
+// - Ownership: a MappedRegion belongs to the worker filling it until it is published, then to the
+//   writer, which drops the last reference (munmap) before releasing the slot.
+// - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
+//   check, the writer discards the output, and `render` throws that error.
+// - Events reach the observer on the calling thread only.
+import Dispatch
+
+public final class StripeRenderer: @unchecked Sendable {
+    public let photos: [Photo]
+    public let layout: CellLayout
+    public let settings: RenderSettings
+    public let plan: RenderPlan
+    private let cancellation: RenderCancellation?
+
+    public init(photos: [Photo], layout: CellLayout, settings: RenderSettings,
+                cancellation: RenderCancellation? = nil) throws(TesseraError) {
+        self.photos = photos
+        self.layout = layout
+        self.settings = settings
+        self.cancellation = cancellation
+        plan = try RenderPlan.make(layout: layout, settings: settings)
+    }
+
+    // Shared pipeline state, protected by `lock`; `changed` is broadcast on every change.
+    private let lock = Mutex()
+    private lazy var changed = Condition(lock)
+    private var nextStripe = 0
+    private var encodedCount = 0
+    private var ready: [(index: Int, region: MappedRegion)?] = []
+    private var failure: TesseraError?
+
+    /// Renders the layout into a baseline JPEG at `outputPath`, which appears only when complete.
+    public func render(to outputPath: String, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
+        let started = monotonicSeconds()
+        let geometry = plan.geometry
+        let output = try AtomicOutputFile(destination: outputPath)
+        let store = try StripeStore(directory: plan.temporaryDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
+        let cache = TileCache(photos: photos,
+                              decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
+                                                   maxDecodeMemoryBytes: plan.maxDecodeMemoryBytes),
+                              slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
+        let writer = try JPEGScanlineWriter(sink: output, label: outputPath, width: geometry.width, height: geometry.height,
+                                            quality: settings.quality, subsampling: settings.subsampling)
+        lock.withLock {
+            nextStripe = 0
+            encodedCount = 0
+            failure = nil
+            ready = Array(repeating: nil, count: plan.windowStripes)
+        }
+
+        let group = DispatchGroup()
+        for _ in 0..<plan.workers {
+            DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache) }
+        }
+
+        var writeError: TesseraError?
+        do throws(TesseraError) {
+            for index in 0..<geometry.stripeCount {
+                let region = try waitForStripe(index)
+                let rows = geometry.rows(ofStripe: index)
+                try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                    try writer.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                }
+                lock.withLock { ready[index % plan.windowStripes] = nil }
+                // `region` is the last reference: unmap before the slot's blocks are released.
+                withExtendedLifetime(region) {}
+                store.release(slot: index % plan.windowStripes)
+                lock.withLock {
+                    encodedCount = index + 1
+                    changed.broadcast()
+                }
+                for event in cache.takeEvents() { observer(event) }
+                observer(.progress(rowsWritten: rows.upperBound, totalRows: geometry.height))
+                if cancellation?.isCancelled == true { throw TesseraError.cancelled }
+            }
+            try writer.finish()
+        } catch {
+            writeError = error
+        }
+        if let writeError { fail(writeError) }
+        group.wait()
+        lock.withLock { ready = Array(repeating: nil, count: plan.windowStripes) }
+        if let error = lock.withLock({ failure }) {
+            output.discard()
+            throw error
+        }
+        try output.commit()
+        for event in cache.takeEvents() { observer(event) }
+        return RenderSummary(width: geometry.width, height: geometry.height, seconds: monotonicSeconds() - started,
+                             outputBytes: output.bytesWritten, peakResidentBytes: peakResidentBytes(),
+                             photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+    }
+
+    /// Records the first error and wakes everyone so they stop.
+    private func fail(_ error: TesseraError) {
+        lock.withLock {
+            if failure == nil { failure = error }
+            changed.broadcast()
+        }
+    }
+
+    /// The writer's wait for stripe `index` to be filled; throws the pipeline's failure.
+    private func waitForStripe(_ index: Int) throws(TesseraError) -> MappedRegion {
+        let slot = index % plan.windowStripes
+        lock.lock()
+        defer { lock.unlock() }
+        while true {
+            if let failure { throw failure }
+            if let entry = ready[slot], entry.index == index { return entry.region }
+            changed.wait()
+        }
+    }
+
+    private func workerLoop(store: StripeStore, cache: TileCache) {
+        let window = plan.windowStripes
+        while true {
+            // Claim the next stripe and wait until its slot is free.
+            let index: Int? = lock.withLock {
+                guard failure == nil, nextStripe < plan.geometry.stripeCount else { return nil }
+                let claimed = nextStripe
+                nextStripe += 1
+                while failure == nil && claimed - window >= encodedCount { changed.wait() }
+                return failure == nil ? claimed : nil
+            }
+            guard let index else { return }
+            if cancellation?.isCancelled == true { fail(.cancelled); return }
+            do throws(TesseraError) {
+                let region = try store.map(slot: index % window)
+                try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                    try fill(stripe: index, into: bytes, cache: cache)
+                }
+                lock.withLock {
+                    ready[index % window] = (index, region)
+                    changed.broadcast()
+                }
+            } catch {
+                fail(error)
+                return
+            }
+        }
+    }
+
+    /// Draws every cell row that stripe `index` crosses into `bytes` (the stripe's rows).
+    /// Cells whose photo another worker is decoding are drawn last, so two workers on one cell
+    /// row decode different photos instead of waiting on each other.
+    func fill(stripe index: Int, into bytes: UnsafeMutableRawBufferPointer, cache: TileCache) throws(TesseraError) {
+        let rows = plan.geometry.rows(ofStripe: index)
+        let cellHeight = layout.cellHeight
+        let firstCellRow = rows.lowerBound / cellHeight
+        let lastCellRow = (rows.upperBound - 1) / cellHeight
+        var deferred: [(column: Int, row: Int)] = []
+        for cellRow in firstCellRow...lastCellRow {
+            for column in 0..<layout.columns {
+                if try !drawCell(column: column, row: cellRow, rows: rows, into: bytes, cache: cache, wait: false) {
+                    deferred.append((column, cellRow))
+                }
+            }
+        }
+        for cell in deferred {
+            _ = try drawCell(column: cell.column, row: cell.row, rows: rows, into: bytes, cache: cache, wait: true)
+        }
+    }
+
+    /// Copies the part of cell (`column`, `row`) that lies in `rows` into the stripe.
+    /// Returns false when the tile was busy and `wait` is false.
+    private func drawCell(column: Int, row: Int, rows: Range<Int>, into bytes: UnsafeMutableRawBufferPointer,
+                          cache: TileCache, wait: Bool) throws(TesseraError) -> Bool {
+        let cellWidth = layout.cellWidth, cellHeight = layout.cellHeight
+        let top = max(rows.lowerBound, row * cellHeight)
+        let bottom = min(rows.upperBound, (row + 1) * cellHeight)
+        let rowBytes = plan.geometry.bytesPerRow
+        let spanBytes = cellWidth * 3
+        let destination = bytes.baseAddress! + column * spanBytes
+        let photo = layout.photo(column: column, row: row)
+        var lookup = TileCache.Lookup.failed
+        if photo >= 0 {
+            lookup = try cache.acquire(photo: photo, wait: wait)
+        }
+        switch lookup {
+        case .busy:
+            return false
+        case .tile(let tile, let slot):
+            for y in top..<bottom {
+                (destination + (y - rows.lowerBound) * rowBytes)
+                    .copyMemory(from: tile + (y - row * cellHeight) * spanBytes, byteCount: spanBytes)
+            }
+            cache.release(slot: slot)
+        case .failed:
+            let colour = settings.background
+            for y in top..<bottom {
+                let line = (destination + (y - rows.lowerBound) * rowBytes).assumingMemoryBound(to: UInt8.self)
+                for x in 0..<cellWidth {
+                    line[x * 3] = colour.red
+                    line[x * 3 + 1] = colour.green
+                    line[x * 3 + 2] = colour.blue
+                }
+            }
+        }
+        return true
+    }
+}
+
+/// A flag a caller (a signal handler's thread, a UI) sets to stop a render at the next stripe.
+public final class RenderCancellation: @unchecked Sendable {
+    private let lock = Mutex()
+    private var cancelled = false  // protected by `lock`
+    public init() {}
+    public func cancel() { lock.withLock { cancelled = true } }
+    public var isCancelled: Bool { lock.withLock { cancelled } }
+}

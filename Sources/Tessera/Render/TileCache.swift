@@ -1,0 +1,219 @@
+// TileCache.swift — decoded cell tiles, each photo decoded once per render, in bounded memory.
+//
+// Threading contract:
+// - Any worker thread calls `acquire` / `release`. Every mutable field below is protected by
+//   `lock`; `changed` is broadcast whenever a photo's state or a slot's pin count changes.
+// - A photo is decoded by exactly one thread: the first to find it `.absent` marks it `.decoding`
+//   and decodes outside the lock into a slot it has pinned; others either skip it for now
+//   (`wait: false`, so two workers on the same cell row decode different photos in parallel) or
+//   wait on `changed`.
+// - A slot's bytes are written only by the thread that pinned it while `.decoding` (or
+//   `.loading`); readers only read a `.resident` slot they have pinned; eviction takes only
+//   unpinned slots. So no bytes are read while written.
+//
+// Memory: `slotCount` tiles at most (the budget the plan gave). When a library has more distinct
+// photos than fit, an evicted tile is first written to an anonymous spill file (pwrite, page
+// cache only, not in the process's RSS) and read back with pread when needed again, so no photo
+// is decoded twice.
+import Glibc
+
+final class TileCache: @unchecked Sendable {
+    enum Lookup {
+        /// The tile's bytes, valid until `release(slot:)`.
+        case tile(UnsafeRawPointer, slot: Int)
+        /// The photo could not be decoded: draw the placeholder.
+        case failed
+        /// Another thread is decoding it right now (only with `wait: false`).
+        case busy
+    }
+
+    private enum State {
+        case absent
+        case decoding
+        case loading
+        case resident(slot: Int)
+        case spilled
+        case failed
+    }
+
+    let decoder: TileDecoder
+    let tileBytes: Int
+    let slotCount: Int
+    private let photos: [Photo]
+    private let spillDirectory: String
+    private let memory: UnsafeMutableRawPointer
+
+    private let lock = Mutex()
+    private let changed: Condition
+    // Protected by `lock`:
+    private var states: [State]
+    private var onDisk: [Bool]
+    private var slotPhoto: [Int]
+    private var slotPins: [Int]
+    private var slotLastUse: [UInt64]
+    private var freeSlots: [Int]
+    private var clock: UInt64 = 0
+    private var spill: FileDescriptor?
+    private var pendingEvents: [RenderEvent] = []
+    private(set) var decodedCount = 0
+    private(set) var failedPhotos: [SkippedPhoto] = []
+
+    init(photos: [Photo], decoder: TileDecoder, slotCount: Int, spillDirectory: String) {
+        precondition(slotCount > 0)
+        self.photos = photos
+        self.decoder = decoder
+        tileBytes = decoder.tileBytes
+        self.slotCount = slotCount
+        self.spillDirectory = spillDirectory
+        // Reserved, not touched: pages become resident only as slots fill.
+        memory = .allocate(byteCount: tileBytes * slotCount, alignment: 64)
+        changed = Condition(lock)
+        states = Array(repeating: .absent, count: photos.count)
+        onDisk = Array(repeating: false, count: photos.count)
+        slotPhoto = Array(repeating: -1, count: slotCount)
+        slotPins = Array(repeating: 0, count: slotCount)
+        slotLastUse = Array(repeating: 0, count: slotCount)
+        freeSlots = Array((0..<slotCount).reversed())
+    }
+
+    deinit {
+        memory.deallocate()
+        spill?.close()
+    }
+
+    /// The tile of photo `index`, decoding (or reading back) it if needed. Pins the slot:
+    /// call `release(slot:)` when done with the bytes. Throws only for spill-file I/O errors.
+    func acquire(photo index: Int, wait: Bool) throws(TesseraError) -> Lookup {
+        var slot = -1
+        var fromDisk = false
+        do {
+            pthreadLock()
+            defer { pthreadUnlock() }
+            while true {
+                switch states[index] {
+                case .resident(let resident):
+                    slotPins[resident] += 1
+                    clock += 1
+                    slotLastUse[resident] = clock
+                    return .tile(UnsafeRawPointer(memory + resident * tileBytes), slot: resident)
+                case .failed:
+                    return .failed
+                case .decoding, .loading:
+                    if !wait { return .busy }
+                    changed.wait()
+                    continue
+                case .absent, .spilled:
+                    guard let free = try takeSlotLocked() else {
+                        // Every slot is pinned by other workers: wait for one to be released.
+                        changed.wait()
+                        continue
+                    }
+                    slot = free
+                    fromDisk = onDisk[index]
+                    states[index] = fromDisk ? .loading : .decoding
+                    slotPhoto[slot] = index
+                    slotPins[slot] = 1
+                }
+                break
+            }
+        }
+        // Fill the pinned slot outside the lock.
+        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * tileBytes, count: tileBytes)
+        var outcome: Result<DecodeNotes, TesseraError>
+        if fromDisk {
+            do throws(TesseraError) {
+                try spill!.readAll(into: bytes, at: Int64(index) * Int64(tileBytes))
+                outcome = .success(DecodeNotes())
+            } catch {
+                outcome = .failure(error)
+            }
+        } else {
+            do throws(TesseraError) {
+                outcome = .success(try decoder.decode(path: photos[index].path, into: bytes))
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        pthreadLock()
+        defer {
+            changed.broadcast()
+            pthreadUnlock()
+        }
+        switch outcome {
+        case .success(let notes):
+            states[index] = .resident(slot: slot)
+            clock += 1
+            slotLastUse[slot] = clock
+            if !fromDisk {
+                decodedCount += 1
+                if notes.warningCount > 0 {
+                    pendingEvents.append(.photoWarning(path: photos[index].path, message: notes.firstWarning))
+                }
+            }
+            return .tile(UnsafeRawPointer(bytes.baseAddress!), slot: slot)
+        case .failure(let error):
+            slotPins[slot] = 0
+            slotPhoto[slot] = -1
+            freeSlots.append(slot)
+            if fromDisk {
+                states[index] = .spilled
+                throw error
+            }
+            states[index] = .failed
+            let reason: String
+            if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }
+            let skipped = SkippedPhoto(path: photos[index].path, reason: reason)
+            failedPhotos.append(skipped)
+            pendingEvents.append(.photoFailed(skipped))
+            return .failed
+        }
+    }
+
+    /// Unpins a slot returned by `acquire`.
+    func release(slot: Int) {
+        lock.withLock {
+            slotPins[slot] -= 1
+            if slotPins[slot] == 0 { changed.broadcast() }
+        }
+    }
+
+    /// Events (failures, warnings) collected since the last call, for the pipeline to deliver
+    /// on the caller's thread.
+    func takeEvents() -> [RenderEvent] {
+        lock.withLock {
+            let events = pendingEvents
+            pendingEvents.removeAll()
+            return events
+        }
+    }
+
+    /// A free slot, evicting the least recently used unpinned tile (spilling it to disk first if
+    /// it has no copy there). nil when every slot is pinned. Called with `lock` held.
+    private func takeSlotLocked() throws(TesseraError) -> Int? {
+        if let free = freeSlots.popLast() { return free }
+        var victim = -1
+        var oldest = UInt64.max
+        for slot in 0..<slotCount where slotPins[slot] == 0 && slotLastUse[slot] < oldest {
+            if case .resident = states[slotPhoto[slot]] {
+                oldest = slotLastUse[slot]
+                victim = slot
+            }
+        }
+        guard victim >= 0 else { return nil }
+        let photo = slotPhoto[victim]
+        if !onDisk[photo] {
+            // Under the lock: a rare path (libraries larger than the cache), kept simple.
+            if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
+            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * tileBytes, count: tileBytes),
+                                at: Int64(photo) * Int64(tileBytes))
+            onDisk[photo] = true
+        }
+        states[photo] = .spilled
+        slotPhoto[victim] = -1
+        return victim
+    }
+
+    // The lock is held across a loop with early returns; these keep that readable.
+    private func pthreadLock() { lock.lock() }
+    private func pthreadUnlock() { lock.unlock() }
+}

@@ -1,0 +1,27 @@
+// DirectoryListing.swift — the names in a directory (opendir/readdir).
+import Glibc
+
+/// The entry names of `path`, without "." and "..", in no particular order.
+func listDirectory(_ path: String) throws(TesseraError) -> [String] {
+    if let injected = SyscallFaults.take("opendir") {
+        throw TesseraError.system(operation: "opendir", errno: injected, path: path)
+    }
+    guard let directory = system_opendir(path) else {
+        throw TesseraError.system(operation: "opendir", errno: errno, path: path)
+    }
+    defer { _ = system_closedir(directory) }
+    var names: [String] = []
+    while let entry = system_readdir(directory) {
+        let name = withUnsafePointer(to: entry.pointee.d_name) {
+            $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
+
+/// stat(2) of `path`, following symlinks; nil with the errno when it fails.
+func fileStatus(_ path: String) -> Result<stat, Errno> {
+    var info = stat()
+    return valueOrErrno("stat") { system_stat(path, &info) }.map { _ in info }
+}

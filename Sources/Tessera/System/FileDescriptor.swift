@@ -1,0 +1,192 @@
+// FileDescriptor.swift — typed operations on an open file, each one wrapping one syscall.
+//
+// Every failure throws `TesseraError.system(operation:errno:path:)` with the path the descriptor
+// was opened for, so an error says which file and which call.
+import Glibc
+
+/// An open file descriptor and the path it was opened for (for error messages).
+/// Not owning: call `close()` exactly once.
+public struct FileDescriptor: Sendable {
+    public let rawValue: Int32
+    public let path: String
+
+    init(rawValue: Int32, path: String) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    /// open(2) with O_CLOEXEC added.
+    static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws(TesseraError) -> FileDescriptor {
+        let fd = try valueOrErrno("open") { system_open(path, flags | O_CLOEXEC, mode) }.get("open", path: path)
+        return FileDescriptor(rawValue: fd, path: path)
+    }
+
+    /// Opens a regular file for reading without following it into a FIFO or device:
+    /// O_NONBLOCK keeps open(2) from waiting on a FIFO's writer, and fstat rejects anything that
+    /// is not a regular file before a byte is read.
+    static func openRegularFileForReading(_ path: String) throws(TesseraError) -> (FileDescriptor, stat) {
+        let fd = try open(path, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        let info: stat
+        do {
+            info = try fd.status()
+        } catch {
+            fd.close()
+            throw error
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            fd.close()
+            throw TesseraError.unreadablePhoto(path: path, reason: "not a regular file")
+        }
+        return (fd, info)
+    }
+
+    /// A new file in `directory` with no name: O_TMPFILE where the filesystem supports it.
+    /// Elsewhere a hidden file `.<prefix>XXXXXX` is created (mkostemp) and its name returned,
+    /// for the caller to unlink at once or to rename when done. `label` names it in errors.
+    static func openUnnamed(in directory: String, prefix: String, access: Int32, mode: mode_t,
+                            label: String) throws(TesseraError) -> (file: FileDescriptor, fallbackName: String?) {
+        switch valueOrErrno("open", { system_open_tmpfile(directory, access | O_CLOEXEC, mode) }) {
+        case .success(let fd):
+            return (FileDescriptor(rawValue: fd, path: label), nil)
+        case .failure(let code) where code.rawValue == EOPNOTSUPP || code.rawValue == EISDIR || code.rawValue == EINVAL:
+            break  // no O_TMPFILE on this filesystem: fall back below
+        case .failure(let code):
+            throw TesseraError.system(operation: "open(O_TMPFILE)", errno: code.rawValue, path: directory)
+        }
+        var template = Array((directory + "/." + prefix + "XXXXXX").utf8CString)
+        let fd = try template.withUnsafeMutableBufferPointer { buffer throws(TesseraError) -> Int32 in
+            try valueOrErrno("mkstemp") { system_mkstemp(buffer.baseAddress!) }.get("mkstemp", path: directory)
+        }
+        _ = system_fchmod(fd, mode & ~currentUmask())
+        let name = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (FileDescriptor(rawValue: fd, path: label), name)
+    }
+
+    /// An anonymous read-write temporary file in `directory`, never visible under a name after
+    /// this returns (O_TMPFILE, or mkostemp followed at once by unlink).
+    static func openAnonymousTemporary(in directory: String) throws(TesseraError) -> FileDescriptor {
+        let (file, name) = try openUnnamed(in: directory, prefix: "tessera-", access: O_RDWR, mode: 0o600,
+                                           label: directory + "/(temporary file)")
+        if let name { removeFile(name) }
+        return file
+    }
+
+    /// close(2), never retried (see Syscalls.swift). Errors are ignored: by then nothing can be done.
+    func close() { _ = system_close(rawValue) }
+
+    /// fstat(2).
+    func status() throws(TesseraError) -> stat {
+        var info = stat()
+        _ = try valueOrErrno("fstat") { system_fstat(rawValue, &info) }.get("fstat", path: path)
+        return info
+    }
+
+    /// read(2) into `buffer`; returns the count read, 0 at end of file.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(TesseraError) -> Int {
+        return try valueOrErrno("read") { system_read(rawValue, buffer.baseAddress, buffer.count) }.get("read", path: path)
+    }
+
+    /// pread(2) once; returns the count read (short near the end of the file).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(TesseraError) -> Int {
+        return try valueOrErrno("pread") { system_pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+            .get("pread", path: path)
+    }
+
+    /// pread(2) until `buffer` is full; throws on a short file.
+    func readAll(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(TesseraError) {
+        var done = 0
+        while done < buffer.count {
+            let n = try valueOrErrno("pread") {
+                system_pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }.get("pread", path: path)
+            if n == 0 { throw TesseraError.system(operation: "pread", errno: EIO, path: path) }
+            done += n
+        }
+    }
+
+    /// write(2) until every byte of `bytes` is written.
+    func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        var done = 0
+        while done < bytes.count {
+            let n = try valueOrErrno("write") {
+                system_write(rawValue, bytes.baseAddress! + done, bytes.count - done)
+            }.get("write", path: path)
+            done += n
+        }
+    }
+
+    /// pwrite(2) until every byte of `bytes` is written at `offset`.
+    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(TesseraError) {
+        var done = 0
+        while done < bytes.count {
+            let n = try valueOrErrno("pwrite") {
+                system_pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }.get("pwrite", path: path)
+            done += n
+        }
+    }
+
+    /// fallocate(2) mode 0: reserves disk blocks for the range so that writing through a mapping
+    /// cannot hit SIGBUS on a full disk. ENOSPC is reported here instead.
+    func reserve(offset: Int64, length: Int64) throws(TesseraError) {
+        _ = try valueOrErrno("fallocate") { system_fallocate_reserve(rawValue, off_t(offset), off_t(length)) }
+            .get("fallocate", path: path)
+    }
+
+    /// fallocate(2) with FALLOC_FL_PUNCH_HOLE: frees the range's disk blocks and page cache.
+    /// Returns false where the filesystem cannot punch holes (the caller falls back to fadvise).
+    @discardableResult
+    func punchHole(offset: Int64, length: Int64) -> Bool {
+        if case .success = valueOrErrno("fallocate", { system_fallocate_punch_hole(rawValue, off_t(offset), off_t(length)) }) {
+            return true
+        }
+        return false
+    }
+
+    /// posix_fadvise(2) POSIX_FADV_DONTNEED: drops the range's clean page cache, so it stops
+    /// counting against a memory cgroup. Advisory: failures are ignored.
+    func dropCache(offset: Int64, length: Int64) {
+        _ = valueOrErrno("posix_fadvise") { system_posix_fadvise(rawValue, off_t(offset), off_t(length), POSIX_FADV_DONTNEED) }
+    }
+
+    /// sync_file_range(2): starts writeback of the range, and with `wait` waits for it, so that
+    /// the pages become clean and `dropCache` can release them.
+    func flushRange(offset: Int64, length: Int64, wait: Bool) throws(TesseraError) {
+        _ = try valueOrErrno("sync_file_range") { system_sync_file_range(rawValue, off_t(offset), off_t(length), wait) }
+            .get("sync_file_range", path: path)
+    }
+
+    /// ftruncate(2).
+    func truncate(to length: Int64) throws(TesseraError) {
+        _ = try valueOrErrno("ftruncate") { system_ftruncate(rawValue, off_t(length)) }.get("ftruncate", path: path)
+    }
+
+    /// fsync(2).
+    func sync() throws(TesseraError) {
+        _ = try valueOrErrno("fsync") { system_fsync(rawValue) }.get("fsync", path: path)
+    }
+}
+
+/// Free space for unprivileged users on the filesystem holding `path` (statvfs f_bavail x f_frsize).
+public func freeDiskBytes(at path: String) throws(TesseraError) -> Int64 {
+    var info = statvfs()
+    _ = try valueOrErrno("statvfs") { system_statvfs(path, &info) }.get("statvfs", path: path)
+    return Int64(info.f_bavail) * Int64(info.f_frsize)
+}
+
+/// rename(2).
+func renameFile(_ from: String, to: String) throws(TesseraError) {
+    _ = try valueOrErrno("rename") { system_rename(from, to) }.get("rename", path: to)
+}
+
+/// unlink(2); a missing file is not an error.
+func removeFile(_ path: String) {
+    _ = valueOrErrno("unlink") { system_unlink(path) }
+}
+
+/// The process's file mode creation mask.
+private func currentUmask() -> mode_t {
+    let mask = umask(0)
+    umask(mask)
+    return mask
+}

@@ -1,0 +1,142 @@
+// Syscalls.swift — the one place Tessera calls libc for files and memory mappings.
+//
+// Each raw call sits behind a one-line `system_*` function. `valueOrErrno` retries EINTR for
+// every call except close (after an interrupted close the descriptor state is unspecified on
+// Linux, and retrying can close a descriptor another thread just opened).
+//
+// Tests inject failures here (`SyscallFaults`), so ENOSPC and EINTR paths are exercised without
+// filling a real disk.
+import CTesseraShims
+import Glibc
+
+/// Failures injected by tests at the syscall layer. Production code never arms it.
+///
+/// Threading: `lock` protects `pending`; `armed` is read without the lock as a fast path (a stale
+/// read only delays an injection to the next call, which tests never depend on).
+public enum SyscallFaults {
+    nonisolated(unsafe) private static var armed = false
+    nonisolated(unsafe) private static var pending: [String: (errno: Int32, skip: Int, count: Int)] = [:]
+    private static let lock = Mutex()
+
+    /// Makes the `count` calls of `operation` after the first `skip` ones fail with `errno`.
+    public static func inject(_ operation: String, errno: Int32, skip: Int = 0, count: Int = 1) {
+        lock.withLock {
+            pending[operation] = (errno, skip, count)
+            armed = true
+        }
+    }
+
+    /// Removes every injected failure.
+    public static func reset() {
+        lock.withLock {
+            pending.removeAll()
+            armed = false
+        }
+    }
+
+    /// The errno to fail `operation` with now, if a test asked for one.
+    static func take(_ operation: String) -> Int32? {
+        guard armed else { return nil }
+        return lock.withLock { () -> Int32? in
+            guard var entry = pending[operation] else { return nil }
+            if entry.skip > 0 {
+                entry.skip -= 1
+                pending[operation] = entry
+                return nil
+            }
+            guard entry.count > 0 else { return nil }
+            entry.count -= 1
+            pending[operation] = entry
+            return entry.errno
+        }
+    }
+}
+
+/// Runs `body` until it does not fail with EINTR; returns its value or `-errno`-style failure.
+@inline(__always)
+func valueOrErrno<T: FixedWidthInteger>(
+    _ operation: String, retryOnInterrupt: Bool = true, _ body: () -> T
+) -> Result<T, Errno> {
+    if let injected = SyscallFaults.take(operation) {
+        return .failure(Errno(rawValue: injected))
+    }
+    while true {
+        let value = body()
+        if value != -1 { return .success(value) }
+        let code = errno
+        if code == EINTR && retryOnInterrupt { continue }
+        return .failure(Errno(rawValue: code))
+    }
+}
+
+/// An errno value, read right after the failing call and before any cleanup.
+struct Errno: Error, Equatable {
+    let rawValue: Int32
+}
+
+extension Result where Failure == Errno {
+    /// The value, or a `TesseraError.system` naming the call and the path.
+    @inline(__always)
+    func get(_ operation: String, path: String) throws(TesseraError) -> Success {
+        switch self {
+        case .success(let value): return value
+        case .failure(let code):
+            throw TesseraError.system(operation: operation, errno: code.rawValue, path: path)
+        }
+    }
+}
+
+func system_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    return open(path, flags, mode)
+}
+func system_close(_ fd: Int32) -> Int32 { return close(fd) }
+func system_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    return read(fd, buffer, count)
+}
+func system_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ offset: off_t) -> Int {
+    return pread(fd, buffer, count, offset)
+}
+func system_write(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    return write(fd, buffer, count)
+}
+func system_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int, _ offset: off_t) -> Int {
+    return pwrite(fd, buffer, count, offset)
+}
+func system_fstat(_ fd: Int32, _ info: UnsafeMutablePointer<stat>) -> Int32 { return fstat(fd, info) }
+func system_stat(_ path: String, _ info: UnsafeMutablePointer<stat>) -> Int32 { return stat(path, info) }
+func system_lstat(_ path: String, _ info: UnsafeMutablePointer<stat>) -> Int32 { return lstat(path, info) }
+func system_open_tmpfile(_ directory: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    return tessera_open_tmpfile(directory, flags, mode)
+}
+func system_fallocate_reserve(_ fd: Int32, _ offset: off_t, _ length: off_t) -> Int32 {
+    return tessera_fallocate_reserve(fd, offset, length)
+}
+func system_fallocate_punch_hole(_ fd: Int32, _ offset: off_t, _ length: off_t) -> Int32 {
+    return tessera_fallocate_punch_hole(fd, offset, length)
+}
+func system_ftruncate(_ fd: Int32, _ length: off_t) -> Int32 { return ftruncate(fd, length) }
+/// posix_fadvise returns the error number instead of setting errno; adapted to the -1 convention.
+func system_posix_fadvise(_ fd: Int32, _ offset: off_t, _ length: off_t, _ advice: Int32) -> Int32 {
+    let result = posix_fadvise(fd, offset, length, advice)
+    if result != 0 { errno = result; return -1 }
+    return 0
+}
+func system_sync_file_range(_ fd: Int32, _ offset: off_t, _ length: off_t, _ wait: Bool) -> Int32 {
+    return tessera_sync_file_range(fd, offset, length, wait ? 1 : 0)
+}
+func system_mmap(_ length: Int, _ protection: Int32, _ flags: Int32, _ fd: Int32, _ offset: off_t) -> UnsafeMutableRawPointer? {
+    return mmap(nil, length, protection, flags, fd, offset)
+}
+func system_munmap(_ address: UnsafeMutableRawPointer, _ length: Int) -> Int32 { return munmap(address, length) }
+func system_statvfs(_ path: String, _ info: UnsafeMutablePointer<statvfs>) -> Int32 { return statvfs(path, info) }
+func system_linkat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String, _ flags: Int32) -> Int32 {
+    return linkat(fromDirectory, from, toDirectory, to, flags)
+}
+func system_rename(_ from: String, _ to: String) -> Int32 { return rename(from, to) }
+func system_unlink(_ path: String) -> Int32 { return unlink(path) }
+func system_mkstemp(_ template: UnsafeMutablePointer<CChar>) -> Int32 { return tessera_mkostemp_cloexec(template) }
+func system_fsync(_ fd: Int32) -> Int32 { return fsync(fd) }
+func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { return fchmod(fd, mode) }
+func system_opendir(_ path: String) -> OpaquePointer? { return opendir(path) }
+func system_readdir(_ directory: OpaquePointer) -> UnsafeMutablePointer<dirent>? { return readdir(directory) }
+func system_closedir(_ directory: OpaquePointer) -> Int32 { return closedir(directory) }

@@ -1,0 +1,274 @@
+// GridOptions.swift — `tessera grid`'s options: one table, parsed in one loop.
+import Tessera
+
+/// A parsed `tessera grid` command line.
+public struct GridOptions: Equatable, Sendable {
+    public var photoPaths: [String] = []
+    public var outputPath = ""
+    public var columns: Int?
+    public var rows: Int?
+    public var cellWidth = 0
+    public var cellHeight = 0
+    public var order = PhotoOrder.name
+    public var seed: UInt64?
+    public var settings = RenderSettings()
+    public var dryRun = false
+    public var showProgress = true
+    public var strict = false
+    public var help = false
+
+    public init() {}
+}
+
+/// One entry of an option table: its spellings, the value's name (nil for a flag), its help.
+public struct OptionSpec: Sendable {
+    public let names: [String]
+    public let valueName: String?
+    public let help: String
+}
+
+public enum GridCommand {
+    public static let options: [OptionSpec] = [
+        OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Where to write the JPEG (required). It appears only when complete; an existing file is replaced then, and left untouched if the render fails."),
+        OptionSpec(names: ["--grid"], valueName: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos."),
+        OptionSpec(names: ["--columns"], valueName: "C", help: "Columns only; rows follow from the photo count (each photo once, the last row filled by repeats)."),
+        OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it."),
+        OptionSpec(names: ["--quality"], valueName: "Q", help: "JPEG quality 1-100 (default 90)."),
+        OptionSpec(names: ["--subsampling"], valueName: "420|422|444", help: "Chroma subsampling (default 420)."),
+        OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos and filling stripes (default: the number of cores)."),
+        OptionSpec(names: ["--stripe-height"], valueName: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64)."),
+        OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the tile cache."),
+        OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default $TMPDIR or /tmp). It is never visible and needs a few stripes of space."),
+        OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default), or shuffled."),
+        OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
+        OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
+        OptionSpec(names: ["--strict"], valueName: nil, help: "Fail before rendering if any photo would be skipped."),
+        OptionSpec(names: ["--dry-run"], valueName: nil, help: "Print the plan (size, stripes, workers, memory and disk) and render nothing."),
+        OptionSpec(names: ["--no-progress"], valueName: nil, help: "No progress bar (it is drawn only when stderr is a terminal)."),
+        OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
+    ]
+
+    /// Parses the arguments after `grid`. `firstIndex` is the position of `arguments[0]` in the
+    /// whole command line, for error positions.
+    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> GridOptions {
+        var options = GridOptions()
+        var index = 0
+        var sawTileSize = false
+        var onlyPositional = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            let position = firstIndex + index
+            if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
+                options.photoPaths.append(argument)
+                index += 1
+                continue
+            }
+            if argument == "--" {
+                onlyPositional = true
+                index += 1
+                continue
+            }
+            // --name=value is accepted too.
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            guard let spec = options_(named: name) else {
+                throw CommandLineError("unknown option \(name) (see 'tessera grid --help')", argumentIndex: position)
+            }
+            var value = ""
+            if spec.valueName != nil {
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index + 1 < arguments.count else {
+                        throw CommandLineError("\(name) needs a value: \(name) \(spec.valueName!)", argumentIndex: position)
+                    }
+                    index += 1
+                    value = arguments[index]
+                }
+            } else if inlineValue != nil {
+                throw CommandLineError("\(name) takes no value", argumentIndex: position)
+            }
+            let valuePosition = inlineValue == nil ? firstIndex + index : position
+            func integer(_ range: ClosedRange<Int>) throws(CommandLineError) -> Int {
+                guard let number = Int(value), range.contains(number) else {
+                    throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
+                                           argumentIndex: valuePosition)
+                }
+                return number
+            }
+            switch spec.names.last! {
+            case "--output": options.outputPath = value
+            case "--grid":
+                guard let (c, r) = parsePair(value), c >= 1, r >= 1 else {
+                    throw CommandLineError("--grid expects COLUMNSxROWS like 200x267, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.columns = c
+                options.rows = r
+            case "--columns":
+                options.columns = try integer(1...jpegMaxDimension)
+                options.rows = nil
+            case "--tile-size":
+                if let single = Int(value), single >= 1 {
+                    options.cellWidth = single
+                    options.cellHeight = single
+                } else if let (w, h) = parsePair(value), w >= 1, h >= 1 {
+                    options.cellWidth = w
+                    options.cellHeight = h
+                } else {
+                    throw CommandLineError("--tile-size expects pixels like 150 or 200x150, got '\(value)'", argumentIndex: valuePosition)
+                }
+                guard options.cellWidth <= jpegMaxDimension && options.cellHeight <= jpegMaxDimension else {
+                    throw CommandLineError("--tile-size is larger than a JPEG can be (\(jpegMaxDimension) px)", argumentIndex: valuePosition)
+                }
+                sawTileSize = true
+            case "--quality": options.settings.quality = try integer(1...100)
+            case "--subsampling":
+                guard let mode = ChromaSubsampling(rawValue: value) else {
+                    throw CommandLineError("--subsampling expects 420, 422 or 444, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.settings.subsampling = mode
+            case "--workers": options.settings.workers = try integer(1...256)
+            case "--stripe-height": options.settings.stripeHeight = try integer(1...jpegMaxDimension)
+            case "--max-memory":
+                guard let bytes = parseByteSize(value), bytes >= 1 << 20 else {
+                    throw CommandLineError("--max-memory expects a size of at least 1M like 64M, 512MiB, 2G, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.settings.maxMemoryBytes = bytes
+            case "--temp-dir": options.settings.temporaryDirectory = value
+            case "--order":
+                switch value {
+                case "name": options.order = .name
+                case "shuffle": options.order = .shuffle(seed: options.seed ?? 1)
+                default: throw CommandLineError("--order expects name or shuffle, got '\(value)'", argumentIndex: valuePosition)
+                }
+            case "--seed":
+                guard let seed = UInt64(value) else {
+                    throw CommandLineError("--seed expects a whole number, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.seed = seed
+            case "--background":
+                guard let colour = parseColour(value) else {
+                    throw CommandLineError("--background expects a hex colour like 202020, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.settings.background = colour
+            case "--strict": options.strict = true
+            case "--dry-run": options.dryRun = true
+            case "--no-progress": options.showProgress = false
+            case "--help": options.help = true
+            default: fatalError("option table and switch disagree on \(name)")
+            }
+            index += 1
+        }
+        if case .shuffle = options.order, let seed = options.seed { options.order = .shuffle(seed: seed) }
+        if options.help { return options }
+        guard !options.photoPaths.isEmpty else {
+            throw CommandLineError("no photos given: name files or directories, e.g. tessera grid ~/Pictures -o grid.jpg --grid 20x15 --tile-size 150")
+        }
+        guard !options.outputPath.isEmpty else { throw CommandLineError("-o OUT.jpg is required") }
+        guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
+        guard sawTileSize else { throw CommandLineError("--tile-size N is required") }
+        return options
+    }
+
+    private static func options_(named name: String) -> OptionSpec? {
+        return options.first { $0.names.contains(name) }
+    }
+
+    public static let help: String = {
+        var text = """
+        tessera grid — render a grid of photos into one (giant) JPEG in flat memory
+
+        USAGE
+          tessera grid PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+
+        PHOTOS are JPEG files or directories (searched recursively; JPEGs are recognised by
+        content, not extension). Photos fill the grid row by row and repeat when there are more
+        cells than photos. Each photo is turned upright from its EXIF orientation, decoded at the
+        size it is drawn and centre-cropped to fill its cell.
+
+        OPTIONS
+
+        """
+        for spec in options {
+            let left = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
+            text += "  " + left + "\n"
+            text += wrap(spec.help, indent: 6, width: 92) + "\n"
+        }
+        text += """
+
+        EXAMPLES
+          # 200 x 267 cells of 150 px: a 30,000 x 40,050 px (1.2 gigapixel) JPEG
+          tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
+
+          # each photo once, 10 per row, shuffled the same way every time
+          tessera grid trip/*.jpg -o trip.jpg --columns 10 --tile-size 300 --order shuffle --seed 7
+
+          # what would it take? (memory, disk, stripes), without rendering
+          tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --dry-run
+
+          # inside a small container: cap the renderer's memory
+          tessera grid photos -o out.jpg --grid 100x100 --tile-size 200 --max-memory 48M
+        """
+        return text
+    }()
+}
+
+/// "200x267" → (200, 267).
+func parsePair(_ text: String) -> (Int, Int)? {
+    let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+    guard parts.count == 2, let a = Int(parts[0]), let b = Int(parts[1]) else { return nil }
+    return (a, b)
+}
+
+/// "64M", "64MiB", "1.5G", "1048576" → bytes (binary units; a bare number is bytes).
+public func parseByteSize(_ text: String) -> Int? {
+    var digits = text.trimmingWhitespace().uppercased()
+    var multiplier = 1.0
+    for (suffixes, scale) in [(["KIB", "KB", "K"], 1024.0), (["MIB", "MB", "M"], 1048576.0),
+                              (["GIB", "GB", "G"], 1073741824.0), (["TIB", "TB", "T"], 1099511627776.0)] {
+        if let suffix = suffixes.first(where: { digits.hasSuffix($0) }) {
+            digits = String(digits.dropLast(suffix.count))
+            multiplier = scale
+            break
+        }
+    }
+    if digits.hasSuffix("B") && multiplier == 1 { digits = String(digits.dropLast()) }
+    guard let number = Double(digits.trimmingWhitespace()), number >= 0, number * multiplier < 9e18 else { return nil }
+    return Int(number * multiplier)
+}
+
+/// "202020" or "#202020" → RGB.
+func parseColour(_ text: String) -> RGB? {
+    let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
+    guard hex.count == 6, let value = UInt32(hex, radix: 16) else { return nil }
+    return RGB(red: UInt8(value >> 16), green: UInt8((value >> 8) & 0xFF), blue: UInt8(value & 0xFF))
+}
+
+/// Word-wraps `text` to `width` columns, every line indented by `indent` spaces.
+func wrap(_ text: String, indent: Int, width: Int) -> String {
+    let pad = String(repeating: " ", count: indent)
+    var lines: [String] = []
+    var line = pad
+    for word in text.split(separator: " ") {
+        if line.count > indent && line.count + 1 + word.count > width {
+            lines.append(line)
+            line = pad
+        }
+        line += (line.count > indent ? " " : "") + word
+    }
+    lines.append(line)
+    return lines.joined(separator: "\n")
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var scalars = Substring(self)
+        while scalars.first?.isWhitespace == true { scalars.removeFirst() }
+        while scalars.last?.isWhitespace == true { scalars.removeLast() }
+        return String(scalars)
+    }
+}

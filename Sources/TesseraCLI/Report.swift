@@ -1,0 +1,44 @@
+// Report.swift — the text the command line shows: the plan, progress, warnings, summary.
+import Tessera
+
+public enum Report {
+    /// `--dry-run`'s plan, several lines.
+    public static func plan(_ plan: RenderPlan, layout: CellLayout, photoCount: Int, disk: [DiskRequirement],
+                            settings: RenderSettings) -> String {
+        let megapixels = Double(plan.width) * Double(plan.height) / 1e6
+        var lines = [
+            "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
+            "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
+            "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline",
+            "stripes     \(plan.geometry.stripeCount) of \(plan.geometry.stripeHeight) rows (\(formatBytes(Int64(plan.stripeBytes))) each), \(plan.windowStripes) in flight",
+            "workers     \(plan.workers)",
+            "tile cache  \(plan.tileSlots) tiles of \(formatBytes(Int64(plan.tileBytes)))",
+            "memory      about \(formatBytes(Int64(plan.estimatedPeakBytes))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))",
+            "disk        output about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), temporaries \(formatBytes(plan.temporaryDiskBytes)) in \(plan.temporaryDirectory)",
+        ]
+        for requirement in disk {
+            lines.append("free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free\(requirement.fits ? "" : "  NOT ENOUGH")")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The one-line summary after a render.
+    public static func summary(_ summary: RenderSummary, outputPath: String) -> String {
+        var line = "wrote \(outputPath): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
+        line += "\(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
+        line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
+        if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
+        return line
+    }
+
+    /// A progress bar line (no newline) for `done` of `total` rows after `seconds`.
+    public static func progressBar(done: Int, total: Int, pixelsPerRow: Int, seconds: Double, width: Int = 30) -> String {
+        let fraction = total > 0 ? Double(done) / Double(total) : 1
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let rate = seconds > 0 ? Double(done) / seconds : 0
+        let eta = rate > 0 ? Double(total - done) / rate : 0
+        let megapixelsPerSecond = rate * Double(pixelsPerRow) / 1e6
+        return "[\(bar)] \(Int(fraction * 100))%  \(formatDecimal(megapixelsPerSecond, places: 0)) MP/s  ETA \(formatDecimal(eta, places: 0)) s"
+    }
+}

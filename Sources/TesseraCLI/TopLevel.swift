@@ -1,0 +1,85 @@
+// TopLevel.swift — `tessera`'s subcommands, exit codes and top-level help.
+import Tessera
+
+public let tesseraVersion = "0.1.0"
+
+/// The process exit codes, documented in `tessera --help` and the README.
+public enum ExitCode: Int32, Sendable {
+    case success = 0
+    /// The render failed (I/O error, encoder error); nothing was written under the output name.
+    case renderFailed = 1
+    /// The command line is wrong.
+    case usage = 2
+    /// No usable photo, or a photo skipped under --strict.
+    case badInput = 3
+    /// Not enough disk space or memory budget, found before rendering.
+    case insufficientResources = 4
+    /// Interrupted by SIGINT (128 + 2).
+    case interrupted = 130
+    /// Terminated by SIGTERM (128 + 15).
+    case terminated = 143
+
+    /// The exit code for a library error.
+    public init(_ error: TesseraError) {
+        switch error {
+        case .invalidSettings, .outputTooLarge: self = .usage
+        case .noPhotos, .unreadablePhoto: self = .badInput
+        case .budgetTooSmall, .insufficientDiskSpace: self = .insufficientResources
+        case .cancelled: self = .interrupted
+        case .system, .encodeFailed: self = .renderFailed
+        }
+    }
+}
+
+/// A parsed `tessera` invocation.
+public enum Invocation: Equatable, Sendable {
+    case help
+    case version
+    case grid(GridOptions)
+}
+
+public enum TopLevel {
+    /// Parses `arguments` (without the program name).
+    public static func parse(_ arguments: [String]) throws(CommandLineError) -> Invocation {
+        guard let first = arguments.first else { return .help }
+        switch first {
+        case "-h", "--help", "help":
+            if arguments.count > 1 && arguments[1] == "grid" { return .grid(helpOnly()) }
+            return .help
+        case "--version", "-V": return .version
+        case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
+        default:
+            throw CommandLineError("unknown command '\(first)' (try 'tessera --help')", argumentIndex: 1)
+        }
+    }
+
+    private static func helpOnly() -> GridOptions {
+        var options = GridOptions()
+        options.help = true
+        return options
+    }
+
+    public static let help = """
+    tessera \(tesseraVersion) — giant photo grids as one JPEG, on all cores, in flat memory
+
+    USAGE
+      tessera grid PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+      tessera help grid         every option of grid, with examples
+      tessera --version
+
+    The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
+    file, filled by all cores and streamed in order into libjpeg's encoder. A 30,000 x 40,050 px
+    grid needs about 40 MB of memory and a few stripes of temporary disk.
+
+    EXAMPLE
+      tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
+
+    EXIT CODES
+      0    the JPEG was written
+      1    the render failed (I/O or encoder error); nothing was written under the output name
+      2    bad command line or settings (including an output over 65,500 px a side)
+      3    no usable photo found, or a photo would be skipped under --strict
+      4    not enough disk space or memory budget, found before rendering started
+      130  interrupted (SIGINT); 143 terminated (SIGTERM). Temporaries are removed either way.
+    """
+}
