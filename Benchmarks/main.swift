@@ -1,1 +1,187 @@
-print("x")
+// tessera-bench — the performance instrument. No test framework, no assertions: it prints.
+//
+// For grids of about 0.1, 0.4 and 1.2 gigapixels (200 columns of 150 px cells; 22, 89 and 267
+// rows) it measures, in one run of this program:
+//   floor   the same pixels pushed through the same libjpeg settings with no tile work
+//           (JPEGFile.encodeRepeating over one rendered band of cells), in this process;
+//   tessera the real `tessera grid` command, as a child process, so its peak RSS (wait4) is its own.
+// Each measurement: one warm-up run thrown away, then --runs timed runs; the median is printed
+// with MP/s, peak RSS and the ratio to the floor.
+//
+//   swift run -c release tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2]
+//                                      [--workers N] [--temp-dir DIR] [-- extra tessera flags]
+import Glibc
+import Tessera
+
+#if DEBUG
+print("""
+################################################################################
+#  DEBUG BUILD: these numbers mean nothing. Run: swift run -c release tessera-bench
+################################################################################
+""")
+#endif
+
+struct Options {
+    var photos: String?
+    var runs = 3
+    var sizes: [Double] = [0.1, 0.4, 1.2]
+    var workers: Int?
+    var temporaryDirectory = defaultTemporaryDirectory()
+    var extra: [String] = []
+}
+
+func fail(_ message: String) -> Never {
+    print("tessera-bench: \(message)")
+    exit(2)
+}
+
+func number<T: LosslessStringConvertible>(_ text: String, _ what: String) -> T {
+    guard let value = T(text) else { fail("\(what) expects a number, got '\(text)'") }
+    return value
+}
+
+var options = Options()
+var arguments = Array(CommandLine.arguments.dropFirst())
+while !arguments.isEmpty {
+    let argument = arguments.removeFirst()
+    func value() -> String {
+        guard !arguments.isEmpty else { fail("\(argument) needs a value") }
+        return arguments.removeFirst()
+    }
+    switch argument {
+    case "--photos": options.photos = value()
+    case "--runs": options.runs = number(value(), "--runs")
+    case "--sizes": options.sizes = value().split(separator: ",").map { number(String($0), "--sizes") }
+    case "--workers": options.workers = number(value(), "--workers")
+    case "--temp-dir": options.temporaryDirectory = value()
+    case "--": options.extra = arguments; arguments = []
+    case "-h", "--help":
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [-- tessera flags]")
+        exit(0)
+    default: fail("unknown argument \(argument)")
+    }
+}
+
+/// The directory holding this executable (the release build's products).
+func productsDirectory() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { fail("cannot find /proc/self/exe") }
+    let path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return String(path[..<path.lastIndex(of: "/")!])
+}
+
+/// Runs a command; returns wall seconds, the child's peak RSS in bytes and its exit status.
+func run(_ command: [String]) -> (seconds: Double, peakBytes: Int64, status: Int32) {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    let start = monotonicSeconds()
+    let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+    guard spawned == 0 else { fail("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    let seconds = monotonicSeconds() - start
+    return (seconds, Int64(usage.ru_maxrss) * 1024, status)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func fixed(_ value: Double, _ places: Int = 2) -> String { formatDecimal(value, places: places) }
+
+let products = productsDirectory()
+let tessera = products + "/tessera"
+guard access(tessera, X_OK) == 0 else { fail("build the tool first: swift build -c release (looked for \(tessera))") }
+
+// Photos: the user's folder, or 120 generated ones cached beside the build.
+let photoDirectory: String
+if let given = options.photos {
+    photoDirectory = given
+} else {
+    photoDirectory = products + "/bench-photos"
+    let marker = photoDirectory + "/.complete-120"
+    if access(marker, F_OK) != 0 {
+        mkdir(photoDirectory, 0o755)
+        print("generating 120 sample photos (1600 x 1200) in \(photoDirectory) ...")
+        do {
+            _ = try SamplePhotos.generate(count: 120, in: photoDirectory)
+        } catch {
+            fail("\(error)")
+        }
+        close(open(marker, O_CREAT | O_WRONLY, 0o644))
+    }
+}
+
+let columns = 200, cell = 150, quality = 90
+let scratch = options.temporaryDirectory + "/tessera-bench-\(getpid())"
+mkdir(scratch, 0o755)
+defer { rmdir(scratch) }
+let output = scratch + "/out.jpg"
+var flags = ["--quality", String(quality), "--no-progress"] + options.extra
+if let workers = options.workers { flags += ["--workers", String(workers)] }
+
+print("tessera-bench: \(onlineCoreCount()) cores, photos from \(photoDirectory), \(options.runs) timed runs after 1 warm-up, median shown")
+
+// The floor's pixels: one band of cells as tessera draws them.
+let bandPath = scratch + "/band.jpg"
+let bandRun = run([tessera, "grid", photoDirectory, "-o", bandPath, "--grid", "\(columns)x1", "--tile-size", String(cell)] + flags)
+guard bandRun.status == 0 else { fail("rendering the floor's band failed (status \(bandRun.status))") }
+let band: RGBImage
+do { band = try JPEGFile.read(bandPath) } catch { fail("\(error)") }
+unlink(bandPath)
+
+var results: [(label: String, megapixels: Double, seconds: Double, peak: Int64, ratio: Double)] = []
+for size in options.sizes {
+    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
+    let width = columns * cell, height = rows * cell
+    let megapixels = Double(width) * Double(height) / 1e6
+    print("\ngrid \(columns)x\(rows) cells of \(cell) px = \(width) x \(height) px (\(fixed(megapixels, 1)) MP), Q\(quality) 4:2:0")
+
+    var floorTimes: [Double] = []
+    for attempt in 0...options.runs {
+        let start = monotonicSeconds()
+        do {
+            _ = try JPEGFile.encodeRepeating(band: band, height: height, to: output, quality: quality, subsampling: .s420)
+        } catch { fail("\(error)") }
+        if attempt > 0 { floorTimes.append(monotonicSeconds() - start) }
+        unlink(output)
+    }
+    let floor = median(floorTimes)
+    print("  floor    encode only, 1 core : \(fixed(floor)) s  \(fixed(megapixels / floor, 0)) MP/s   runs \(floorTimes.map { fixed($0) }.joined(separator: " "))")
+
+    var times: [Double] = []
+    var peaks: [Int64] = []
+    for attempt in 0...options.runs {
+        let result = run([tessera, "grid", photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags)
+        guard result.status == 0 else { fail("tessera failed with status \(result.status)") }
+        if attempt > 0 {
+            times.append(result.seconds)
+            peaks.append(result.peakBytes)
+        }
+    }
+    var outputSize = stat()
+    stat(output, &outputSize)
+    unlink(output)
+    let seconds = median(times)
+    let peak = peaks.max()!
+    print("  tessera  grid                : \(fixed(seconds)) s  \(fixed(megapixels / seconds, 0)) MP/s   runs \(times.map { fixed($0) }.joined(separator: " "))")
+    print("           peak RSS \(fixed(Double(peak) / 1e6, 1)) MB (max of runs), output \(fixed(Double(outputSize.st_size) / 1e6, 1)) MB, ratio to floor \(fixed(seconds / floor))")
+    results.append(("\(fixed(megapixels / 1000, 2)) GP", megapixels, seconds, peak, seconds / floor))
+}
+
+if results.count > 1 {
+    let smallest = results.first!
+    print("\nsummary")
+    for result in results {
+        let flat = Double(result.peak) / Double(smallest.peak)
+        print("  \(result.label): \(fixed(result.seconds)) s, \(fixed(result.megapixels / result.seconds, 0)) MP/s, peak RSS \(fixed(Double(result.peak) / 1e6, 1)) MB (x\(fixed(flat)) of the smallest), \(fixed(result.ratio)) x floor")
+    }
+}

@@ -11,11 +11,14 @@
 //   i % window and is mapped only once stripe i - window has been encoded (`encodedCount`), so at
 //   most `window` stripes exist at once (back-pressure) and a slot is never shared.
 // - The writer takes stripe i only when its worker has published it in `ready[i % window]`,
-//   encodes its rows top to bottom, unmaps it, releases its blocks and page cache, then
-//   advances `encodedCount`. The encoder therefore sees every row once, in order, never with
-//   gaps (the same contract as libvips's sink_disc).
+//   encodes its rows top to bottom, hands the mapping back in `retired[i % window]` and advances
+//   `encodedCount`. The encoder therefore sees every row once, in order, never with gaps (the
+//   same contract as libvips's sink_disc).
 // - Ownership: a MappedRegion belongs to the worker filling it until it is published, then to the
-//   writer, which drops the last reference (munmap) before releasing the slot.
+//   writer until it is retired, then to the next worker that claims its slot: that worker drops
+//   the last reference (munmap) and releases the slot's blocks and page cache before mapping it
+//   again. Unmapping and hole punching cost about a second of kernel time on a gigapixel render;
+//   doing them on the workers keeps them off the writer, which is the critical path.
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
@@ -43,6 +46,7 @@ public final class StripeRenderer: @unchecked Sendable {
     private var nextStripe = 0
     private var encodedCount = 0
     private var ready: [(index: Int, region: MappedRegion)?] = []
+    private var retired: [MappedRegion?] = []
     private var failure: TesseraError?
 
     /// Renders the layout into a baseline JPEG at `outputPath`, which appears only when complete.
@@ -62,6 +66,7 @@ public final class StripeRenderer: @unchecked Sendable {
             encodedCount = 0
             failure = nil
             ready = Array(repeating: nil, count: plan.windowStripes)
+            retired = Array(repeating: nil, count: plan.windowStripes)
         }
 
         let group = DispatchGroup()
@@ -72,16 +77,15 @@ public final class StripeRenderer: @unchecked Sendable {
         var writeError: TesseraError?
         do throws(TesseraError) {
             for index in 0..<geometry.stripeCount {
-                let region = try waitForStripe(index)
+                var region: MappedRegion? = try waitForStripe(index)
                 let rows = geometry.rows(ofStripe: index)
-                try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
                     try writer.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
                 }
-                lock.withLock { ready[index % plan.windowStripes] = nil }
-                // `region` is the last reference: unmap before the slot's blocks are released.
-                withExtendedLifetime(region) {}
-                store.release(slot: index % plan.windowStripes)
                 lock.withLock {
+                    let slot = index % plan.windowStripes
+                    ready[slot] = nil
+                    retired[slot] = region.take()
                     encodedCount = index + 1
                     changed.broadcast()
                 }
@@ -95,7 +99,10 @@ public final class StripeRenderer: @unchecked Sendable {
         }
         if let writeError { fail(writeError) }
         group.wait()
-        lock.withLock { ready = Array(repeating: nil, count: plan.windowStripes) }
+        lock.withLock {
+            ready = Array(repeating: nil, count: plan.windowStripes)
+            retired = Array(repeating: nil, count: plan.windowStripes)
+        }
         if let error = lock.withLock({ failure }) {
             output.discard()
             throw error
@@ -130,15 +137,21 @@ public final class StripeRenderer: @unchecked Sendable {
     private func workerLoop(store: StripeStore, cache: TileCache) {
         let window = plan.windowStripes
         while true {
-            // Claim the next stripe and wait until its slot is free.
+            // Claim the next stripe, wait until its slot is free and take the slot's old mapping.
+            var previous: MappedRegion?
             let index: Int? = lock.withLock {
                 guard failure == nil, nextStripe < plan.geometry.stripeCount else { return nil }
                 let claimed = nextStripe
                 nextStripe += 1
                 while failure == nil && claimed - window >= encodedCount { changed.wait() }
+                previous = retired[claimed % window].take()
                 return failure == nil ? claimed : nil
             }
             guard let index else { return }
+            if previous != nil {
+                previous = nil  // the last reference: munmap
+                store.release(slot: index % window)
+            }
             if cancellation?.isCancelled == true { fail(.cancelled); return }
             do throws(TesseraError) {
                 let region = try store.map(slot: index % window)
