@@ -34,6 +34,14 @@ static void tessera_error_exit(j_common_ptr cinfo) {
 static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
     tessera_error *err = (tessera_error *)cinfo->err;
     if (msg_level < 0) {  // a warning: corrupt data libjpeg worked around
+        if (cinfo->err->msg_code == JWRN_HIT_MARKER) {
+            // The entropy-coded data stopped early (truncated, or a header claiming more rows
+            // than the file holds): libjpeg would go on emitting grey rows, up to 65,500 of
+            // them. An error instead, so the photo becomes a placeholder at once.
+            snprintf(err->message, sizeof err->message, "image data ends early (truncated or corrupt JPEG)");
+            err->io_failed = 0;
+            longjmp(err->jump, 1);
+        }
         if (err->warnings == 0) (*cinfo->err->format_message)(cinfo, err->message);
         err->warnings++;
         cinfo->err->num_warnings++;

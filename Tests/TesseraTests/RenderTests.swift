@@ -1,0 +1,242 @@
+// RenderTests.swift — whole renders, checked against independent expectations.
+//
+// Serialized: the fault-injection test arms a process-wide switch at the syscall layer, and every
+// test that renders lives in this suite so none can trip over it.
+import Glibc
+import Testing
+@testable import Tessera
+
+@Suite(.serialized)
+struct RenderTests {
+    // MARK: Orientation
+
+    @Test(arguments: ["Landscape", "Portrait"])
+    func everyExifOrientationRendersUpright(kind: String) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = (0...8).map { "\(fixturesDirectory)/orientation/\(kind)_\($0).jpg" }
+        let cellWidth = kind == "Landscape" ? 90 : 60
+        let cellHeight = kind == "Landscape" ? 60 : 90
+        var settings = RenderSettings()
+        settings.quality = 95
+        settings.subsampling = .s444
+        let output = scratch.file("orientation.jpg")
+        try renderGrid(paths, to: output, columns: 9, rows: 1, cellWidth: cellWidth, cellHeight: cellHeight, settings: settings)
+
+        let rendered = try JPEGFile.read(output)
+        #expect(rendered.width == 9 * cellWidth && rendered.height == cellHeight)
+        // The upright reference: the _1 file (orientation 1) decoded in full and box-averaged.
+        let upright = referenceCell(try JPEGFile.read(paths[1]), width: cellWidth, height: cellHeight)
+        // The check can fail: a mirrored picture is far from the reference.
+        #expect(meanAbsoluteDifference(upright, mirrored(upright)) > 15)
+        for orientation in 0...8 {
+            let cell = crop(rendered, x: orientation * cellWidth, y: 0, width: cellWidth, height: cellHeight)
+            let difference = meanAbsoluteDifference(cell, upright)
+            #expect(difference < 5, "\(kind)_\(orientation) differs from upright by \(difference)")
+        }
+    }
+
+    // MARK: Stripes and workers
+
+    @Test func outputIsIdenticalForAnyWorkersAndStripeHeight() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let names = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8", "Landscape_0"]
+        let paths = names.map { "\(fixturesDirectory)/orientation/\($0).jpg" }
+        // 5 x 4 cells of 40 x 30: 120 rows, so stripe heights below cross cell rows at varied offsets.
+        func render(workers: Int, stripeHeight: Int) throws -> [UInt8] {
+            var settings = RenderSettings()
+            settings.workers = workers
+            settings.stripeHeight = stripeHeight
+            let output = scratch.file("w\(workers)-s\(stripeHeight).jpg")
+            try renderGrid(paths, to: output, columns: 5, rows: 4, cellWidth: 40, cellHeight: 30, settings: settings)
+            return readBytes(output)
+        }
+        // One stripe holding the whole canvas: no seams at all.
+        let reference = try render(workers: 1, stripeHeight: 120)
+        #expect(reference.count > 1000)
+        for workers in [1, 2, 3] {
+            for stripeHeight in [1, 7, 16, 29, 30, 33, 64] {
+                let bytes = try render(workers: workers, stripeHeight: stripeHeight)
+                #expect(bytes == reference, "workers \(workers), stripe height \(stripeHeight) differs from the single-stripe render")
+            }
+        }
+    }
+
+    @Test func cellsStraddlingStripesMatchTheirPhoto() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let path = "\(fixturesDirectory)/orientation/Landscape_1.jpg"
+        var settings = RenderSettings()
+        settings.stripeHeight = 7  // does not divide the 60-row cells: every cell straddles stripes
+        settings.quality = 95
+        settings.subsampling = .s444
+        let output = scratch.file("seams.jpg")
+        try renderGrid([path], to: output, columns: 2, rows: 2, cellWidth: 90, cellHeight: 60, settings: settings)
+        let rendered = try JPEGFile.read(output)
+        let expected = referenceCell(try JPEGFile.read(path), width: 90, height: 60)
+        for row in 0..<2 {
+            for column in 0..<2 {
+                let cell = crop(rendered, x: column * 90, y: row * 60, width: 90, height: 60)
+                #expect(meanAbsoluteDifference(cell, expected) < 5)
+            }
+        }
+    }
+
+    // MARK: Layout and colours
+
+    @Test func smallGridMatchesIndependentExpectation() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let colours = [RGB(red: 200, green: 30, blue: 30), RGB(red: 30, green: 180, blue: 40), RGB(red: 20, green: 40, blue: 210),
+                       RGB(red: 240, green: 220, blue: 40), RGB(red: 120, green: 40, blue: 160)]
+        let sizes = [(64, 48), (48, 64), (100, 20), (17, 33), (300, 200)]
+        var paths: [String] = []
+        for (index, colour) in colours.enumerated() {
+            let path = scratch.file("photo-\(index).jpg")
+            try writeSolidPhoto(path, width: sizes[index].0, height: sizes[index].1, colour: colour)
+            paths.append(path)
+        }
+        let output = scratch.file("grid.jpg")
+        var settings = RenderSettings()
+        settings.subsampling = .s444
+        settings.quality = 95
+        // 4 x 3 = 12 cells from 5 photos: by name, repeating.
+        try renderGrid([scratch.path], to: output, columns: 4, rows: 3, cellWidth: 24, cellHeight: 16, settings: settings)
+        let rendered = try JPEGFile.read(output)
+        #expect(rendered.width == 96 && rendered.height == 48)
+        for cell in 0..<12 {
+            let column = cell % 4, row = cell / 4
+            let expected = colours[cell % 5]
+            // Cell interior (JPEG blocks straddle the cell edges).
+            for (dx, dy) in [(4, 4), (12, 8), (19, 11)] {
+                let pixel = rendered.pixel(x: column * 24 + dx, y: row * 16 + dy)
+                #expect(abs(Int(pixel.red) - Int(expected.red)) <= 4 && abs(Int(pixel.green) - Int(expected.green)) <= 4
+                        && abs(Int(pixel.blue) - Int(expected.blue)) <= 4,
+                        "cell \(cell) at +\(dx),+\(dy) is \(pixel), expected \(expected)")
+            }
+        }
+    }
+
+    // MARK: Bad input
+
+    @Test func photoFailingMidDecodeBecomesPlaceholder() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let good = "\(fixturesDirectory)/orientation/Landscape_1.jpg"
+        let bytes = readBytes(good)
+        let truncated = scratch.file("b-truncated.jpg")
+        writeBytes(Array(bytes[0..<(bytes.count * 2 / 5)]), to: truncated)
+        let copy = scratch.file("a-good.jpg")
+        writeBytes(bytes, to: copy)
+        var settings = RenderSettings()
+        settings.background = RGB(red: 255, green: 0, blue: 255)
+        settings.subsampling = .s444
+        var events: [RenderEvent] = []
+        let output = scratch.file("out.jpg")
+        let summary = try renderGrid([copy, truncated], to: output, columns: 2, rows: 1, cellWidth: 48, cellHeight: 32,
+                                     settings: settings, events: { events.append($0) })
+        #expect(summary.failedPhotos.map(\.path) == [truncated])
+        #expect(events.contains { if case .photoFailed(let skipped) = $0 { return skipped.path == truncated } else { return false } })
+        let rendered = try JPEGFile.read(output)
+        let placeholder = rendered.pixel(x: 48 + 24, y: 16)
+        #expect(placeholder.red > 240 && placeholder.green < 15 && placeholder.blue > 240)
+        let photo = crop(rendered, x: 0, y: 0, width: 48, height: 32)
+        #expect(meanAbsoluteDifference(photo, referenceCell(try JPEGFile.read(good), width: 48, height: 32)) < 6)
+    }
+
+    @Test func scanSkipsWhatIsNotAPhoto() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        writeBytes(readBytes("\(fixturesDirectory)/orientation/Portrait_1.jpg"), to: scratch.file("good.jpg"))
+        writeBytes(Array("not a picture".utf8), to: scratch.file("text.jpg"))
+        writeBytes([], to: scratch.file("empty.jpg"))
+        writeBytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], to: scratch.file("image.png"))
+        writeBytes(Array("notes".utf8), to: scratch.file("README.txt"))
+        var jpegStartOnly = [UInt8](readBytes("\(fixturesDirectory)/orientation/Portrait_1.jpg")[0..<300])
+        jpegStartOnly[200] = 0xFF
+        writeBytes(jpegStartOnly, to: scratch.file("cut.jpg"))
+        #expect(mkfifo(scratch.file("pipe.jpg"), 0o644) == 0)
+        #expect(symlink(scratch.file("missing.jpg"), scratch.file("dangling.jpg")) == 0)
+        #expect(symlink(scratch.path, scratch.file("loop")) == 0)
+
+        let library = try PhotoLibrary.scan([scratch.path, scratch.file("text.jpg")])
+        #expect(library.photos.map(\.path) == [scratch.file("good.jpg")])
+        let skipped = Set(library.skipped.map(\.path))
+        #expect(skipped.contains(scratch.file("pipe.jpg")))
+        #expect(skipped.contains(scratch.file("dangling.jpg")))
+        #expect(skipped.contains(scratch.file("text.jpg")))   // named on the command line
+        #expect(skipped.contains(scratch.file("cut.jpg")))    // a JPEG start, then nothing usable
+        #expect(!skipped.contains(scratch.file("README.txt")))
+        #expect(library.ignoredNonJPEGCount >= 3)             // text.jpg (in the folder), empty.jpg, image.png, README.txt
+    }
+
+    @Test func hugeHeaderDoesNotAllocateItsClaimedSize() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        // A real baseline JPEG whose SOF0 is edited to claim 65,500 x 65,500 px.
+        try writeSolidPhoto(scratch.file("small.jpg"), width: 64, height: 64, colour: RGB(red: 10, green: 20, blue: 30))
+        var bytes = readBytes(scratch.file("small.jpg"))
+        let sof = (0..<(bytes.count - 9)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 }!
+        bytes[sof + 5] = 0xFF; bytes[sof + 6] = 0xDC  // height 65500
+        bytes[sof + 7] = 0xFF; bytes[sof + 8] = 0xDC  // width 65500
+        let bomb = scratch.file("bomb.jpg")
+        writeBytes(bytes, to: bomb)
+        let before = peakResidentBytes()
+        let decoder = TileDecoder(cellWidth: 150, cellHeight: 150, maxDecodeMemoryBytes: 32 << 20)
+        var tile = [UInt8](repeating: 0, count: decoder.tileBytes)
+        #expect(throws: TesseraError.self) {
+            try tile.withUnsafeMutableBytes { bytes in
+                Result { () throws(TesseraError) in _ = try decoder.decode(path: bomb, into: bytes) }
+            }.get()
+        }
+        // 65,500^2 RGB would be 12 GiB; streaming rows needs well under 100 MB.
+        #expect(peakResidentBytes() - before < 100 << 20)
+    }
+
+    // MARK: Limits and failures
+
+    @Test func outputOverTheJPEGLimitIsRefused() throws {
+        let layout = GridLayout.make(photoCount: 1, columns: 437, rows: 1, cellWidth: 150, cellHeight: 150, order: .name)
+        #expect(throws: TesseraError.outputTooLarge(width: 65_550, height: 150, limit: 65_500)) {
+            try RenderPlan.make(layout: layout, settings: RenderSettings())
+        }
+    }
+
+    @Test func failedRenderLeavesExistingOutputAndNoTemporaries() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let output = scratch.file("existing.jpg")
+        writeBytes(Array("previous contents".utf8), to: output)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.stripeHeight = 16
+        // The third stripe's block reservation fails as on a full disk.
+        SyscallFaults.inject("fallocate", errno: ENOSPC, skip: 2)
+        defer { SyscallFaults.reset() }
+        #expect {
+            try renderGrid(["\(fixturesDirectory)/orientation/Landscape_1.jpg"], to: output, columns: 3, rows: 2,
+                           cellWidth: 40, cellHeight: 40, settings: settings)
+        } throws: { error in
+            guard case TesseraError.system(let operation, let code, _) = error else { return false }
+            return operation == "fallocate" && code == ENOSPC
+        }
+        #expect(readBytes(output) == Array("previous contents".utf8))
+        #expect(scratch.contents() == ["existing.jpg"])
+    }
+
+    @Test func successfulRenderReplacesOutputAtomically() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let output = scratch.file("out.jpg")
+        writeBytes(Array("old".utf8), to: output)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        let summary = try renderGrid(["\(fixturesDirectory)/orientation/Portrait_1.jpg"], to: output, columns: 2, rows: 2,
+                                     cellWidth: 32, cellHeight: 48, settings: settings)
+        #expect(Int64(readBytes(output).count) == summary.outputBytes)
+        #expect(scratch.contents() == ["out.jpg"])
+        let image = try JPEGFile.read(output)
+        #expect(image.width == 64 && image.height == 96)
+    }
+}

@@ -1,0 +1,156 @@
+// TestSupport.swift — temporary directories, fixtures and an independent reference resampler.
+import Glibc
+import Testing
+@testable import Tessera
+
+/// The folder of this test target's fixtures (copied into the repository, with their license).
+let fixturesDirectory: String = {
+    let file = #filePath
+    return String(file[..<file.lastIndex(of: "/")!]) + "/Fixtures"
+}()
+
+/// A fresh empty directory under /tmp, removed (with its files) by `remove()`.
+struct ScratchDirectory {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/tessera-test-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// Names in the directory, hidden ones included.
+    func contents() -> [String] { (try? listDirectory(path).sorted()) ?? [] }
+
+    func remove() {
+        for name in contents() {
+            let child = file(name)
+            var info = stat()
+            if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                ScratchDirectoryChild(path: child).remove()
+            } else {
+                unlink(child)
+            }
+        }
+        rmdir(path)
+    }
+}
+
+private struct ScratchDirectoryChild {
+    let path: String
+    func remove() {
+        for name in (try? listDirectory(path)) ?? [] {
+            let child = path + "/" + name
+            var info = stat()
+            if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                ScratchDirectoryChild(path: child).remove()
+            } else {
+                unlink(child)
+            }
+        }
+        rmdir(path)
+    }
+}
+
+func readBytes(_ path: String) -> [UInt8] {
+    guard let file = fopen(path, "rb") else { return [] }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return bytes
+}
+
+func writeBytes(_ bytes: [UInt8], to path: String) {
+    let file = fopen(path, "wb")!
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+    fclose(file)
+}
+
+/// Reference for a cell: centre-crop `image` to the cell's aspect ratio and average each output
+/// pixel over the whole-pixel block it covers. Written plainly and independently of the
+/// renderer's AreaResampler (integer block bounds, no fractional weights), so agreement within
+/// JPEG tolerance means the renderer is right, not merely self-consistent.
+func referenceCell(_ image: RGBImage, width: Int, height: Int) -> RGBImage {
+    let aspect = Double(width) / Double(height)
+    var cropWidth = Double(image.width), cropHeight = Double(image.height)
+    if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
+    let left = (Double(image.width) - cropWidth) / 2, top = (Double(image.height) - cropHeight) / 2
+    var out = RGBImage(width: width, height: height)
+    for y in 0..<height {
+        let y0 = Int((top + Double(y) * cropHeight / Double(height)).rounded())
+        let y1 = max(y0 + 1, Int((top + Double(y + 1) * cropHeight / Double(height)).rounded()))
+        for x in 0..<width {
+            let x0 = Int((left + Double(x) * cropWidth / Double(width)).rounded())
+            let x1 = max(x0 + 1, Int((left + Double(x + 1) * cropWidth / Double(width)).rounded()))
+            var sum = (0, 0, 0), count = 0
+            for sy in y0..<min(y1, image.height) {
+                for sx in x0..<min(x1, image.width) {
+                    let p = image.pixel(x: sx, y: sy)
+                    sum.0 += Int(p.red); sum.1 += Int(p.green); sum.2 += Int(p.blue)
+                    count += 1
+                }
+            }
+            let i = (y * width + x) * 3
+            out.pixels[i] = UInt8(sum.0 / max(count, 1))
+            out.pixels[i + 1] = UInt8(sum.1 / max(count, 1))
+            out.pixels[i + 2] = UInt8(sum.2 / max(count, 1))
+        }
+    }
+    return out
+}
+
+/// The `width` x `height` region of `image` at (`x`, `y`).
+func crop(_ image: RGBImage, x: Int, y: Int, width: Int, height: Int) -> RGBImage {
+    var out = RGBImage(width: width, height: height)
+    for row in 0..<height {
+        let from = ((y + row) * image.width + x) * 3
+        out.pixels.replaceSubrange((row * width * 3)..<((row + 1) * width * 3), with: image.pixels[from..<(from + width * 3)])
+    }
+    return out
+}
+
+/// Mean absolute difference per channel between two same-sized images.
+func meanAbsoluteDifference(_ a: RGBImage, _ b: RGBImage) -> Double {
+    precondition(a.width == b.width && a.height == b.height)
+    var total = 0
+    for i in 0..<a.pixels.count { total += abs(Int(a.pixels[i]) - Int(b.pixels[i])) }
+    return Double(total) / Double(a.pixels.count)
+}
+
+/// `image` mirrored left to right.
+func mirrored(_ image: RGBImage) -> RGBImage {
+    var out = image
+    for y in 0..<image.height {
+        for x in 0..<image.width {
+            let p = image.pixel(x: image.width - 1 - x, y: y)
+            let i = (y * image.width + x) * 3
+            out.pixels[i] = p.red; out.pixels[i + 1] = p.green; out.pixels[i + 2] = p.blue
+        }
+    }
+    return out
+}
+
+/// Renders `photos` (paths) as a grid and returns the summary.
+@discardableResult
+func renderGrid(_ paths: [String], to output: String, columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
+                settings: RenderSettings = RenderSettings(), order: PhotoOrder = .name,
+                events: ((RenderEvent) -> Void)? = nil) throws -> RenderSummary {
+    let library = try PhotoLibrary.scan(paths)
+    let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
+                                 cellWidth: cellWidth, cellHeight: cellHeight, order: order)
+    let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+    return try renderer.render(to: output) { events?($0) }
+}
+
+/// Writes a solid-colour JPEG.
+func writeSolidPhoto(_ path: String, width: Int, height: Int, colour: RGB) throws {
+    try JPEGFile.write(RGBImage(width: width, height: height, fill: colour), to: path, quality: 95, subsampling: .s444)
+}
