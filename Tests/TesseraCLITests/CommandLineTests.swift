@@ -71,17 +71,19 @@ import Tessera
     }
 }
 
+/// The built `tessera`: on Linux the test bundle is an executable in the build products folder,
+/// next to the tool.
+func toolPath() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let path = String(decoding: buffer[0..<max(0, count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]) + "/tessera"
+}
+
 /// Runs the built `tessera` with `arguments`; returns its exit status and what it printed.
 func runTessera(_ arguments: [String]) -> (status: Int32, output: String) {
-    let directory: String = {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let path = String(decoding: buffer[0..<max(0, count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
-    }()
-    // On Linux the test bundle is an executable in the build products folder, next to the tool.
-    let tool = directory + "/tessera"
-    guard access(tool, X_OK) == 0 else { return (-1, "tessera binary not found in \(directory)") }
+    let tool = toolPath()
+    guard access(tool, X_OK) == 0 else { return (-1, "tessera binary not found: \(tool)") }
     let capture = "/tmp/tessera-cli-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt"
     defer { unlink(capture) }
     let command = ([tool] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
@@ -138,6 +140,39 @@ let fixtures: String = {
         #expect(runTessera(["frobnicate"]).status == 2)
         #expect(runTessera(["--help"]).status == 0)
         #expect(runTessera(["grid", "--help"]).output.contains("--stripe-height"))
+    }
+
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func signalStopsTheRenderAndLeavesNothing(signal number: Int32, expected: Int32) throws {
+        let directory = "/tmp/tessera-signal-\(getpid())-\(number)"
+        mkdir(directory, 0o755)
+        defer { unlink(directory + "/big.jpg"); rmdir(directory) }
+        // 20,000 x 20,000 px: long enough to be interrupted mid-render.
+        let tool = toolPath()
+        var pid: pid_t = 0
+        let arguments = [tool, "grid", fixtures, "-o", directory + "/big.jpg", "--grid", "100x100", "--tile-size", "200",
+                         "--no-progress", "--temp-dir", directory]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        usleep(700_000)
+        kill(pid, number)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        #expect((status >> 8) & 0xFF == expected)
+        var names: [String] = []
+        if let listing = opendir(directory) {
+            while let entry = readdir(listing) {
+                let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            closedir(listing)
+        }
+        #expect(names.isEmpty, "left behind: \(names)")
     }
 
     @Test func noPhotosExitsWithThree() {

@@ -240,3 +240,33 @@ struct RenderTests {
         #expect(image.width == 64 && image.height == 96)
     }
 }
+
+@Suite struct TileCacheTests {
+    @Test func moreDistinctPhotosThanSlotsAreDecodedOnceAndSpilled() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var photos: [Photo] = []
+        for index in 0..<5 {
+            let path = scratch.file("p\(index).jpg")
+            try writeSolidPhoto(path, width: 32, height: 32, colour: RGB(red: UInt8(index * 50), green: 100, blue: 200))
+            photos.append(try PhotoLibrary.scan([path]).photos[0])
+        }
+        let decoder = TileDecoder(cellWidth: 8, cellHeight: 8, maxDecodeMemoryBytes: 16 << 20)
+        let cache = TileCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path)
+        var first: [Int: [UInt8]] = [:]
+        for round in 0..<3 {
+            for index in 0..<5 {
+                guard case .tile(let bytes, let slot) = try cache.acquire(photo: index, wait: true) else {
+                    Issue.record("photo \(index) not decoded")
+                    return
+                }
+                let copy = Array(UnsafeRawBufferPointer(start: bytes, count: decoder.tileBytes))
+                if round == 0 { first[index] = copy } else { #expect(copy == first[index], "photo \(index) changed after a spill") }
+                cache.release(slot: slot)
+            }
+        }
+        #expect(cache.decodedCount == 5)                 // each photo decoded once, not three times
+        #expect(first[0]![0] <= 4 && first[4]![0] >= 192)  // and the tiles are the photos' colours
+        #expect(scratch.contents().count == 5)            // the spill file is anonymous
+    }
+}
