@@ -25,33 +25,17 @@ struct ScratchDirectory {
     /// Names in the directory, hidden ones included.
     func contents() -> [String] { (try? listDirectory(path).sorted()) ?? [] }
 
-    func remove() {
-        for name in contents() {
-            let child = file(name)
-            var info = stat()
-            if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
-                ScratchDirectoryChild(path: child).remove()
-            } else {
-                unlink(child)
-            }
-        }
-        rmdir(path)
-    }
+    func remove() { removeTree(path) }
 }
 
-private struct ScratchDirectoryChild {
-    let path: String
-    func remove() {
-        for name in (try? listDirectory(path)) ?? [] {
-            let child = path + "/" + name
-            var info = stat()
-            if lstat(child, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
-                ScratchDirectoryChild(path: child).remove()
-            } else {
-                unlink(child)
-            }
-        }
+/// Removes `path` and, for a directory, everything below it (symlinks are not followed).
+func removeTree(_ path: String) {
+    var info = stat()
+    if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+        for name in (try? listDirectory(path)) ?? [] { removeTree(path + "/" + name) }
         rmdir(path)
+    } else {
+        unlink(path)
     }
 }
 
