@@ -1,3 +1,5 @@
+import Glibc
+
 /// Every error the Tessera library throws.
 ///
 /// Each case carries what a user needs to act on it (the path, the operation, the numbers), and
@@ -82,7 +84,3 @@ public func formatDecimal(_ value: Double, places: Int) -> String {
     }
     return negative && scaled != 0 ? "-" + text : text
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -72,7 +72,14 @@ final class SignalWatch: @unchecked Sendable {
 func runGrid(_ options: GridOptions) -> ExitCode {
     let signals = SignalWatch()
     do throws(TesseraError) {
-        let library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
+        let library: PhotoLibrary
+        do throws(TesseraError) {
+            library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
+        } catch {
+            // A named path that does not exist or cannot be listed is bad input, not a failed render.
+            printError(error.description)
+            return .badInput
+        }
         for skipped in library.skipped {
             printError("warning: skipping \(skipped.path): \(skipped.reason)")
         }

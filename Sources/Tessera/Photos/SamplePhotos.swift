@@ -3,6 +3,7 @@
 // Each picture is a smooth two-colour gradient with waves at several scales and grain, so that
 // after downscaling to a cell it has photo-like detail (and costs the encoder what a photo does).
 // Deterministic for a seed.
+import Glibc
 
 public enum SamplePhotos {
     /// Writes `count` JPEGs named photo-0000.jpg... into `directory` (which must exist), alternately
@@ -61,7 +62,3 @@ public enum SamplePhotos {
         value <= 0 ? 0 : value >= 255 ? 255 : UInt8(value)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif
