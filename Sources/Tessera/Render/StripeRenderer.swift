@@ -33,6 +33,7 @@ public final class StripeRenderer: @unchecked Sendable {
 
     public init(photos: [Photo], layout: CellLayout, settings: RenderSettings,
                 cancellation: RenderCancellation? = nil) throws(TesseraError) {
+        changed = Condition(lock)
         self.photos = photos
         self.layout = layout
         self.settings = settings
@@ -41,8 +42,10 @@ public final class StripeRenderer: @unchecked Sendable {
     }
 
     // Shared pipeline state, protected by `lock`; `changed` is broadcast on every change.
+    // (`changed` is created in init, not lazily: a lazy property is not safe to initialise from
+    // several threads.) One render at a time per renderer: the state below is per render.
     private let lock = Mutex()
-    private lazy var changed = Condition(lock)
+    private let changed: Condition
     private var nextStripe = 0
     private var encodedCount = 0
     private var ready: [(index: Int, region: MappedRegion)?] = []

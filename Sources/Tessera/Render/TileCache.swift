@@ -87,8 +87,8 @@ final class TileCache: @unchecked Sendable {
         var slot = -1
         var fromDisk = false
         do {
-            pthreadLock()
-            defer { pthreadUnlock() }
+            lock.lock()
+            defer { lock.unlock() }
             while true {
                 switch states[index] {
                 case .resident(let resident):
@@ -134,10 +134,10 @@ final class TileCache: @unchecked Sendable {
                 outcome = .failure(error)
             }
         }
-        pthreadLock()
+        lock.lock()
         defer {
             changed.broadcast()
-            pthreadUnlock()
+            lock.unlock()
         }
         switch outcome {
         case .success(let notes):
@@ -212,8 +212,4 @@ final class TileCache: @unchecked Sendable {
         slotPhoto[victim] = -1
         return victim
     }
-
-    // The lock is held across a loop with early returns; these keep that readable.
-    private func pthreadLock() { lock.lock() }
-    private func pthreadUnlock() { lock.unlock() }
 }
