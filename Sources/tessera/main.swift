@@ -122,6 +122,8 @@ func runGrid(_ options: GridOptions) -> ExitCode {
             case .photoFailed(let skipped):
                 if barVisible { writeStandardError("\n"); barVisible = false }
                 printError("warning: \(skipped.path): \(skipped.reason); drawn as a placeholder")
+            case .staleTemporaryRemoved(let path):
+                printError("removed \(path), left by an earlier run that was killed")
             case .photoWarning(let path, let message):
                 if barVisible { writeStandardError("\n"); barVisible = false }
                 printError("warning: \(path): \(message)")

@@ -212,7 +212,7 @@ struct RenderTests {
         settings.temporaryDirectory = scratch.path
         settings.stripeHeight = 16
         // The third stripe's block reservation fails as on a full disk.
-        SyscallFaults.inject("fallocate", errno: ENOSPC, skip: 2)
+        SyscallFaults.inject("fallocate", errno: ENOSPC, pathPrefix: scratch.path, skip: 2)
         defer { SyscallFaults.reset() }
         #expect {
             try renderGrid(["\(fixturesDirectory)/orientation/Landscape_1.jpg"], to: output, columns: 3, rows: 2,

@@ -4,7 +4,9 @@
 // final step is a rename, not a copy). `commit()` fsyncs, links it under a hidden temporary name
 // and renames that over the destination. Until then an existing file at the destination is left
 // untouched, and a crash leaves nothing visible. Where the filesystem has no O_TMPFILE, a hidden
-// named temporary (".NAME.tessera-XXXXXX") is used instead and removed by `discard()`.
+// named temporary (".NAME.tessera-PID-XXXXXX") is used instead and removed by `discard()`.
+// Either way a named file exists only briefly; if the process dies then, the next run removes it
+// (StaleTemporaries), since the pid in its name is no longer alive.
 //
 // Drop-behind: a 300 MB output would otherwise sit in the page cache as dirty pages charged to
 // the process's memory cgroup. Every `flushChunkBytes`, writeback of the previous chunk starts,
@@ -28,7 +30,7 @@ final class AtomicOutputFile {
         self.destination = destination
         directory = parentDirectory(of: destination)
         let base = destination.split(separator: "/").last.map(String.init) ?? "output"
-        (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".tessera-", access: O_WRONLY,
+        (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".", access: O_WRONLY,
                                                                 mode: 0o644, label: destination)
     }
 
@@ -62,8 +64,8 @@ final class AtomicOutputFile {
             namedTemporary = nil
         } else {
             let base = destination.split(separator: "/").last.map(String.init) ?? "output"
-            let temporary = directory + "/." + base + ".tessera-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
-            _ = try valueOrErrno("linkat") {
+            let temporary = directory + "/" + StaleTemporaries.name(prefix: base + ".", unique: "\(UInt32.random(in: 0...UInt32.max)).tmp")
+            _ = try valueOrErrno("linkat", path: temporary) {
                 system_linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW)
             }.get("linkat", path: temporary)
             do {

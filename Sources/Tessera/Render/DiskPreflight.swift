@@ -12,7 +12,9 @@ public struct DiskRequirement: Equatable, Sendable {
 public enum DiskPreflight {
     /// What `plan` needs in the output's directory and in its temporary directory (one entry
     /// when both are on the same filesystem, with the needs added up), against statvfs free space.
-    public static func requirements(plan: RenderPlan, outputPath: String) throws(TesseraError) -> [DiskRequirement] {
+    /// `freeSpace` is statvfs by default; tests pass their own.
+    public static func requirements(plan: RenderPlan, outputPath: String,
+                                    freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes) throws(TesseraError) -> [DiskRequirement] {
         let outputDirectory = parentDirectory(of: outputPath)
         let temporaryDirectory = plan.temporaryDirectory
         let outputDevice = try deviceID(outputDirectory)
@@ -20,19 +22,20 @@ public enum DiskPreflight {
         if outputDevice == temporaryDevice {
             return [DiskRequirement(directory: outputDirectory,
                                     neededBytes: plan.estimatedOutputBytes + plan.temporaryDiskBytes,
-                                    freeBytes: try freeDiskBytes(at: outputDirectory))]
+                                    freeBytes: try freeSpace(outputDirectory))]
         }
         return [
             DiskRequirement(directory: outputDirectory, neededBytes: plan.estimatedOutputBytes,
-                            freeBytes: try freeDiskBytes(at: outputDirectory)),
+                            freeBytes: try freeSpace(outputDirectory)),
             DiskRequirement(directory: temporaryDirectory, neededBytes: plan.temporaryDiskBytes,
-                            freeBytes: try freeDiskBytes(at: temporaryDirectory)),
+                            freeBytes: try freeSpace(temporaryDirectory)),
         ]
     }
 
     /// Throws `insufficientDiskSpace` for the first filesystem that lacks room.
-    public static func check(plan: RenderPlan, outputPath: String) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath) where !requirement.fits {
+    public static func check(plan: RenderPlan, outputPath: String,
+                             freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes) throws(TesseraError) {
+        for requirement in try requirements(plan: plan, outputPath: outputPath, freeSpace: freeSpace) where !requirement.fits {
             throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,
                                          freeBytes: requirement.freeBytes)
         }

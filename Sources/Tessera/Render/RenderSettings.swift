@@ -37,6 +37,8 @@ public enum RenderEvent: Equatable, Sendable {
     case photoFailed(SkippedPhoto)
     /// A photo decoded with libjpeg warnings (corrupt data it worked around).
     case photoWarning(path: String, message: String)
+    /// A temporary left by a Tessera process that no longer runs (killed, power cut) was removed.
+    case staleTemporaryRemoved(path: String)
     /// `rowsWritten` of `totalRows` canvas rows are encoded.
     case progress(rowsWritten: Int, totalRows: Int)
 }

@@ -56,6 +56,9 @@ public final class StripeRenderer: @unchecked Sendable {
     public func render(to outputPath: String, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
         let started = monotonicSeconds()
         let geometry = plan.geometry
+        var stale = Set(StaleTemporaries.remove(in: parentDirectory(of: outputPath)))
+        stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
+        for path in stale.sorted() { observer(.staleTemporaryRemoved(path: path)) }
         let output = try AtomicOutputFile(destination: outputPath)
         let store = try StripeStore(directory: plan.temporaryDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
         let cache = TileCache(photos: photos,

@@ -3,7 +3,7 @@ import Glibc
 
 /// The entry names of `path`, without "." and "..", in no particular order.
 func listDirectory(_ path: String) throws(TesseraError) -> [String] {
-    if let injected = SyscallFaults.take("opendir") {
+    if let injected = SyscallFaults.take("opendir", path: path) {
         throw TesseraError.system(operation: "opendir", errno: injected, path: path)
     }
     guard let directory = system_opendir(path) else {
@@ -23,5 +23,5 @@ func listDirectory(_ path: String) throws(TesseraError) -> [String] {
 /// stat(2) of `path`, following symlinks; nil with the errno when it fails.
 func fileStatus(_ path: String) -> Result<stat, Errno> {
     var info = stat()
-    return valueOrErrno("stat") { system_stat(path, &info) }.map { _ in info }
+    return valueOrErrno("stat", path: path) { system_stat(path, &info) }.map { _ in info }
 }

@@ -17,7 +17,7 @@ public struct FileDescriptor: Sendable {
 
     /// open(2) with O_CLOEXEC added.
     static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws(TesseraError) -> FileDescriptor {
-        let fd = try valueOrErrno("open") { system_open(path, flags | O_CLOEXEC, mode) }.get("open", path: path)
+        let fd = try valueOrErrno("open", path: path) { system_open(path, flags | O_CLOEXEC, mode) }.get("open", path: path)
         return FileDescriptor(rawValue: fd, path: path)
     }
 
@@ -41,11 +41,12 @@ public struct FileDescriptor: Sendable {
     }
 
     /// A new file in `directory` with no name: O_TMPFILE where the filesystem supports it.
-    /// Elsewhere a hidden file `.<prefix>XXXXXX` is created (mkostemp) and its name returned,
-    /// for the caller to unlink at once or to rename when done. `label` names it in errors.
+    /// Elsewhere a hidden file `.<prefix>tessera-<pid>-XXXXXX` is created (mkostemp) and its name
+    /// returned, for the caller to unlink at once or to rename when done. The pid lets a later
+    /// run remove it if this process dies first (`StaleTemporaries`). `label` names it in errors.
     static func openUnnamed(in directory: String, prefix: String, access: Int32, mode: mode_t,
                             label: String) throws(TesseraError) -> (file: FileDescriptor, fallbackName: String?) {
-        switch valueOrErrno("open", { system_open_tmpfile(directory, access | O_CLOEXEC, mode) }) {
+        switch valueOrErrno("open", path: directory, { system_open_tmpfile(directory, access | O_CLOEXEC, mode) }) {
         case .success(let fd):
             return (FileDescriptor(rawValue: fd, path: label), nil)
         case .failure(let code) where code.rawValue == EOPNOTSUPP || code.rawValue == EISDIR || code.rawValue == EINVAL:
@@ -53,9 +54,9 @@ public struct FileDescriptor: Sendable {
         case .failure(let code):
             throw TesseraError.system(operation: "open(O_TMPFILE)", errno: code.rawValue, path: directory)
         }
-        var template = Array((directory + "/." + prefix + "XXXXXX").utf8CString)
+        var template = Array((directory + "/" + StaleTemporaries.name(prefix: prefix, unique: "XXXXXX")).utf8CString)
         let fd = try template.withUnsafeMutableBufferPointer { buffer throws(TesseraError) -> Int32 in
-            try valueOrErrno("mkstemp") { system_mkstemp(buffer.baseAddress!) }.get("mkstemp", path: directory)
+            try valueOrErrno("mkstemp", path: directory) { system_mkstemp(buffer.baseAddress!) }.get("mkstemp", path: directory)
         }
         _ = system_fchmod(fd, mode & ~currentUmask())
         let name = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -65,7 +66,7 @@ public struct FileDescriptor: Sendable {
     /// An anonymous read-write temporary file in `directory`, never visible under a name after
     /// this returns (O_TMPFILE, or mkostemp followed at once by unlink).
     static func openAnonymousTemporary(in directory: String) throws(TesseraError) -> FileDescriptor {
-        let (file, name) = try openUnnamed(in: directory, prefix: "tessera-", access: O_RDWR, mode: 0o600,
+        let (file, name) = try openUnnamed(in: directory, prefix: "", access: O_RDWR, mode: 0o600,
                                            label: directory + "/(temporary file)")
         if let name { removeFile(name) }
         return file
@@ -77,18 +78,18 @@ public struct FileDescriptor: Sendable {
     /// fstat(2).
     func status() throws(TesseraError) -> stat {
         var info = stat()
-        _ = try valueOrErrno("fstat") { system_fstat(rawValue, &info) }.get("fstat", path: path)
+        _ = try valueOrErrno("fstat", path: path) { system_fstat(rawValue, &info) }.get("fstat", path: path)
         return info
     }
 
     /// read(2) into `buffer`; returns the count read, 0 at end of file.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TesseraError) -> Int {
-        return try valueOrErrno("read") { system_read(rawValue, buffer.baseAddress, buffer.count) }.get("read", path: path)
+        return try valueOrErrno("read", path: path) { system_read(rawValue, buffer.baseAddress, buffer.count) }.get("read", path: path)
     }
 
     /// pread(2) once; returns the count read (short near the end of the file).
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(TesseraError) -> Int {
-        return try valueOrErrno("pread") { system_pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        return try valueOrErrno("pread", path: path) { system_pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
             .get("pread", path: path)
     }
 
@@ -96,7 +97,7 @@ public struct FileDescriptor: Sendable {
     func readAll(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(TesseraError) {
         var done = 0
         while done < buffer.count {
-            let n = try valueOrErrno("pread") {
+            let n = try valueOrErrno("pread", path: path) {
                 system_pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
             }.get("pread", path: path)
             if n == 0 { throw TesseraError.system(operation: "pread", errno: EIO, path: path) }
@@ -108,7 +109,7 @@ public struct FileDescriptor: Sendable {
     func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TesseraError) {
         var done = 0
         while done < bytes.count {
-            let n = try valueOrErrno("write") {
+            let n = try valueOrErrno("write", path: path) {
                 system_write(rawValue, bytes.baseAddress! + done, bytes.count - done)
             }.get("write", path: path)
             done += n
@@ -119,7 +120,7 @@ public struct FileDescriptor: Sendable {
     func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(TesseraError) {
         var done = 0
         while done < bytes.count {
-            let n = try valueOrErrno("pwrite") {
+            let n = try valueOrErrno("pwrite", path: path) {
                 system_pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
             }.get("pwrite", path: path)
             done += n
@@ -129,7 +130,7 @@ public struct FileDescriptor: Sendable {
     /// fallocate(2) mode 0: reserves disk blocks for the range so that writing through a mapping
     /// cannot hit SIGBUS on a full disk. ENOSPC is reported here instead.
     func reserve(offset: Int64, length: Int64) throws(TesseraError) {
-        _ = try valueOrErrno("fallocate") { system_fallocate_reserve(rawValue, off_t(offset), off_t(length)) }
+        _ = try valueOrErrno("fallocate", path: path) { system_fallocate_reserve(rawValue, off_t(offset), off_t(length)) }
             .get("fallocate", path: path)
     }
 
@@ -137,7 +138,7 @@ public struct FileDescriptor: Sendable {
     /// Returns false where the filesystem cannot punch holes (the caller falls back to fadvise).
     @discardableResult
     func punchHole(offset: Int64, length: Int64) -> Bool {
-        if case .success = valueOrErrno("fallocate", { system_fallocate_punch_hole(rawValue, off_t(offset), off_t(length)) }) {
+        if case .success = valueOrErrno("fallocate", path: path, { system_fallocate_punch_hole(rawValue, off_t(offset), off_t(length)) }) {
             return true
         }
         return false
@@ -146,42 +147,42 @@ public struct FileDescriptor: Sendable {
     /// posix_fadvise(2) POSIX_FADV_DONTNEED: drops the range's clean page cache, so it stops
     /// counting against a memory cgroup. Advisory: failures are ignored.
     func dropCache(offset: Int64, length: Int64) {
-        _ = valueOrErrno("posix_fadvise") { system_posix_fadvise(rawValue, off_t(offset), off_t(length), POSIX_FADV_DONTNEED) }
+        _ = valueOrErrno("posix_fadvise", path: path) { system_posix_fadvise(rawValue, off_t(offset), off_t(length), POSIX_FADV_DONTNEED) }
     }
 
     /// sync_file_range(2): starts writeback of the range, and with `wait` waits for it, so that
     /// the pages become clean and `dropCache` can release them.
     func flushRange(offset: Int64, length: Int64, wait: Bool) throws(TesseraError) {
-        _ = try valueOrErrno("sync_file_range") { system_sync_file_range(rawValue, off_t(offset), off_t(length), wait) }
+        _ = try valueOrErrno("sync_file_range", path: path) { system_sync_file_range(rawValue, off_t(offset), off_t(length), wait) }
             .get("sync_file_range", path: path)
     }
 
     /// ftruncate(2).
     func truncate(to length: Int64) throws(TesseraError) {
-        _ = try valueOrErrno("ftruncate") { system_ftruncate(rawValue, off_t(length)) }.get("ftruncate", path: path)
+        _ = try valueOrErrno("ftruncate", path: path) { system_ftruncate(rawValue, off_t(length)) }.get("ftruncate", path: path)
     }
 
     /// fsync(2).
     func sync() throws(TesseraError) {
-        _ = try valueOrErrno("fsync") { system_fsync(rawValue) }.get("fsync", path: path)
+        _ = try valueOrErrno("fsync", path: path) { system_fsync(rawValue) }.get("fsync", path: path)
     }
 }
 
 /// Free space for unprivileged users on the filesystem holding `path` (statvfs f_bavail x f_frsize).
-public func freeDiskBytes(at path: String) throws(TesseraError) -> Int64 {
+public func freeDiskBytes(_ path: String) throws(TesseraError) -> Int64 {
     var info = statvfs()
-    _ = try valueOrErrno("statvfs") { system_statvfs(path, &info) }.get("statvfs", path: path)
+    _ = try valueOrErrno("statvfs", path: path) { system_statvfs(path, &info) }.get("statvfs", path: path)
     return Int64(info.f_bavail) * Int64(info.f_frsize)
 }
 
 /// rename(2).
 func renameFile(_ from: String, to: String) throws(TesseraError) {
-    _ = try valueOrErrno("rename") { system_rename(from, to) }.get("rename", path: to)
+    _ = try valueOrErrno("rename", path: to) { system_rename(from, to) }.get("rename", path: to)
 }
 
 /// unlink(2); a missing file is not an error.
 func removeFile(_ path: String) {
-    _ = valueOrErrno("unlink") { system_unlink(path) }
+    _ = valueOrErrno("unlink", path: path) { system_unlink(path) }
 }
 
 /// The process's file mode creation mask.

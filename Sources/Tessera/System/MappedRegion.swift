@@ -13,7 +13,7 @@ final class MappedRegion: @unchecked Sendable {
     /// mmap(2) of `length` bytes of `file` at `offset` (a multiple of the page size).
     init(file: FileDescriptor, offset: Int64, length: Int) throws(TesseraError) {
         precondition(length > 0)
-        if let injected = SyscallFaults.take("mmap") {
+        if let injected = SyscallFaults.take("mmap", path: file.path) {
             throw TesseraError.system(operation: "mmap", errno: injected, path: file.path)
         }
         guard let address = system_mmap(length, PROT_READ | PROT_WRITE, MAP_SHARED, file.rawValue, off_t(offset)),

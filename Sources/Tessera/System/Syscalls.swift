@@ -11,17 +11,21 @@ import Glibc
 
 /// Failures injected by tests at the syscall layer. Production code never arms it.
 ///
+/// An injection applies only to calls on paths starting with `pathPrefix`, so a test that fails
+/// the writes in its own scratch folder cannot disturb tests running at the same time.
+///
 /// Threading: `lock` protects `pending`; `armed` is read without the lock as a fast path (a stale
 /// read only delays an injection to the next call, which tests never depend on).
 public enum SyscallFaults {
     nonisolated(unsafe) private static var armed = false
-    nonisolated(unsafe) private static var pending: [String: (errno: Int32, skip: Int, count: Int)] = [:]
+    nonisolated(unsafe) private static var pending: [String: (errno: Int32, pathPrefix: String, skip: Int, count: Int)] = [:]
     private static let lock = Mutex()
 
-    /// Makes the `count` calls of `operation` after the first `skip` ones fail with `errno`.
-    public static func inject(_ operation: String, errno: Int32, skip: Int = 0, count: Int = 1) {
+    /// Makes the `count` calls of `operation` on paths under `pathPrefix`, after the first `skip`
+    /// such calls, fail with `errno`.
+    public static func inject(_ operation: String, errno: Int32, pathPrefix: String, skip: Int = 0, count: Int = 1) {
         lock.withLock {
-            pending[operation] = (errno, skip, count)
+            pending[operation] = (errno, pathPrefix, skip, count)
             armed = true
         }
     }
@@ -34,11 +38,11 @@ public enum SyscallFaults {
         }
     }
 
-    /// The errno to fail `operation` with now, if a test asked for one.
-    static func take(_ operation: String) -> Int32? {
+    /// The errno to fail `operation` on `path` with now, if a test asked for one.
+    static func take(_ operation: String, path: String) -> Int32? {
         guard armed else { return nil }
         return lock.withLock { () -> Int32? in
-            guard var entry = pending[operation] else { return nil }
+            guard var entry = pending[operation], path.hasPrefix(entry.pathPrefix) else { return nil }
             if entry.skip > 0 {
                 entry.skip -= 1
                 pending[operation] = entry
@@ -52,18 +56,18 @@ public enum SyscallFaults {
     }
 }
 
-/// Runs `body` until it does not fail with EINTR; returns its value or `-errno`-style failure.
+/// Runs `body` until it does not fail with EINTR; returns its value or the errno.
+/// `path` is what the call works on, for test injection (errors name it via `get`).
 @inline(__always)
 func valueOrErrno<T: FixedWidthInteger>(
-    _ operation: String, retryOnInterrupt: Bool = true, _ body: () -> T
+    _ operation: String, path: String, retryOnInterrupt: Bool = true, _ body: () -> T
 ) -> Result<T, Errno> {
-    if let injected = SyscallFaults.take(operation) {
-        return .failure(Errno(rawValue: injected))
-    }
     while true {
-        let value = body()
+        // An injected failure stands in for the call's own -1 and errno, EINTR included.
+        let injected = SyscallFaults.take(operation, path: path)
+        let value = injected == nil ? body() : -1
         if value != -1 { return .success(value) }
-        let code = errno
+        let code = injected ?? errno
         if code == EINTR && retryOnInterrupt { continue }
         return .failure(Errno(rawValue: code))
     }
@@ -140,3 +144,4 @@ func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { return fchmod(fd, mod
 func system_opendir(_ path: String) -> OpaquePointer? { return opendir(path) }
 func system_readdir(_ directory: OpaquePointer) -> UnsafeMutablePointer<dirent>? { return readdir(directory) }
 func system_closedir(_ directory: OpaquePointer) -> Int32 { return closedir(directory) }
+func system_kill(_ pid: pid_t, _ signal: Int32) -> Int32 { return kill(pid, signal) }
