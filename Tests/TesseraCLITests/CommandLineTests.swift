@@ -180,6 +180,38 @@ let fixtures: String = {
         #expect(names.isEmpty, "left behind: \(names)")
     }
 
+    @Test func strictRefusesAFolderWithABrokenPhoto() {
+        let directory = "/tmp/tessera-strict-\(getpid())"
+        mkdir(directory, 0o755)
+        let good = directory + "/good.jpg", broken = directory + "/broken.jpg", output = directory + "/out.jpg"
+        defer { unlink(good); unlink(broken); unlink(output); rmdir(directory) }
+        #expect(system("cp '\(fixtures)/Portrait_1.jpg' '\(good)' && head -c 300 '\(good)' > '\(broken)'") == 0)
+        let strict = runTessera(["grid", directory, "-o", output, "--columns", "2", "--tile-size", "20", "--strict"])
+        #expect(strict.status == 3, "\(strict.output)")
+        #expect(strict.output.contains("broken.jpg") && access(output, F_OK) != 0)
+        let lenient = runTessera(["grid", directory, "-o", output, "--columns", "2", "--tile-size", "20", "--no-progress"])
+        #expect(lenient.status == 0, "\(lenient.output)")
+        #expect(lenient.output.contains("warning: skipping \(broken)"))
+    }
+
+    /// Pre-flight on a real 1 MiB tmpfs (needs root, as CI has).
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func notEnoughDiskExitsWithFourBeforeRendering() {
+        let mountPoint = "/tmp/tessera-small-disk-\(getpid())"
+        mkdir(mountPoint, 0o755)
+        defer { rmdir(mountPoint) }
+        #expect(system("mount -t tmpfs -o size=1m tessera-test '\(mountPoint)'") == 0)
+        defer { _ = system("umount '\(mountPoint)'") }
+        let result = runTessera(["grid", fixtures, "-o", mountPoint + "/out.jpg", "--grid", "40x40", "--tile-size", "100",
+                                 "--temp-dir", mountPoint])
+        #expect(result.status == 4, "\(result.output)")
+        #expect(result.output.contains("not enough disk space in \(mountPoint): needs"))
+        #expect(result.output.contains("free"))
+        let dry = runTessera(["grid", fixtures, "-o", mountPoint + "/out.jpg", "--grid", "40x40", "--tile-size", "100",
+                              "--temp-dir", mountPoint, "--dry-run"])
+        #expect(dry.status == 4 && dry.output.contains("NOT ENOUGH"))
+    }
+
     @Test func noPhotosExitsWithThree() {
         let result = runTessera(["grid", "/dev/null", "-o", "/tmp/never.jpg", "--columns", "2", "--tile-size", "10"])
         #expect(result.status == 3, "\(result.output)")
