@@ -24,6 +24,8 @@ let package = Package(
         .executableTarget(name: "tessera", dependencies: ["TesseraCLI", "Tessera"], path: "Sources/tessera"),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
         .executableTarget(name: "tessera-bench", dependencies: ["Tessera"], path: "Benchmarks"),
+        // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
+        .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
         .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
         .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera"], path: "Tests/TesseraCLITests"),

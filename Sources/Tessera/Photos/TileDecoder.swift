@@ -12,16 +12,23 @@ public struct DecodeNotes: Equatable, Sendable {
     public var firstWarning = ""
 }
 
-struct TileDecoder: Sendable {
-    let cellWidth: Int
-    let cellHeight: Int
+public struct TileDecoder: Sendable {
+    public let cellWidth: Int
+    public let cellHeight: Int
     /// Cap on libjpeg's whole-image buffers (progressive files); see ScaledJPEGReader.
-    let maxDecodeMemoryBytes: Int
+    public let maxDecodeMemoryBytes: Int
 
-    var tileBytes: Int { cellWidth * cellHeight * 3 }
+    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int) {
+        precondition(cellWidth > 0 && cellHeight > 0)
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+        self.maxDecodeMemoryBytes = maxDecodeMemoryBytes
+    }
+
+    public var tileBytes: Int { cellWidth * cellHeight * 3 }
 
     /// Decodes `path` into `tile` (`tileBytes` long), upright and centre-cropped to the cell.
-    func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+    public func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         precondition(tile.count >= tileBytes)
         let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: maxDecodeMemoryBytes)
         let header = try reader.readHeader()

@@ -1,0 +1,162 @@
+// tessera-fuzz — a mutation fuzzer for the photo path: header, EXIF, orientation, scaled decode.
+//
+// Each iteration takes a seed JPEG, applies a few mutations (bit flips, byte overwrites,
+// truncation, chunk duplication, random markers, edited SOF dimensions, EXIF segments with random
+// or garbage contents, splices of two seeds), writes it to WORKDIR/current.jpg and runs it through
+// PhotoLibrary.scan and TileDecoder at a random cell size. A Swift error is an expected outcome;
+// a crash, a hang or runaway memory is a finding. Because the input is written before it is
+// decoded, a crash leaves its reproducer in current.jpg.
+//
+//   tessera-fuzz --seconds N --work DIR SEED.jpg...      (scripts/fuzz.sh wraps it)
+import Dispatch
+import Glibc
+import Tessera
+
+var seconds = 60.0
+var workDirectory = "/tmp/tessera-fuzz"
+var seedPaths: [String] = []
+var seedValue: UInt64 = UInt64(time(nil))
+var arguments = Array(CommandLine.arguments.dropFirst())
+while !arguments.isEmpty {
+    let argument = arguments.removeFirst()
+    switch argument {
+    case "--seconds": seconds = Double(arguments.removeFirst()) ?? 60
+    case "--work": workDirectory = arguments.removeFirst()
+    case "--seed": seedValue = UInt64(arguments.removeFirst()) ?? 1
+    default: seedPaths.append(argument)
+    }
+}
+guard !seedPaths.isEmpty else {
+    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] SEED.jpg...")
+    exit(2)
+}
+
+func readFile(_ path: String) -> [UInt8] {
+    guard let file = fopen(path, "rb") else { return [] }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return bytes
+}
+
+func writeFile(_ bytes: [UInt8], _ path: String) {
+    guard let file = fopen(path, "wb") else { fatalError("cannot write \(path)") }
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+    fclose(file)
+}
+
+let seeds = seedPaths.map(readFile).filter { $0.count > 4 }
+mkdir(workDirectory, 0o755)
+let current = workDirectory + "/current.jpg"
+nonisolated(unsafe) var random = SplitMix64(seed: seedValue)  // single-threaded program
+func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(random.next() % UInt64(n)) }
+
+func exifSegment() -> [UInt8] {
+    var payload = Array("Exif".utf8) + [0, 0]
+    if below(3) == 0 {
+        payload += (0..<below(400)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+    } else {
+        let big = below(2) == 0
+        let orientation = UInt16(truncatingIfNeeded: below(4) == 0 ? Int(random.next() & 0xFFFF) : below(10))
+        func u16(_ v: UInt16) -> [UInt8] { big ? [UInt8(v >> 8), UInt8(v & 0xFF)] : [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        func u32(_ v: UInt32) -> [UInt8] { big ? [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+                                               : [UInt8(v & 0xFF), UInt8((v >> 8) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8(v >> 24)] }
+        let count = UInt16(truncatingIfNeeded: below(4) == 0 ? below(70000) : 1)
+        let type: UInt16 = below(5) == 0 ? UInt16(below(20)) : 3
+        let offset: UInt32 = below(5) == 0 ? UInt32(truncatingIfNeeded: random.next()) : 8
+        payload += (big ? [0x4D, 0x4D] : [0x49, 0x49]) + u16(42) + u32(offset) + u16(count)
+            + u16(0x0112) + u16(type) + u32(UInt32(below(3) == 0 ? below(100000) : 1)) + u16(orientation) + u16(0) + u32(0)
+    }
+    let length = min(payload.count + 2, 0xFFFF)
+    return [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload.prefix(length - 2)
+}
+
+func mutate(_ input: [UInt8]) -> [UInt8] {
+    var bytes = input
+    for _ in 0..<(1 + below(4)) {
+        guard bytes.count > 4 else { break }
+        switch below(9) {
+        case 0: for _ in 0..<(1 + below(16)) { bytes[2 + below(bytes.count - 2)] ^= UInt8(1 << below(8)) }
+        case 1: for _ in 0..<(1 + below(8)) { bytes[2 + below(bytes.count - 2)] = UInt8(truncatingIfNeeded: random.next()) }
+        case 2: bytes = Array(bytes.prefix(2 + below(bytes.count - 2)))
+        case 3:
+            let start = below(bytes.count), length = below(min(4096, bytes.count - start))
+            let chunk = bytes[start..<(start + length)]
+            bytes.insert(contentsOf: chunk, at: below(bytes.count))
+        case 4: bytes.insert(contentsOf: [0xFF, UInt8(0xC0 + below(64))], at: 2 + below(bytes.count - 2))
+        case 5:
+            if bytes.count > 10, let sof = (0..<(bytes.count - 9)).first(where: { bytes[$0] == 0xFF && (0xC0...0xC2).contains(bytes[$0 + 1]) }) {
+                let values: [UInt16] = [0, 1, 7, 8, 9, 15, 16, 17, 255, 4096, 65_500, 65_535, UInt16(truncatingIfNeeded: random.next())]
+                let field = sof + 5 + 2 * below(2)
+                let value = values[below(values.count)]
+                bytes[field] = UInt8(value >> 8); bytes[field + 1] = UInt8(value & 0xFF)
+            }
+        case 6: bytes.insert(contentsOf: exifSegment(), at: 2)
+        case 7:
+            let other = seeds[below(seeds.count)]
+            let cut = below(bytes.count), from = below(other.count)
+            bytes = Array(bytes.prefix(cut)) + other[from...]
+        default:
+            if bytes.count > 10, let sof = (0..<(bytes.count - 9)).first(where: { bytes[$0] == 0xFF && (0xC0...0xC2).contains(bytes[$0 + 1]) }) {
+                bytes[sof + 9] = UInt8(below(6))  // component count
+            }
+        }
+    }
+    return bytes
+}
+
+var outcomes: [String: Int] = [:]
+var iterations = 0
+// Watchdog: an input that takes over 10 s is a hang; keep it and stop with status 3.
+final class Progress: @unchecked Sendable {
+    private let lock = Mutex()
+    private var iteration = 0, since = 0.0  // protected by `lock`
+    func started(_ number: Int) { lock.withLock { iteration = number; since = monotonicSeconds() } }
+    var stalled: (Int, Double)? { lock.withLock { monotonicSeconds() - since > 10 ? (iteration, monotonicSeconds() - since) : nil } }
+}
+let progress = Progress()
+let watchdog = DispatchSource.makeTimerSource(queue: .global())
+watchdog.schedule(deadline: .now() + 1, repeating: 1)
+let watchedFile = current, keptDirectory = workDirectory, watched = progress
+watchdog.setEventHandler { @Sendable in
+    if let (iteration, elapsed) = watched.stalled {
+        let kept = keptDirectory + "/hang-\(iteration).jpg"
+        rename(watchedFile, kept)
+        print("tessera-fuzz: input \(iteration) has run \(Int(elapsed)) s: a hang; kept as \(kept)")
+        exit(3)
+    }
+}
+watchdog.resume()
+let start = monotonicSeconds()
+print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), work file \(current)")
+while monotonicSeconds() - start < seconds {
+    let input = mutate(seeds[below(seeds.count)])
+    writeFile(input, current)
+    iterations += 1
+    progress.started(iterations)
+    let outcome: String
+    do throws(TesseraError) {
+        let library = try PhotoLibrary.scan([current])
+        if library.photos.isEmpty {
+            outcome = "refused at scan"
+        } else {
+            let decoder = TileDecoder(cellWidth: 1 + below(300), cellHeight: 1 + below(300), maxDecodeMemoryBytes: 64 << 20)
+            let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
+            defer { tile.deallocate() }
+            let notes = try decoder.decode(path: current, into: tile)
+            outcome = notes.warningCount > 0 ? "decoded with warnings" : "decoded"
+        }
+    } catch {
+        if case .unreadablePhoto = error { outcome = "refused at decode" } else { outcome = "other error: \(error)" }
+    }
+    outcomes[outcome, default: 0] += 1
+}
+let elapsed = monotonicSeconds() - start
+print("tessera-fuzz: \(iterations) inputs in \(formatDecimal(elapsed, places: 1)) s (\(formatDecimal(Double(iterations) / elapsed, places: 0))/s), no crash, peak RSS \(formatBytes(peakResidentBytes()))")
+for (outcome, count) in outcomes.sorted(by: { $0.value > $1.value }) { print("  \(count)\t\(outcome)") }
+unlink(current)
