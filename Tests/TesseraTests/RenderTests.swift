@@ -273,7 +273,7 @@ struct RenderTests {
 
 @Suite struct JPEGVariantTests {
     /// Every supported kind of JPEG decodes to the same picture as the baseline file.
-    @Test(arguments: ["progressive", "arithmetic", "restart", "cmyk", "s444", "s422"])
+    @Test(arguments: ["progressive", "arithmetic", "restart", "cmyk", "ycck", "s444", "s422"])
     func variantDecodesLikeBaseline(name: String) throws {
         let directory = fixturesDirectory + "/variants"
         let decoder = TileDecoder(cellWidth: 60, cellHeight: 40, maxDecodeMemoryBytes: 16 << 20)
