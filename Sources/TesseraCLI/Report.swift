@@ -22,12 +22,16 @@ public enum Report {
         return lines.joined(separator: "\n")
     }
 
-    /// The one-line summary after a render.
-    public static func summary(_ summary: RenderSummary, outputPath: String) -> String {
+    /// The summary after a render: one line, then one line for each photo that was skipped before
+    /// rendering (`skipped`) or drawn as a placeholder.
+    public static func summary(_ summary: RenderSummary, outputPath: String, skipped: [SkippedPhoto] = []) -> String {
         var line = "wrote \(outputPath): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
         line += "\(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
+        if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
+        for photo in skipped { line += "\n  skipped      \(photo.path): \(photo.reason)" }
+        for photo in summary.failedPhotos { line += "\n  placeholder  \(photo.path): \(photo.reason)" }
         return line
     }
 

@@ -130,7 +130,7 @@ func runGrid(_ options: GridOptions) -> ExitCode {
             }
         }
         if barVisible { writeStandardError("\n") }
-        print(Report.summary(summary, outputPath: options.outputPath))
+        print(Report.summary(summary, outputPath: options.outputPath, skipped: library.skipped))
         return .success
     } catch TesseraError.cancelled {
         writeStandardError("\n")

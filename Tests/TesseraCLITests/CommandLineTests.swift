@@ -192,6 +192,7 @@ let fixtures: String = {
         let lenient = runTessera(["grid", directory, "-o", output, "--columns", "2", "--tile-size", "20", "--no-progress"])
         #expect(lenient.status == 0, "\(lenient.output)")
         #expect(lenient.output.contains("warning: skipping \(broken)"))
+        #expect(lenient.output.contains("1 file(s) skipped") && lenient.output.contains("  skipped      \(broken): "))
     }
 
     /// Pre-flight on a real 1 MiB tmpfs (needs root, as CI has).
