@@ -26,7 +26,8 @@ public struct PhotoLibrary: Sendable {
     public var photos: [Photo]
     /// Files that look like photos (a JPEG start, or given by name) but cannot be used.
     public var skipped: [SkippedPhoto]
-    /// Files in searched directories that are not JPEGs (sidecars, notes): left out silently.
+    /// Files in searched directories that are not JPEGs and not named like one (sidecars, notes):
+    /// left out silently. A non-JPEG named .jpg is in `skipped`, with a warning.
     public var ignoredNonJPEGCount: Int
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
@@ -46,6 +47,18 @@ public struct PhotoLibrary: Sendable {
                 candidates.append((path, true))
             }
         }
+        // A file reached twice (named, and inside a named folder) counts once.
+        var seen: [String: Int] = [:]
+        var unique: [(path: String, named: Bool)] = []
+        for candidate in candidates {
+            if let index = seen[candidate.path] {
+                unique[index].named = unique[index].named || candidate.named
+            } else {
+                seen[candidate.path] = unique.count
+                unique.append(candidate)
+            }
+        }
+        candidates = unique
         // Read headers in parallel; each slot is written by exactly one iteration.
         var results = [Result<Photo, TesseraError>?](repeating: nil, count: candidates.count)
         let paths = candidates.map(\.path)
@@ -64,7 +77,9 @@ public struct PhotoLibrary: Sendable {
         for (candidate, result) in zip(candidates, results) {
             switch result! {
             case .success(let photo): photos.append(photo)
-            case .failure(.unreadablePhoto(_, let reason)) where reason == notJPEGReason && !candidate.named:
+            case .failure(.unreadablePhoto(_, let reason))
+                where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path):
+                // Sidecars, notes, other formats under their own names: not photos, no warning.
                 ignored += 1
             case .failure(let error):
                 skipped.append(SkippedPhoto(path: candidate.path, reason: reason(of: error)))
