@@ -307,7 +307,8 @@ tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *
 }
 
 int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t height,
-                               int quality, int h_sampling, int v_sampling) {
+                               int quality, int h_sampling, int v_sampling,
+                               unsigned int restart_interval) {
     if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
     e->cinfo.image_width = width;
     e->cinfo.image_height = height;
@@ -323,6 +324,7 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
     e->cinfo.comp_info[1].v_samp_factor = 1;
     e->cinfo.comp_info[2].h_samp_factor = 1;
     e->cinfo.comp_info[2].v_samp_factor = 1;
+    e->cinfo.restart_interval = restart_interval;
     jpeg_start_compress(&e->cinfo, TRUE);
     return TESSERA_JPEG_OK;
 }

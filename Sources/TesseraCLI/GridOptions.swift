@@ -36,7 +36,8 @@ public enum GridCommand {
         OptionSpec(names: ["--quality"], valueName: "Q", help: "JPEG quality 1-100 (default 90)."),
         OptionSpec(names: ["--subsampling"], valueName: "420|422|444", help: "Chroma subsampling (default 420)."),
         OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos and filling stripes (default: the number of cores)."),
-        OptionSpec(names: ["--stripe-height"], valueName: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64)."),
+        OptionSpec(names: ["--stripe-height"], valueName: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise)."),
+        OptionSpec(names: ["--encoder"], valueName: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers."),
         OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the tile cache."),
         OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default $TMPDIR or /tmp). It is never visible and needs a few stripes of space."),
         OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default), or shuffled."),
@@ -139,6 +140,11 @@ public enum GridCommand {
                 }
                 options.settings.maxMemoryBytes = bytes
             case "--temp-dir": options.settings.temporaryDirectory = value
+            case "--encoder":
+                guard let mode = EncoderMode(rawValue: value) else {
+                    throw CommandLineError("--encoder expects serial or parallel, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.settings.encoder = mode
             case "--order":
                 switch value {
                 case "name": options.order = .name

@@ -9,12 +9,12 @@ public enum Report {
         var lines = [
             "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
             "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
-            "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline",
+            "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : ""),
             "stripes     \(plan.geometry.stripeCount) of \(plan.geometry.stripeHeight) rows (\(formatBytes(Int64(plan.stripeBytes))) each), \(plan.windowStripes) in flight",
             "workers     \(plan.workers)",
             "tile cache  \(plan.tileSlots) tiles of \(formatBytes(Int64(plan.tileBytes)))",
             "memory      about \(formatBytes(Int64(plan.estimatedPeakBytes))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))",
-            "disk        output about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), temporaries \(formatBytes(plan.temporaryDiskBytes)) in \(plan.temporaryDirectory)",
+            "disk        output about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", tile spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
         for requirement in disk {
             lines.append("free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free\(requirement.fits ? "" : "  NOT ENOUGH")")

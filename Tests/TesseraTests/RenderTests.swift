@@ -48,6 +48,7 @@ struct RenderTests {
             var settings = RenderSettings()
             settings.workers = workers
             settings.stripeHeight = stripeHeight
+            settings.encoder = .serial  // the parallel encoder adds restart markers: see ParallelEncoderTests
             let output = scratch.file("w\(workers)-s\(stripeHeight).jpg")
             try renderGrid(paths, to: output, columns: 5, rows: 4, cellWidth: 40, cellHeight: 30, settings: settings)
             return readBytes(output)

@@ -105,8 +105,10 @@ tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *
                                                   size_t buffer_bytes);
 
 /// jpeg_set_defaults, quality and sampling, then jpeg_start_compress for an RGB image.
+/// `restart_interval` is the DRI interval in MCUs (0: no restart markers).
 int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t height,
-                               int quality, int h_sampling, int v_sampling);
+                               int quality, int h_sampling, int v_sampling,
+                               unsigned int restart_interval);
 
 /// jpeg_write_scanlines for `row_count` RGB rows starting at `rows`, `stride` bytes apart.
 int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,

@@ -20,6 +20,12 @@ public enum ChromaSubsampling: String, Sendable, CaseIterable {
 
     /// Rows in one MCU row: stripes of this many rows are most efficient for the encoder.
     public var mcuHeight: Int { self == .s420 ? 16 : 8 }
+
+    /// Columns in one MCU.
+    public var mcuWidth: Int { self == .s444 ? 8 : 16 }
+
+    /// MCUs in one MCU row of an image `width` pixels wide.
+    public func mcusPerRow(width: Int) -> Int { (width + mcuWidth - 1) / mcuWidth }
 }
 
 /// Where encoded bytes go.
@@ -47,7 +53,7 @@ final class JPEGScanlineWriter {
 
     /// Starts an encode of a `width` x `height` RGB image (tessera_jpeg_encoder_start).
     init(sink: EncodedByteSink, label: String, width: Int, height: Int, quality: Int,
-         subsampling: ChromaSubsampling, bufferBytes: Int = 256 << 10) throws(TesseraError) {
+         subsampling: ChromaSubsampling, restartInterval: Int = 0, bufferBytes: Int = 256 << 10) throws(TesseraError) {
         self.label = label
         self.height = height
         sinkBox = SinkBox(sink)
@@ -66,7 +72,8 @@ final class JPEGScanlineWriter {
         }
         self.encoder = encoder
         let factors = subsampling.lumaFactors
-        if tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), Int32(quality), factors.h, factors.v) != TESSERA_JPEG_OK {
+        if tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), Int32(quality), factors.h, factors.v,
+                                      UInt32(restartInterval)) != TESSERA_JPEG_OK {
             let error = failure()
             tessera_jpeg_encoder_destroy(encoder)
             throw error

@@ -10,26 +10,33 @@ public struct DiskRequirement: Equatable, Sendable {
 }
 
 public enum DiskPreflight {
-    /// What `plan` needs in the output's directory and in its temporary directory (one entry
-    /// when both are on the same filesystem, with the needs added up), against statvfs free space.
+    /// What `plan` needs on each filesystem it writes to: the output in its folder, the stripe
+    /// window in `stripeDirectory`, the tile spill in `temporaryDirectory`. Needs on the same
+    /// filesystem are added up and reported under the first folder named for it.
     /// `freeSpace` is statvfs by default; tests pass their own.
     public static func requirements(plan: RenderPlan, outputPath: String,
                                     freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes) throws(TesseraError) -> [DiskRequirement] {
-        let outputDirectory = parentDirectory(of: outputPath)
-        let temporaryDirectory = plan.temporaryDirectory
-        let outputDevice = try deviceID(outputDirectory)
-        let temporaryDevice = try deviceID(temporaryDirectory)
-        if outputDevice == temporaryDevice {
-            return [DiskRequirement(directory: outputDirectory,
-                                    neededBytes: plan.estimatedOutputBytes + plan.temporaryDiskBytes,
-                                    freeBytes: try freeSpace(outputDirectory))]
-        }
-        return [
-            DiskRequirement(directory: outputDirectory, neededBytes: plan.estimatedOutputBytes,
-                            freeBytes: try freeSpace(outputDirectory)),
-            DiskRequirement(directory: temporaryDirectory, neededBytes: plan.temporaryDiskBytes,
-                            freeBytes: try freeSpace(temporaryDirectory)),
+        let needs: [(directory: String, bytes: Int64)] = [
+            (parentDirectory(of: outputPath), plan.estimatedOutputBytes),
+            (plan.stripeDirectory, plan.stripeDiskBytes),
+            (plan.temporaryDirectory, plan.spillDiskBytes),
         ]
+        var devices: [UInt64] = []
+        var totals: [(directory: String, bytes: Int64)] = []
+        for need in needs {
+            let device = try deviceID(need.directory)
+            if let index = devices.firstIndex(of: device) {
+                totals[index].bytes += need.bytes
+            } else {
+                devices.append(device)
+                totals.append(need)
+            }
+        }
+        var result: [DiskRequirement] = []
+        for total in totals {
+            result.append(DiskRequirement(directory: total.directory, neededBytes: total.bytes, freeBytes: try freeSpace(total.directory)))
+        }
+        return result
     }
 
     /// Throws `insufficientDiskSpace` for the first filesystem that lacks room.

@@ -22,8 +22,14 @@ public struct RenderSettings: Equatable, Sendable {
     public var stripeHeight: Int?
     /// Budget for everything the renderer holds: stripes, tile cache, decoders, encoder.
     public var maxMemoryBytes = 64 << 20
-    /// Where the stripe file (and tile spill file) live; nil: $TMPDIR, else /tmp.
+    /// Where the stripe file and the tile spill file live. nil: the spill file in $TMPDIR or
+    /// /tmp, the stripe file in $TMPDIR if set, else in /dev/shm (see RenderPlan.stripeDirectory).
     public var temporaryDirectory: String?
+    /// The encoder; nil: parallel when more than one worker is used, else serial.
+    public var encoder: EncoderMode?
+    /// Restart interval (MCUs) for the serial encoder, 0 for none. The parallel encoder always
+    /// uses one stripe's MCUs; setting this to the same value makes the serial output identical.
+    public var serialRestartInterval = 0
     /// Colour of empty cells and of cells whose photo failed to decode.
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
 
@@ -79,5 +85,16 @@ public func onlineCoreCount() -> Int {
 /// $TMPDIR if set and non-empty, else /tmp.
 public func defaultTemporaryDirectory() -> String {
     if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+    return "/tmp"
+}
+
+/// $TMPDIR if set; else /dev/shm if it is a writable directory with `neededBytes` free and
+/// twice that to spare; else /tmp.
+func defaultStripeDirectory(neededBytes: Int64) -> String {
+    if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+    let shared = "/dev/shm"
+    if access(shared, W_OK | X_OK) == 0, let free = try? freeDiskBytes(shared), free >= neededBytes * 3 {
+        return shared
+    }
     return "/tmp"
 }

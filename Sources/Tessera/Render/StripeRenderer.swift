@@ -19,6 +19,10 @@
 //   the last reference (munmap) and releases the slot's blocks and page cache before mapping it
 //   again. Unmapping and hole punching cost about a second of kernel time on a gigapixel render;
 //   doing them on the workers keeps them off the writer, which is the critical path.
+// - Parallel encoder (plan.encoder == .parallel): the worker also compresses its stripe on its own
+//   (EncodedStripe), unmaps and releases the slot at once, and publishes the compressed segment;
+//   the writer only appends segments in order with RST markers between them (see
+//   StripeSegments.swift). Segments in flight are bounded by the same window.
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
@@ -48,7 +52,7 @@ public final class StripeRenderer: @unchecked Sendable {
     private let changed: Condition
     private var nextStripe = 0
     private var encodedCount = 0
-    private var ready: [(index: Int, region: MappedRegion)?] = []
+    private var ready: [(index: Int, stripe: FinishedStripe)?] = []
     private var retired: [MappedRegion?] = []
     private var failure: TesseraError?
 
@@ -58,15 +62,20 @@ public final class StripeRenderer: @unchecked Sendable {
         let geometry = plan.geometry
         var stale = Set(StaleTemporaries.remove(in: parentDirectory(of: outputPath)))
         stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
+        stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
         for path in stale.sorted() { observer(.staleTemporaryRemoved(path: path)) }
         let output = try AtomicOutputFile(destination: outputPath)
-        let store = try StripeStore(directory: plan.temporaryDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
+        let store = try StripeStore(directory: plan.stripeDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
         let cache = TileCache(photos: photos,
                               decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    maxDecodeMemoryBytes: plan.maxDecodeMemoryBytes),
                               slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
-        let writer = try JPEGScanlineWriter(sink: output, label: outputPath, width: geometry.width, height: geometry.height,
-                                            quality: settings.quality, subsampling: settings.subsampling)
+        // Serial: one libjpeg encoder on this thread. Parallel: workers compress, this thread joins.
+        let writer = plan.encoder == .serial
+            ? try JPEGScanlineWriter(sink: output, label: outputPath, width: geometry.width, height: geometry.height,
+                                     quality: settings.quality, subsampling: settings.subsampling,
+                                     restartInterval: plan.restartInterval)
+            : nil
         lock.withLock {
             nextStripe = 0
             encodedCount = 0
@@ -77,16 +86,34 @@ public final class StripeRenderer: @unchecked Sendable {
 
         let group = DispatchGroup()
         for _ in 0..<plan.workers {
-            DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache) }
+            DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache, label: outputPath) }
         }
 
         var writeError: TesseraError?
         do throws(TesseraError) {
             for index in 0..<geometry.stripeCount {
-                var region: MappedRegion? = try waitForStripe(index)
+                var region: MappedRegion?
                 let rows = geometry.rows(ofStripe: index)
-                try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
-                    try writer.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                switch try waitForStripe(index) {
+                case .mapped(let mapped):
+                    region = mapped
+                    try mapped.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                        try writer!.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                    }
+                case .encoded(let segment):
+                    if index == 0 {
+                        let header = try segment.fileHeader(height: geometry.height, restartInterval: plan.restartInterval,
+                                                            label: outputPath)
+                        try header.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
+                    }
+                    try segment.jpeg.withUnsafeBytes { bytes in
+                        Result { () throws(TesseraError) in
+                            try output.append(UnsafeRawBufferPointer(rebasing: bytes[segment.entropy]))
+                            // RST0...RST7 between segments, cycling; EOI after the last.
+                            let marker: [UInt8] = index + 1 < geometry.stripeCount ? [0xFF, 0xD0 + UInt8(index % 8)] : [0xFF, 0xD9]
+                            try marker.withUnsafeBytes { marker in Result { () throws(TesseraError) in try output.append(marker) } }.get()
+                        }
+                    }.get()
                 }
                 lock.withLock {
                     let slot = index % plan.windowStripes
@@ -99,7 +126,7 @@ public final class StripeRenderer: @unchecked Sendable {
                 observer(.progress(rowsWritten: rows.upperBound, totalRows: geometry.height))
                 if cancellation?.isCancelled == true { throw TesseraError.cancelled }
             }
-            try writer.finish()
+            try writer?.finish()
         } catch {
             writeError = error
         }
@@ -128,19 +155,26 @@ public final class StripeRenderer: @unchecked Sendable {
         }
     }
 
+    /// A stripe ready for the writer: still mapped (serial encoder) or already compressed
+    /// (parallel encoder; its mapping is gone).
+    private enum FinishedStripe {
+        case mapped(MappedRegion)
+        case encoded(EncodedStripe)
+    }
+
     /// The writer's wait for stripe `index` to be filled; throws the pipeline's failure.
-    private func waitForStripe(_ index: Int) throws(TesseraError) -> MappedRegion {
+    private func waitForStripe(_ index: Int) throws(TesseraError) -> FinishedStripe {
         let slot = index % plan.windowStripes
         lock.lock()
         defer { lock.unlock() }
         while true {
             if let failure { throw failure }
-            if let entry = ready[slot], entry.index == index { return entry.region }
+            if let entry = ready[slot], entry.index == index { return entry.stripe }
             changed.wait()
         }
     }
 
-    private func workerLoop(store: StripeStore, cache: TileCache) {
+    private func workerLoop(store: StripeStore, cache: TileCache, label: String) {
         let window = plan.windowStripes
         while true {
             // Claim the next stripe, wait until its slot is free and take the slot's old mapping.
@@ -160,12 +194,25 @@ public final class StripeRenderer: @unchecked Sendable {
             }
             if cancellation?.isCancelled == true { fail(.cancelled); return }
             do throws(TesseraError) {
-                let region = try store.map(slot: index % window)
-                try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                var region: MappedRegion? = try store.map(slot: index % window)
+                try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
                     try fill(stripe: index, into: bytes, cache: cache)
                 }
+                var finished = FinishedStripe.mapped(region!)
+                if plan.encoder == .parallel {
+                    let rows = plan.geometry.rows(ofStripe: index)
+                    let segment = try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                        try EncodedStripe.encode(rows: UnsafeRawPointer(bytes.baseAddress!), stride: plan.geometry.bytesPerRow,
+                                                 width: plan.geometry.width, rowCount: rows.count, quality: settings.quality,
+                                                 subsampling: settings.subsampling, label: label)
+                    }
+                    finished = .encoded(segment)
+                    // Compressed: the pixels are no longer needed. Unmap and release the slot now.
+                    region = nil
+                    store.release(slot: index % window)
+                }
                 lock.withLock {
-                    ready[index % window] = (index, region)
+                    ready[index % window] = (index, finished)
                     changed.broadcast()
                 }
             } catch {
