@@ -5,6 +5,8 @@
 //   floor   the same pixels pushed through the same libjpeg settings with no tile work
 //           (JPEGFile.encodeRepeating over one rendered band of cells), in this process;
 //   tessera the real `tessera grid` command, as a child process, so its peak RSS (wait4) is its own.
+// Then, on the largest grid, `--encoder serial` against `--encoder parallel` for 1, 2 and all
+// workers (the speed-up), and what the parallel encoder's restart markers cost in file size.
 // Each measurement: one warm-up run thrown away, then --runs timed runs; the median is printed
 // with MP/s, peak RSS and the ratio to the floor.
 //
@@ -28,6 +30,7 @@ struct Options {
     var workers: Int?
     var temporaryDirectory = defaultTemporaryDirectory()
     var extra: [String] = []
+    var compareEncoders = true
 }
 
 func fail(_ message: String) -> Never {
@@ -54,9 +57,10 @@ while !arguments.isEmpty {
     case "--sizes": options.sizes = value().split(separator: ",").map { number(String($0), "--sizes") }
     case "--workers": options.workers = number(value(), "--workers")
     case "--temp-dir": options.temporaryDirectory = value()
+    case "--no-encoder-comparison": options.compareEncoders = false
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -139,6 +143,7 @@ do { band = try JPEGFile.read(bandPath) } catch { fail("\(error)") }
 unlink(bandPath)
 
 var results: [(label: String, megapixels: Double, seconds: Double, peak: Int64, ratio: Double)] = []
+var floorAtLargest: Double?
 for size in options.sizes {
     let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
     let width = columns * cell, height = rows * cell
@@ -155,6 +160,7 @@ for size in options.sizes {
         unlink(output)
     }
     let floor = median(floorTimes)
+    if size == options.sizes.max() { floorAtLargest = floor }
     print("  floor    encode only, 1 core : \(fixed(floor)) s  \(fixed(megapixels / floor, 0)) MP/s   runs \(floorTimes.map { fixed($0) }.joined(separator: " "))")
 
     var times: [Double] = []
@@ -175,6 +181,38 @@ for size in options.sizes {
     print("  tessera  grid                : \(fixed(seconds)) s  \(fixed(megapixels / seconds, 0)) MP/s   runs \(times.map { fixed($0) }.joined(separator: " "))")
     print("           peak RSS \(fixed(Double(peak) / 1e6, 1)) MB (max of runs), output \(fixed(Double(outputSize.st_size) / 1e6, 1)) MB, ratio to floor \(fixed(seconds / floor))")
     results.append(("\(fixed(megapixels / 1000, 2)) GP", megapixels, seconds, peak, seconds / floor))
+}
+
+// The encoders compared on the largest grid: serial (one libjpeg writer, no restart markers) against
+// parallel (workers compress stripes, joined with restart markers), for 1, 2 and all workers.
+if options.compareEncoders, let size = options.sizes.max() {
+    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
+    let megapixels = Double(columns * cell) * Double(rows * cell) / 1e6
+    print("\nencoders on grid \(columns)x\(rows) (\(fixed(megapixels, 1)) MP): serial vs parallel, median of \(options.runs) after 1 warm-up")
+    var workerCounts = [1, 2, onlineCoreCount()]
+    workerCounts = workerCounts.enumerated().filter { !workerCounts[..<$0.offset].contains($0.element) }.map(\.element)
+    var serialBytes: Int64 = 0, parallelBytes: Int64 = 0
+    for workers in workerCounts {
+        var medians: [String: Double] = [:]
+        for encoder in ["serial", "parallel"] {
+            var times: [Double] = []
+            for attempt in 0...options.runs {
+                let result = run([tessera, "grid", photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell),
+                                  "--quality", String(quality), "--no-progress", "--workers", String(workers), "--encoder", encoder] + options.extra)
+                guard result.status == 0 else { fail("tessera --encoder \(encoder) failed with status \(result.status)") }
+                if attempt > 0 { times.append(result.seconds) }
+            }
+            var info = stat()
+            stat(output, &info)
+            if encoder == "serial" { serialBytes = Int64(info.st_size) } else { parallelBytes = Int64(info.st_size) }
+            unlink(output)
+            medians[encoder] = median(times)
+        }
+        let floorNote = floorAtLargest.map { "  parallel = \(fixed(medians["parallel"]! / $0)) x the 1-core floor" } ?? ""
+        print("  workers \(workers): serial \(fixed(medians["serial"]!)) s, parallel \(fixed(medians["parallel"]!)) s, speed-up x\(fixed(medians["serial"]! / medians["parallel"]!))\(floorNote)")
+    }
+    let cost = Double(parallelBytes - serialBytes) / Double(serialBytes) * 100
+    print("  restart markers: parallel file \(parallelBytes) bytes, serial \(serialBytes) bytes: \(cost >= 0 ? "+" : "")\(fixed(cost, 3))%")
 }
 
 if results.count > 1 {

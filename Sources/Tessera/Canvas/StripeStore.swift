@@ -1,9 +1,9 @@
 // StripeStore.swift — the canvas, held as horizontal stripes in slots of one temporary file.
 //
-// Threading contract: `map(slot:)` and `release(slot:)` may be called from any thread, but the
-// pipeline guarantees a slot is used by one stripe at a time (stripe i uses slot i % slotCount,
-// and is mapped only after stripe i - slotCount was encoded and released). The store itself keeps
-// no mutable state after init.
+// Threading contract: `mapping(slot:)` may be called from any thread; `lock` protects the table
+// of mappings. The pipeline guarantees a slot's bytes are used by one stripe at a time (stripe i
+// uses slot i % slotCount, and is filled only after stripe i - slotCount was encoded).
+// `releaseAll()` is called once, when no stripe is in use.
 import Glibc
 
 /// Rows of the canvas: which rows each stripe holds.
@@ -33,10 +33,16 @@ public struct StripeGeometry: Equatable, Sendable {
 ///
 /// The file is anonymous (O_TMPFILE, or unlinked right after creation), so nothing is left in
 /// the temporary directory after a crash. A slot's disk blocks are reserved with fallocate before
-/// it is mapped (no SIGBUS on a full disk) and its blocks and page cache are released after the
-/// stripe is encoded (hole punched, then POSIX_FADV_DONTNEED), so neither disk nor memory grows
-/// with the output size. On Linux the page cache of a file mapping stays charged to the memory
-/// cgroup after munmap until it is dropped; that is why the release matters.
+/// it is first mapped (no SIGBUS on a full disk). A slot is then reused, mapped, for every
+/// `slotCount`-th stripe, and all slots are released when the render ends (unmapped, holes
+/// punched, then POSIX_FADV_DONTNEED: on Linux the page cache of a file mapping stays charged to
+/// the memory cgroup after munmap until it is dropped). Memory and disk are bounded by the
+/// slots, whatever the output size.
+///
+/// Why slots are reused rather than unmapped and released after every stripe: that costs a page
+/// fault, a zeroed page and block bookkeeping for every 4 KiB of canvas, every time, and
+/// measured 1.4 s of a 4.4 s gigapixel render on two cores (parallel encoder; 3.0 s with reuse),
+/// for no saving in peak memory, which is the same window of stripes either way.
 final class StripeStore: @unchecked Sendable {
     let file: FileDescriptor
     /// Bytes per slot, rounded up to the page size so every slot maps at an aligned offset.
@@ -56,19 +62,40 @@ final class StripeStore: @unchecked Sendable {
         }
     }
 
-    deinit { file.close() }
-
-    /// Reserves and maps slot `slot`. The mapping reads as zeros.
-    func map(slot: Int) throws(TesseraError) -> MappedRegion {
-        let offset = Int64(slot) * Int64(slotBytes)
-        try file.reserve(offset: offset, length: Int64(slotBytes))
-        return try MappedRegion(file: file, offset: offset, length: slotBytes)
+    deinit {
+        releaseAll()
+        file.close()
     }
 
-    /// Frees slot `slot`'s disk blocks and page cache. Call after its mapping is gone.
-    func release(slot: Int) {
+    private let lock = Mutex()
+    private var mappings: [MappedRegion?] = []  // protected by `lock`
+
+    /// Slot `slot`'s mapping: reserved and mapped on first use, the same mapping afterwards.
+    func mapping(slot: Int) throws(TesseraError) -> MappedRegion {
+        let existing: MappedRegion? = lock.withLock {
+            if mappings.isEmpty { mappings = Array(repeating: nil, count: slotCount) }
+            return mappings[slot]
+        }
+        if let existing { return existing }
         let offset = Int64(slot) * Int64(slotBytes)
-        file.punchHole(offset: offset, length: Int64(slotBytes))
-        file.dropCache(offset: offset, length: Int64(slotBytes))
+        try file.reserve(offset: offset, length: Int64(slotBytes))
+        let region = try MappedRegion(file: file, offset: offset, length: slotBytes)
+        lock.withLock { mappings[slot] = region }
+        return region
+    }
+
+    /// Unmaps every slot and frees its disk blocks and page cache. Mappings still referenced
+    /// elsewhere are unmapped when the last reference goes; the hole punch releases their pages.
+    func releaseAll() {
+        let dropped: [MappedRegion?] = lock.withLock {
+            let all = mappings
+            mappings = []
+            return all
+        }
+        for (slot, region) in dropped.enumerated() where region != nil {
+            let offset = Int64(slot) * Int64(slotBytes)
+            file.punchHole(offset: offset, length: Int64(slotBytes))
+            file.dropCache(offset: offset, length: Int64(slotBytes))
+        }
     }
 }

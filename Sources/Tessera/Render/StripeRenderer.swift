@@ -11,18 +11,15 @@
 //   i % window and is mapped only once stripe i - window has been encoded (`encodedCount`), so at
 //   most `window` stripes exist at once (back-pressure) and a slot is never shared.
 // - The writer takes stripe i only when its worker has published it in `ready[i % window]`,
-//   encodes its rows top to bottom, hands the mapping back in `retired[i % window]` and advances
-//   `encodedCount`. The encoder therefore sees every row once, in order, never with gaps (the
-//   same contract as libvips's sink_disc).
-// - Ownership: a MappedRegion belongs to the worker filling it until it is published, then to the
-//   writer until it is retired, then to the next worker that claims its slot: that worker drops
-//   the last reference (munmap) and releases the slot's blocks and page cache before mapping it
-//   again. Unmapping and hole punching cost about a second of kernel time on a gigapixel render;
-//   doing them on the workers keeps them off the writer, which is the critical path.
+//   encodes its rows top to bottom and advances `encodedCount`. The encoder therefore sees every
+//   row once, in order, never with gaps (the same contract as libvips's sink_disc).
+// - Ownership: a slot's bytes belong to the worker filling stripe i until it is published, then
+//   to the writer until `encodedCount` passes i, then to the worker of stripe i + window. The
+//   mappings themselves belong to the StripeStore, which releases them when the render ends.
 // - Parallel encoder (plan.encoder == .parallel): the worker also compresses its stripe on its own
-//   (EncodedStripe), unmaps and releases the slot at once, and publishes the compressed segment;
-//   the writer only appends segments in order with RST markers between them (see
-//   StripeSegments.swift). Segments in flight are bounded by the same window.
+//   (EncodedStripe) and publishes the compressed segment; the writer only appends segments in
+//   order with RST markers between them (see StripeSegments.swift). Segments in flight are
+//   bounded by the same window.
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
@@ -53,7 +50,6 @@ public final class StripeRenderer: @unchecked Sendable {
     private var nextStripe = 0
     private var encodedCount = 0
     private var ready: [(index: Int, stripe: FinishedStripe)?] = []
-    private var retired: [MappedRegion?] = []
     private var failure: TesseraError?
 
     /// Renders the layout into a baseline JPEG at `outputPath`, which appears only when complete.
@@ -81,7 +77,6 @@ public final class StripeRenderer: @unchecked Sendable {
             encodedCount = 0
             failure = nil
             ready = Array(repeating: nil, count: plan.windowStripes)
-            retired = Array(repeating: nil, count: plan.windowStripes)
         }
 
         let group = DispatchGroup()
@@ -92,33 +87,17 @@ public final class StripeRenderer: @unchecked Sendable {
         var writeError: TesseraError?
         do throws(TesseraError) {
             for index in 0..<geometry.stripeCount {
-                var region: MappedRegion?
                 let rows = geometry.rows(ofStripe: index)
                 switch try waitForStripe(index) {
-                case .mapped(let mapped):
-                    region = mapped
-                    try mapped.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                case .mapped(let region):
+                    try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
                         try writer!.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
                     }
                 case .encoded(let segment):
-                    if index == 0 {
-                        let header = try segment.fileHeader(height: geometry.height, restartInterval: plan.restartInterval,
-                                                            label: outputPath)
-                        try header.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
-                    }
-                    try segment.jpeg.withUnsafeBytes { bytes in
-                        Result { () throws(TesseraError) in
-                            try output.append(UnsafeRawBufferPointer(rebasing: bytes[segment.entropy]))
-                            // RST0...RST7 between segments, cycling; EOI after the last.
-                            let marker: [UInt8] = index + 1 < geometry.stripeCount ? [0xFF, 0xD0 + UInt8(index % 8)] : [0xFF, 0xD9]
-                            try marker.withUnsafeBytes { marker in Result { () throws(TesseraError) in try output.append(marker) } }.get()
-                        }
-                    }.get()
+                    try writeSegment(segment, index: index, to: output, label: outputPath)
                 }
                 lock.withLock {
-                    let slot = index % plan.windowStripes
-                    ready[slot] = nil
-                    retired[slot] = region.take()
+                    ready[index % plan.windowStripes] = nil
                     encodedCount = index + 1
                     changed.broadcast()
                 }
@@ -132,10 +111,8 @@ public final class StripeRenderer: @unchecked Sendable {
         }
         if let writeError { fail(writeError) }
         group.wait()
-        lock.withLock {
-            ready = Array(repeating: nil, count: plan.windowStripes)
-            retired = Array(repeating: nil, count: plan.windowStripes)
-        }
+        lock.withLock { ready = Array(repeating: nil, count: plan.windowStripes) }
+        store.releaseAll()
         if let error = lock.withLock({ failure }) {
             output.discard()
             throw error
@@ -155,8 +132,23 @@ public final class StripeRenderer: @unchecked Sendable {
         }
     }
 
-    /// A stripe ready for the writer: still mapped (serial encoder) or already compressed
-    /// (parallel encoder; its mapping is gone).
+    /// Appends a compressed stripe: the file header first (from stripe 0), then its entropy-coded
+    /// data, then RST0...RST7 cycling between stripes, or EOI after the last.
+    private func writeSegment(_ segment: EncodedStripe, index: Int, to output: AtomicOutputFile, label: String) throws(TesseraError) {
+        let geometry = plan.geometry
+        if index == 0 {
+            let header = try segment.fileHeader(height: geometry.height, restartInterval: plan.restartInterval, label: label)
+            try header.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
+        }
+        try segment.jpeg.withUnsafeBytes { bytes in
+            Result { () throws(TesseraError) in try output.append(UnsafeRawBufferPointer(rebasing: bytes[segment.entropy])) }
+        }.get()
+        let trailer: [UInt8] = index + 1 < geometry.stripeCount ? [0xFF, 0xD0 + UInt8(index % 8)] : [0xFF, 0xD9]
+        try trailer.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
+    }
+
+    /// A stripe ready for the writer: its mapped pixels (serial encoder) or its compressed segment
+    /// (parallel encoder).
     private enum FinishedStripe {
         case mapped(MappedRegion)
         case encoded(EncodedStripe)
@@ -177,39 +169,25 @@ public final class StripeRenderer: @unchecked Sendable {
     private func workerLoop(store: StripeStore, cache: TileCache, label: String) {
         let window = plan.windowStripes
         while true {
-            // Claim the next stripe, wait until its slot is free and take the slot's old mapping.
-            var previous: MappedRegion?
+            // Claim the next stripe and wait until its slot is free.
             let index: Int? = lock.withLock {
                 guard failure == nil, nextStripe < plan.geometry.stripeCount else { return nil }
                 let claimed = nextStripe
                 nextStripe += 1
                 while failure == nil && claimed - window >= encodedCount { changed.wait() }
-                previous = retired[claimed % window].take()
                 return failure == nil ? claimed : nil
             }
             guard let index else { return }
-            if previous != nil {
-                previous = nil  // the last reference: munmap
-                store.release(slot: index % window)
-            }
             if cancellation?.isCancelled == true { fail(.cancelled); return }
             do throws(TesseraError) {
-                var region: MappedRegion? = try store.map(slot: index % window)
-                try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                let region = try store.mapping(slot: index % window)
+                let rows = plan.geometry.rows(ofStripe: index)
+                let finished = try region.withUnsafeMutableBytes { bytes throws(TesseraError) -> FinishedStripe in
                     try fill(stripe: index, into: bytes, cache: cache)
-                }
-                var finished = FinishedStripe.mapped(region!)
-                if plan.encoder == .parallel {
-                    let rows = plan.geometry.rows(ofStripe: index)
-                    let segment = try region!.withUnsafeMutableBytes { bytes throws(TesseraError) in
-                        try EncodedStripe.encode(rows: UnsafeRawPointer(bytes.baseAddress!), stride: plan.geometry.bytesPerRow,
-                                                 width: plan.geometry.width, rowCount: rows.count, quality: settings.quality,
-                                                 subsampling: settings.subsampling, label: label)
-                    }
-                    finished = .encoded(segment)
-                    // Compressed: the pixels are no longer needed. Unmap and release the slot now.
-                    region = nil
-                    store.release(slot: index % window)
+                    guard plan.encoder == .parallel else { return .mapped(region) }
+                    return .encoded(try EncodedStripe.encode(
+                        rows: UnsafeRawPointer(bytes.baseAddress!), stride: plan.geometry.bytesPerRow, width: plan.geometry.width,
+                        rowCount: rows.count, quality: settings.quality, subsampling: settings.subsampling, label: label))
                 }
                 lock.withLock {
                     ready[index % window] = (index, finished)
