@@ -68,8 +68,9 @@ public enum TopLevel {
       tessera --version
 
     The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
-    file, filled by all cores and streamed in order into libjpeg's encoder. A 30,000 x 40,050 px
-    grid needs about 40 MB of memory and a few stripes of temporary disk.
+    file, filled and JPEG-compressed by all cores, and joined in order with restart markers into
+    one baseline JPEG. A 30,000 x 40,050 px grid needs about 40 MB of memory and a few stripes
+    of temporary space.
 
     EXAMPLE
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
