@@ -50,8 +50,12 @@ public enum GridCommand {
     ]
 
     /// Parses the arguments after `grid`. `firstIndex` is the position of `arguments[0]` in the
-    /// whole command line, for error positions.
-    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> GridOptions {
+    /// whole command line, for error positions. Another command that takes every grid option
+    /// plus its own passes them as `extraOptions` and handles them in `extra` (name, value,
+    /// position of the value); `command` names it in messages.
+    public static func parse(_ arguments: [String], firstIndex: Int = 2, command: String = "grid",
+                             extraOptions: [OptionSpec] = [],
+                             extra: (String, String, Int) throws(CommandLineError) -> Void = { _, _, _ in }) throws(CommandLineError) -> GridOptions {
         var options = GridOptions()
         var index = 0
         var sawTileSize = false
@@ -76,8 +80,8 @@ public enum GridCommand {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            guard let spec = options_(named: name) else {
-                throw CommandLineError("unknown option \(name) (see 'tessera grid --help')", argumentIndex: position)
+            guard let spec = (GridCommand.options + extraOptions).first(where: { $0.names.contains(name) }) else {
+                throw CommandLineError("unknown option \(name) (see 'tessera \(command) --help')", argumentIndex: position)
             }
             var value = ""
             if spec.valueName != nil {
@@ -165,23 +169,23 @@ public enum GridCommand {
             case "--dry-run": options.dryRun = true
             case "--no-progress": options.showProgress = false
             case "--help": options.help = true
-            default: fatalError("option table and switch disagree on \(name)")
+            default:
+                guard extraOptions.contains(where: { $0.names.contains(name) }) else {
+                    fatalError("option table and switch disagree on \(name)")
+                }
+                try extra(spec.names.last!, value, valuePosition)
             }
             index += 1
         }
         if case .shuffle = options.order, let seed = options.seed { options.order = .shuffle(seed: seed) }
         if options.help { return options }
         guard !options.photoPaths.isEmpty else {
-            throw CommandLineError("no photos given: name files or directories, e.g. tessera grid ~/Pictures -o grid.jpg --grid 20x15 --tile-size 150")
+            throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
         }
         guard !options.outputPath.isEmpty else { throw CommandLineError("-o OUT.jpg is required") }
         guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
         guard sawTileSize else { throw CommandLineError("--tile-size N is required") }
         return options
-    }
-
-    private static func options_(named name: String) -> OptionSpec? {
-        return options.first { $0.names.contains(name) }
     }
 
     public static let help: String = {
@@ -199,11 +203,7 @@ public enum GridCommand {
         OPTIONS
 
         """
-        for spec in options {
-            let left = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
-            text += "  " + left + "\n"
-            text += wrap(spec.help, indent: 6, width: 92) + "\n"
-        }
+        text += describe(options)
         text += """
 
         EXAMPLES
@@ -221,6 +221,17 @@ public enum GridCommand {
         """
         return text
     }()
+}
+
+/// Help text for an option table: each option's spellings, then its explanation indented.
+func describe(_ specs: [OptionSpec]) -> String {
+    var text = ""
+    for spec in specs {
+        let left = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
+        text += "  " + left + "\n"
+        text += wrap(spec.help, indent: 6, width: 92) + "\n"
+    }
+    return text
 }
 
 /// "200x267" → (200, 267).

@@ -35,6 +35,19 @@ public enum Report {
         return line
     }
 
+    /// The mosaic's own summary: fit, repeats, and where the time went before rendering.
+    public static func mosaic(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int,
+                              analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double) -> String {
+        let distinct = Set(match.assignment).count
+        var line = "mosaic: mean Oklab error \(formatDecimal(match.meanError, places: 4)) per sub-cell, "
+        line += match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" } ?? "no photo repeated"
+        line += ", \(distinct) of \(photoCount) photos used"
+        if match.constraintViolations > 0 { line += ", \(match.constraintViolations) cell(s) could not meet the constraints" }
+        line += "\n        analysis \(analysed) photo(s) analysed, \(reused) from the index in \(formatDecimal(analysisSeconds, places: 2)) s; "
+        line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s"
+        return line
+    }
+
     /// A progress bar line (no newline) for `done` of `total` rows after `seconds`.
     public static func progressBar(done: Int, total: Int, pixelsPerRow: Int, seconds: Double, width: Int = 30) -> String {
         let fraction = total > 0 ? Double(done) / Double(total) : 1

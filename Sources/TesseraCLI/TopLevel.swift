@@ -3,8 +3,9 @@ import Tessera
 
 public let tesseraVersion = "0.1.0"
 
-/// The process exit codes, documented in `tessera --help` and the README.
-public enum ExitCode: Int32, Sendable {
+/// The process exit codes, documented in `tessera --help` and the README. An Error too, so a
+/// step of the tool can fail with the code it wants.
+public enum ExitCode: Int32, Error, Sendable {
     case success = 0
     /// The render failed (I/O error, encoder error); nothing was written under the output name.
     case renderFailed = 1
@@ -36,6 +37,7 @@ public enum Invocation: Equatable, Sendable {
     case help
     case version
     case grid(GridOptions)
+    case mosaic(MosaicOptions)
 }
 
 public enum TopLevel {
@@ -45,9 +47,15 @@ public enum TopLevel {
         switch first {
         case "-h", "--help", "help":
             if arguments.count > 1 && arguments[1] == "grid" { return .grid(helpOnly()) }
+            if arguments.count > 1 && arguments[1] == "mosaic" {
+                var options = MosaicOptions()
+                options.render.help = true
+                return .mosaic(options)
+            }
             return .help
         case "--version", "-V": return .version
         case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
+        case "mosaic": return .mosaic(try MosaicCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         default:
             throw CommandLineError("unknown command '\(first)' (try 'tessera --help')", argumentIndex: 1)
         }
@@ -64,7 +72,9 @@ public enum TopLevel {
 
     USAGE
       tessera grid PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+      tessera mosaic --target PICTURE PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
       tessera help grid         every option of grid, with examples
+      tessera help mosaic       every option of mosaic, with examples
       tessera --version
 
     The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
@@ -72,8 +82,9 @@ public enum TopLevel {
     one baseline JPEG. A 30,000 x 40,050 px grid needs about 40 MB of memory and a few stripes
     of temporary space.
 
-    EXAMPLE
+    EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
+      tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
 
     EXIT CODES
       0    the JPEG was written

@@ -42,6 +42,12 @@ case .grid(let options):
         exit(ExitCode.success.rawValue)
     }
     exit(runGrid(options).rawValue)
+case .mosaic(let options):
+    if options.render.help {
+        print(MosaicCommand.help)
+        exit(ExitCode.success.rawValue)
+    }
+    exit(runMosaic(options).rawValue)
 }
 
 /// Stops the render on SIGINT or SIGTERM and remembers which arrived.
@@ -69,25 +75,89 @@ final class SignalWatch: @unchecked Sendable {
     }
 }
 
+/// Scans the photo paths and reports what was skipped. nil (with the exit code) when the run
+/// must stop: a named path that does not exist, --strict with skipped photos, or no photo at all.
+func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
+    let library: PhotoLibrary
+    do throws(TesseraError) {
+        library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
+    } catch {
+        // A named path that does not exist or cannot be listed is bad input, not a failed render.
+        printError(error.description)
+        return .failure(.badInput)
+    }
+    for skipped in library.skipped {
+        printError("warning: skipping \(skipped.path): \(skipped.reason)")
+    }
+    if options.strict && !library.skipped.isEmpty {
+        printError("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
+        return .failure(.badInput)
+    }
+    guard !library.photos.isEmpty else {
+        printError(TesseraError.noPhotos(searched: options.photoPaths).description)
+        return .failure(.badInput)
+    }
+    return .success(library)
+}
+
+/// The shared end of grid and mosaic: dry run or pre-flight, then the render with a progress bar
+/// and warnings. Returns the summary, or nil after a dry run.
+func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) throws(TesseraError) -> RenderSummary? {
+    let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.outputPath)
+    if options.dryRun {
+        print(Report.plan(renderer.plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings))
+        if !disk.allSatisfy(\.fits) { try DiskPreflight.check(plan: renderer.plan, outputPath: options.outputPath) }
+        return nil
+    }
+    try DiskPreflight.check(plan: renderer.plan, outputPath: options.outputPath)
+    let drawBar = options.showProgress && isatty(STDERR_FILENO) != 0
+    let started = monotonicSeconds()
+    var lastDrawn = 0.0
+    var barVisible = false
+    let summary = try renderer.render(to: options.outputPath) { event in
+        switch event {
+        case .progress(let done, let total):
+            guard drawBar else { return }
+            let now = monotonicSeconds()
+            if now - lastDrawn >= 0.1 || done == total {
+                lastDrawn = now
+                writeStandardError("\r" + Report.progressBar(done: done, total: total, pixelsPerRow: renderer.layout.width,
+                                                             seconds: now - started))
+                barVisible = true
+            }
+        case .photoFailed(let skipped):
+            if barVisible { writeStandardError("\n"); barVisible = false }
+            printError("warning: \(skipped.path): \(skipped.reason); drawn as a placeholder")
+        case .staleTemporaryRemoved(let path):
+            printError("removed \(path), left by an earlier run that was killed")
+        case .photoWarning(let path, let message):
+            if barVisible { writeStandardError("\n"); barVisible = false }
+            printError("warning: \(path): \(message)")
+        }
+    }
+    if barVisible { writeStandardError("\n") }
+    return summary
+}
+
+/// Maps a failure to its message and exit code.
+func report(_ error: TesseraError, signals: SignalWatch) -> ExitCode {
+    if error == .cancelled {
+        writeStandardError("\n")
+        printError("interrupted; nothing was written and temporaries are removed")
+        return signals.exitCode
+    }
+    printError(error.description)
+    return ExitCode(error)
+}
+
 func runGrid(_ options: GridOptions) -> ExitCode {
     let signals = SignalWatch()
+    let library: PhotoLibrary
+    switch scanPhotos(options) {
+    case .success(let found): library = found
+    case .failure(let code): return code
+    }
     do throws(TesseraError) {
-        let library: PhotoLibrary
-        do throws(TesseraError) {
-            library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
-        } catch {
-            // A named path that does not exist or cannot be listed is bad input, not a failed render.
-            printError(error.description)
-            return .badInput
-        }
-        for skipped in library.skipped {
-            printError("warning: skipping \(skipped.path): \(skipped.reason)")
-        }
-        if options.strict && !library.skipped.isEmpty {
-            printError("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
-            return .badInput
-        }
-        guard !library.photos.isEmpty else { throw TesseraError.noPhotos(searched: options.photoPaths) }
         let columns = options.columns!
         let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
         guard columns * options.cellWidth <= jpegMaxDimension, rows * options.cellHeight <= jpegMaxDimension else {
@@ -98,46 +168,81 @@ func runGrid(_ options: GridOptions) -> ExitCode {
                                      cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
         let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: options.settings,
                                           cancellation: signals.cancellation)
-        let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.outputPath)
-        if options.dryRun {
-            print(Report.plan(renderer.plan, layout: layout, photoCount: library.photos.count, disk: disk, settings: options.settings))
-            return disk.allSatisfy(\.fits) ? .success : .insufficientResources
-        }
-        try DiskPreflight.check(plan: renderer.plan, outputPath: options.outputPath)
-
-        let drawBar = options.showProgress && isatty(STDERR_FILENO) != 0
-        let started = monotonicSeconds()
-        var lastDrawn = 0.0
-        var barVisible = false
-        let summary = try renderer.render(to: options.outputPath) { event in
-            switch event {
-            case .progress(let done, let total):
-                guard drawBar else { return }
-                let now = monotonicSeconds()
-                if now - lastDrawn >= 0.1 || done == total {
-                    lastDrawn = now
-                    writeStandardError("\r" + Report.progressBar(done: done, total: total, pixelsPerRow: layout.width, seconds: now - started))
-                    barVisible = true
-                }
-            case .photoFailed(let skipped):
-                if barVisible { writeStandardError("\n"); barVisible = false }
-                printError("warning: \(skipped.path): \(skipped.reason); drawn as a placeholder")
-            case .staleTemporaryRemoved(let path):
-                printError("removed \(path), left by an earlier run that was killed")
-            case .photoWarning(let path, let message):
-                if barVisible { writeStandardError("\n"); barVisible = false }
-                printError("warning: \(path): \(message)")
-            }
-        }
-        if barVisible { writeStandardError("\n") }
+        guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
         print(Report.summary(summary, outputPath: options.outputPath, skipped: library.skipped))
         return .success
-    } catch TesseraError.cancelled {
-        writeStandardError("\n")
-        printError("interrupted; nothing was written and temporaries are removed")
-        return signals.exitCode
     } catch {
-        printError(error.description)
-        return ExitCode(error)
+        return report(error, signals: signals)
+    }
+}
+
+func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
+    let signals = SignalWatch()
+    let options = mosaic.render
+    let workers = options.settings.workers ?? onlineCoreCount()
+    let library: PhotoLibrary
+    switch scanPhotos(options) {
+    case .success(let found): library = found
+    case .failure(let code): return code
+    }
+    do throws(TesseraError) {
+        // The target's upright shape decides the rows when only --columns is given.
+        guard let target = try PhotoLibrary.scan([mosaic.targetPath]).photos.first else {
+            throw TesseraError.unreadablePhoto(path: mosaic.targetPath, reason: "not a readable JPEG")
+        }
+        let turned = OrientationTransform(exifOrientation: target.header.exifOrientation).swapsAxes
+        let targetAspect = turned ? Double(target.header.height) / Double(target.header.width)
+                                  : Double(target.header.width) / Double(target.header.height)
+        let columns = options.columns!
+        let rows = options.rows ?? max(1, Int((Double(columns * options.cellWidth) / targetAspect / Double(options.cellHeight)).rounded()))
+        guard columns * options.cellWidth <= jpegMaxDimension, rows * options.cellHeight <= jpegMaxDimension else {
+            throw TesseraError.outputTooLarge(width: columns * options.cellWidth, height: rows * options.cellHeight,
+                                              limit: jpegMaxDimension)
+        }
+        let k = mosaic.subCells
+        let cellAspect = Double(options.cellWidth) / Double(options.cellHeight)
+
+        var started = monotonicSeconds()
+        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
+        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index)
+        for failed in analysis.failed { printError("warning: skipping \(failed.path): \(failed.reason)") }
+        do throws(TesseraError) { try index.save() } catch { printError("warning: cannot save the feature index: \(error)") }
+        let analysisSeconds = monotonicSeconds() - started
+        var photos: [Photo] = []
+        var features: [[Float]] = []
+        for (photo, feature) in zip(library.photos, analysis.features) {
+            if let feature { photos.append(photo); features.append(feature) }
+        }
+        guard !photos.isEmpty else { throw TesseraError.noPhotos(searched: options.photoPaths) }
+
+        started = monotonicSeconds()
+        let targetFeatures = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k)
+        let targetSeconds = monotonicSeconds() - started
+        started = monotonicSeconds()
+        let match = try MosaicMatcher.match(target: targetFeatures, columns: columns, rows: rows, subCells: k,
+                                            photoFeatures: features, minDistance: mosaic.minDistance, maxUses: mosaic.maxUses,
+                                            seed: mosaic.seed, workers: workers)
+        let matchSeconds = monotonicSeconds() - started
+        let layout = CellLayout(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
+                                photoIndices: match.assignment)
+        let tint = mosaic.tintPercent > 0
+            ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: targetFeatures, photoFeatures: features)
+            : nil
+        let renderer = try StripeRenderer(photos: photos, layout: layout, settings: options.settings,
+                                          cancellation: signals.cancellation, tint: tint)
+        let report = Report.mosaic(match, photoCount: photos.count, analysed: analysis.analysed, reused: index.hits,
+                                   analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds)
+        guard let summary = try render(renderer, options: options, photoCount: photos.count) else {
+            print(report)
+            return .success
+        }
+        if let manifest = mosaic.manifestPath {
+            try MosaicManifest.write(match: match, photoPaths: photos.map(\.path), to: manifest)
+        }
+        print(Report.summary(summary, outputPath: options.outputPath, skipped: library.skipped + analysis.failed))
+        print(report)
+        return .success
+    } catch {
+        return report(error, signals: signals)
     }
 }

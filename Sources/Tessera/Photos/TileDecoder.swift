@@ -18,11 +18,16 @@ public struct TileDecoder: Sendable {
     /// Cap on libjpeg's whole-image buffers (progressive files); see ScaledJPEGReader.
     public let maxDecodeMemoryBytes: Int
 
-    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int) {
+    /// The upright aspect ratio (width / height) of the centre crop; nil: the cell's own. A
+    /// mosaic's analysis uses a k x k tile of a cell-shaped crop.
+    public let cropAspect: Double?
+
+    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int, cropAspect: Double? = nil) {
         precondition(cellWidth > 0 && cellHeight > 0)
         self.cellWidth = cellWidth
         self.cellHeight = cellHeight
         self.maxDecodeMemoryBytes = maxDecodeMemoryBytes
+        self.cropAspect = cropAspect
     }
 
     public var tileBytes: Int { cellWidth * cellHeight * 3 }
@@ -48,7 +53,8 @@ public struct TileDecoder: Sendable {
         scaled = output
 
         // Centre crop to the cell's aspect ratio.
-        let aspect = Double(storedTileWidth) / Double(storedTileHeight)
+        var aspect = Double(storedTileWidth) / Double(storedTileHeight)
+        if let cropAspect { aspect = orientation.swapsAxes ? 1 / cropAspect : cropAspect }
         var cropWidth = Double(scaled.width), cropHeight = Double(scaled.height)
         if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
         let cropX = (Double(scaled.width) - cropWidth) / 2

@@ -31,10 +31,13 @@ public final class StripeRenderer: @unchecked Sendable {
     public let settings: RenderSettings
     public let plan: RenderPlan
     private let cancellation: RenderCancellation?
+    /// Per-cell colour shift toward a mosaic's target, applied while tiles are drawn.
+    public let tint: CellTint?
 
     public init(photos: [Photo], layout: CellLayout, settings: RenderSettings,
-                cancellation: RenderCancellation? = nil) throws(TesseraError) {
+                cancellation: RenderCancellation? = nil, tint: CellTint? = nil) throws(TesseraError) {
         changed = Condition(lock)
+        self.tint = tint
         self.photos = photos
         self.layout = layout
         self.settings = settings
@@ -240,9 +243,18 @@ public final class StripeRenderer: @unchecked Sendable {
         case .busy:
             return false
         case .tile(let tile, let slot):
-            for y in top..<bottom {
-                (destination + (y - rows.lowerBound) * rowBytes)
-                    .copyMemory(from: tile + (y - row * cellHeight) * spanBytes, byteCount: spanBytes)
+            if let tint {
+                let offsets = tint.offsets(cell: row * layout.columns + column, photo: photo)
+                for y in top..<bottom {
+                    tint.apply(offsets, row: y - row * cellHeight, cellWidth: cellWidth, cellHeight: cellHeight,
+                               from: (tile + (y - row * cellHeight) * spanBytes).assumingMemoryBound(to: UInt8.self),
+                               to: (destination + (y - rows.lowerBound) * rowBytes).assumingMemoryBound(to: UInt8.self))
+                }
+            } else {
+                for y in top..<bottom {
+                    (destination + (y - rows.lowerBound) * rowBytes)
+                        .copyMemory(from: tile + (y - row * cellHeight) * spanBytes, byteCount: spanBytes)
+                }
             }
             cache.release(slot: slot)
         case .failed:

@@ -1,0 +1,59 @@
+// CellTint.swift — `--tint`: move each drawn tile's colours toward its target cell.
+//
+// Per sub-cell, the shift is worked out in Oklab: the tile's sub-cell colour moves `strength` of
+// the way to the target's, and the difference, taken back to sRGB, is added to every pixel of
+// that sub-cell as the tile is copied into its stripe. One Oklab round trip per sub-cell, one add
+// per pixel: cheap enough for a gigapixel.
+
+public struct CellTint: Sendable {
+    /// 0 (none) ... 1 (the target's colours exactly, per sub-cell).
+    public let strength: Float
+    public let subCells: Int
+    /// The target: `cells` x k*k*3 Oklab values (MosaicAnalysis.targetFeatures).
+    public let target: [Float]
+    /// Per photo (indexes of the render's photo list): k*k*3 Oklab values.
+    public let photoFeatures: [[Float]]
+
+    public init(strength: Float, subCells: Int, target: [Float], photoFeatures: [[Float]]) {
+        self.strength = strength
+        self.subCells = subCells
+        self.target = target
+        self.photoFeatures = photoFeatures
+    }
+
+    /// sRGB offsets (k*k*3) for `photo` drawn in `cell`.
+    func offsets(cell: Int, photo: Int) -> [Int16] {
+        let k = subCells, d = k * k * 3
+        let features = photoFeatures[photo]
+        var result = [Int16](repeating: 0, count: d)
+        for s in 0..<(k * k) {
+            let f = s * 3, t = cell * d + s * 3
+            let tile = OklabColor(l: features[f], a: features[f + 1], b: features[f + 2])
+            let goal = OklabColor(l: tile.l + strength * (target[t] - tile.l), a: tile.a + strength * (target[t + 1] - tile.a),
+                                  b: tile.b + strength * (target[t + 2] - tile.b))
+            let from = Oklab.toSRGB(tile), to = Oklab.toSRGB(goal)
+            result[f] = Int16((to.0 - from.0).rounded())
+            result[f + 1] = Int16((to.1 - from.1).rounded())
+            result[f + 2] = Int16((to.2 - from.2).rounded())
+        }
+        return result
+    }
+
+    /// Copies row `row` of a `cellWidth`-pixel tile from `source` to `destination`, shifted by
+    /// the offsets of the sub-cells it crosses.
+    @inline(__always)
+    func apply(_ offsets: [Int16], row: Int, cellWidth: Int, cellHeight: Int,
+               from source: UnsafePointer<UInt8>, to destination: UnsafeMutablePointer<UInt8>) {
+        let k = subCells
+        let sy = row * k / cellHeight
+        offsets.withUnsafeBufferPointer { o in
+            for x in 0..<cellWidth {
+                let f = (sy * k + x * k / cellWidth) * 3
+                for c in 0..<3 {
+                    let value = Int(source[x * 3 + c]) + Int(o[f + c])
+                    destination[x * 3 + c] = UInt8(clamping: value)
+                }
+            }
+        }
+    }
+}

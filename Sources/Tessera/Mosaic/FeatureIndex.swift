@@ -1,0 +1,89 @@
+// FeatureIndex.swift — analysed photo features kept on disk, so a second run skips analysis.
+//
+// One text file per analysis shape (sub-cells k and cell aspect), in a cache directory:
+// `features-k<k>-a<aspect>.tsv`, a line per photo: path, size, mtime (ns), then k*k*3 numbers.
+// An entry counts only while the file's size and mtime are unchanged. The file is rewritten
+// atomically after a run that added entries.
+//
+// Threading: `lookup` and `store` may be called from any thread; `lock` protects `entries`.
+import Glibc
+
+public final class FeatureIndex: @unchecked Sendable {
+    public let path: String
+    private let valuesPerPhoto: Int
+    private let lock = Mutex()
+    private var entries: [String: (size: Int64, mtime: Int64, features: [Float])] = [:]  // protected by `lock`
+    private var changed = false  // protected by `lock`
+    /// Entries reused by `lookup` in this run.
+    public private(set) var hits = 0
+
+    /// Opens (or starts) the index for `k` sub-cells and `cellAspect` in `directory`, creating the
+    /// directory if needed. A missing or unreadable file is an empty index.
+    public init(directory: String, subCells k: Int, cellAspect: Double) {
+        _ = mkdir(directory, 0o755)
+        path = directory + "/features-k\(k)-a\(formatDecimal(cellAspect, places: 4)).tsv"
+        valuesPerPhoto = k * k * 3
+        guard let file = fopen(path, "r") else { return }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 1 << 16)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 3 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { continue }
+            let values = fields[3...].compactMap { Float($0) }
+            guard values.count == valuesPerPhoto else { continue }
+            entries[String(fields[0])] = (size, mtime, values)
+        }
+    }
+
+    /// The stored features of `photoPath` if the file is unchanged since they were stored.
+    public func lookup(_ photoPath: String) -> [Float]? {
+        guard case .success(let info) = fileStatus(photoPath) else { return nil }
+        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        return lock.withLock {
+            guard let entry = entries[photoPath], entry.size == Int64(info.st_size), entry.mtime == mtime else { return nil }
+            hits += 1
+            return entry.features
+        }
+    }
+
+    /// Records the features of `photoPath` as it is now.
+    public func store(_ photoPath: String, features: [Float]) {
+        guard case .success(let info) = fileStatus(photoPath) else { return }
+        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        lock.withLock {
+            entries[photoPath] = (Int64(info.st_size), mtime, features)
+            changed = true
+        }
+    }
+
+    /// Writes the index if anything was added (atomically: a crash leaves the old file).
+    public func save() throws(TesseraError) {
+        let snapshot: [(String, (size: Int64, mtime: Int64, features: [Float]))]? = lock.withLock {
+            guard changed else { return nil }
+            changed = false
+            return entries.sorted { $0.key < $1.key }
+        }
+        guard let snapshot else { return }
+        var text = ""
+        for (photoPath, entry) in snapshot where !photoPath.contains("\t") && !photoPath.contains("\n") {
+            text += photoPath + "\t\(entry.size)\t\(entry.mtime)"
+            for value in entry.features { text += "\t" + String(value) }
+            text += "\n"
+        }
+        let output = try AtomicOutputFile(destination: path)
+        try Array(text.utf8).withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
+        try output.commit()
+    }
+}
+
+/// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera, else /tmp/tessera-cache.
+public func defaultCacheDirectory() -> String {
+    if let value = getenv("XDG_CACHE_HOME"), value.pointee != 0 { return String(cString: value) + "/tessera" }
+    if let home = getenv("HOME"), home.pointee != 0 {
+        let cache = String(cString: home) + "/.cache"
+        _ = mkdir(cache, 0o755)
+        return cache + "/tessera"
+    }
+    return "/tmp/tessera-cache"
+}

@@ -1,0 +1,114 @@
+// MosaicAnalysis.swift — colour features of photos and of the target, in Oklab sub-cells.
+//
+// A photo's feature is the mean Oklab colour of each of k x k sub-cells of its cell-shaped centre
+// crop (upright from EXIF), k*k*3 floats. The target is cut into columns*k x rows*k sub-cells the
+// same way. Both are decoded through TileDecoder, so memory follows the width of one picture at
+// a time, never its area: a 100-megapixel target costs its (columns*k) x (rows*k) sub-cells.
+import Dispatch
+
+public enum MosaicAnalysis {
+    /// Pixels a sub-cell is averaged from (per side) when a photo is analysed.
+    static let samplesPerSubCell = 4
+
+    /// The features of every photo (k*k*3 floats each, photo after photo), reusing `index`
+    /// entries whose file is unchanged and adding the others to it. Photos that fail to decode
+    /// get nil features and are listed.
+    public static func photoFeatures(_ photos: [Photo], subCells k: Int, cellAspect: Double, workers: Int,
+                                     index: FeatureIndex?) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
+        var results = [[Float]?](repeating: nil, count: photos.count)
+        var toAnalyse: [Int] = []
+        for (number, photo) in photos.enumerated() {
+            if let cached = index?.lookup(photo.path) { results[number] = cached } else { toAnalyse.append(number) }
+        }
+        var fresh = [Result<[Float], TesseraError>?](repeating: nil, count: toAnalyse.count)
+        let lanes = max(1, min(workers, toAnalyse.count))
+        let side = k * samplesPerSubCell
+        let decoder = TileDecoder(cellWidth: side, cellHeight: side, maxDecodeMemoryBytes: 64 << 20, cropAspect: cellAspect)
+        let work = toAnalyse
+        fresh.withUnsafeMutableBufferPointer { slots in
+            let base = UnsafeSendable(slots.baseAddress!)
+            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                var tile = [UInt8](repeating: 0, count: decoder.tileBytes)
+                var i = lane
+                while i < work.count {
+                    let path = photos[work[i]].path
+                    base.value[i] = tile.withUnsafeMutableBytes { bytes in
+                        Result { () throws(TesseraError) in
+                            _ = try decoder.decode(path: path, into: bytes)
+                            return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
+                        }
+                    }
+                    i += lanes
+                }
+            }
+        }
+        var failed: [SkippedPhoto] = []
+        for (i, number) in toAnalyse.enumerated() {
+            switch fresh[i]! {
+            case .success(let features):
+                results[number] = features
+                index?.store(photos[number].path, features: features)
+            case .failure(let error):
+                let reason: String
+                if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }
+                failed.append(SkippedPhoto(path: photos[number].path, reason: reason))
+            }
+        }
+        return (results, failed, toAnalyse.count)
+    }
+
+    /// The target's features: `columns * rows` cells of k*k*3 floats, row-major, from its
+    /// upright centre crop to the mosaic's aspect ratio.
+    public static func targetFeatures(path: String, columns: Int, rows: Int, subCells k: Int) throws(TesseraError) -> [Float] {
+        let width = columns * k, height = rows * k
+        let decoder = TileDecoder(cellWidth: width, cellHeight: height, maxDecodeMemoryBytes: 64 << 20)
+        var pixels = [UInt8](repeating: 0, count: decoder.tileBytes)
+        try pixels.withUnsafeMutableBytes { bytes in
+            Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: bytes) }
+        }.get()
+        var features = [Float](repeating: 0, count: columns * rows * k * k * 3)
+        for row in 0..<rows {
+            for column in 0..<columns {
+                let cell = row * columns + column
+                for sy in 0..<k {
+                    for sx in 0..<k {
+                        let i = ((row * k + sy) * width + column * k + sx) * 3
+                        let lab = Oklab.fromSRGB(pixels[i], pixels[i + 1], pixels[i + 2])
+                        let f = (cell * k * k + sy * k + sx) * 3
+                        features[f] = lab.l
+                        features[f + 1] = lab.a
+                        features[f + 2] = lab.b
+                    }
+                }
+            }
+        }
+        return features
+    }
+
+    /// Mean Oklab colour (averaged in linear light) of each of k x k blocks of an RGB image.
+    static func subCellMeans(_ pixels: UnsafeRawBufferPointer, width: Int, height: Int, k: Int) -> [Float] {
+        var features = [Float](repeating: 0, count: k * k * 3)
+        for sy in 0..<k {
+            for sx in 0..<k {
+                let x0 = sx * width / k, x1 = (sx + 1) * width / k
+                let y0 = sy * height / k, y1 = (sy + 1) * height / k
+                var r: Float = 0, g: Float = 0, b: Float = 0
+                for y in y0..<y1 {
+                    for x in x0..<x1 {
+                        let i = (y * width + x) * 3
+                        r += Oklab.linearLight(pixels[i])
+                        g += Oklab.linearLight(pixels[i + 1])
+                        b += Oklab.linearLight(pixels[i + 2])
+                    }
+                }
+                let count = Float(max(1, (x1 - x0) * (y1 - y0)))
+                let lab = Oklab.fromLinear(r / count, g / count, b / count)
+                let f = (sy * k + sx) * 3
+                features[f] = lab.l
+                features[f + 1] = lab.a
+                features[f + 2] = lab.b
+            }
+        }
+        return features
+    }
+}

@@ -1,0 +1,93 @@
+// MosaicOptions.swift — `tessera mosaic`: every grid option plus the mosaic's own.
+import Tessera
+
+/// A parsed `tessera mosaic` command line.
+public struct MosaicOptions: Equatable, Sendable {
+    public var render = GridOptions()
+    public var targetPath = ""
+    public var minDistance = 1
+    public var maxUses: Int?
+    public var tintPercent = 0
+    public var manifestPath: String?
+    public var subCells = 3
+    public var cacheDirectory: String?
+    public var seed: UInt64 = 1
+
+    public init() {}
+}
+
+public enum MosaicCommand {
+    public static let options: [OptionSpec] = [
+        OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
+        OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos."),
+        OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
+        OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each tile's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
+        OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Write where every photo went: CSV (column,row,photo,cost), or JSON when FILE ends in .json."),
+        OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3)."),
+        OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),
+    ]
+
+    /// Parses the arguments after `mosaic`.
+    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> MosaicOptions {
+        var mosaic = MosaicOptions()
+        var seedGiven: UInt64?
+        mosaic.render = try GridCommand.parse(arguments, firstIndex: firstIndex, command: "mosaic", extraOptions: options) {
+            name, value, position throws(CommandLineError) in
+            func integer(_ range: ClosedRange<Int>) throws(CommandLineError) -> Int {
+                guard let number = Int(value), range.contains(number) else {
+                    throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
+                                           argumentIndex: position)
+                }
+                return number
+            }
+            switch name {
+            case "--target": mosaic.targetPath = value
+            case "--min-distance": mosaic.minDistance = try integer(0...100)
+            case "--max-uses": mosaic.maxUses = try integer(1...Int(Int32.max))
+            case "--tint": mosaic.tintPercent = try integer(0...100)
+            case "--manifest": mosaic.manifestPath = value
+            case "--sub-cells": mosaic.subCells = try integer(3...8)
+            case "--cache-dir": mosaic.cacheDirectory = value
+            default: break
+            }
+        }
+        seedGiven = mosaic.render.seed
+        if let seedGiven { mosaic.seed = seedGiven }
+        if mosaic.render.help { return mosaic }
+        guard !mosaic.targetPath.isEmpty else { throw CommandLineError("--target PICTURE is required") }
+        return mosaic
+    }
+
+    public static let help: String = {
+        var text = """
+        tessera mosaic — rebuild a target picture out of your photos, at gigapixel size
+
+        USAGE
+          tessera mosaic --target PICTURE PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+
+        Every photo is analysed once (its k x k mean Oklab colours, cached on disk), the target is
+        cut into the same sub-cells, and each cell gets the photo that matches it best, with no
+        identical photos within --min-distance cells and at most --max-uses uses of one photo.
+        Cells are matched in a random order fixed by --seed, so repeats spread evenly and the same
+        seed gives the same mosaic. --columns alone takes the rows from the target's shape.
+        Rendering is tessera grid's: stripes on all cores, flat memory, atomic output.
+
+        MOSAIC OPTIONS
+
+        """
+        text += describe(options)
+        text += "\nRENDERING OPTIONS (as for tessera grid; --seed seeds the matching order)\n\n"
+        text += describe(GridCommand.options.filter { !$0.names.contains("--order") && !$0.names.contains("--grid") })
+        text += """
+
+        EXAMPLES
+          # a 30,000 x 40,050 px mosaic of a portrait from a photo library
+          tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
+
+          # each photo at most 10 times, never within 2 cells of itself, tinted 20% toward the target
+          tessera mosaic --target sunset.jpg trip/ -o sunset-mosaic.jpg --columns 120 --tile-size 100 \\
+              --max-uses 10 --min-distance 2 --tint 20 --manifest placements.csv
+        """
+        return text
+    }()
+}
