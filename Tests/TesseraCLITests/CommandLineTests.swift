@@ -97,7 +97,31 @@ func runTessera(_ arguments: [String]) -> (status: Int32, output: String) {
     return ((status >> 8) & 0xFF, text)
 }
 
+func readFile(_ path: String) -> [UInt8] {
+    guard let file = fopen(path, "rb") else { return [] }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return bytes
+}
+
 private extension String {
+    /// How many pieces `separator` cuts the string into.
+    func components(separatedBy separator: String) -> Int {
+        var count = 1
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: separator) {
+            count += 1
+            rest = rest[range.upperBound...]
+        }
+        return count
+    }
+
     func replacingOccurrences(of target: String, with replacement: String) -> String {
         split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
     }
@@ -211,6 +235,26 @@ let fixtures: String = {
         let dry = runTessera(["grid", fixtures, "-o", mountPoint + "/out.jpg", "--grid", "40x40", "--tile-size", "100",
                               "--temp-dir", mountPoint, "--dry-run"])
         #expect(dry.status == 4 && dry.output.contains("NOT ENOUGH"))
+    }
+
+    @Test func mosaicTakesRowsFromTheTargetAndWritesAManifest() {
+        let output = "/tmp/tessera-mosaic-\(getpid()).jpg", manifest = "/tmp/tessera-mosaic-\(getpid()).json"
+        let cache = "/tmp/tessera-mosaic-cache-\(getpid())"
+        defer { unlink(output); unlink(manifest); _ = system("rm -rf '\(cache)'") }
+        // Landscape_1 is 1800 x 1200 upright: 30 columns of square cells make 20 rows.
+        let result = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", output, "--columns", "30",
+                                 "--tile-size", "8", "--min-distance", "0", "--manifest", manifest, "--cache-dir", cache, "--no-progress"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("wrote \(output): 240 x 160 px"))
+        #expect(result.output.contains("mean Oklab error") && result.output.contains("18 photo(s) analysed"))
+        let json = String(decoding: readFile(manifest), as: UTF8.self)
+        #expect(json.hasPrefix("[\n  {\"column\": 0, \"row\": 0, \"photo\": "))
+        #expect(json.components(separatedBy: "\"column\"") == 601)  // 600 cells
+        let again = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", output, "--columns", "30",
+                                "--tile-size", "8", "--min-distance", "0", "--cache-dir", cache, "--no-progress"])
+        #expect(again.output.contains("0 photo(s) analysed, 18 from the index"), "\(again.output)")
+        #expect(runTessera(["mosaic", fixtures, "-o", output, "--columns", "3", "--tile-size", "8"]).status == 2)  // no --target
+        #expect(runTessera(["help", "mosaic"]).output.contains("--min-distance"))
     }
 
     @Test func noPhotosExitsWithThree() {

@@ -1,0 +1,208 @@
+// MosaicTests.swift — matching where the optimum is known, the placement rules, determinism,
+// the feature index, the manifest and a whole mosaic render.
+import Glibc
+import Testing
+@testable import Tessera
+
+/// `count` photos of distinct flat colours, in `directory`; returns the paths and colours.
+private func flatLibrary(_ directory: String, colours: [RGB]) throws -> [String] {
+    var paths: [String] = []
+    for (index, colour) in colours.enumerated() {
+        let path = directory + "/flat-\(index < 10 ? "0" : "")\(index).jpg"
+        try writeSolidPhoto(path, width: 48, height: 48, colour: colour)
+        paths.append(path)
+    }
+    return paths
+}
+
+private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
+    var random = SplitMix64(seed: seed)
+    return (0..<count).map { _ in (0..<(k * k * 3)).map { _ in Float(random.next() % 1000) / 1000 } }
+}
+
+@Suite struct OklabTests {
+    @Test func knownColours() {
+        let white = Oklab.fromSRGB(255, 255, 255), black = Oklab.fromSRGB(0, 0, 0)
+        #expect(abs(white.l - 1) < 0.001 && abs(white.a) < 0.001 && abs(white.b) < 0.001)
+        #expect(abs(black.l) < 0.001)
+        let red = Oklab.fromSRGB(255, 0, 0)  // Ottosson's reference: L 0.628, a 0.225, b 0.126
+        #expect(abs(red.l - 0.628) < 0.002 && abs(red.a - 0.225) < 0.002 && abs(red.b - 0.126) < 0.002)
+        for (r, g, b) in [(12, 200, 99), (255, 128, 0), (30, 30, 31)] as [(UInt8, UInt8, UInt8)] {
+            let back = Oklab.toSRGB(Oklab.fromSRGB(r, g, b))
+            #expect(abs(back.0 - Float(r)) < 0.6 && abs(back.1 - Float(g)) < 0.6 && abs(back.2 - Float(b)) < 0.6)
+        }
+    }
+}
+
+@Suite struct MatcherTests {
+    @Test func flatTargetFromExactlyItsColoursIsMatchedPerfectly() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let colours = [RGB(red: 220, green: 30, blue: 30), RGB(red: 30, green: 200, blue: 60), RGB(red: 30, green: 60, blue: 220),
+                       RGB(red: 240, green: 230, blue: 40)]
+        let paths = try flatLibrary(scratch.path, colours: colours)
+        // Target: 4 x 2 blocks of the four colours, 16 x 16 px each.
+        var target = RGBImage(width: 64, height: 32)
+        for y in 0..<32 {
+            for x in 0..<64 {
+                let colour = colours[(y / 16) * 2 + (x / 16) % 2]
+                let i = (y * 64 + x) * 3
+                target.pixels[i] = colour.red; target.pixels[i + 1] = colour.green; target.pixels[i + 2] = colour.blue
+            }
+        }
+        let targetPath = scratch.file("target.jpg")
+        try JPEGFile.write(target, to: targetPath, quality: 98, subsampling: .s444)
+        let photos = try PhotoLibrary.scan(paths).photos
+        let analysis = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: nil)
+        let features = analysis.features.map { $0! }
+        let targetFeatures = try MosaicAnalysis.targetFeatures(path: targetPath, columns: 4, rows: 2, subCells: 3)
+        let match = try MosaicMatcher.match(target: targetFeatures, columns: 4, rows: 2, subCells: 3, photoFeatures: features,
+                                            minDistance: 0, maxUses: nil, seed: 1, workers: 2)
+        // Cell (column, row) holds colour (row * 2 + column % 2).
+        #expect(match.assignment == [0, 1, 0, 1, 2, 3, 2, 3].map { Int32($0) })
+        #expect(match.meanError < 0.01)
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func minimumDistanceHoldsEverywhere(distance: Int) throws {
+        let k = 3, columns = 40, rows = 30
+        let photos = randomFeatures(count: 60, k: k, seed: 5)
+        let target = randomFeatures(count: columns * rows, k: k, seed: 6).flatMap { $0 }
+        let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: photos,
+                                            minDistance: distance, maxUses: nil, seed: 3, workers: 2)
+        #expect(match.constraintViolations == 0)
+        for cell in 0..<(columns * rows) {
+            let row = cell / columns, column = cell % columns
+            for other in 0..<(columns * rows) where other != cell && match.assignment[other] == match.assignment[cell] {
+                let gap = max(abs(other / columns - row), abs(other % columns - column))
+                #expect(gap > distance, "photo \(match.assignment[cell]) at cells \(cell) and \(other), \(gap) apart")
+            }
+        }
+        #expect((match.smallestRepeatDistance ?? Int.max) > distance)
+    }
+
+    @Test func maximumUsesHolds() throws {
+        let k = 3
+        let photos = randomFeatures(count: 30, k: k, seed: 7)
+        // A target that every cell of which prefers photo 0: without the cap it would take them all.
+        let target = Array(repeating: photos[0], count: 20 * 10).flatMap { $0 }
+        let match = try MosaicMatcher.match(target: target, columns: 20, rows: 10, subCells: k, photoFeatures: photos,
+                                            minDistance: 0, maxUses: 7, seed: 1, workers: 2)
+        var uses = [Int32: Int]()
+        for photo in match.assignment { uses[photo, default: 0] += 1 }
+        #expect(uses.values.allSatisfy { $0 <= 7 })
+        #expect(uses[0] == 7)  // the best photo is used up to its cap
+        let unconstrained = try MosaicMatcher.match(target: target, columns: 20, rows: 10, subCells: k, photoFeatures: photos,
+                                                    minDistance: 0, maxUses: nil, seed: 1, workers: 2)
+        #expect(Set(unconstrained.assignment) == [0])
+    }
+
+    @Test func impossibleConstraintsAreRefused() {
+        let photos = randomFeatures(count: 8, k: 3, seed: 1)
+        let target = randomFeatures(count: 100, k: 3, seed: 2).flatMap { $0 }
+        #expect(throws: TesseraError.self) {  // distance 1 needs 9 photos
+            try MosaicMatcher.match(target: target, columns: 10, rows: 10, subCells: 3, photoFeatures: photos,
+                                    minDistance: 1, maxUses: nil, seed: 1, workers: 1)
+        }
+        #expect(throws: TesseraError.self) {  // 8 photos x 12 uses < 100 cells
+            try MosaicMatcher.match(target: target, columns: 10, rows: 10, subCells: 3, photoFeatures: photos,
+                                    minDistance: 0, maxUses: 12, seed: 1, workers: 1)
+        }
+    }
+
+    @Test func sameSeedSameMosaic() throws {
+        let photos = randomFeatures(count: 50, k: 3, seed: 9)
+        let target = randomFeatures(count: 30 * 20, k: 3, seed: 10).flatMap { $0 }
+        func run(_ seed: UInt64, workers: Int) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 30, rows: 20, subCells: 3, photoFeatures: photos,
+                                    minDistance: 1, maxUses: nil, seed: seed, workers: workers)
+        }
+        let a = try run(4, workers: 1), b = try run(4, workers: 2), c = try run(5, workers: 2)
+        #expect(a == b)
+        #expect(a.assignment != c.assignment)
+        let manifestA = MosaicManifest.text(match: a, photoPaths: (0..<50).map { "p\($0).jpg" }, format: .csv)
+        let manifestB = MosaicManifest.text(match: b, photoPaths: (0..<50).map { "p\($0).jpg" }, format: .csv)
+        #expect(manifestA == manifestB)
+    }
+}
+
+@Suite struct ManifestTests {
+    @Test func csvAndJSONQuoteAwkwardNames() {
+        let match = MosaicMatch(columns: 2, rows: 1, assignment: [1, 0], cellErrors: [0.25, 0.5], constraintViolations: 0)
+        let paths = ["plain.jpg", "a,b \"c\".jpg"]
+        #expect(MosaicManifest.text(match: match, photoPaths: paths, format: .csv)
+                == "column,row,photo,cost\n0,0,\"a,b \"\"c\"\".jpg\",0.25000\n1,0,plain.jpg,0.50000\n")
+        #expect(MosaicManifest.text(match: match, photoPaths: paths, format: .json) == """
+        [
+          {"column": 0, "row": 0, "photo": "a,b \\"c\\".jpg", "cost": 0.25000},
+          {"column": 1, "row": 0, "photo": "plain.jpg", "cost": 0.50000}
+        ]
+
+        """)
+        #expect(MosaicManifest.format(for: "out.JSON") == .json && MosaicManifest.format(for: "out.csv") == .csv)
+    }
+}
+
+extension RenderTests {
+    @Test func featureIndexIsReusedAndInvalidatedByAChange() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = try flatLibrary(scratch.path, colours: (0..<6).map { RGB(red: UInt8($0 * 40), green: 90, blue: 200) })
+        let cache = scratch.file("cache")
+        let photos = try PhotoLibrary.scan(paths).photos
+        func analyse() throws -> (analysed: Int, hits: Int, features: [[Float]?]) {
+            let index = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1.5)
+            let result = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1.5, workers: 2, index: index)
+            try index.save()
+            return (result.analysed, index.hits, result.features)
+        }
+        let first = try analyse()
+        #expect(first.analysed == 6 && first.hits == 0)
+        let second = try analyse()
+        #expect(second.analysed == 0 && second.hits == 6)
+        #expect(second.features == first.features)
+        // A changed photo (new content, so new size or mtime) is analysed again; the rest are reused.
+        usleep(10_000)
+        try writeSolidPhoto(paths[2], width: 64, height: 40, colour: RGB(red: 250, green: 250, blue: 10))
+        let third = try analyse()
+        #expect(third.analysed == 1 && third.hits == 5)
+        #expect(third.features[2] != first.features[2])
+    }
+
+    @Test func mosaicRendersThroughTheStripePipeline() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let colours = [RGB(red: 230, green: 20, blue: 20), RGB(red: 20, green: 20, blue: 230), RGB(red: 20, green: 210, blue: 20),
+                       RGB(red: 240, green: 240, blue: 240), RGB(red: 15, green: 15, blue: 15), RGB(red: 240, green: 200, blue: 20),
+                       RGB(red: 200, green: 20, blue: 200), RGB(red: 20, green: 200, blue: 200), RGB(red: 128, green: 128, blue: 128),
+                       RGB(red: 180, green: 30, blue: 30)]
+        let paths = try flatLibrary(scratch.path, colours: colours)
+        let photos = try PhotoLibrary.scan(paths).photos
+        let features = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: nil).features.map { $0! }
+        let target = "\(fixturesDirectory)/orientation/Landscape_1.jpg"
+        let targetFeatures = try MosaicAnalysis.targetFeatures(path: target, columns: 12, rows: 8, subCells: 3)
+        let match = try MosaicMatcher.match(target: targetFeatures, columns: 12, rows: 8, subCells: 3, photoFeatures: features,
+                                            minDistance: 1, maxUses: nil, seed: 2, workers: 2)
+        let layout = CellLayout(columns: 12, rows: 8, cellWidth: 16, cellHeight: 16, photoIndices: match.assignment)
+        var settings = RenderSettings()
+        settings.subsampling = .s444
+        settings.quality = 95
+        let output = scratch.file("mosaic.jpg")
+        try StripeRenderer(photos: photos, layout: layout, settings: settings).render(to: output)
+        let rendered = try JPEGFile.read(output)
+        #expect(rendered.width == 192 && rendered.height == 128)
+        // Every cell shows the flat colour of the photo the matcher chose for it.
+        for cell in 0..<96 {
+            let colour = colours[Int(match.assignment[cell])]
+            let pixel = rendered.pixel(x: (cell % 12) * 16 + 8, y: (cell / 12) * 16 + 8)
+            #expect(abs(Int(pixel.red) - Int(colour.red)) <= 6 && abs(Int(pixel.blue) - Int(colour.blue)) <= 6)
+        }
+        // Tinting all the way turns each sub-cell into the target's colour there: the mosaic gets
+        // closer to the target than the untinted one.
+        let tinted = scratch.file("tinted.jpg")
+        try StripeRenderer(photos: photos, layout: layout, settings: settings,
+                           tint: CellTint(strength: 1, subCells: 3, target: targetFeatures, photoFeatures: features)).render(to: tinted)
+        let reference = referenceCell(try JPEGFile.read(target), width: 192, height: 128)
+        #expect(meanAbsoluteDifference(try JPEGFile.read(tinted), reference) < meanAbsoluteDifference(rendered, reference) * 0.7)
+    }
+}
