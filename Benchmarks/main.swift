@@ -7,6 +7,10 @@
 //   tessera the real `tessera grid` command, as a child process, so its peak RSS (wait4) is its own.
 // Then, on the largest grid, `--encoder serial` against `--encoder parallel` for 1, 2 and all
 // workers (the speed-up), and what the parallel encoder's restart markers cost in file size.
+// Then `tessera mosaic` on the same grid against a real photo (end to end, ratio to the floor,
+// peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
+// ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
+// and grid, with both mosaics' mean Oklab error against the target at sub-cell resolution.
 // Each measurement: one warm-up run thrown away, then --runs timed runs; the median is printed
 // with MP/s, peak RSS and the ratio to the floor.
 //
@@ -31,6 +35,8 @@ struct Options {
     var temporaryDirectory = defaultTemporaryDirectory()
     var extra: [String] = []
     var compareEncoders = true
+    var mosaic = true
+    var target: String?
 }
 
 func fail(_ message: String) -> Never {
@@ -58,9 +64,11 @@ while !arguments.isEmpty {
     case "--workers": options.workers = number(value(), "--workers")
     case "--temp-dir": options.temporaryDirectory = value()
     case "--no-encoder-comparison": options.compareEncoders = false
+    case "--no-mosaic": options.mosaic = false
+    case "--target": options.target = value()
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--target PICTURE] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -76,22 +84,47 @@ func productsDirectory() -> String {
 }
 
 /// Runs a command; returns wall seconds, the child's peak RSS in bytes and its exit status.
-func run(_ command: [String]) -> (seconds: Double, peakBytes: Int64, status: Int32) {
+func run(_ command: [String], stdout: String = "/dev/null", stderr: String? = nil) -> (seconds: Double, peakBytes: Int64, status: Int32) {
     var pid: pid_t = 0
     var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     defer { posix_spawn_file_actions_destroy(&actions) }
     let start = monotonicSeconds()
-    let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+    let spawned = posix_spawnp(&pid, command[0], &actions, nil, &argv, environ)
     guard spawned == 0 else { fail("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+    // Peak RSS: the child's VmHWM, sampled every 10 ms until it exits. (wait4's ru_maxrss is no
+    // good here: posix_spawn shares this process's memory until exec, and Linux carries that
+    // high-water mark into the child's, so a child would report at least this process's RSS.)
     var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    var peak: Int64 = 0
+    while true {
+        peak = max(peak, highWaterMark(pid))
+        let done = waitpid(pid, &status, WNOHANG)
+        if done == pid { break }
+        if done < 0 && errno != EINTR { break }
+        usleep(10_000)
+    }
     let seconds = monotonicSeconds() - start
-    return (seconds, Int64(usage.ru_maxrss) * 1024, status)
+    return (seconds, peak, status)
+}
+
+/// VmHWM of a running process, in bytes (0 once it has exited).
+func highWaterMark(_ pid: pid_t) -> Int64 {
+    guard let file = fopen("/proc/\(pid)/status", "r") else { return 0 }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 256)
+    while fgets(&line, 256, file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.hasPrefix("VmHWM:") {
+            let digits = text.filter(\.isNumber)
+            return (Int64(digits) ?? 0) * 1024
+        }
+    }
+    return 0
 }
 
 func median(_ values: [Double]) -> Double {
@@ -215,6 +248,10 @@ if options.compareEncoders, let size = options.sizes.max() {
     print("  restart markers: parallel file \(parallelBytes) bytes, serial \(serialBytes) bytes: \(cost >= 0 ? "+" : "")\(fixed(cost, 3))%")
 }
 
+if options.mosaic {
+    runMosaicBenchmark()
+}
+
 if results.count > 1 {
     let smallest = results.first!
     print("\nsummary")
@@ -222,4 +259,113 @@ if results.count > 1 {
         let flat = Double(result.peak) / Double(smallest.peak)
         print("  \(result.label): \(fixed(result.seconds)) s, \(fixed(result.megapixels / result.seconds, 0)) MP/s, peak RSS \(fixed(Double(result.peak) / 1e6, 1)) MB (x\(fixed(flat)) of the smallest), \(fixed(result.ratio)) x floor")
     }
+}
+
+func fileLines(_ path: String) -> [String] {
+    guard let file = fopen(path, "r") else { return [] }
+    defer { fclose(file) }
+    var lines: [String] = []
+    var buffer = [CChar](repeating: 0, count: 4096)
+    while fgets(&buffer, 4096, file) != nil {
+        lines.append(String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return lines
+}
+
+/// Mean Oklab distance between two feature arrays (cells x k*k*3), per sub-cell.
+func meanOklabError(_ a: [Float], _ b: [Float]) -> Double {
+    var total = 0.0
+    for i in stride(from: 0, to: a.count, by: 3) {
+        let dl = a[i] - b[i], da = a[i + 1] - b[i + 1], db = a[i + 2] - b[i + 2]
+        total += Double((dl * dl + da * da + db * db).squareRoot())
+    }
+    return total / Double(a.count / 3)
+}
+
+@MainActor
+func runMosaicBenchmark() {
+    let columns = 200, rows = 267, k = 3
+    let repository = products + "/../../.."
+    let target = options.target ?? repository + "/Tests/TesseraTests/Fixtures/orientation/Portrait_1.jpg"
+    let cache = scratch + "/feature-cache"
+    let megapixels = Double(columns * cell) * Double(rows * cell) / 1e6
+    print("\nmosaic \(columns)x\(rows) cells of \(cell) px (\(fixed(megapixels, 1)) MP), target \(target), \(photoDirectory)")
+    var times: [Double] = []
+    var peaks: [Int64] = []
+    let report = scratch + "/mosaic-report.txt"
+    for attempt in 0...options.runs {
+        let result = run([tessera, "mosaic", "--target", target, photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)",
+                          "--tile-size", String(cell), "--quality", String(quality), "--no-progress", "--cache-dir", cache]
+                         + options.extra, stdout: report)
+        guard result.status == 0 else { fail("tessera mosaic failed with status \(result.status)") }
+        if attempt > 0 { times.append(result.seconds); peaks.append(result.peakBytes) }
+    }
+    for line in fileLines(report) { print("  | " + line) }
+    let seconds = median(times)
+    let floorNote = floorAtLargest.map { ", ratio to the 1.2 GP floor \(fixed(seconds / $0))" } ?? ""
+    print("  tessera mosaic (index warm): \(fixed(seconds)) s, \(fixed(megapixels / seconds, 0)) MP/s, peak RSS \(fixed(Double(peaks.max()!) / 1e6, 1)) MB\(floorNote)   runs \(times.map { fixed($0) }.joined(separator: " "))")
+    let ours: [Float]
+    let targetFeatures: [Float]
+    do {
+        ours = try MosaicAnalysis.targetFeatures(path: output, columns: columns, rows: rows, subCells: k)
+        targetFeatures = try MosaicAnalysis.targetFeatures(path: target, columns: columns, rows: rows, subCells: k)
+    } catch { fail("\(error)") }
+    unlink(output)
+    print("  tessera mosaic: mean Oklab error of the rendered picture against the target: \(fixed(meanOklabError(ours, targetFeatures), 4))")
+
+    // Matching alone: 1,000 photos (generated, 400 px) against 53,400 cells.
+    let thousand = products + "/bench-photos-1000"
+    if access(thousand + "/.complete-1000", F_OK) != 0 {
+        mkdir(thousand, 0o755)
+        print("  generating 1,000 small sample photos in \(thousand) ...")
+        do { _ = try SamplePhotos.generate(count: 1000, in: thousand, longSide: 400, seed: 1000) } catch { fail("\(error)") }
+        close(open(thousand + "/.complete-1000", O_CREAT | O_WRONLY, 0o644))
+    }
+    do {
+        let library = try PhotoLibrary.scan([thousand], workers: onlineCoreCount())
+        var start = monotonicSeconds()
+        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: 1, workers: onlineCoreCount(), index: nil)
+        let analysisSeconds = monotonicSeconds() - start
+        let features = analysis.features.compactMap { $0 }
+        var matchTimes: [Double] = []
+        for attempt in 0...options.runs {
+            start = monotonicSeconds()
+            _ = try MosaicMatcher.match(target: targetFeatures, columns: columns, rows: rows, subCells: k, photoFeatures: features,
+                                        minDistance: 1, maxUses: nil, seed: 1, workers: onlineCoreCount())
+            if attempt > 0 { matchTimes.append(monotonicSeconds() - start) }
+        }
+        print("  matching alone: \(columns * rows) cells against \(features.count) photos: \(fixed(median(matchTimes), 3)) s (median; analysis of the 1,000 photos took \(fixed(analysisSeconds)) s once)")
+    } catch { fail("\(error)") }
+
+    // metapixel's classic mode on the same target, library and grid, if installed.
+    guard access("/usr/bin/metapixel", X_OK) == 0, access("/usr/bin/convert", X_OK) == 0 else {
+        print("  metapixel: not installed (apt-get install metapixel imagemagick), no comparison")
+        return
+    }
+    let sized = scratch + "/target-\(columns * 6)x\(rows * 6).jpg"
+    guard run(["convert", target, "-auto-orient", "-resize", "\(columns * 6)x\(rows * 6)!", "-quality", "95", sized]).status == 0 else {
+        fail("convert failed")
+    }
+    let library = scratch + "/metapixel-library"
+    mkdir(library, 0o755)
+    let prepare = run(["metapixel-prepare", "--width=\(cell)", "--height=\(cell)", photoDirectory, library])
+    guard prepare.status == 0 else { fail("metapixel-prepare failed with status \(prepare.status)") }
+    let theirs = scratch + "/metapixel.jpg"
+    let metapixel = run(["metapixel", "--metapixel", sized, theirs, "--library=\(library)", "--width=\(cell)", "--height=\(cell)",
+                         "--scale=\(cell / 6)"], stderr: "/dev/null")
+    guard metapixel.status == 0 else { fail("metapixel failed with status \(metapixel.status)") }
+    let ourRun = run([tessera, "mosaic", "--target", sized, photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)",
+                      "--tile-size", String(cell), "--quality", String(quality), "--no-progress", "--cache-dir", cache], stdout: report)
+    do {
+        let sizedFeatures = try MosaicAnalysis.targetFeatures(path: sized, columns: columns, rows: rows, subCells: k)
+        let theirError = meanOklabError(try MosaicAnalysis.targetFeatures(path: theirs, columns: columns, rows: rows, subCells: k), sizedFeatures)
+        let ourError = meanOklabError(try MosaicAnalysis.targetFeatures(path: output, columns: columns, rows: rows, subCells: k), sizedFeatures)
+        print("  metapixel --metapixel (library prepared in \(fixed(prepare.seconds)) s): \(fixed(metapixel.seconds)) s, peak RSS \(fixed(Double(metapixel.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(theirError, 4))")
+        print("  tessera mosaic, same target, library and grid: \(fixed(ourRun.seconds)) s, peak RSS \(fixed(Double(ourRun.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(ourError, 4))")
+        for line in fileLines(report) where line.hasPrefix("mosaic:") { print("  | " + line) }
+    } catch { fail("\(error)") }
+    unlink(output)
+    unlink(theirs)
+    unlink(sized)
+    _ = run(["rm", "-rf", library, cache])
 }
