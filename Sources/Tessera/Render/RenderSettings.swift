@@ -67,14 +67,7 @@ public struct RenderSummary: Equatable, Sendable {
 /// getrusage's ru_maxrss. (ru_maxrss also carries the high-water mark of the memory the process
 /// had before exec, which after posix_spawn from a large parent is the parent's.)
 public func peakResidentBytes() -> Int64 {
-    if let file = fopen("/proc/self/status", "r") {
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, 256, file) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if text.hasPrefix("VmHWM:"), let kilobytes = Int64(text.filter(\.isNumber)) { return kilobytes * 1024 }
-        }
-    }
+    if let kilobytes = processStatusKilobytes("VmHWM") { return kilobytes * 1024 }
     var usage = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     return Int64(usage.ru_maxrss) * 1024

@@ -1,0 +1,14 @@
+// ProcessStatus.swift — one field of /proc/self/status.
+import Glibc
+
+/// The value of a "kB" field of /proc/self/status (VmHWM, VmRSS, ...), or nil.
+func processStatusKilobytes(_ field: String) -> Int64? {
+    guard let file = fopen("/proc/self/status", "r") else { return nil }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 256)
+    while fgets(&line, 256, file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.hasPrefix(field + ":") { return Int64(text.filter(\.isNumber)) }
+    }
+    return nil
+}
