@@ -31,18 +31,7 @@ guard !seedPaths.isEmpty else {
     exit(2)
 }
 
-func readFile(_ path: String) -> [UInt8] {
-    guard let file = fopen(path, "rb") else { return [] }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        if count <= 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return bytes
-}
+func readFile(_ path: String) -> [UInt8] { (try? readWholeFile(path)) ?? [] }
 
 func writeFile(_ bytes: [UInt8], _ path: String) {
     guard let file = fopen(path, "wb") else { fatalError("cannot write \(path)") }

@@ -97,18 +97,7 @@ func runTessera(_ arguments: [String]) -> (status: Int32, output: String) {
     return ((status >> 8) & 0xFF, text)
 }
 
-func readFile(_ path: String) -> [UInt8] {
-    guard let file = fopen(path, "rb") else { return [] }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        if count <= 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return bytes
-}
+func readFile(_ path: String) -> [UInt8] { (try? readWholeFile(path)) ?? [] }
 
 private extension String {
     /// How many pieces `separator` cuts the string into.

@@ -39,18 +39,8 @@ func removeTree(_ path: String) {
     }
 }
 
-func readBytes(_ path: String) -> [UInt8] {
-    guard let file = fopen(path, "rb") else { return [] }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        if count <= 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return bytes
-}
+/// The file's bytes, or none when it cannot be read.
+func readBytes(_ path: String) -> [UInt8] { (try? readWholeFile(path)) ?? [] }
 
 func writeBytes(_ bytes: [UInt8], to path: String) {
     let file = fopen(path, "wb")!

@@ -191,3 +191,18 @@ private func currentUmask() -> mode_t {
     umask(mask)
     return mask
 }
+
+/// The whole of a regular file (for small files: manifests, fixtures, a tool's inputs).
+public func readWholeFile(_ path: String) throws(TesseraError) -> [UInt8] {
+    let (file, _) = try FileDescriptor.openRegularFileForReading(path)
+    defer { file.close() }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = try chunk.withUnsafeMutableBytes { buffer in
+            Result { () throws(TesseraError) in try file.read(into: buffer) }
+        }.get()
+        if count == 0 { return bytes }
+        bytes.append(contentsOf: chunk[0..<count])
+    }
+}
