@@ -40,18 +40,26 @@ public struct CellTint: Sendable {
     }
 
     /// Copies row `row` of a `cellWidth`-pixel tile from `source` to `destination`, shifted by
-    /// the offsets of the sub-cells it crosses.
+    /// the offsets of the sub-cells it crosses. Pixel x lies in sub-cell x * k / cellWidth; the
+    /// loop walks each sub-cell's run of pixels with its three offsets held in registers.
     @inline(__always)
     func apply(_ offsets: [Int16], row: Int, cellWidth: Int, cellHeight: Int,
                from source: UnsafePointer<UInt8>, to destination: UnsafeMutablePointer<UInt8>) {
         let k = subCells
         let sy = row * k / cellHeight
         offsets.withUnsafeBufferPointer { o in
-            for x in 0..<cellWidth {
-                let f = (sy * k + x * k / cellWidth) * 3
-                for c in 0..<3 {
-                    let value = Int(source[x * 3 + c]) + Int(o[f + c])
-                    destination[x * 3 + c] = UInt8(clamping: value)
+            for sx in 0..<k {
+                // The first x with x * k / cellWidth == sx, and the first past it.
+                let start = (sx * cellWidth + k - 1) / k, end = ((sx + 1) * cellWidth + k - 1) / k
+                let f = (sy * k + sx) * 3
+                let r = Int(o[f]), g = Int(o[f + 1]), b = Int(o[f + 2])
+                var i = start * 3
+                let stop = end * 3
+                while i < stop {
+                    destination[i] = UInt8(clamping: Int(source[i]) + r)
+                    destination[i + 1] = UInt8(clamping: Int(source[i + 1]) + g)
+                    destination[i + 2] = UInt8(clamping: Int(source[i + 2]) + b)
+                    i += 3
                 }
             }
         }
