@@ -249,6 +249,7 @@ struct tessera_jpeg_encoder {
     void *context;
     uint8_t *buffer;
     size_t buffer_bytes;
+    size_t memory_bytes;  // memory output: length of the last finished image
     int created;
 };
 
@@ -256,10 +257,22 @@ static void dest_init(j_compress_ptr cinfo) {
     tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
     e->dest.next_output_byte = e->buffer;
     e->dest.free_in_buffer = e->buffer_bytes;
+    e->memory_bytes = 0;
 }
 
 static boolean dest_empty(j_compress_ptr cinfo) {
     tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
+    if (e->sink == NULL) {
+        // Memory output: the whole buffer is full; double it and go on after the old end.
+        size_t used = e->buffer_bytes;
+        uint8_t *grown = realloc(e->buffer, used * 2);
+        if (grown == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        e->buffer = grown;
+        e->buffer_bytes = used * 2;
+        e->dest.next_output_byte = grown + used;
+        e->dest.free_in_buffer = used;
+        return TRUE;
+    }
     if (e->sink(e->context, e->buffer, e->buffer_bytes) != 0) {
         e->err.io_failed = 1;
         snprintf(e->err.message, sizeof e->err.message, "write error");
@@ -273,6 +286,10 @@ static boolean dest_empty(j_compress_ptr cinfo) {
 static void dest_term(j_compress_ptr cinfo) {
     tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
     size_t count = e->buffer_bytes - e->dest.free_in_buffer;
+    if (e->sink == NULL) {
+        e->memory_bytes = count;
+        return;
+    }
     if (count > 0 && e->sink(e->context, e->buffer, count) != 0) {
         e->err.io_failed = 1;
         snprintf(e->err.message, sizeof e->err.message, "write error");
@@ -358,6 +375,11 @@ int tessera_jpeg_encoder_finish(tessera_jpeg_encoder *e) {
 }
 
 const char *tessera_jpeg_encoder_message(const tessera_jpeg_encoder *e) { return e->err.message; }
+
+size_t tessera_jpeg_encoder_memory_output(const tessera_jpeg_encoder *e, const uint8_t **bytes) {
+    *bytes = e->buffer;
+    return e->memory_bytes;
+}
 
 int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e) { return e->err.io_failed; }
 

@@ -3,6 +3,7 @@
 #include "tessera_linux.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int tessera_open_tmpfile(const char *directory, int flags, mode_t mode) {
@@ -25,4 +26,8 @@ int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait) {
 
 int tessera_mkostemp_cloexec(char *template_path) {
     return mkostemp(template_path, O_CLOEXEC);
+}
+
+int tessera_rename_exchange(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
 }

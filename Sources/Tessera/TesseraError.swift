@@ -22,6 +22,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case budgetTooSmall(budgetBytes: Int, neededBytes: Int)
     /// Not enough free disk space for the render; checked before any work starts.
     case insufficientDiskSpace(directory: String, neededBytes: Int64, freeBytes: Int64)
+    /// Not enough free inodes for the files a Deep Zoom pyramid needs; checked before any work.
+    case insufficientInodes(directory: String, neededFiles: Int64, freeFiles: Int64)
     /// The render was cancelled (a signal, or the caller).
     case cancelled
 
@@ -43,6 +45,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "memory budget \(formatBytes(Int64(budget))) is too small: this render needs at least \(formatBytes(Int64(needed)))"
         case let .insufficientDiskSpace(directory, needed, free):
             return "not enough disk space in \(directory): needs \(formatBytes(needed)), \(formatBytes(free)) free"
+        case let .insufficientInodes(directory, needed, free):
+            return "not enough free inodes in \(directory): the Deep Zoom pyramid needs \(needed) files and directories, \(free) can be made"
         case .cancelled:
             return "cancelled"
         }

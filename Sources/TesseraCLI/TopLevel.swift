@@ -25,7 +25,7 @@ public enum ExitCode: Int32, Error, Sendable {
         switch error {
         case .invalidSettings, .outputTooLarge: self = .usage
         case .noPhotos, .unreadablePhoto: self = .badInput
-        case .budgetTooSmall, .insufficientDiskSpace: self = .insufficientResources
+        case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed
         }

@@ -28,17 +28,6 @@ struct ScratchDirectory {
     func remove() { removeTree(path) }
 }
 
-/// Removes `path` and, for a directory, everything below it (symlinks are not followed).
-func removeTree(_ path: String) {
-    var info = stat()
-    if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
-        for name in (try? listDirectory(path)) ?? [] { removeTree(path + "/" + name) }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
-}
-
 /// The file's bytes, or none when it cannot be read.
 func readBytes(_ path: String) -> [UInt8] { (try? readWholeFile(path)) ?? [] }
 

@@ -1,6 +1,6 @@
 // tessera_linux.h — Linux calls that Swift's Glibc module does not import.
 //
-// fallocate, sync_file_range, mkostemp and O_TMPFILE are behind _GNU_SOURCE, which the Glibc
+// fallocate, sync_file_range, mkostemp, renameat2 and O_TMPFILE are behind _GNU_SOURCE, which the Glibc
 // module map is not built with. Each wrapper is one line; Syscalls.swift calls them.
 #ifndef TESSERA_LINUX_H
 #define TESSERA_LINUX_H
@@ -26,6 +26,9 @@ int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait);
 
 /// mkostemp(3) with O_CLOEXEC.
 int tessera_mkostemp_cloexec(char *template_path);
+
+/// renameat2(2) with RENAME_EXCHANGE: atomically swaps two existing paths (files or directories).
+int tessera_rename_exchange(const char *from, const char *to);
 
 #ifdef __cplusplus
 }

@@ -100,7 +100,9 @@ typedef int (*tessera_jpeg_sink)(void *context, const uint8_t *bytes, size_t cou
 /// Creates a baseline encoder: quality 1...100, chroma subsampling given as the luma sampling
 /// factors (2,2 for 4:2:0; 2,1 for 4:2:2; 1,1 for 4:4:4), standard Huffman tables, no
 /// optimize_coding, no progression (both would buffer the whole image). Output goes to `sink`
-/// in chunks of `buffer_bytes`. Returns NULL when malloc fails.
+/// in chunks of `buffer_bytes`. With `sink` NULL the output stays in memory instead: the buffer
+/// starts at `buffer_bytes` and doubles as needed, and after finish
+/// tessera_jpeg_encoder_memory_output gives the image. Returns NULL when malloc fails.
 tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *context,
                                                   size_t buffer_bytes);
 
@@ -114,13 +116,18 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
 int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,
                                     size_t stride, uint32_t row_count);
 
-/// jpeg_finish_compress: flushes the last buffer through the sink.
+/// jpeg_finish_compress: flushes the last buffer through the sink. The encoder may then be
+/// started again for another image (libjpeg keeps the compressor object; its buffers are
+/// allocated again per image).
 int tessera_jpeg_encoder_finish(tessera_jpeg_encoder *e);
 
 /// The message of the last error, never NULL.
 const char *tessera_jpeg_encoder_message(const tessera_jpeg_encoder *e);
 
 /// 1 when the last error came from the sink refusing bytes (a write error) rather than libjpeg.
+/// Memory output (created with a NULL sink): the last finished image, valid until the next start.
+size_t tessera_jpeg_encoder_memory_output(const tessera_jpeg_encoder *e, const uint8_t **bytes);
+
 int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e);
 
 void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);

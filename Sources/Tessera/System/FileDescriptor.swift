@@ -175,6 +175,45 @@ public func freeDiskBytes(_ path: String) throws(TesseraError) -> Int64 {
     return Int64(info.f_bavail) * Int64(info.f_frsize)
 }
 
+/// Free inodes for unprivileged users on the filesystem holding `path` (statvfs f_favail).
+/// Filesystems without an inode limit (btrfs reports 0 total) count as unlimited.
+public func freeInodes(_ path: String) throws(TesseraError) -> Int64 {
+    var info = statvfs()
+    _ = try valueOrErrno("statvfs", path: path) { system_statvfs(path, &info) }.get("statvfs", path: path)
+    return info.f_files == 0 ? Int64.max : Int64(info.f_favail)
+}
+
+/// mkdir(2).
+func makeDirectory(_ path: String, mode: mode_t = 0o755) throws(TesseraError) {
+    _ = try valueOrErrno("mkdir", path: path) { system_mkdir(path, mode) }.get("mkdir", path: path)
+}
+
+/// Writes `bytes` to a new file at `path` (O_EXCL: never over an existing one).
+func writeNewFile(_ path: String, _ bytes: UnsafeRawBufferPointer, mode: mode_t = 0o644) throws(TesseraError) {
+    let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+    defer { file.close() }
+    try file.writeAll(bytes)
+}
+
+/// Removes `path` and, if it is a directory, everything under it. Symlinks are removed, never
+/// followed. Best effort: returns false if anything could not be removed.
+@discardableResult
+func removeTree(_ path: String) -> Bool {
+    var info = stat()
+    guard system_lstat(path, &info) == 0 else { return errno == ENOENT }
+    if (info.st_mode & S_IFMT) != S_IFDIR { return system_unlink(path) == 0 || errno == ENOENT }
+    var complete = true
+    if let names = try? listDirectory(path) {
+        for name in names where !removeTree(path + "/" + name) { complete = false }
+    }
+    return system_rmdir(path) == 0 && complete
+}
+
+/// renameat2(2) RENAME_EXCHANGE: swaps two existing paths in one atomic step.
+func exchangePaths(_ from: String, _ to: String) throws(TesseraError) {
+    _ = try valueOrErrno("renameat2", path: to) { system_rename_exchange(from, to) }.get("renameat2", path: to)
+}
+
 /// rename(2).
 func renameFile(_ from: String, to: String) throws(TesseraError) {
     _ = try valueOrErrno("rename", path: to) { system_rename(from, to) }.get("rename", path: to)

@@ -1,8 +1,8 @@
 // StaleTemporaries.swift — names for the few temporaries that are ever visible, and their cleanup.
 //
-// Almost every temporary Tessera makes has no name (O_TMPFILE). Two can be seen briefly: the
-// hidden name an output is linked under just before the rename into place, and, on filesystems
-// without O_TMPFILE, mkostemp files. Their names carry the pid of the process that made them:
+// Almost every temporary Tessera makes has no name (O_TMPFILE). Three can be seen: the hidden
+// name an output is linked under just before the rename into place, on filesystems without
+// O_TMPFILE mkostemp files, and the directory a Deep Zoom pyramid is built in. Their names carry the pid of the process that made them:
 // ".<prefix>tessera-<pid>-<unique>". A later run removes those whose process is gone, and leaves
 // alone those of a process that is still alive (another render in the same folder).
 import Glibc
@@ -35,7 +35,8 @@ public enum StaleTemporaries {
             // kill(pid, 0) probes without signalling: ESRCH means no such process.
             if system_kill(pid, 0) == -1 && errno == ESRCH {
                 let path = directory + "/" + name
-                if system_unlink(path) == 0 { removed.append(path) }
+                // A Deep Zoom pyramid is staged in a directory: remove it whole.
+                if removeTree(path) { removed.append(path) }
             }
         }
         return removed.sorted()

@@ -138,6 +138,9 @@ func system_linkat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32,
 }
 func system_rename(_ from: String, _ to: String) -> Int32 { return rename(from, to) }
 func system_unlink(_ path: String) -> Int32 { return unlink(path) }
+func system_mkdir(_ path: String, _ mode: mode_t) -> Int32 { return mkdir(path, mode) }
+func system_rmdir(_ path: String) -> Int32 { return rmdir(path) }
+func system_rename_exchange(_ from: String, _ to: String) -> Int32 { return tessera_rename_exchange(from, to) }
 func system_mkstemp(_ template: UnsafeMutablePointer<CChar>) -> Int32 { return tessera_mkostemp_cloexec(template) }
 func system_fsync(_ fd: Int32) -> Int32 { return fsync(fd) }
 func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { return fchmod(fd, mode) }
