@@ -1,32 +1,38 @@
-// DiskPreflight.swift — is there room on disk for the output and the temporaries?
+// DiskPreflight.swift — is there room on disk for the outputs and the temporaries?
 import Glibc
 
-/// Space a render needs on one filesystem, and what is free there.
+/// Space (and, for a Deep Zoom pyramid, inodes) a render needs on one filesystem, and what is
+/// free there.
 public struct DiskRequirement: Equatable, Sendable {
     public let directory: String
     public let neededBytes: Int64
     public let freeBytes: Int64
-    public var fits: Bool { neededBytes <= freeBytes }
+    public var neededInodes: Int64 = 0
+    public var freeInodes: Int64 = .max
+    public var fits: Bool { neededBytes <= freeBytes && neededInodes <= freeInodes }
 }
 
 public enum DiskPreflight {
-    /// What `plan` needs on each filesystem it writes to: the output in its folder, the stripe
-    /// window in `stripeDirectory`, the tile spill in `temporaryDirectory`. Needs on the same
-    /// filesystem are added up and reported under the first folder named for it.
-    /// `freeSpace` is statvfs by default; tests pass their own.
-    public static func requirements(plan: RenderPlan, outputPath: String,
-                                    freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes) throws(TesseraError) -> [DiskRequirement] {
-        let needs: [(directory: String, bytes: Int64)] = [
-            (parentDirectory(of: outputPath), plan.estimatedOutputBytes),
-            (plan.stripeDirectory, plan.stripeDiskBytes),
-            (plan.temporaryDirectory, plan.spillDiskBytes),
-        ]
+    /// What `plan` needs on each filesystem it writes to: the JPEG in its folder, the pyramid
+    /// in its folder (bytes and files), the stripe window in `stripeDirectory`, the tile spill
+    /// in `temporaryDirectory`. Needs on the same filesystem are added up and reported under the
+    /// first folder named for it. `freeSpace` and `freeFiles` are statvfs by default; tests pass
+    /// their own.
+    public static func requirements(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
+                                    freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
+                                    freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
+        var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
+        if let outputPath { needs.append((parentDirectory(of: outputPath), plan.estimatedOutputBytes, 1)) }
+        if let deepZoomPath { needs.append((parentDirectory(of: deepZoomPath), plan.deepZoomDiskBytes, plan.deepZoomInodes)) }
+        needs.append((plan.stripeDirectory, plan.stripeDiskBytes, 1))
+        needs.append((plan.temporaryDirectory, plan.spillDiskBytes, 1))
         var devices: [UInt64] = []
-        var totals: [(directory: String, bytes: Int64)] = []
+        var totals: [(directory: String, bytes: Int64, inodes: Int64)] = []
         for need in needs {
             let device = try deviceID(need.directory)
             if let index = devices.firstIndex(of: device) {
                 totals[index].bytes += need.bytes
+                totals[index].inodes += need.inodes
             } else {
                 devices.append(device)
                 totals.append(need)
@@ -34,17 +40,30 @@ public enum DiskPreflight {
         }
         var result: [DiskRequirement] = []
         for total in totals {
-            result.append(DiskRequirement(directory: total.directory, neededBytes: total.bytes, freeBytes: try freeSpace(total.directory)))
+            var requirement = DiskRequirement(directory: total.directory, neededBytes: total.bytes, freeBytes: try freeSpace(total.directory))
+            // Inodes matter only where a pyramid's thousands of files go.
+            if deepZoomPath != nil && total.inodes > 16 {
+                requirement.neededInodes = total.inodes
+                requirement.freeInodes = try freeFiles(total.directory)
+            }
+            result.append(requirement)
         }
         return result
     }
 
-    /// Throws `insufficientDiskSpace` for the first filesystem that lacks room.
-    public static func check(plan: RenderPlan, outputPath: String,
-                             freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath, freeSpace: freeSpace) where !requirement.fits {
-            throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,
-                                         freeBytes: requirement.freeBytes)
+    /// Throws `insufficientDiskSpace` (or `insufficientInodes`) for the first filesystem that
+    /// lacks room.
+    public static func check(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
+                             freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
+                             freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) {
+        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath,
+                                            freeSpace: freeSpace, freeFiles: freeFiles) where !requirement.fits {
+            if requirement.neededBytes > requirement.freeBytes {
+                throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,
+                                             freeBytes: requirement.freeBytes)
+            }
+            throw .insufficientInodes(directory: requirement.directory, neededFiles: requirement.neededInodes,
+                                      freeFiles: requirement.freeInodes)
         }
     }
 

@@ -27,8 +27,18 @@ public struct RenderPlan: Equatable, Sendable {
     public let stripeDiskBytes: Int64
     /// Disk the tile spill file may need, in `temporaryDirectory` (0 when every tile fits in memory).
     public let spillDiskBytes: Int64
-    /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels).
+    /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels); 0 without a JPEG.
     public let estimatedOutputBytes: Int64
+    /// Whether a JPEG is written (see RenderSettings.writesJPEG).
+    public let writesJPEG: Bool
+    /// The Deep Zoom pyramid's shape, when one is written.
+    public let deepZoom: DeepZoomGeometry?
+    /// Memory the pyramid's writer holds: an encoder and a partly written tile per tile column,
+    /// and the rows averaged for the levels below.
+    public let deepZoomMemoryBytes: Int
+    /// A conservative estimate of the pyramid's size on disk, and the inodes it takes.
+    public let deepZoomDiskBytes: Int64
+    public let deepZoomInodes: Int64
     /// Where the tile spill file goes: `--temp-dir`, else $TMPDIR, else /tmp.
     public let temporaryDirectory: String
     /// Where the stripe file goes: `--temp-dir` or $TMPDIR when given, else /dev/shm when it is a
@@ -47,6 +57,11 @@ public struct RenderPlan: Equatable, Sendable {
     /// What the process needs besides the renderer's own buffers (runtime, libjpeg, code).
     public static let processAllowanceBytes = 12 << 20
     static let decoderAllowanceBytes = 2 << 20
+    /// What one open tile encoder holds besides its output (libjpeg's per-image buffers for a
+    /// 256 px wide 4:2:0 tile, measured as RSS growth over 1,000 open encoders: about 33 KiB).
+    static let tileEncoderBytes = 36 << 10
+    /// The largest side a Deep-Zoom-only canvas may have.
+    public static let maxDeepZoomSide = 1 << 24
     static let defaultStripeHeight = 64
 
     /// Compressed bytes per pixel assumed when checking disk space: generous for photo content
@@ -65,14 +80,33 @@ public struct RenderPlan: Equatable, Sendable {
             throw .invalidSettings("quality must be 1...100, got \(settings.quality)")
         }
         let width = layout.width, height = layout.height
-        guard width <= jpegMaxDimension && height <= jpegMaxDimension else {
-            throw .outputTooLarge(width: width, height: height, limit: jpegMaxDimension)
+        guard settings.writesJPEG || settings.deepZoom != nil else {
+            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
         }
+        let sideLimit = settings.writesJPEG ? jpegMaxDimension : maxDeepZoomSide
+        guard width <= sideLimit && height <= sideLimit else {
+            throw .outputTooLarge(width: width, height: height, limit: sideLimit)
+        }
+        try settings.deepZoom?.validate()
         let workers = settings.workers ?? onlineCoreCount()
         guard workers >= 1 && workers <= 256 else { throw .invalidSettings("workers must be 1...256, got \(workers)") }
         let window = workers + 2
         let rowBytes = width * 3
-        let encoder = settings.encoder ?? (workers > 1 ? .parallel : .serial)
+        // Without a JPEG, workers only fill stripes and the writer only feeds the pyramid.
+        let encoder = settings.writesJPEG ? settings.encoder ?? (workers > 1 ? .parallel : .serial) : .serial
+        let deepZoom = settings.deepZoom.map {
+            DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
+        }
+        // Encoders and tiles in progress (about an eighth of a raw tile compressed, half done on
+        // average, allowing for busy ones), plus the averaged rows: a third of a stripe at most
+        // (added below, once the stripe height is known) and a kept row per level.
+        var deepZoomBytes = 0
+        if let deepZoom {
+            let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
+            let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
+            deepZoomBytes = tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
+                + 2 * rowBytes
+        }
         let mcu = settings.subsampling.mcuHeight
         // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
         let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
@@ -82,10 +116,15 @@ public struct RenderPlan: Equatable, Sendable {
         // The parallel encoder runs one libjpeg compressor per worker (and the writer none).
         let encoderBytes = (rowBytes * 32 + (256 << 10)) * (encoder == .parallel ? workers : 1)
         let decodeCap = max(16 << 20, budget / 2)
-        let fixed = processAllowanceBytes + encoderBytes + workers * decoderAllowanceBytes
+        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + workers * decoderAllowanceBytes
+            + deepZoomBytes
         let minimumTiles = workers * 2
-        let minimumNeed = fixed + window * min(height, 16) * rowBytes + minimumTiles * tileBytes
+        let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
+            + minimumTiles * tileBytes
 
+        // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part
+        // of each stripe's cost (only one stripe is averaged at a time; this is generous).
+        let stripeRowBytes = rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1)
         var stripeHeight: Int
         if let requested = settings.stripeHeight {
             guard requested >= 1 else { throw .invalidSettings("stripe height must be at least 1 row, got \(requested)") }
@@ -95,27 +134,29 @@ public struct RenderPlan: Equatable, Sendable {
                 stripeHeight = min((requested + mcu - 1) / mcu, maxMcuRows) * mcu
             }
             stripeHeight = min(stripeHeight, height)
-            let need = fixed + window * stripeHeight * rowBytes + minimumTiles * tileBytes
+            let need = fixed + window * stripeHeight * stripeRowBytes + minimumTiles * tileBytes
             guard need <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: need) }
         } else {
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
             // Half of what remains may go to stripes, in whole MCU rows, at most the default.
             let forStripes = (budget - fixed - minimumTiles * tileBytes) / 2
-            let fitting = forStripes / (window * rowBytes) / mcu * mcu
+            let fitting = forStripes / (window * stripeRowBytes) / mcu * mcu
             stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting, maxMcuRows * mcu)))
         }
-        let restartInterval = encoder == .parallel
+        let restartInterval = !settings.writesJPEG ? 0 : encoder == .parallel
             ? settings.subsampling.mcusPerRow(width: width) * ((stripeHeight + mcu - 1) / mcu)
             : settings.serialRestartInterval
         guard (0...65_535).contains(restartInterval) else {
             throw .invalidSettings("restart interval must be 0...65535 MCUs, got \(restartInterval)")
         }
         let stripeBytes = stripeHeight * rowBytes
-        let forTiles = budget - fixed - window * stripeBytes
+        let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
+        deepZoomBytes += averagedBytes
+        let forTiles = budget - fixed - averagedBytes - window * stripeBytes
         let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
         // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
         let segmentBytes = encoder == .parallel ? window * stripeBytes / 3 : 0
-        let estimatedPeak = fixed + window * stripeBytes + segmentBytes + min(tileSlots, max(distinct, 1)) * tileBytes
+        let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(tileSlots, max(distinct, 1)) * tileBytes
         let spillBytes: Int64 = tileSlots < distinct ? Int64(distinct) * Int64(tileBytes) : 0
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
         let pixels = Double(width) * Double(height)
@@ -125,7 +166,13 @@ public struct RenderPlan: Equatable, Sendable {
             workers: workers, windowStripes: window, tileSlots: tileSlots, tileBytes: tileBytes,
             distinctPhotos: distinct, maxDecodeMemoryBytes: decodeCap, estimatedPeakBytes: estimatedPeak,
             stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
-            estimatedOutputBytes: Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536,
+            estimatedOutputBytes: settings.writesJPEG
+                ? Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536 : 0,
+            writesJPEG: settings.writesJPEG, deepZoom: deepZoom, deepZoomMemoryBytes: deepZoomBytes,
+            deepZoomDiskBytes: deepZoom.map {
+                $0.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: settings.deepZoom!.quality, subsampling: settings.subsampling))
+            } ?? 0,
+            deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
     }

@@ -32,6 +32,11 @@ public struct RenderSettings: Equatable, Sendable {
     public var serialRestartInterval = 0
     /// Colour of empty cells and of cells whose photo failed to decode.
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
+    /// Whether the render writes one JPEG. Without it (a Deep Zoom pyramid only) the canvas may
+    /// be larger than a JPEG can be.
+    public var writesJPEG = true
+    /// A Deep Zoom pyramid to write in the same pass over the stripes, or nil.
+    public var deepZoom: DeepZoomSettings?
 
     public init() {}
 }
@@ -54,7 +59,11 @@ public struct RenderSummary: Equatable, Sendable {
     public var width: Int
     public var height: Int
     public var seconds: Double
+    /// Bytes of the JPEG (0 when none was written).
     public var outputBytes: Int64
+    /// Tiles and bytes of the Deep Zoom pyramid (0 when none was written).
+    public var deepZoomTiles = 0
+    public var deepZoomBytes: Int64 = 0
     public var peakResidentBytes: Int64
     public var photosDecoded: Int
     public var failedPhotos: [SkippedPhoto]

@@ -57,24 +57,43 @@ public final class StripeRenderer: @unchecked Sendable {
 
     /// Renders the layout into a baseline JPEG at `outputPath`, which appears only when complete.
     public func render(to outputPath: String, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
+        return try render(jpeg: outputPath, deepZoom: nil, observer: observer)
+    }
+
+    /// Renders the layout in one pass into a baseline JPEG at `jpeg`, a Deep Zoom pyramid at
+    /// `deepZoom` (DIR/NAME.dzi, with NAME_files and, with the viewer, NAME.html), or both; each
+    /// appears only when complete. Which of them are written was fixed by the settings
+    /// (`writesJPEG`, `deepZoom`). `labels` names the photo in each cell for the viewer.
+    public func render(jpeg: String?, deepZoom: String?, labels: CellLabels? = nil,
+                       observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
+        guard (jpeg != nil) == plan.writesJPEG, (deepZoom != nil) == (plan.deepZoom != nil) else {
+            throw .invalidSettings("the outputs asked for do not match the render settings (writesJPEG, deepZoom)")
+        }
         let started = monotonicSeconds()
         let geometry = plan.geometry
-        var stale = Set(StaleTemporaries.remove(in: parentDirectory(of: outputPath)))
+        let label = jpeg ?? deepZoom!
+        var stale = Set<String>()
+        for path in [jpeg, deepZoom].compactMap({ $0 }) { stale.formUnion(StaleTemporaries.remove(in: parentDirectory(of: path))) }
         stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
         stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
         for path in stale.sorted() { observer(.staleTemporaryRemoved(path: path)) }
-        let output = try AtomicOutputFile(destination: outputPath)
-        let store = try StripeStore(directory: plan.stripeDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
+        let output = try jpeg.map { path throws(TesseraError) in try AtomicOutputFile(destination: path) }
+        var pyramid: DeepZoomOutput?
+        if let deepZoom, let pyramidGeometry = plan.deepZoom, let pyramidSettings = settings.deepZoom {
+            pyramid = try DeepZoomOutput(destination: deepZoom, geometry: pyramidGeometry, settings: pyramidSettings,
+                                         subsampling: settings.subsampling, labels: labels)
+        }
+        let store: StripeStore
+        do throws(TesseraError) {
+            store = try StripeStore(directory: plan.stripeDirectory, stripeBytes: plan.stripeBytes, slotCount: plan.windowStripes)
+        } catch {
+            pyramid?.discard()
+            throw error
+        }
         let cache = TileCache(photos: photos,
                               decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    maxDecodeMemoryBytes: plan.maxDecodeMemoryBytes),
                               slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
-        // Serial: one libjpeg encoder on this thread. Parallel: workers compress, this thread joins.
-        let writer = plan.encoder == .serial
-            ? try JPEGScanlineWriter(sink: output, label: outputPath, width: geometry.width, height: geometry.height,
-                                     quality: settings.quality, subsampling: settings.subsampling,
-                                     restartInterval: plan.restartInterval)
-            : nil
         lock.withLock {
             nextStripe = 0
             encodedCount = 0
@@ -83,21 +102,28 @@ public final class StripeRenderer: @unchecked Sendable {
         }
 
         let group = DispatchGroup()
-        for _ in 0..<plan.workers {
-            DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache, label: outputPath) }
-        }
-
         var writeError: TesseraError?
         do throws(TesseraError) {
+            // Serial: one libjpeg encoder on this thread. Parallel: workers compress, this thread joins.
+            let writer = plan.writesJPEG && plan.encoder == .serial
+                ? try JPEGScanlineWriter(sink: output!, label: label, width: geometry.width, height: geometry.height,
+                                         quality: settings.quality, subsampling: settings.subsampling,
+                                         restartInterval: plan.restartInterval)
+                : nil
+            for _ in 0..<plan.workers {
+                DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache, label: label) }
+            }
             for index in 0..<geometry.stripeCount {
                 let rows = geometry.rows(ofStripe: index)
-                switch try waitForStripe(index) {
-                case .mapped(let region):
-                    try region.withUnsafeMutableBytes { bytes throws(TesseraError) in
-                        try writer!.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                let finished = try waitForStripe(index)
+                if let segment = finished.segment {
+                    try writeSegment(segment, index: index, to: output!, label: label)
+                }
+                if writer != nil || pyramid != nil {
+                    try finished.region.withUnsafeMutableBytes { bytes throws(TesseraError) in
+                        try writer?.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                        try pyramid?.writer.append(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
                     }
-                case .encoded(let segment):
-                    try writeSegment(segment, index: index, to: output, label: outputPath)
                 }
                 lock.withLock {
                     ready[index % plan.windowStripes] = nil
@@ -117,14 +143,25 @@ public final class StripeRenderer: @unchecked Sendable {
         lock.withLock { ready = Array(repeating: nil, count: plan.windowStripes) }
         store.releaseAll()
         if let error = lock.withLock({ failure }) {
-            output.discard()
+            output?.discard()
+            pyramid?.discard()
             throw error
         }
-        try output.commit()
+        do throws(TesseraError) {
+            try pyramid?.commit()
+        } catch {
+            output?.discard()
+            pyramid?.discard()
+            throw error
+        }
+        try output?.commit()
         for event in cache.takeEvents() { observer(event) }
-        return RenderSummary(width: geometry.width, height: geometry.height, seconds: monotonicSeconds() - started,
-                             outputBytes: output.bytesWritten, peakResidentBytes: peakResidentBytes(),
-                             photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+        var summary = RenderSummary(width: geometry.width, height: geometry.height, seconds: monotonicSeconds() - started,
+                                    outputBytes: output?.bytesWritten ?? 0, peakResidentBytes: peakResidentBytes(),
+                                    photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+        summary.deepZoomTiles = pyramid?.tilesWritten ?? 0
+        summary.deepZoomBytes = pyramid?.bytesWritten ?? 0
+        return summary
     }
 
     /// Records the first error and wakes everyone so they stop.
@@ -150,11 +187,11 @@ public final class StripeRenderer: @unchecked Sendable {
         try trailer.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
     }
 
-    /// A stripe ready for the writer: its mapped pixels (serial encoder) or its compressed segment
-    /// (parallel encoder).
-    private enum FinishedStripe {
-        case mapped(MappedRegion)
-        case encoded(EncodedStripe)
+    /// A stripe ready for the writer: its mapped pixels, and with the parallel encoder its
+    /// compressed segment.
+    private struct FinishedStripe {
+        let region: MappedRegion
+        let segment: EncodedStripe?
     }
 
     /// The writer's wait for stripe `index` to be filled; throws the pipeline's failure.
@@ -187,8 +224,8 @@ public final class StripeRenderer: @unchecked Sendable {
                 let rows = plan.geometry.rows(ofStripe: index)
                 let finished = try region.withUnsafeMutableBytes { bytes throws(TesseraError) -> FinishedStripe in
                     try fill(stripe: index, into: bytes, cache: cache)
-                    guard plan.encoder == .parallel else { return .mapped(region) }
-                    return .encoded(try EncodedStripe.encode(
+                    guard plan.writesJPEG && plan.encoder == .parallel else { return FinishedStripe(region: region, segment: nil) }
+                    return FinishedStripe(region: region, segment: try EncodedStripe.encode(
                         rows: UnsafeRawPointer(bytes.baseAddress!), stride: plan.geometry.bytesPerRow, width: plan.geometry.width,
                         rowCount: rows.count, quality: settings.quality, subsampling: settings.subsampling, label: label))
                 }

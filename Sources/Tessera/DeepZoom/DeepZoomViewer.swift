@@ -1,0 +1,284 @@
+// DeepZoomViewer.swift — NAME.html: a page that pans and zooms the pyramid from the local disk.
+//
+// It uses Leaflet (vendored, BSD-2-Clause) with its plain-pixel coordinate system: Leaflet zoom
+// z shows the picture at 2^(z - maxLevel) of its size, so integer zooms are exactly the
+// pyramid's levels. A grid layer places each Deep Zoom tile in a tileSize box and shifts it by
+// the overlap, so tiles meet edge to edge. Everything it loads is a <script>, <link> or <img>
+// next to it, which browsers allow from file:// (fetch and XHR they do not).
+//
+// Files, beside NAME.dzi:
+//     NAME.html                          the page
+//     NAME_files/viewer/leaflet.js       Leaflet, and its stylesheet and licence
+//     NAME_files/viewer/cells.js         the picture's shape and which photo is in each cell
+//
+// The page's address can carry a view: NAME.html#z=ZOOM&x=X&y=Y centres full-size pixel
+// (X, Y) at Leaflet zoom ZOOM; the page keeps the address up to date as you move, so a view
+// can be shared. `&probe=SX,SY` (used by the tests) sends a mousemove to window point (SX, SY),
+// or `&probe=center` to the middle of the map, once the view is set, as a mouse would, so the
+// label shows that cell. Without a view in the address the page fits the whole picture. The
+// body's data-view attribute holds the current zoom and centre.
+
+/// Which photo is drawn in each cell, for the viewer's labels.
+public struct CellLabels: Equatable, Sendable {
+    public let columns: Int
+    public let rows: Int
+    public let cellWidth: Int
+    public let cellHeight: Int
+    /// The photos' names as shown: paths as given on the command line.
+    public let names: [String]
+    /// Row-major, an index into `names` or -1 for an empty cell.
+    public let cells: [Int32]
+
+    public init(layout: CellLayout, photoPaths: [String]) {
+        columns = layout.columns
+        rows = layout.rows
+        cellWidth = layout.cellWidth
+        cellHeight = layout.cellHeight
+        names = photoPaths
+        cells = layout.photoIndices
+    }
+}
+
+public enum DeepZoomViewer {
+    /// Files written into NAME_files/viewer.
+    static let assetCount = 4
+
+    /// The files of the viewer, as (path relative to the pyramid's folder, contents).
+    static func files(name: String, geometry: DeepZoomGeometry, labels: CellLabels?) -> [(path: String, contents: String)] {
+        let viewer = name + "_files/viewer/"
+        return [
+            (viewer + "leaflet.js", LeafletAssets.javascript),
+            (viewer + "leaflet.css", LeafletAssets.css),
+            (viewer + "LICENSE-leaflet.txt", LeafletAssets.license),
+            (viewer + "cells.js", cellsScript(name: name, geometry: geometry, labels: labels)),
+            (name + ".html", page(name: name)),
+        ]
+    }
+
+    /// window.TESSERA: the pyramid's shape and the cell labels.
+    static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?) -> String {
+        var text = "window.TESSERA = {\n"
+        text += "  name: \(jsonString(name)),\n"
+        text += "  width: \(geometry.width), height: \(geometry.height),\n"
+        text += "  tileSize: \(geometry.tileSize), overlap: \(geometry.overlap), maxLevel: \(geometry.maxLevel),\n"
+        if let labels {
+            text += "  grid: {columns: \(labels.columns), rows: \(labels.rows), cellWidth: \(labels.cellWidth), cellHeight: \(labels.cellHeight)},\n"
+            text += "  names: [" + labels.names.map(jsonString).joined(separator: ",\n    ") + "],\n"
+            text += "  cells: ["
+            var line = 0
+            for (i, cell) in labels.cells.enumerated() {
+                if i > 0 { text += "," }
+                if i / 40 != line { text += "\n    "; line = i / 40 }
+                text += String(cell)
+            }
+            text += "]\n"
+        } else {
+            text += "  grid: null, names: [], cells: []\n"
+        }
+        text += "};\n"
+        return text
+    }
+
+    /// A JSON string literal; `<` is escaped too, so no name can close a script element.
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "<": out += "\\u003c"
+            case "\u{2028}": out += "\\u2028"
+            case "\u{2029}": out += "\\u2029"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    /// Escapes text for HTML element content and attribute values.
+    static func htmlEscaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    static func page(name: String) -> String {
+        // The folder name goes into URLs: percent-encode all but unreserved characters.
+        var folder = ""
+        for byte in (name + "_files").utf8 {
+            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "-._~".utf8.contains(byte) {
+                folder.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                folder += "%" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(htmlEscaped(name)) — Tessera Deep Zoom</title>
+        <link rel="stylesheet" href="\(folder)/viewer/leaflet.css">
+        <style>
+          html, body { margin: 0; height: 100%; background: #111; }
+          #map { position: absolute; inset: 0; background: #111; }
+          .tessera-tile { overflow: hidden; }
+          .tessera-tile img { position: absolute; max-width: none; max-height: none; }
+          #tessera-label { font: 14px/1.4 system-ui, sans-serif; background: rgba(0,0,0,.72); color: #fff;
+                           padding: 4px 8px; border-radius: 4px; max-width: 60vw; overflow-wrap: anywhere; }
+          #tessera-label:empty { display: none; }
+          #tessera-help { font: 12px/1.4 system-ui, sans-serif; color: #bbb; background: rgba(0,0,0,.6); padding: 2px 6px; }
+        </style>
+        </head>
+        <body>
+        <div id="map"></div>
+        <script src="\(folder)/viewer/leaflet.js"></script>
+        <script src="\(folder)/viewer/cells.js"></script>
+        <script>
+        (function () {
+          "use strict";
+          var T = window.TESSERA, folder = "\(folder)";
+          var size = T.tileSize, overlap = T.overlap, maxLevel = T.maxLevel;
+          // Plain pixels: at zoom maxLevel one map unit is one picture pixel.
+          var map = L.map("map", { crs: L.CRS.Simple, zoomSnap: 0, zoomDelta: 0.5, wheelPxPerZoomLevel: 90,
+                                   minZoom: 0, maxZoom: maxLevel + 3, attributionControl: false,
+                                   fadeAnimation: false });
+          function point(x, y) { return map.unproject([x, y], maxLevel); }
+          var bounds = L.latLngBounds(point(0, T.height), point(T.width, 0));
+          function levelSize(z) {
+            var shift = Math.pow(2, maxLevel - z);
+            return { w: Math.ceil(T.width / shift), h: Math.ceil(T.height / shift) };
+          }
+          var Pyramid = L.GridLayer.extend({
+            createTile: function (coords, done) {
+              var box = document.createElement("div");
+              box.className = "tessera-tile";
+              var level = levelSize(coords.z);
+              if (coords.x < 0 || coords.y < 0 || coords.x * size >= level.w || coords.y * size >= level.h) {
+                setTimeout(function () { done(null, box); }, 0);
+                return box;
+              }
+              var img = document.createElement("img");
+              img.alt = "";
+              img.style.left = (coords.x > 0 ? -overlap : 0) + "px";
+              img.style.top = (coords.y > 0 ? -overlap : 0) + "px";
+              img.onload = function () { done(null, box); };
+              img.onerror = function () { done(new Error("missing tile " + img.src), box); };
+              img.src = folder + "/" + coords.z + "/" + coords.x + "_" + coords.y + ".jpg";
+              box.appendChild(img);
+              return box;
+            }
+          });
+          new Pyramid({ tileSize: size, bounds: bounds, noWrap: true, minNativeZoom: 0, maxNativeZoom: maxLevel,
+                        keepBuffer: 1, updateWhenZooming: false }).addTo(map);
+          map.setMaxBounds(bounds.pad(0.5));
+
+          // Which photo is under the mouse (grids and mosaics).
+          var Label = L.Control.extend({
+            onAdd: function () {
+              var div = L.DomUtil.create("div");
+              div.id = "tessera-label";
+              L.DomEvent.disableClickPropagation(div);
+              return div;
+            }
+          });
+          new Label({ position: "topright" }).addTo(map);
+          var label = document.getElementById("tessera-label");
+          function cellAt(latlng) {
+            if (!T.grid) return null;
+            var p = map.project(latlng, maxLevel);
+            var column = Math.floor(p.x / T.grid.cellWidth), row = Math.floor(p.y / T.grid.cellHeight);
+            if (column < 0 || row < 0 || column >= T.grid.columns || row >= T.grid.rows) return null;
+            var photo = T.cells[row * T.grid.columns + column];
+            return { column: column, row: row, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
+          }
+          function baseName(path) { var parts = path.split("/"); return parts[parts.length - 1] || path; }
+          function show(cell) {
+            if (!cell) { label.textContent = ""; label.removeAttribute("data-cell"); return; }
+            label.textContent = baseName(cell.name);
+            label.title = cell.name;
+            label.setAttribute("data-cell", cell.column + "," + cell.row);
+            label.setAttribute("data-path", cell.name);
+          }
+          map.on("mousemove", function (e) { show(cellAt(e.latlng)); });
+          map.on("click", function (e) {
+            var cell = cellAt(e.latlng);
+            show(cell);
+            if (cell) {
+              var content = document.createElement("div");
+              content.textContent = cell.name + "  (column " + (cell.column + 1) + ", row " + (cell.row + 1) + ")";
+              L.popup().setLatLng(e.latlng).setContent(content).openOn(map);
+            }
+          });
+          var help = L.control({ position: "bottomleft" });
+          help.onAdd = function () {
+            var div = L.DomUtil.create("div");
+            div.id = "tessera-help";
+            div.textContent = T.width + " x " + T.height + " px" + (T.grid ? " — point at a photo to see its name, click to keep it" : "");
+            return div;
+          };
+          help.addTo(map);
+
+          // The view: from the address (#z=&x=&y=), else the whole picture.
+          function readHash() {
+            var values = {};
+            location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
+              var kv = pair.split("=");
+              if (kv.length === 2) values[kv[0]] = decodeURIComponent(kv[1]);
+            });
+            return values;
+          }
+          var view = readHash();
+          if (view.z !== undefined && view.x !== undefined && view.y !== undefined) {
+            map.setView(point(parseFloat(view.x), parseFloat(view.y)), parseFloat(view.z), { animate: false });
+          } else {
+            map.fitBounds(bounds, { animate: false });
+          }
+          // The view as the page holds it (zoom, then the centre in full-size pixels), for scripts.
+          function recordView() {
+            var c = map.project(map.getCenter(), maxLevel);
+            document.body.setAttribute("data-view", map.getZoom() + "," + c.x + "," + c.y);
+          }
+          recordView();
+          map.on("moveend", recordView);
+          var probe = view.probe;
+          map.on("moveend", function () {
+            var c = map.project(map.getCenter(), maxLevel);
+            var hash = "#z=" + map.getZoom().toFixed(2) + "&x=" + Math.round(c.x) + "&y=" + Math.round(c.y);
+            if (probe) hash += "&probe=" + probe;
+            history.replaceState(null, "", hash);
+          });
+          if (probe) {
+            var box = map.getContainer().getBoundingClientRect();
+            var xy = probe === "center" ? [box.left + box.width / 2, box.top + box.height / 2] : probe.split(",").map(parseFloat);
+            var event = new MouseEvent("mousemove", { clientX: xy[0], clientY: xy[1], bubbles: true });
+            document.getElementById("map").dispatchEvent(event);
+          }
+        })();
+        </script>
+        </body>
+        </html>
+
+        """
+    }
+}
