@@ -4,7 +4,10 @@ import Tessera
 /// A parsed `tessera grid` command line.
 public struct GridOptions: Equatable, Sendable {
     public var photoPaths: [String] = []
+    /// The JPEG to write; empty when only a Deep Zoom pyramid is asked for.
     public var outputPath = ""
+    /// The Deep Zoom descriptor to write (DIR/NAME.dzi), or nil.
+    public var deepZoomPath: String?
     public var columns: Int?
     public var rows: Int?
     public var cellWidth = 0
@@ -18,6 +21,9 @@ public struct GridOptions: Equatable, Sendable {
     public var help = false
 
     public init() {}
+
+    /// The JPEG to write, or nil.
+    public var jpegPath: String? { outputPath.isEmpty ? nil : outputPath }
 }
 
 /// One entry of an option table: its spellings, the value's name (nil for a flag), its help.
@@ -29,7 +35,12 @@ public struct OptionSpec: Sendable {
 
 public enum GridCommand {
     public static let options: [OptionSpec] = [
-        OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Where to write the JPEG (required). It appears only when complete; an existing file is replaced then, and left untouched if the render fails."),
+        OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Where to write the JPEG (required unless --dzi is given). It appears only when complete; an existing file is replaced then, and left untouched if the render fails."),
+        OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side)."),
+        OptionSpec(names: ["--dzi-tile-size"], valueName: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap)."),
+        OptionSpec(names: ["--dzi-overlap"], valueName: "N", help: "Pixels each Deep Zoom tile shares with its neighbours, 0 to half the tile size (default 1)."),
+        OptionSpec(names: ["--dzi-quality"], valueName: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality)."),
+        OptionSpec(names: ["--no-viewer"], valueName: nil, help: "Write the Deep Zoom pyramid without NAME.html and its Leaflet files."),
         OptionSpec(names: ["--grid"], valueName: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos."),
         OptionSpec(names: ["--columns"], valueName: "C", help: "Columns only; rows follow from the photo count (each photo once, the last row filled by repeats)."),
         OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it."),
@@ -60,6 +71,9 @@ public enum GridCommand {
         var index = 0
         var sawTileSize = false
         var onlyPositional = false
+        var deepZoom = DeepZoomSettings()
+        var deepZoomQuality: Int?
+        var deepZoomOptionGiven: String?
         while index < arguments.count {
             let argument = arguments[index]
             let position = firstIndex + index
@@ -107,6 +121,23 @@ public enum GridCommand {
             }
             switch spec.names.last! {
             case "--output": options.outputPath = value
+            case "--dzi":
+                guard value.hasSuffix(".dzi"), value.split(separator: "/").last.map({ $0.count > 4 }) == true else {
+                    throw CommandLineError("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(value)'", argumentIndex: valuePosition)
+                }
+                options.deepZoomPath = value
+            case "--dzi-tile-size":
+                deepZoom.tileSize = try integer(16...8192)
+                deepZoomOptionGiven = name
+            case "--dzi-overlap":
+                deepZoom.overlap = try integer(0...4096)
+                deepZoomOptionGiven = name
+            case "--dzi-quality":
+                deepZoomQuality = try integer(1...100)
+                deepZoomOptionGiven = name
+            case "--no-viewer":
+                deepZoom.viewer = false
+                deepZoomOptionGiven = name
             case "--grid":
                 guard let (c, r) = parsePair(value), c >= 1, r >= 1 else {
                     throw CommandLineError("--grid expects COLUMNSxROWS like 200x267, got '\(value)'", argumentIndex: valuePosition)
@@ -179,10 +210,22 @@ public enum GridCommand {
         }
         if case .shuffle = options.order, let seed = options.seed { options.order = .shuffle(seed: seed) }
         if options.help { return options }
+        if options.deepZoomPath != nil {
+            deepZoom.quality = deepZoomQuality ?? options.settings.quality
+            guard deepZoom.overlap <= deepZoom.tileSize / 2 else {
+                throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
+            }
+            options.settings.deepZoom = deepZoom
+        } else if let deepZoomOptionGiven {
+            throw CommandLineError("\(deepZoomOptionGiven) needs --dzi DIR/NAME.dzi")
+        }
+        options.settings.writesJPEG = !options.outputPath.isEmpty
         guard !options.photoPaths.isEmpty else {
             throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
         }
-        guard !options.outputPath.isEmpty else { throw CommandLineError("-o OUT.jpg is required") }
+        guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
+            throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        }
         guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
         guard sawTileSize else { throw CommandLineError("--tile-size N is required") }
         return options
@@ -193,7 +236,7 @@ public enum GridCommand {
         tessera grid — render a grid of photos into one (giant) JPEG in flat memory
 
         USAGE
-          tessera grid PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
 
         PHOTOS are JPEG files or directories (searched recursively; JPEGs are recognised by
         content, not extension). Photos fill the grid row by row and repeat when there are more
@@ -212,6 +255,13 @@ public enum GridCommand {
 
           # each photo once, 10 per row, shuffled the same way every time
           tessera grid trip/*.jpg -o trip.jpg --columns 10 --tile-size 300 --order shuffle --seed 7
+
+          # the same picture as a Deep Zoom pyramid to explore in a browser, in the same pass
+          tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150
+          xdg-open zoom/wall.html
+
+          # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid
+          tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150
 
           # what would it take? (memory, disk, stripes), without rendering
           tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --dry-run

@@ -63,7 +63,7 @@ public enum MosaicCommand {
         tessera mosaic — rebuild a target picture out of your photos, at gigapixel size
 
         USAGE
-          tessera mosaic --target PICTURE PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+          tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
 
         Every photo is analysed once (its k x k mean Oklab colours, cached on disk), the target is
         cut into the same sub-cells, and each cell gets the photo that matches it best, with no
@@ -87,6 +87,11 @@ public enum MosaicCommand {
           # each photo at most 10 times, never within 2 cells of itself, tinted 20% toward the target
           tessera mosaic --target sunset.jpg trip/ -o sunset-mosaic.jpg --columns 120 --tile-size 100 \\
               --max-uses 10 --min-distance 2 --tint 20 --manifest placements.csv
+
+          # the mosaic and a Deep Zoom viewer that names the photo under the mouse, in one pass
+          tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --dzi zoom/mosaic.dzi \
+              --grid 200x267 --tile-size 150
+          xdg-open zoom/mosaic.html
         """
         return text
     }()

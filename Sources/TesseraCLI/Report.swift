@@ -9,24 +9,43 @@ public enum Report {
         var lines = [
             "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
             "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
-            "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : ""),
+            plan.writesJPEG
+                ? "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : "")
+                : "jpeg        none (Deep Zoom only)",
             "stripes     \(plan.geometry.stripeCount) of \(plan.geometry.stripeHeight) rows (\(formatBytes(Int64(plan.stripeBytes))) each), \(plan.windowStripes) in flight",
             "workers     \(plan.workers)",
             "tile cache  \(plan.tileSlots) tiles of \(formatBytes(Int64(plan.tileBytes)))",
             "memory      about \(formatBytes(Int64(plan.estimatedPeakBytes))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))",
-            "disk        output about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", tile spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
+            "disk        jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", tile spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
+        if let deepZoom = plan.deepZoom, let zoom = settings.deepZoom {
+            lines.insert("deep zoom   \(deepZoom.levels.count) levels, \(deepZoom.tileCount) tiles of \(deepZoom.tileSize) px + \(deepZoom.overlap) overlap at quality \(zoom.quality), at most \(formatBytes(plan.deepZoomDiskBytes)), \(plan.deepZoomInodes) files; \(formatBytes(Int64(plan.deepZoomMemoryBytes))) of memory", at: 3)
+        }
         for requirement in disk {
-            lines.append("free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free\(requirement.fits ? "" : "  NOT ENOUGH")")
+            var line = "free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free"
+            if requirement.neededInodes > 0 {
+                line += "; \(requirement.neededInodes) files, \(requirement.freeInodes == .max ? "no inode limit" : "\(requirement.freeInodes) inodes free")"
+            }
+            lines.append(line + (requirement.fits ? "" : "  NOT ENOUGH"))
         }
         return lines.joined(separator: "\n")
     }
 
     /// The summary after a render: one line, then one line for each photo that was skipped before
     /// rendering (`skipped`) or drawn as a placeholder.
-    public static func summary(_ summary: RenderSummary, outputPath: String, skipped: [SkippedPhoto] = []) -> String {
-        var line = "wrote \(outputPath): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
-        line += "\(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
+    public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
+                               skipped: [SkippedPhoto] = []) -> String {
+        var names: [String] = [], sizes: [String] = []
+        if let outputPath {
+            names.append(outputPath)
+            sizes.append(formatBytes(summary.outputBytes))
+        }
+        if let deepZoomPath {
+            names.append(deepZoomPath)
+            sizes.append("\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes))")
+        }
+        var line = "wrote \(names.joined(separator: " and ")): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
+        line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }

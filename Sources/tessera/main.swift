@@ -103,18 +103,21 @@ func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
 /// The shared end of grid and mosaic: dry run or pre-flight, then the render with a progress bar
 /// and warnings. Returns the summary, or nil after a dry run.
 func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) throws(TesseraError) -> RenderSummary? {
-    let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.outputPath)
+    let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
     if options.dryRun {
         print(Report.plan(renderer.plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings))
-        if !disk.allSatisfy(\.fits) { try DiskPreflight.check(plan: renderer.plan, outputPath: options.outputPath) }
+        if !disk.allSatisfy(\.fits) {
+            try DiskPreflight.check(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
+        }
         return nil
     }
-    try DiskPreflight.check(plan: renderer.plan, outputPath: options.outputPath)
+    try DiskPreflight.check(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
     let drawBar = options.showProgress && isatty(STDERR_FILENO) != 0
     let started = monotonicSeconds()
     var lastDrawn = 0.0
     var barVisible = false
-    let summary = try renderer.render(to: options.outputPath) { event in
+    let labels = CellLabels(layout: renderer.layout, photoPaths: renderer.photos.map(\.path))
+    let summary = try renderer.render(jpeg: options.jpegPath, deepZoom: options.deepZoomPath, labels: labels) { event in
         switch event {
         case .progress(let done, let total):
             guard drawBar else { return }
@@ -139,6 +142,14 @@ func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) t
     return summary
 }
 
+/// A JPEG side is limited to 65,500 px; a Deep-Zoom-only canvas to RenderPlan.maxDeepZoomSide.
+func checkCanvasSize(_ options: GridOptions, columns: Int, rows: Int) throws(TesseraError) {
+    let limit = options.jpegPath != nil ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+    guard columns * options.cellWidth <= limit, rows * options.cellHeight <= limit else {
+        throw TesseraError.outputTooLarge(width: columns * options.cellWidth, height: rows * options.cellHeight, limit: limit)
+    }
+}
+
 /// Maps a failure to its message and exit code.
 func report(_ error: TesseraError, signals: SignalWatch) -> ExitCode {
     if error == .cancelled {
@@ -160,16 +171,13 @@ func runGrid(_ options: GridOptions) -> ExitCode {
     do throws(TesseraError) {
         let columns = options.columns!
         let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
-        guard columns * options.cellWidth <= jpegMaxDimension, rows * options.cellHeight <= jpegMaxDimension else {
-            throw TesseraError.outputTooLarge(width: columns * options.cellWidth, height: rows * options.cellHeight,
-                                              limit: jpegMaxDimension)
-        }
+        try checkCanvasSize(options, columns: columns, rows: rows)
         let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                      cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
         let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: options.settings,
                                           cancellation: signals.cancellation)
         guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
-        print(Report.summary(summary, outputPath: options.outputPath, skipped: library.skipped))
+        print(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: library.skipped))
         return .success
     } catch {
         return report(error, signals: signals)
@@ -195,10 +203,7 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
                                   : Double(target.header.width) / Double(target.header.height)
         let columns = options.columns!
         let rows = options.rows ?? max(1, Int((Double(columns * options.cellWidth) / targetAspect / Double(options.cellHeight)).rounded()))
-        guard columns * options.cellWidth <= jpegMaxDimension, rows * options.cellHeight <= jpegMaxDimension else {
-            throw TesseraError.outputTooLarge(width: columns * options.cellWidth, height: rows * options.cellHeight,
-                                              limit: jpegMaxDimension)
-        }
+        try checkCanvasSize(options, columns: columns, rows: rows)
         let k = mosaic.subCells
         let cellAspect = Double(options.cellWidth) / Double(options.cellHeight)
 
@@ -239,7 +244,8 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
         if let manifest = mosaic.manifestPath {
             try MosaicManifest.write(match: match, photoPaths: photos.map(\.path), to: manifest)
         }
-        print(Report.summary(summary, outputPath: options.outputPath, skipped: library.skipped + analysis.failed))
+        print(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath,
+                             skipped: library.skipped + analysis.failed))
         print(report)
         return .success
     } catch {
