@@ -26,6 +26,28 @@ import Tessera
         #expect(options.dryRun && !options.showProgress && options.strict)
     }
 
+    @Test func parsesDeepZoomFlags() throws {
+        let both = try GridCommand.parse(["p", "-o", "o.jpg", "--dzi", "z/wall.dzi", "--grid", "2x2", "--tile-size", "5",
+                                          "--quality", "80", "--dzi-tile-size", "510", "--dzi-overlap", "2"])
+        #expect(both.jpegPath == "o.jpg" && both.deepZoomPath == "z/wall.dzi")
+        #expect(both.settings.writesJPEG)
+        #expect(both.settings.deepZoom?.tileSize == 510 && both.settings.deepZoom?.overlap == 2)
+        #expect(both.settings.deepZoom?.quality == 80)  // follows --quality unless --dzi-quality is given
+        #expect(both.settings.deepZoom?.viewer == true)
+        let alone = try GridCommand.parse(["p", "--dzi", "wall.dzi", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70", "--no-viewer"])
+        #expect(alone.jpegPath == nil && !alone.settings.writesJPEG)
+        #expect(alone.settings.deepZoom?.quality == 70 && alone.settings.deepZoom?.viewer == false)
+        #expect(throws: CommandLineError("--dzi-quality needs --dzi DIR/NAME.dzi")) {
+            try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70"])
+        }
+        #expect(throws: CommandLineError.self) { try GridCommand.parse(["p", "--dzi", "wall.html", "--grid", "2x2", "--tile-size", "5"]) }
+        #expect(throws: CommandLineError.self) { try GridCommand.parse(["p", "--dzi", "dir/.dzi", "--grid", "2x2", "--tile-size", "5"]) }
+        #expect(throws: CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (127), got 200")) {
+            try GridCommand.parse(["p", "--dzi", "w.dzi", "--grid", "2x2", "--tile-size", "5", "--dzi-overlap", "200"])
+        }
+        #expect(GridCommand.help.contains("--dzi DIR/NAME.dzi") && MosaicCommand.help.contains("--dzi DIR/NAME.dzi"))
+    }
+
     @Test func columnsAloneLeaveRowsToThePhotoCount() throws {
         let options = try GridCommand.parse(["p", "-o", "o.jpg", "--columns", "10", "--tile-size=200x150"])
         #expect(options.columns == 10 && options.rows == nil)
@@ -41,7 +63,7 @@ import Tessera
         }
         #expect(throws: CommandLineError.self) { try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "10by10", "--tile-size", "5"]) }
         #expect(throws: CommandLineError("--tile-size N is required")) { try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2"]) }
-        #expect(throws: CommandLineError("-o OUT.jpg is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
+        #expect(throws: CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
     }
 
     @Test func sizesAndColours() {
@@ -81,6 +103,46 @@ func toolPath() -> String {
 }
 
 /// Runs the built `tessera` with `arguments`; returns its exit status and what it printed.
+/// The `names` and `cells` arrays of a viewer's cells.js, whose lines are
+///     names: ["first.jpg",        cells: [0,1,2,...,
+///       "second.jpg"],              7,8]
+/// (the photo names used in tests contain no quotes or backslashes).
+func viewerLabels(_ script: String) -> (names: [String], cells: [Int]) {
+    var names: [String] = [], cells: [Int] = []
+    var section = ""
+    for line in script.split(separator: "\n") {
+        var text = line.drop { $0 == " " }
+        if text.hasPrefix("names: [") {
+            section = "names"
+            text = text.dropFirst(8)
+        } else if text.hasPrefix("cells: [") {
+            section = "cells"
+            text = text.dropFirst(8)
+        } else if !(text.hasPrefix("\"") || text.first?.isNumber == true || text.hasPrefix("-")) {
+            section = ""
+        }
+        if section == "names", let open = text.firstIndex(of: "\""), let close = text.lastIndex(of: "\""), open < close {
+            names.append(String(text[text.index(after: open)..<close]))
+        } else if section == "cells" {
+            cells += text.split(whereSeparator: { $0 == "," || $0 == "]" }).compactMap { Int($0) }
+        }
+    }
+    return (names, cells)
+}
+
+/// The names in `directory`, sorted, hidden ones included.
+func listNames(_ directory: String) -> [String] {
+    var names: [String] = []
+    if let listing = opendir(directory) {
+        while let entry = readdir(listing) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(listing)
+    }
+    return names.sorted()
+}
+
 func runTessera(_ arguments: [String]) -> (status: Int32, output: String) {
     let tool = toolPath()
     guard access(tool, X_OK) == 0 else { return (-1, "tessera binary not found: \(tool)") }
@@ -193,6 +255,43 @@ let fixtures: String = {
         #expect(names.isEmpty, "left behind: \(names)")
     }
 
+    /// A Deep Zoom render is staged in a folder: SIGINT and SIGTERM remove it; after SIGKILL it
+    /// stays, named with the dead pid, and the next render there removes it and says so.
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGKILL, Int32(-1))])
+    func signalStopsADeepZoomRender(signal number: Int32, expected: Int32) throws {
+        let directory = "/tmp/tessera-dzi-signal-\(getpid())-\(number)"
+        mkdir(directory, 0o755)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let tool = toolPath()
+        var pid: pid_t = 0
+        let arguments = [tool, "grid", fixtures, "--dzi", directory + "/big.dzi", "--grid", "100x100", "--tile-size", "200",
+                         "--no-progress", "--temp-dir", directory]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        usleep(1_000_000)
+        kill(pid, number)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let left = listNames(directory)
+        if number == SIGKILL {
+            #expect(status & 0x7F == SIGKILL)
+            #expect(left.count == 1 && left.first?.hasPrefix(".big.dzi.tessera-\(pid)-") == true, "left behind: \(left)")
+            let next = runTessera(["grid", fixtures + "/Landscape_1.jpg", "--dzi", directory + "/small.dzi", "--grid", "2x2",
+                                   "--tile-size", "16", "--no-progress", "--temp-dir", directory])
+            #expect(next.status == 0, "\(next.output)")
+            #expect(next.output.contains("removed \(directory)/\(left.first ?? "")"), "\(next.output)")
+            #expect(listNames(directory) == ["small.dzi", "small.html", "small_files"])
+        } else {
+            #expect((status >> 8) & 0xFF == expected)
+            #expect(left.isEmpty, "left behind: \(left)")
+        }
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)
@@ -224,6 +323,33 @@ let fixtures: String = {
         let dry = runTessera(["grid", fixtures, "-o", mountPoint + "/out.jpg", "--grid", "40x40", "--tile-size", "100",
                               "--temp-dir", mountPoint, "--dry-run"])
         #expect(dry.status == 4 && dry.output.contains("NOT ENOUGH"))
+    }
+
+    /// A mosaic's Deep Zoom viewer names, for every cell, the photo the manifest says is there.
+    @Test func mosaicViewerLabelsAgreeWithTheManifest() throws {
+        let directory = "/tmp/tessera-mosaic-dzi-\(getpid())"
+        mkdir(directory, 0o755)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let result = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "--dzi", directory + "/m.dzi",
+                                 "--columns", "30", "--tile-size", "8", "--min-distance", "0", "--manifest", directory + "/m.csv",
+                                 "--cache-dir", directory + "/cache", "--no-progress"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("wrote \(directory)/m.dzi: 240 x 160 px"), "\(result.output)")
+        #expect(listNames(directory) == ["cache", "m.csv", "m.dzi", "m.html", "m_files"])
+        let script = String(decoding: readFile(directory + "/m_files/viewer/cells.js"), as: UTF8.self)
+        let (names, cells) = viewerLabels(script)
+        #expect(cells.count == 600 && script.contains("grid: {columns: 30, rows: 20, cellWidth: 8, cellHeight: 8}"))
+        let rows = String(decoding: readFile(directory + "/m.csv"), as: UTF8.self).split(separator: "\n").dropFirst()
+        #expect(rows.count == 600)
+        for row in rows {
+            let fields = row.split(separator: ",").map(String.init)
+            guard fields.count >= 3, let column = Int(fields[0]), let line = Int(fields[1]) else {
+                Issue.record("manifest line \(row)")
+                continue
+            }
+            let photo = fields[2].hasPrefix("\"") ? String(fields[2].dropFirst().dropLast()) : fields[2]
+            #expect(names[cells[line * 30 + column]] == photo, "cell \(column),\(line)")
+        }
     }
 
     @Test func mosaicTakesRowsFromTheTargetAndWritesAManifest() {

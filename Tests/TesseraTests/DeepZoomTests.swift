@@ -1,0 +1,341 @@
+// DeepZoomTests.swift — the pyramid against an independent downscale of the JPEG, its tile
+// sizes against the Deep Zoom rules, its descriptor through an XML parser, and its atomicity.
+import Foundation
+import FoundationXML
+import Glibc
+import Testing
+@testable import Tessera
+
+private let landscapes = (1...8).map { fixturesDirectory + "/orientation/Landscape_\($0).jpg" }
+
+/// Expected pixel span of tile `index` along an axis `extent` long, written from the Deep Zoom
+/// rules directly: the tile's own cells plus `overlap` on each side that has a neighbour.
+private func expectedSpan(_ index: Int, tileSize: Int, overlap: Int, extent: Int) -> (start: Int, count: Int) {
+    let start = index == 0 ? 0 : index * tileSize - overlap
+    let end = min(extent, (index + 1) * tileSize + overlap)
+    return (start, end - start)
+}
+
+/// A level put back together from its tile files (overlaps dropped), checking every tile's size.
+private func assembleLevel(files: String, level: Int, width: Int, height: Int, tileSize: Int, overlap: Int) throws -> RGBImage {
+    var image = RGBImage(width: width, height: height)
+    let columns = (width + tileSize - 1) / tileSize, rows = (height + tileSize - 1) / tileSize
+    for row in 0..<rows {
+        for column in 0..<columns {
+            let tile = try JPEGFile.read(files + "/\(level)/\(column)_\(row).jpg")
+            let x = expectedSpan(column, tileSize: tileSize, overlap: overlap, extent: width)
+            let y = expectedSpan(row, tileSize: tileSize, overlap: overlap, extent: height)
+            #expect(tile.width == x.count && tile.height == y.count, "tile \(level)/\(column)_\(row) is \(tile.width)x\(tile.height)")
+            guard tile.width == x.count && tile.height == y.count else { continue }
+            // Copy the tile's own region (without overlap) into place.
+            let left = column * tileSize - x.start, top = row * tileSize - y.start
+            for ty in 0..<min(tileSize, height - row * tileSize) {
+                for tx in 0..<min(tileSize, width - column * tileSize) {
+                    let from = ((top + ty) * tile.width + left + tx) * 3
+                    let to = ((row * tileSize + ty) * width + column * tileSize + tx) * 3
+                    image.pixels[to] = tile.pixels[from]
+                    image.pixels[to + 1] = tile.pixels[from + 1]
+                    image.pixels[to + 2] = tile.pixels[from + 2]
+                }
+            }
+        }
+    }
+    // Nothing beyond the last tile in either direction.
+    #expect(access(files + "/\(level)/\(columns)_0.jpg", F_OK) != 0)
+    #expect(access(files + "/\(level)/0_\(rows).jpg", F_OK) != 0)
+    return image
+}
+
+/// Half size, rounding up: each pixel the mean of the (up to) 2 x 2 pixels it covers.
+private func halved(_ image: RGBImage) -> RGBImage {
+    let width = (image.width + 1) / 2, height = (image.height + 1) / 2
+    var out = RGBImage(width: width, height: height)
+    for y in 0..<height {
+        for x in 0..<width {
+            for c in 0..<3 {
+                var sum = 0.0, count = 0.0
+                for sy in (2 * y)...min(2 * y + 1, image.height - 1) {
+                    for sx in (2 * x)...min(2 * x + 1, image.width - 1) {
+                        sum += Double(image.pixels[(sy * image.width + sx) * 3 + c])
+                        count += 1
+                    }
+                }
+                out.pixels[(y * width + x) * 3 + c] = UInt8((sum / count).rounded())
+            }
+        }
+    }
+    return out
+}
+
+/// The descriptor's attributes, by element, read with an XML parser.
+private final class DescriptorReader: NSObject, XMLParserDelegate {
+    var elements: [String: [String: String]] = [:]
+    var namespace: String?
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        elements[name] = attributes
+        if name == "Image" { namespace = attributes["xmlns"] }
+    }
+}
+
+private func readDescriptor(_ path: String) -> DescriptorReader? {
+    let parser = XMLParser(data: Data(readBytes(path)))
+    let reader = DescriptorReader()
+    parser.delegate = reader
+    return parser.parse() ? reader : nil
+}
+
+/// Renders `photos` as a grid to a JPEG and/or a pyramid.
+@discardableResult
+private func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?, columns: Int, rows: Int,
+                           cellWidth: Int, cellHeight: Int, zoom: DeepZoomSettings = DeepZoomSettings(),
+                           settings base: RenderSettings = RenderSettings(), cancellation: RenderCancellation? = nil,
+                           events: ((RenderEvent) -> Void)? = nil) throws -> RenderSummary {
+    var settings = base
+    settings.writesJPEG = jpeg != nil
+    settings.deepZoom = deepZoom == nil ? nil : zoom
+    let library = try PhotoLibrary.scan(photos)
+    let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
+                                 cellWidth: cellWidth, cellHeight: cellHeight, order: .name)
+    let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, cancellation: cancellation)
+    return try renderer.render(jpeg: jpeg, deepZoom: deepZoom, labels: CellLabels(layout: layout, photoPaths: library.photos.map(\.path))) {
+        events?($0)
+    }
+}
+
+@Suite struct DeepZoomGeometryTests {
+    @Test func levelsHalveRoundingUpDownToOnePixel() {
+        let geometry = DeepZoomGeometry(width: 3000, height: 2000, tileSize: 254, overlap: 1)
+        #expect(geometry.maxLevel == 12)  // 2^12 = 4096 >= 3000 > 2048
+        #expect(geometry.levels[12].width == 3000 && geometry.levels[12].height == 2000)
+        #expect(geometry.levels[11].width == 1500 && geometry.levels[11].height == 1000)
+        #expect(geometry.levels[2].width == 3 && geometry.levels[2].height == 2)  // ceil(3000/1024), ceil(2000/1024)
+        #expect(geometry.levels[0].width == 1 && geometry.levels[0].height == 1)
+        #expect(geometry.levels[12].columns == 12 && geometry.levels[12].rows == 8)
+        // libvips's dzsave writes the same 137 tiles for this size (checked by hand with vips 8.14).
+        #expect(geometry.tileCount == 137)
+        #expect(geometry.span(tile: 0, extent: 3000) == 0..<255)
+        #expect(geometry.span(tile: 1, extent: 3000) == 253..<509)
+        #expect(geometry.span(tile: 11, extent: 3000) == 2793..<3000)
+        #expect(DeepZoomGeometry(width: 1, height: 1, tileSize: 254, overlap: 1).levels.count == 1)
+    }
+
+    @Test func settingsOutOfRangeAreRefused() {
+        var settings = DeepZoomSettings()
+        settings.overlap = 200
+        #expect(throws: TesseraError.self) { try settings.validate() }
+        settings.overlap = 1
+        settings.tileSize = 8
+        #expect(throws: TesseraError.self) { try settings.validate() }
+    }
+
+    @Test func viewerStringsAreEscaped() {
+        #expect(DeepZoomViewer.jsonString("a\"b\\c</script>\n") == #""a\"b\\c\u003c/script>\n""#)
+        #expect(DeepZoomViewer.htmlEscaped("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;")
+        let page = DeepZoomViewer.page(name: "my wall#1")
+        #expect(page.contains("my%20wall%231_files/viewer/leaflet.js"))
+    }
+}
+
+extension RenderTests {
+    /// One pass writes both; every level matches a plain 2 x 2 downscale of the decoded JPEG.
+    @Test(arguments: [(tileSize: 64, overlap: 2), (tileSize: 254, overlap: 1), (tileSize: 50, overlap: 0)])
+    func pyramidLevelsMatchADownscaleOfTheJPEG(tileSize: Int, overlap: Int) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var zoom = DeepZoomSettings()
+        zoom.tileSize = tileSize
+        zoom.overlap = overlap
+        zoom.quality = 95
+        var settings = RenderSettings()
+        settings.quality = 95
+        settings.temporaryDirectory = scratch.path
+        settings.stripeHeight = 21  // odd: levels keep a row between stripes
+        // 7 x 5 cells of 45 x 37 px: 315 x 185, odd in both directions.
+        let summary = try renderPyramid(landscapes, jpeg: scratch.file("wall.jpg"), deepZoom: scratch.file("wall.dzi"),
+                                        columns: 7, rows: 5, cellWidth: 45, cellHeight: 37, zoom: zoom, settings: settings)
+        let geometry = DeepZoomGeometry(width: 315, height: 185, tileSize: tileSize, overlap: overlap)
+        #expect(summary.deepZoomTiles == geometry.tileCount)
+        var reference = try JPEGFile.read(scratch.file("wall.jpg"))
+        for level in stride(from: geometry.maxLevel, through: 0, by: -1) {
+            let assembled = try assembleLevel(files: scratch.file("wall_files"), level: level, width: reference.width,
+                                              height: reference.height, tileSize: tileSize, overlap: overlap)
+            let difference = meanAbsoluteDifference(assembled, reference)
+            // Both sides went through JPEG (the reference once, the tiles once more from the
+            // canvas): at Q95 that differs by a few levels, most where the downscaled photos are
+            // busiest. The same comparison one pixel out of line is far worse, so a misplaced
+            // tile, a wrong level or a skewed average cannot hide under the tolerance.
+            #expect(difference < 6, "level \(level): mean difference \(difference)")
+            if reference.width >= 20 && reference.height >= 12 {
+                let shifted = meanAbsoluteDifference(crop(assembled, x: 1, y: 0, width: reference.width - 1, height: reference.height),
+                                                     crop(reference, x: 0, y: 0, width: reference.width - 1, height: reference.height))
+                #expect(shifted > difference * 2, "level \(level): \(difference) in line, \(shifted) one pixel out")
+            }
+            reference = halved(reference)
+        }
+        guard let descriptor = readDescriptor(scratch.file("wall.dzi")) else {
+            Issue.record("the descriptor does not parse")
+            return
+        }
+        #expect(descriptor.namespace == "http://schemas.microsoft.com/deepzoom/2008")
+        #expect(descriptor.elements["Image"]?["TileSize"] == String(tileSize))
+        #expect(descriptor.elements["Image"]?["Overlap"] == String(overlap))
+        #expect(descriptor.elements["Image"]?["Format"] == "jpg")
+        #expect(descriptor.elements["Size"]?["Width"] == "315" && descriptor.elements["Size"]?["Height"] == "185")
+        #expect(scratch.contents() == ["wall.dzi", "wall.html", "wall.jpg", "wall_files"])
+        let levels = (try listDirectory(scratch.file("wall_files"))).filter { $0 != "viewer" }.sorted { Int($0)! < Int($1)! }
+        #expect(levels == (0...geometry.maxLevel).map(String.init))
+    }
+
+    /// The tiles do not depend on how the canvas was cut into stripes or how many workers ran.
+    @Test func pyramidIsTheSameForAnyStripesAndWorkers() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var zoom = DeepZoomSettings()
+        zoom.tileSize = 40
+        var names: [String] = []
+        for (index, (stripe, workers)) in [(7, 1), (16, 2), (64, 3)].enumerated() {
+            var settings = RenderSettings()
+            settings.temporaryDirectory = scratch.path
+            settings.stripeHeight = stripe
+            settings.workers = workers
+            try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p\(index).dzi"), columns: 9, rows: 4,
+                              cellWidth: 30, cellHeight: 33, zoom: zoom, settings: settings)
+            names.append("p\(index)")
+        }
+        let geometry = DeepZoomGeometry(width: 270, height: 132, tileSize: 40, overlap: 1)
+        for level in geometry.levels {
+            for row in 0..<level.rows {
+                for column in 0..<level.columns {
+                    let tile = "/\(level.index)/\(column)_\(row).jpg"
+                    let first = readBytes(scratch.file("p0_files") + tile)
+                    #expect(!first.isEmpty)
+                    #expect(readBytes(scratch.file("p1_files") + tile) == first, "\(tile) differs with 16-row stripes")
+                    #expect(readBytes(scratch.file("p2_files") + tile) == first, "\(tile) differs with 64-row stripes")
+                }
+            }
+        }
+    }
+
+    /// Without a JPEG the canvas may pass JPEG's 65,500 px limit; with one it may not.
+    @Test func pyramidAloneMayExceedTheJPEGLimit() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        let layout = GridLayout.make(photoCount: 1, columns: 660, rows: 1, cellWidth: 100, cellHeight: 8, order: .name)
+        settings.deepZoom = DeepZoomSettings()
+        #expect(throws: TesseraError.outputTooLarge(width: 66_000, height: 8, limit: jpegMaxDimension)) {
+            try RenderPlan.make(layout: layout, settings: settings)
+        }
+        try renderPyramid([landscapes[0]], jpeg: nil, deepZoom: scratch.file("wide.dzi"), columns: 660, rows: 1,
+                          cellWidth: 100, cellHeight: 8, settings: settings)
+        let top = DeepZoomGeometry(width: 66_000, height: 8, tileSize: 254, overlap: 1)
+        #expect(top.maxLevel == 17)
+        let last = try JPEGFile.read(scratch.file("wide_files") + "/17/259_0.jpg")
+        #expect(last.width == 66_000 - 259 * 254 + 1 && last.height == 8)
+        #expect(readDescriptor(scratch.file("wide.dzi"))?.elements["Size"]?["Width"] == "66000")
+    }
+
+    /// A new pyramid replaces an old one whole: no tile of the old one survives beside it.
+    @Test func newPyramidReplacesTheOldOneWhole() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 20, rows: 10,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(access(scratch.file("p_files") + "/10/3_1.jpg", F_OK) == 0)  // 800 x 400: level 10, 4 x 2 tiles
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(access(scratch.file("p_files") + "/10", F_OK) != 0)  // 160 x 160 has levels 0...8
+        #expect(access(scratch.file("p_files") + "/8/0_0.jpg", F_OK) == 0)
+        #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "160")
+        #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
+    }
+
+    /// A failure mid-pyramid (here the disk refusing a tile) or a cancellation leaves the old
+    /// pyramid as it was and nothing else behind.
+    @Test func failedOrCancelledPyramidLeavesTheOldOneAndNoTemporaries() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        try renderPyramid([landscapes[0]], jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 2, rows: 2,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        let before = readBytes(scratch.file("p.dzi"))
+        let tileBefore = readBytes(scratch.file("p_files") + "/6/0_0.jpg")
+        // The staging folder is ".p.dzi.tessera-<pid>-...": its 30th file finds the disk full.
+        SyscallFaults.inject("write", errno: ENOSPC, pathPrefix: scratch.file(".p.dzi.tessera-"), skip: 30)
+        #expect {
+            try renderPyramid(landscapes, jpeg: scratch.file("p.jpg"), deepZoom: scratch.file("p.dzi"), columns: 30, rows: 20,
+                              cellWidth: 40, cellHeight: 40, settings: settings)
+        } throws: { error in
+            guard case TesseraError.system("write", ENOSPC, let path) = error else { return false }
+            return path.hasPrefix(scratch.file(".p.dzi.tessera-"))
+        }
+        SyscallFaults.reset()
+        #expect(readBytes(scratch.file("p.dzi")) == before)
+        #expect(readBytes(scratch.file("p_files") + "/6/0_0.jpg") == tileBefore)
+        #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
+
+        let cancellation = RenderCancellation()
+        #expect(throws: TesseraError.cancelled) {
+            try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 30, rows: 20,
+                              cellWidth: 40, cellHeight: 40, settings: settings, cancellation: cancellation) { event in
+                if case .progress = event { cancellation.cancel() }
+            }
+        }
+        #expect(readBytes(scratch.file("p.dzi")) == before)
+        #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
+    }
+
+    /// A staging folder left by a killed process (its pid gone) is removed by the next render.
+    @Test func stagingFolderOfADeadProcessIsRemoved() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var pid: pid_t = 0
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { free(argv[0]) }
+        #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let stale = scratch.file(".p.dzi.tessera-\(pid)-abc")
+        mkdir(stale, 0o755)
+        mkdir(stale + "/p_files", 0o755)
+        mkdir(stale + "/p_files/3", 0o755)
+        writeBytes([1, 2, 3], to: stale + "/p_files/3/0_0.jpg")
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        var removed: [String] = []
+        try renderPyramid([landscapes[0]], jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 2, rows: 2,
+                          cellWidth: 16, cellHeight: 16, settings: settings) { event in
+            if case .staleTemporaryRemoved(let path) = event { removed.append(path) }
+        }
+        #expect(removed == [stale])
+        #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
+    }
+
+    /// The pre-flight counts the pyramid's bytes and files where it goes.
+    @Test func preflightCountsThePyramidsFilesAgainstFreeInodes() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let layout = GridLayout.make(photoCount: 1, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150, order: .name)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.writesJPEG = false
+        settings.deepZoom = DeepZoomSettings()
+        let plan = try RenderPlan.make(layout: layout, settings: settings)
+        #expect(plan.deepZoom?.tileCount == 25_159)  // what libvips writes for 30,000 x 40,050 at 254/1
+        #expect(plan.deepZoomInodes > 25_159)
+        #expect(plan.deepZoomDiskBytes > 300_000_000)  // 1.6 GP of tiles at 0.6 B/px, at least
+        let path = scratch.file("wall.dzi")
+        #expect(throws: TesseraError.insufficientInodes(directory: scratch.path, neededFiles: plan.deepZoomInodes + 2, freeFiles: 20_000)) {
+            try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 40 }, freeFiles: { _ in 20_000 })
+        }
+        #expect(throws: TesseraError.self) {
+            try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 28 }, freeFiles: { _ in 1 << 30 })
+        }
+        try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 40 }, freeFiles: { _ in 1 << 30 })
+    }
+}

@@ -1,0 +1,182 @@
+// DeepZoomViewerTests.swift — the viewer in a real browser: headless Chromium opens NAME.html
+// from file://, and what it shows is checked against the pyramid's own levels.
+//
+// Needs `chromium` and ImageMagick's `convert` (to read the PNG screenshot); the README's set-up
+// and .ci/run install both.
+import Glibc
+import Testing
+@testable import Tessera
+
+/// Six photos, each four flat quadrants of its own colours, so that every point away from a
+/// quadrant's edge has one known colour at any zoom.
+private let palettes: [[RGB]] = [
+    [RGB(red: 220, green: 40, blue: 40), RGB(red: 40, green: 200, blue: 60), RGB(red: 30, green: 60, blue: 220), RGB(red: 240, green: 230, blue: 40)],
+    [RGB(red: 250, green: 250, blue: 250), RGB(red: 20, green: 20, blue: 20), RGB(red: 130, green: 60, blue: 180), RGB(red: 40, green: 200, blue: 200)],
+    [RGB(red: 250, green: 140, blue: 20), RGB(red: 90, green: 90, blue: 90), RGB(red: 200, green: 80, blue: 150), RGB(red: 100, green: 150, blue: 40)],
+    [RGB(red: 20, green: 100, blue: 100), RGB(red: 240, green: 200, blue: 170), RGB(red: 120, green: 20, blue: 20), RGB(red: 160, green: 160, blue: 240)],
+    [RGB(red: 60, green: 30, blue: 120), RGB(red: 200, green: 240, blue: 120), RGB(red: 10, green: 140, blue: 230), RGB(red: 180, green: 120, blue: 60)],
+    [RGB(red: 255, green: 90, blue: 90), RGB(red: 90, green: 255, blue: 90), RGB(red: 90, green: 90, blue: 255), RGB(red: 170, green: 170, blue: 170)],
+]
+
+private func writeQuadrantPhoto(_ path: String, side: Int, colours: [RGB]) throws {
+    var image = RGBImage(width: side, height: side)
+    for y in 0..<side {
+        for x in 0..<side {
+            let colour = colours[(y < side / 2 ? 0 : 2) + (x < side / 2 ? 0 : 1)]
+            let i = (y * side + x) * 3
+            image.pixels[i] = colour.red
+            image.pixels[i + 1] = colour.green
+            image.pixels[i + 2] = colour.blue
+        }
+    }
+    try JPEGFile.write(image, to: path, quality: 95, subsampling: .s444)
+}
+
+/// Runs `command` through /bin/sh; its exit status.
+private func shell(_ command: String) -> Int32 {
+    let status = system(command)
+    return status == -1 ? -1 : (status >> 8) & 0xFF
+}
+
+private let windowWidth = 800, windowHeight = 600
+
+/// Opens `url` in headless Chromium and returns the screenshot's RGB pixels.
+private func screenshot(_ url: String, scratch: ScratchDirectory, name: String) throws -> RGBImage {
+    let png = scratch.file(name + ".png"), raw = scratch.file(name + ".rgb")
+    let command = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 "
+        + "--user-data-dir='\(scratch.file("profile"))' --window-size=\(windowWidth),\(windowHeight) "
+        + "--virtual-time-budget=10000 --screenshot='\(png)' '\(url)' >'\(scratch.file(name + ".log"))' 2>&1"
+    #expect(shell(command) == 0, "chromium failed: \(String(decoding: readBytes(scratch.file(name + ".log")), as: UTF8.self))")
+    #expect(shell("convert '\(png)' -depth 8 'rgb:\(raw)'") == 0, "ImageMagick could not read the screenshot")
+    let bytes = readBytes(raw)
+    try #require(bytes.count == windowWidth * windowHeight * 3, "screenshot is \(bytes.count) bytes")
+    return RGBImage(width: windowWidth, height: windowHeight, pixels: bytes)
+}
+
+/// Opens `url` in headless Chromium and returns the page's DOM after its scripts ran.
+private func dumpDOM(_ url: String, scratch: ScratchDirectory) -> String {
+    let out = scratch.file("dom.html")
+    let command = "chromium --headless --no-sandbox --disable-gpu --user-data-dir='\(scratch.file("profile"))' "
+        + "--window-size=\(windowWidth),\(windowHeight) --virtual-time-budget=5000 --dump-dom '\(url)' >'\(out)' 2>/dev/null"
+    #expect(shell(command) == 0)
+    return String(decoding: readBytes(out), as: UTF8.self)
+}
+
+private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
+    max(abs(Int(a.red) - Int(b.red)), abs(Int(a.green) - Int(b.green)), abs(Int(a.blue) - Int(b.blue)))
+}
+
+/// A pyramid level read back from its tiles (the tile's own pixels, overlap dropped).
+private func level(_ files: String, _ level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry) throws -> RGBImage {
+    var image = RGBImage(width: level.width, height: level.height)
+    for row in 0..<level.rows {
+        for column in 0..<level.columns {
+            let tile = try JPEGFile.read(files + "/\(level.index)/\(column)_\(row).jpg")
+            let x = geometry.span(tile: column, extent: level.width), y = geometry.span(tile: row, extent: level.height)
+            for py in y where py >= row * geometry.tileSize && py < (row + 1) * geometry.tileSize {
+                for px in x where px >= column * geometry.tileSize && px < (column + 1) * geometry.tileSize {
+                    let from = ((py - y.lowerBound) * tile.width + px - x.lowerBound) * 3
+                    let to = (py * level.width + px) * 3
+                    for c in 0..<3 { image.pixels[to + c] = tile.pixels[from + c] }
+                }
+            }
+        }
+    }
+    return image
+}
+
+@Suite(.serialized) struct DeepZoomViewerTests {
+    @Test func browserShowsThePyramidAndNamesThePhotoUnderTheMouse() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        mkdir(scratch.file("photos"), 0o755)
+        for (index, colours) in palettes.enumerated() {
+            try writeQuadrantPhoto(scratch.file("photos/photo-\(index).jpg"), side: 240, colours: colours)
+        }
+        // 12 x 8 cells of 120 px: 1440 x 960, so level 11 is the full picture in 6 x 4 tiles.
+        let columns = 12, rows = 8, cell = 120
+        let library = try PhotoLibrary.scan([scratch.file("photos")])
+        let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows, cellWidth: cell,
+                                     cellHeight: cell, order: .shuffle(seed: 3))
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.writesJPEG = false
+        settings.deepZoom = DeepZoomSettings()
+        settings.deepZoom?.quality = 95
+        settings.subsampling = .s444
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+        mkdir(scratch.file("out"), 0o755)
+        try renderer.render(jpeg: nil, deepZoom: scratch.file("out/my wall.dzi"),
+                            labels: CellLabels(layout: layout, photoPaths: library.photos.map(\.path)))
+        let geometry = renderer.plan.deepZoom!
+        #expect(geometry.maxLevel == 11)
+        let page = "file://" + scratch.file("out/my%20wall.html")
+        #expect(access(scratch.file("out/my wall.html"), R_OK) == 0)
+        #expect(access(scratch.file("out/my wall_files/viewer/leaflet.js"), R_OK) == 0)
+        #expect(access(scratch.file("out/my wall_files/viewer/LICENSE-leaflet.txt"), R_OK) == 0)
+
+        // The whole picture, fitted to the window and centred, drawn from level round(zoom).
+        // Headless Chromium lays the page out in a shorter viewport than it captures (the window
+        // loses its frame), and Leaflet keeps the centre when the window grows, so the scale is
+        // measured on the screenshot: the picture is the one region not in the page's colour
+        // along the middle row and down a column.
+        let whole = try screenshot(page, scratch: scratch, name: "whole")
+        let background = RGB(red: 0x11, green: 0x11, blue: 0x11)
+        let across = (0..<windowWidth).filter { channelDistance(whole.pixel(x: $0, y: windowHeight / 2), background) > 4 }
+        // (A column right of the middle: the help line at the bottom left reaches the middle.)
+        let down = (0..<windowHeight).filter { channelDistance(whole.pixel(x: windowWidth * 3 / 4, y: $0), background) > 4 }
+        try #require(!across.isEmpty && !down.isEmpty, "no picture on the screen")
+        let shownWidth = Double(across.last! - across.first! + 1), shownHeight = Double(down.last! - down.first! + 1)
+        let scale = shownWidth / 1440
+        #expect(abs(shownHeight - 960 * scale) <= 2, "the picture's shape is wrong: \(shownWidth) x \(shownHeight)")
+        #expect(shownWidth >= Double(windowWidth) * 0.6, "the whole picture is shown too small: \(shownWidth) px wide")
+        #expect(abs(Double(across.first!) - (Double(windowWidth) - shownWidth) / 2) <= 2, "the picture is not centred")
+        let left = Double(across.first!), top = Double(down.first!)
+        let shownLevel = geometry.levels[Int((Double(geometry.maxLevel) + log2(scale)).rounded())]
+        let shownPixels = try level(scratch.file("out/my wall_files"), shownLevel, geometry: geometry)
+        let levelScale = Double(shownLevel.width) / 1440
+        var checked = 0
+        for row in 0..<rows {
+            for column in 0..<columns {
+                for quadrant in 0..<4 {
+                    // The middle of the quadrant, in full-size pixels.
+                    let x = Double(column * cell + 30 + 60 * (quadrant % 2)), y = Double(row * cell + 30 + 60 * (quadrant / 2))
+                    let sx = Int(left + x * scale), sy = Int(top + y * scale)
+                    let expected = shownPixels.pixel(x: Int(x * levelScale), y: Int(y * levelScale))
+                    let distance = channelDistance(whole.pixel(x: sx, y: sy), expected)
+                    #expect(distance <= 16, "whole view: cell \(column),\(row) quadrant \(quadrant) at screen \(sx),\(sy)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 384)
+
+        // Deep zoom: twice full size around (700, 500), across the tile edges at x 508 and 762
+        // and y 508; every sampled point more than half a pixel from a quadrant's edge must
+        // show level 11's colour there. (With the tiles' overlap not cropped, so that tiles sit
+        // one pixel out of place, 79 points fail.)
+        let deep = try screenshot(page + "#z=12&x=700&y=500", scratch: scratch, name: "deep")
+        let full = try level(scratch.file("out/my wall_files"), geometry.levels[11], geometry: geometry)
+        checked = 0
+        for sy in stride(from: 10, to: windowHeight - 40, by: 7) {
+            for sx in stride(from: 60, to: windowWidth - 10, by: 7) {
+                let x = 700 + (Double(sx) + 0.5 - Double(windowWidth) / 2) / 2, y = 500 + (Double(sy) + 0.5 - Double(windowHeight) / 2) / 2
+                let edgeX = x.truncatingRemainder(dividingBy: 60), edgeY = y.truncatingRemainder(dividingBy: 60)
+                guard min(edgeX, 60 - edgeX) >= 0.5 && min(edgeY, 60 - edgeY) >= 0.5 else { continue }
+                let distance = channelDistance(deep.pixel(x: sx, y: sy), full.pixel(x: Int(x), y: Int(y)))
+                #expect(distance <= 16, "deep zoom: screen \(sx),\(sy) = picture \(x),\(y)")
+                checked += 1
+            }
+        }
+        #expect(checked > 3000)
+
+        // The label: a mousemove at the middle of the map names the photo in cell (5, 4), which
+        // holds picture point (700, 500).
+        let dom = dumpDOM(page + "#z=12&x=700&y=500&probe=center", scratch: scratch)
+        let photo = library.photos[layout.photo(column: 5, row: 4)].path
+        let name = String(photo.split(separator: "/").last!)
+        #expect(dom.contains("data-cell=\"5,4\""), "no label for cell 5,4 in the page")
+        #expect(dom.contains(">\(name)</div>"), "the label does not name \(name)")
+        #expect(dom.contains("data-path=\"\(photo)\""))
+    }
+}
