@@ -103,6 +103,14 @@ func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
 /// The shared end of grid and mosaic: dry run or pre-flight, then the render with a progress bar
 /// and warnings. Returns the summary, or nil after a dry run.
 func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) throws(TesseraError) -> RenderSummary? {
+    for (flag, path) in [("-o", options.jpegPath), ("--dzi", options.deepZoomPath)] {
+        guard let path else { continue }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        var info = stat()
+        guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) does not exist (create it first)")
+        }
+    }
     let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
     if options.dryRun {
         print(Report.plan(renderer.plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings))

@@ -215,6 +215,8 @@ let fixtures: String = {
         #expect(runTessera(["frobnicate"]).status == 2)
         #expect(runTessera(["--help"]).status == 0)
         #expect(runTessera(["grid", "--help"]).output.contains("--stripe-height"))
+        let missing = runTessera(["grid", fixtures, "--dzi", "/tmp/tessera-no-such-folder-\(getpid())/w.dzi", "--columns", "2", "--tile-size", "8"])
+        #expect(missing.status == 2 && missing.output.contains("does not exist (create it first)"), "\(missing.output)")
     }
 
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGKILL, Int32(-1))])
