@@ -346,6 +346,16 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
     return TESSERA_JPEG_OK;
 }
 
+int tessera_jpeg_encoder_restart(tessera_jpeg_encoder *e, uint32_t width, uint32_t height) {
+    if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
+    // Every parameter set by tessera_jpeg_encoder_start survives jpeg_finish_compress; only the
+    // size changes. (jpeg_set_defaults and jpeg_set_quality again would rebuild the tables.)
+    e->cinfo.image_width = width;
+    e->cinfo.image_height = height;
+    jpeg_start_compress(&e->cinfo, TRUE);
+    return TESSERA_JPEG_OK;
+}
+
 int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,
                                     size_t stride, uint32_t row_count) {
     if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;

@@ -112,3 +112,18 @@ import Testing
         #expect((0..<4).flatMap { Array(geometry.rows(ofStripe: $0)) } == Array(0..<100))
     }
 }
+
+@Suite struct JobTeamTests {
+    /// Every job of every batch runs exactly once, whatever the batch sizes, and `run` returns
+    /// only when its batch is done.
+    @Test func everyJobRunsOnceBeforeRunReturns() throws {
+        let team = try JobTeam(helpers: 3)
+        let lock = Mutex()
+        for size in [0, 1, 2, 7, 130, 1, 64, 0, 500] {
+            var counts = [Int](repeating: 0, count: size)
+            team.run(jobs: size) { job in lock.withLock { counts[job] += 1 } }
+            #expect(counts == [Int](repeating: 1, count: size), "batch of \(size)")
+        }
+        team.stop()
+    }
+}

@@ -112,6 +112,10 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
                                int quality, int h_sampling, int v_sampling,
                                unsigned int restart_interval);
 
+/// Starts another image of `width` x `height` with the settings of the last
+/// tessera_jpeg_encoder_start, after tessera_jpeg_encoder_finish.
+int tessera_jpeg_encoder_restart(tessera_jpeg_encoder *e, uint32_t width, uint32_t height);
+
 /// jpeg_write_scanlines for `row_count` RGB rows starting at `rows`, `stride` bytes apart.
 int tessera_jpeg_encoder_write_rows(tessera_jpeg_encoder *e, const uint8_t *rows,
                                     size_t stride, uint32_t row_count);

@@ -14,12 +14,14 @@
 // a compressor and a partly written tile per tile column, plus a stripe's worth of averaged
 // rows: it grows with the width, never with the height.
 //
-// Threading: `append` is called by one thread (the render's writer) with rows in order. For
-// each level it runs the tile columns and the averaging for the level below as independent
-// jobs on all cores (DispatchQueue.concurrentPerform): a job touches only its own column's
-// encoder and carry rows, or its own output rows.
+// Threading: `append` is called by one thread (the render's writer) with rows in order. Each
+// call is one batch of jobs on all cores (a JobTeam of its own): one job per tile column of
+// every level that has rows waiting, which encodes them and averages its own part of them for
+// the level below (while they are in the cache). A level's averaged rows are the next level's
+// input in the next batch, so the levels form a pipeline one batch apart and no job in a batch
+// waits for another; `finish` runs the batches that drain it. A job touches only its own
+// column's encoder and carry rows and its own range of output pixels.
 import CTesseraShims
-import Dispatch
 
 final class DeepZoomWriter {
     let geometry: DeepZoomGeometry
@@ -31,6 +33,8 @@ final class DeepZoomWriter {
     private let errorLock = Mutex()
     private var firstError: TesseraError?  // protected by errorLock
     private let files = TileFileQueue()
+    /// Runs a level's jobs on every core (see JobTeam for why not concurrentPerform).
+    private let team: JobTeam
     /// Tiles written so far (every level).
     var tilesWritten: Int { files.filesWritten }
     /// Bytes of tiles written so far.
@@ -42,35 +46,92 @@ final class DeepZoomWriter {
         self.quality = Int32(quality)
         factors = subsampling.lumaFactors
         levels = geometry.levels.map { LevelStream(level: $0, geometry: geometry) }
+        team = try JobTeam(helpers: max(0, onlineCoreCount() - 1))
         for level in geometry.levels { try makeDirectory(filesDirectory + "/\(level.index)") }
     }
 
-    /// Feeds the next `count` rows of the full picture, `stride` bytes apart.
+    /// Feeds the next `count` rows of the full picture, `stride` bytes apart. The rows are
+    /// used before this returns (tiles encoded, averaged rows made for the level below).
     func append(rows: UnsafeRawPointer, stride: Int, count: Int) throws(TesseraError) {
-        try feed(level: geometry.maxLevel, rows: rows.assumingMemoryBound(to: UInt8.self), stride: stride, count: count)
+        guard count > 0 else { return }
+        levels[geometry.maxLevel].input = (rows.assumingMemoryBound(to: UInt8.self), stride, count)
+        try runBatch()
     }
 
-    /// Checks that every level received all its rows and every tile was written.
+    /// Runs what is left in the pipeline, then checks that every level received all its rows and
+    /// every tile was written.
     func finish() throws(TesseraError) {
+        while levels.contains(where: { $0.input != nil }) { try runBatch() }
         try files.drain()
         for stream in levels where stream.nextRow != stream.level.height || stream.columns.contains(where: { $0.tileRow != stream.level.rows }) {
             throw TesseraError.encodeFailed(path: filesDirectory, reason: "level \(stream.level.index) received \(stream.nextRow) of \(stream.level.height) rows")
         }
     }
 
-    private func feed(level index: Int, rows: UnsafePointer<UInt8>, stride: Int, count: Int) throws(TesseraError) {
-        guard count > 0 else { return }
-        let stream = levels[index]
+    /// One step of the pipeline: every level that has rows waiting encodes them into its tiles
+    /// and averages them for the level below, all levels at once in one batch of jobs. The rows
+    /// a level averages now are the next level's input in the next batch, so no job waits for
+    /// another (levels are a batch apart, and each level's output is double-buffered).
+    private func runBatch() throws(TesseraError) {
+        var works: [LevelWork] = []
+        for stream in levels.reversed() {
+            guard let input = stream.input else { continue }
+            stream.input = nil
+            works.append(prepare(stream, rows: input.rows, stride: input.stride, count: input.count))
+        }
+        // The job table: each level's jobs in a run of numbers.
+        var firstJob: [Int] = []
+        var total = 0
+        for work in works {
+            firstJob.append(total)
+            total += work.jobs
+        }
+        let table = works
+        let job = { (number: Int) in
+            var w = table.count - 1
+            while firstJob[w] > number { w -= 1 }
+            do throws(TesseraError) {
+                try table[w].run(job: number - firstJob[w], writer: self)
+            } catch {
+                self.errorLock.withLock { if self.firstError == nil { self.firstError = error } }
+            }
+        }
+        if total == 1 {
+            job(0)
+        } else {
+            // The jobs share nothing mutable (see the file's threading note); errors go through
+            // errorLock.
+            team.run(jobs: total, job)
+        }
+        if let error = errorLock.withLock({ firstError }) { throw error }
+        for work in works {
+            let stream = levels[work.level]
+            stream.nextRow += work.count
+            guard work.level > 0 else { continue }
+            if let keep = work.keep {
+                stream.pending.update(from: keep, count: stream.level.width * 3)
+                stream.hasPending = true
+            } else {
+                stream.hasPending = false
+            }
+            if !work.pairs.isEmpty {
+                levels[work.level - 1].input = (UnsafePointer(work.output!), work.outputStride, work.pairs.count)
+                stream.flipOutput()
+            }
+        }
+    }
+
+    /// Plans one level's part of a batch: which rows pair up for the level below (the first
+    /// possibly with the row kept from before; a last unpaired row is the level's last row,
+    /// averaged with itself, or is kept for later), and its jobs.
+    private func prepare(_ stream: LevelStream, rows: UnsafePointer<UInt8>, stride: Int, count: Int) -> LevelWork {
         let level = stream.level
         precondition(stream.nextRow + count <= level.height, "more rows than the level has")
-        let firstRow = stream.nextRow
-
-        // The averaging for the level below: pairs of rows, the first possibly the row kept
-        // from the previous call; a last unpaired row is the level's last row (averaged with
-        // itself) or is kept for the next call.
         var pairs: [(top: UnsafePointer<UInt8>, bottom: UnsafePointer<UInt8>)] = []
         var keep: UnsafePointer<UInt8>?
-        if index > 0 {
+        var output: UnsafeMutablePointer<UInt8>?
+        var outputStride = 0
+        if level.index > 0 {
             var i = 0
             var available = count
             if stream.hasPending {
@@ -84,57 +145,17 @@ final class DeepZoomWriter {
                 available -= 2
             }
             if available == 1 {
-                if firstRow + i == level.height - 1 {
+                if stream.nextRow + i == level.height - 1 {
                     pairs.append((rows + i * stride, rows + i * stride))
                 } else {
                     keep = rows + i * stride
                 }
             }
-            stream.reserveOutput(rows: pairs.count, width: levels[index - 1].level.width)
+            outputStride = levels[level.index - 1].level.width * 3
+            output = stream.reserveOutput(bytes: pairs.count * outputStride)
         }
-
-        // Jobs: every tile column, then the averaging in chunks of rows.
-        let columnJobs = stream.columns.count
-        let chunkRows = max(1, min(8, pairs.count / 4))
-        let chunkJobs = (pairs.count + chunkRows - 1) / chunkRows
-        let output = stream.output
-        let outputStride = index > 0 ? levels[index - 1].level.width * 3 : 0
-        let inputWidth = level.width
-        let job = { (job: Int) in
-            if job < columnJobs {
-                do throws(TesseraError) {
-                    try stream.columns[job].feed(rows: rows, stride: stride, firstRow: firstRow, count: count, writer: self)
-                } catch {
-                    self.errorLock.withLock { if self.firstError == nil { self.firstError = error } }
-                }
-            } else {
-                let first = (job - columnJobs) * chunkRows
-                for p in first..<min(pairs.count, first + chunkRows) {
-                    averageRows(pairs[p].top, pairs[p].bottom, into: output + p * outputStride, inputWidth: inputWidth)
-                }
-            }
-        }
-        let jobs = columnJobs + chunkJobs
-        if jobs == 1 || level.width * count < 1 << 16 {
-            for j in 0..<jobs { job(j) }
-        } else {
-            // The jobs share nothing mutable (see the file's threading note); errors go through
-            // errorLock.
-            let shared = UnsafeSendable(job)
-            DispatchQueue.concurrentPerform(iterations: jobs) { shared.value($0) }
-        }
-        if let error = errorLock.withLock({ firstError }) { throw error }
-
-        stream.nextRow += count
-        if let keep {
-            stream.pending.update(from: keep, count: inputWidth * 3)
-            stream.hasPending = true
-        } else if index > 0 {
-            stream.hasPending = false
-        }
-        if index > 0 {
-            try feed(level: index - 1, rows: UnsafePointer(output), stride: outputStride, count: pairs.count)
-        }
+        return LevelWork(stream: stream, rows: rows, stride: stride, count: count, firstRow: stream.nextRow,
+                         pairs: pairs, keep: keep, output: output, outputStride: outputStride)
     }
 
     /// Hands a finished tile's bytes to the file queue. Called from jobs, one per column.
@@ -148,16 +169,56 @@ final class DeepZoomWriter {
     fileprivate var encoderSettings: (quality: Int32, h: Int32, v: Int32) { (quality, factors.h, factors.v) }
 }
 
-/// One level's state between calls: its tile columns, a kept row, and the buffer its rows are
-/// averaged into for the level below.
+/// One level's part of a batch.
+private struct LevelWork {
+    let stream: LevelStream
+    let rows: UnsafePointer<UInt8>
+    let stride: Int
+    let count: Int
+    let firstRow: Int
+    let pairs: [(top: UnsafePointer<UInt8>, bottom: UnsafePointer<UInt8>)]
+    let keep: UnsafePointer<UInt8>?
+    let output: UnsafeMutablePointer<UInt8>?
+    let outputStride: Int
+
+    var level: Int { stream.level.index }
+    /// A small level is one job; a large one a job per tile column.
+    var single: Bool { stream.level.width * count < 1 << 16 }
+    var jobs: Int { single ? 1 : stream.columns.count }
+
+    /// Encodes this batch's rows into column `job`'s tiles, then averages the same part of the
+    /// rows for the level below while it is still in the cache (output pixels
+    /// ceil(c*T/2) ..< ceil((c+1)*T/2) for column c, the last column to the end of the row).
+    func run(job: Int, writer: DeepZoomWriter) throws(TesseraError) {
+        for column in single ? stream.columns.indices : job..<(job + 1) {
+            try stream.columns[column].feed(rows: rows, stride: stride, firstRow: firstRow, count: count, writer: writer)
+            guard let output, !pairs.isEmpty else { continue }
+            let tileSize = stream.columns[column].geometry.tileSize
+            let width = stream.level.width
+            let first = (column * tileSize + 1) / 2
+            let end = column == stream.columns.count - 1 ? (width + 1) / 2 : ((column + 1) * tileSize + 1) / 2
+            let inputWidth = min(2 * (end - first), width - 2 * first)
+            for p in pairs.indices {
+                averageRows(pairs[p].top + 6 * first, pairs[p].bottom + 6 * first, into: output + p * outputStride + 3 * first,
+                            inputWidth: inputWidth)
+            }
+        }
+    }
+}
+
+/// One level's state between batches: its tile columns, its rows waiting for the next batch, a
+/// kept row, and the two buffers its rows are averaged into for the level below (one being
+/// filled while the level below reads the other).
 private final class LevelStream {
     let level: DeepZoomGeometry.Level
     let columns: [TileColumn]
     var nextRow = 0
+    /// Rows waiting for the next batch.
+    var input: (rows: UnsafePointer<UInt8>, stride: Int, count: Int)?
     let pending: UnsafeMutablePointer<UInt8>
     var hasPending = false
-    private(set) var output: UnsafeMutablePointer<UInt8>
-    private var outputCapacity = 0
+    private var outputs: [(buffer: UnsafeMutablePointer<UInt8>, capacity: Int)]
+    private var current = 0
 
     init(level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry) {
         self.level = level
@@ -165,21 +226,25 @@ private final class LevelStream {
             TileColumn(level: level, column: $0, x: geometry.span(tile: $0, extent: level.width), geometry: geometry)
         }
         pending = .allocate(capacity: level.width * 3)
-        output = .allocate(capacity: 0)
+        outputs = [(.allocate(capacity: 0), 0), (.allocate(capacity: 0), 0)]
     }
 
     deinit {
         pending.deallocate()
-        output.deallocate()
+        for output in outputs { output.buffer.deallocate() }
     }
 
-    func reserveOutput(rows: Int, width: Int) {
-        let needed = rows * width * 3
-        guard needed > outputCapacity else { return }
-        output.deallocate()
-        output = .allocate(capacity: needed)
-        outputCapacity = needed
+    /// The buffer to average into now, at least `bytes` long.
+    func reserveOutput(bytes: Int) -> UnsafeMutablePointer<UInt8> {
+        if bytes > outputs[current].capacity {
+            outputs[current].buffer.deallocate()
+            outputs[current] = (.allocate(capacity: bytes), bytes)
+        }
+        return outputs[current].buffer
     }
+
+    /// The level below now reads the buffer just filled; the next batch fills the other.
+    func flipOutput() { current ^= 1 }
 }
 
 /// One column of tiles of one level: an encoder on the current tile, and the rows the next
@@ -226,10 +291,12 @@ private final class TileColumn {
                 if encoder == nil {
                     encoder = tessera_jpeg_encoder_create(nil, nil, 16 << 10)
                     guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
+                    let settings = writer.encoderSettings
+                    try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
+                                                         settings.h, settings.v, 0))
+                } else {
+                    try check(tessera_jpeg_encoder_restart(encoder, UInt32(x.count), UInt32(span.count)))
                 }
-                let settings = writer.encoderSettings
-                try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
-                                                     settings.h, settings.v, 0))
                 started = true
                 precondition(span.lowerBound + carryRows == y, "carried rows do not meet the stream")
                 if carryRows > 0 {

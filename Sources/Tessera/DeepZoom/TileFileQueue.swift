@@ -20,7 +20,7 @@ final class TileFileQueue: @unchecked Sendable {
     private var written = 0
     private var writtenBytes: Int64 = 0
 
-    init(limitBytes: Int = 2 << 20) {
+    init(limitBytes: Int = 4 << 20) {
         self.limitBytes = limitBytes
         changed = Condition(lock)
     }

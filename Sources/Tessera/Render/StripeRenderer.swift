@@ -6,7 +6,8 @@
 //                  AtomicOutputFile ◀── JPEGScanlineWriter ◀── writer (the caller's thread)
 //
 // Threading contract:
-// - `render` runs the writer on the calling thread and `plan.workers` Dispatch workers.
+// - `render` runs the writer on the calling thread and `plan.workers` worker threads of its own
+//   (not Dispatch's pool, which the Deep Zoom writer's parallel jobs need: see Threads.swift).
 // - Workers claim stripe indices in increasing order (`nextStripe`). Stripe i uses slot
 //   i % window and is mapped only once stripe i - window has been encoded (`encodedCount`), so at
 //   most `window` stripes exist at once (back-pressure) and a slot is never shared.
@@ -101,7 +102,7 @@ public final class StripeRenderer: @unchecked Sendable {
             ready = Array(repeating: nil, count: plan.windowStripes)
         }
 
-        let group = DispatchGroup()
+        var threads: [JoinableThread] = []
         var writeError: TesseraError?
         do throws(TesseraError) {
             // Serial: one libjpeg encoder on this thread. Parallel: workers compress, this thread joins.
@@ -111,7 +112,7 @@ public final class StripeRenderer: @unchecked Sendable {
                                          restartInterval: plan.restartInterval)
                 : nil
             for _ in 0..<plan.workers {
-                DispatchQueue.global().async(group: group) { self.workerLoop(store: store, cache: cache, label: label) }
+                threads.append(try JoinableThread { self.workerLoop(store: store, cache: cache, label: label) })
             }
             for index in 0..<geometry.stripeCount {
                 let rows = geometry.rows(ofStripe: index)
@@ -139,7 +140,7 @@ public final class StripeRenderer: @unchecked Sendable {
             writeError = error
         }
         if let writeError { fail(writeError) }
-        group.wait()
+        for thread in threads { thread.join() }
         lock.withLock { ready = Array(repeating: nil, count: plan.windowStripes) }
         store.releaseAll()
         if let error = lock.withLock({ failure }) {
