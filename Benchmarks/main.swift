@@ -7,6 +7,9 @@
 //   tessera the real `tessera grid` command, as a child process, so its peak RSS (wait4) is its own.
 // Then, on the largest grid, `--encoder serial` against `--encoder parallel` for 1, 2 and all
 // workers (the speed-up), and what the parallel encoder's restart markers cost in file size.
+// Then Deep Zoom on the largest grid: `--dzi` alone, `-o` alone, both in one pass against the two
+// one after the other, libvips's dzsave of the JPEG, and a 20-gigapixel `--dzi` render (same
+// width, 16.7 x the height) to show that memory does not grow with the height.
 // Then `tessera mosaic` on the same grid against a real photo (end to end, ratio to the floor,
 // peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
@@ -36,6 +39,8 @@ struct Options {
     var extra: [String] = []
     var compareEncoders = true
     var mosaic = true
+    var deepZoom = true
+    var largeDeepZoomGigapixels = 20.0
     var target: String?
 }
 
@@ -65,10 +70,12 @@ while !arguments.isEmpty {
     case "--temp-dir": options.temporaryDirectory = value()
     case "--no-encoder-comparison": options.compareEncoders = false
     case "--no-mosaic": options.mosaic = false
+    case "--no-deep-zoom": options.deepZoom = false
+    case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--target PICTURE] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -252,6 +259,10 @@ if options.mosaic {
     runMosaicBenchmark()
 }
 
+if options.deepZoom {
+    runDeepZoomBenchmark()
+}
+
 if results.count > 1 {
     let smallest = results.first!
     print("\nsummary")
@@ -368,4 +379,96 @@ func runMosaicBenchmark() {
     unlink(theirs)
     unlink(sized)
     _ = run(["rm", "-rf", library, cache])
+}
+
+/// Size in bytes of everything under `path` (du -sb).
+@MainActor
+func treeBytes(_ path: String) -> Int64 {
+    let listing = scratch + "/du.txt"
+    _ = run(["du", "-sb", path], stdout: listing)
+    return Int64(fileLines(listing).first?.split(separator: "\t").first.map(String.init) ?? "") ?? 0
+}
+
+@MainActor
+func runDeepZoomBenchmark() {
+    guard let size = options.sizes.max() else { return }
+    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
+    let megapixels = Double(columns * cell) * Double(rows * cell) / 1e6
+    let grid = ["grid", photoDirectory, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags
+    print("\ndeep zoom on grid \(columns)x\(rows) (\(fixed(megapixels, 1)) MP), 254 px tiles + 1 overlap, Q\(quality), into \(scratch); median of \(options.runs) rounds after 1 warm-up")
+    print("  (each round runs -o, --dzi, then both in one pass; outputs are deleted after each run)")
+    let pyramid = scratch + "/zoom"
+    var times: [String: [Double]] = [:], peaks: [String: Int64] = [:]
+    var tiles: Int64 = 0, tileBytes: Int64 = 0
+    for attempt in 0...options.runs {
+        for mode in ["jpeg", "dzi", "both"] {
+            mkdir(pyramid, 0o755)
+            var outputs: [String] = []
+            if mode != "dzi" { outputs += ["-o", output] }
+            if mode != "jpeg" { outputs += ["--dzi", pyramid + "/wall.dzi"] }
+            let result = run([tessera] + grid + outputs)
+            guard result.status == 0 else { fail("tessera \(outputs.joined(separator: " ")) failed with status \(result.status)") }
+            if attempt > 0 {
+                times[mode, default: []].append(result.seconds)
+                peaks[mode] = max(peaks[mode] ?? 0, result.peakBytes)
+            }
+            if mode == "dzi" && attempt == 0 {
+                tileBytes = treeBytes(pyramid + "/wall_files")
+                let count = scratch + "/count.txt"
+                _ = run(["sh", "-c", "find '\(pyramid)/wall_files' -name '*_*.jpg' | wc -l"], stdout: count)
+                tiles = Int64(fileLines(count).first ?? "") ?? 0
+            }
+            // The last one-pass JPEG is kept for vips dzsave below.
+            if !(mode == "both" && attempt == options.runs) { unlink(output) }
+            _ = run(["rm", "-rf", pyramid])
+        }
+    }
+    let jpeg = median(times["jpeg"]!), dzi = median(times["dzi"]!), both = median(times["both"]!)
+    let sequential = median(zip(times["jpeg"]!, times["dzi"]!).map { $0 + $1 })
+    let floorNote = floorAtLargest.map { ", \(fixed(dzi / $0)) x the 1-core JPEG floor" } ?? ""
+    print("  tessera --dzi alone       : \(fixed(dzi)) s, \(fixed(megapixels / dzi, 0)) MP/s, peak RSS \(fixed(Double(peaks["dzi"]!) / 1e6, 1)) MB\(floorNote)   runs \(times["dzi"]!.map { fixed($0) }.joined(separator: " "))")
+    print("                              \(tiles) tiles, \(fixed(Double(tileBytes) / 1e6, 1)) MB")
+    print("  tessera -o alone          : \(fixed(jpeg)) s, peak RSS \(fixed(Double(peaks["jpeg"]!) / 1e6, 1)) MB   runs \(times["jpeg"]!.map { fixed($0) }.joined(separator: " "))")
+    print("  tessera -o --dzi, one pass: \(fixed(both)) s, peak RSS \(fixed(Double(peaks["both"]!) / 1e6, 1)) MB   runs \(times["both"]!.map { fixed($0) }.joined(separator: " "))")
+    print("  one after the other (-o, then --dzi, same round): \(fixed(sequential)) s; one pass takes x\(fixed(both / sequential)) of that")
+
+    // libvips on the JPEG tessera just wrote: the chain other tools' users build.
+    var vipsSeconds: Double?
+    if run(["sh", "-c", "command -v vips"]).status == 0 {
+        mkdir(pyramid, 0o755)
+        let vips = run(["vips", "dzsave", output, pyramid + "/vips", "--tile-size", "254", "--overlap", "1", "--suffix", ".jpg[Q=\(quality)]"])
+        if vips.status == 0 {
+            vipsSeconds = vips.seconds
+            print("  vips dzsave of that JPEG (1 run): \(fixed(vips.seconds)) s, peak RSS \(fixed(Double(vips.peakBytes) / 1e6, 1)) MB; "
+                  + "tessera -o then vips: \(fixed(jpeg + vips.seconds)) s, against one pass \(fixed(both)) s (x\(fixed(both / (jpeg + vips.seconds))))")
+        } else {
+            print("  vips dzsave failed with status \(vips.status)")
+        }
+        _ = run(["rm", "-rf", pyramid])
+    } else {
+        print("  vips: not installed (apt-get install libvips-tools), no comparison")
+    }
+    unlink(output)
+    _ = vipsSeconds
+    rmdir(pyramid)
+
+    // A large pyramid: the same width, many more rows. Memory must not follow the height.
+    guard options.largeDeepZoomGigapixels > 0 else { return }
+    let largeRows = max(1, Int((options.largeDeepZoomGigapixels * 1e9 / Double(columns * cell * cell)).rounded()))
+    let largeMegapixels = Double(columns * cell) * Double(largeRows * cell) / 1e6
+    mkdir(pyramid, 0o755)
+    let log = scratch + "/large.txt"
+    let large = run([tessera, "grid", photoDirectory, "--grid", "\(columns)x\(largeRows)", "--tile-size", String(cell),
+                     "--dzi", pyramid + "/large.dzi"] + flags, stdout: log, stderr: log)
+    if large.status == 0 {
+        print("  tessera --dzi, grid \(columns)x\(largeRows) (\(fixed(largeMegapixels / 1000, 1)) GP, 1 run): \(fixed(large.seconds)) s, "
+              + "\(fixed(largeMegapixels / large.seconds, 0)) MP/s, peak RSS \(fixed(Double(large.peakBytes) / 1e6, 1)) MB "
+              + "(x\(fixed(Double(large.peakBytes) / Double(peaks["dzi"]!))) of the \(fixed(megapixels / 1000, 1)) GP pyramid's)")
+        for line in fileLines(log) { print("  | " + line) }
+    } else {
+        print("  tessera --dzi, \(fixed(largeMegapixels / 1000, 1)) GP: exit status \(large.status)")
+        for line in fileLines(log) { print("  | " + line) }
+    }
+    _ = run(["rm", "-rf", pyramid])
+    unlink(log)
 }

@@ -250,6 +250,7 @@ struct tessera_jpeg_encoder {
     uint8_t *buffer;
     size_t buffer_bytes;
     size_t memory_bytes;  // memory output: length of the last finished image
+    size_t initial_bytes; // memory output: the buffer's size to return to between images
     int created;
 };
 
@@ -304,6 +305,7 @@ tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *
     e->buffer = malloc(buffer_bytes);
     if (e->buffer == NULL) { free(e); return NULL; }
     e->buffer_bytes = buffer_bytes;
+    e->initial_bytes = buffer_bytes;
     e->sink = sink;
     e->context = context;
     tessera_error_init(&e->err);
@@ -348,6 +350,15 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
 
 int tessera_jpeg_encoder_restart(tessera_jpeg_encoder *e, uint32_t width, uint32_t height) {
     if (setjmp(e->err.jump)) return TESSERA_JPEG_ERROR;
+    if (e->sink == NULL && e->buffer_bytes > 2 * e->initial_bytes) {
+        // One busy image grew the buffer: give it back, so that a long run of encoders does
+        // not keep the largest image each one ever made.
+        uint8_t *smaller = realloc(e->buffer, e->initial_bytes);
+        if (smaller != NULL) {
+            e->buffer = smaller;
+            e->buffer_bytes = e->initial_bytes;
+        }
+    }
     // Every parameter set by tessera_jpeg_encoder_start survives jpeg_finish_compress; only the
     // size changes. (jpeg_set_defaults and jpeg_set_quality again would rebuild the tables.)
     e->cinfo.image_width = width;

@@ -16,7 +16,8 @@ public enum Report {
             "workers     \(plan.workers)",
             "tile cache  \(plan.tileSlots) tiles of \(formatBytes(Int64(plan.tileBytes)))",
             "memory      about \(formatBytes(Int64(plan.estimatedPeakBytes))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))",
-            "disk        jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", tile spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
+            "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), " : "")
+                + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", tile spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
         if let deepZoom = plan.deepZoom, let zoom = settings.deepZoom {
             lines.insert("deep zoom   \(deepZoom.levels.count) levels, \(deepZoom.tileCount) tiles of \(deepZoom.tileSize) px + \(deepZoom.overlap) overlap at quality \(zoom.quality), at most \(formatBytes(plan.deepZoomDiskBytes)), \(plan.deepZoomInodes) files; \(formatBytes(Int64(plan.deepZoomMemoryBytes))) of memory", at: 3)
