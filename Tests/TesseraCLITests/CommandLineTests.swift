@@ -130,6 +130,20 @@ func viewerLabels(_ script: String) -> (names: [String], cells: [Int]) {
     return (names, cells)
 }
 
+/// Starts the tool with `arguments` (stderr to /dev/null) and returns its pid without waiting.
+func spawnTessera(_ arguments: [String]) -> pid_t {
+    let tool = toolPath()
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+    return pid
+}
+
 /// The names in `directory`, sorted, hidden ones included.
 func listNames(_ directory: String) -> [String] {
     var names: [String] = []
@@ -225,17 +239,8 @@ let fixtures: String = {
         mkdir(directory, 0o755)
         defer { unlink(directory + "/big.jpg"); rmdir(directory) }
         // 20,000 x 20,000 px into the same folder as the temporaries: long enough to interrupt.
-        let tool = toolPath()
-        var pid: pid_t = 0
-        let arguments = [tool, "grid", fixtures, "-o", directory + "/big.jpg", "--grid", "100x100", "--tile-size", "200",
-                         "--no-progress", "--temp-dir", directory]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        let pid = spawnTessera(["grid", fixtures, "-o", directory + "/big.jpg", "--grid", "100x100", "--tile-size", "200",
+                                "--no-progress", "--temp-dir", directory])
         usleep(700_000)
         kill(pid, number)
         var status: Int32 = 0
@@ -246,14 +251,7 @@ let fixtures: String = {
             #expect((status >> 8) & 0xFF == expected)
         }
         // ...and still nothing is left: the stripe file and the unfinished output had no names.
-        var names: [String] = []
-        if let listing = opendir(directory) {
-            while let entry = readdir(listing) {
-                let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(listing)
-        }
+        let names = listNames(directory)
         #expect(names.isEmpty, "left behind: \(names)")
     }
 
@@ -264,17 +262,8 @@ let fixtures: String = {
         let directory = "/tmp/tessera-dzi-signal-\(getpid())-\(number)"
         mkdir(directory, 0o755)
         defer { _ = system("rm -rf '\(directory)'") }
-        let tool = toolPath()
-        var pid: pid_t = 0
-        let arguments = [tool, "grid", fixtures, "--dzi", directory + "/big.dzi", "--grid", "100x100", "--tile-size", "200",
-                         "--no-progress", "--temp-dir", directory]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        let pid = spawnTessera(["grid", fixtures, "--dzi", directory + "/big.dzi", "--grid", "100x100", "--tile-size", "200",
+                                "--no-progress", "--temp-dir", directory])
         usleep(1_000_000)
         kill(pid, number)
         var status: Int32 = 0

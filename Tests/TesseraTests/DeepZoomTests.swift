@@ -8,44 +8,6 @@ import Testing
 
 private let landscapes = (1...8).map { fixturesDirectory + "/orientation/Landscape_\($0).jpg" }
 
-/// Expected pixel span of tile `index` along an axis `extent` long, written from the Deep Zoom
-/// rules directly: the tile's own cells plus `overlap` on each side that has a neighbour.
-private func expectedSpan(_ index: Int, tileSize: Int, overlap: Int, extent: Int) -> (start: Int, count: Int) {
-    let start = index == 0 ? 0 : index * tileSize - overlap
-    let end = min(extent, (index + 1) * tileSize + overlap)
-    return (start, end - start)
-}
-
-/// A level put back together from its tile files (overlaps dropped), checking every tile's size.
-private func assembleLevel(files: String, level: Int, width: Int, height: Int, tileSize: Int, overlap: Int) throws -> RGBImage {
-    var image = RGBImage(width: width, height: height)
-    let columns = (width + tileSize - 1) / tileSize, rows = (height + tileSize - 1) / tileSize
-    for row in 0..<rows {
-        for column in 0..<columns {
-            let tile = try JPEGFile.read(files + "/\(level)/\(column)_\(row).jpg")
-            let x = expectedSpan(column, tileSize: tileSize, overlap: overlap, extent: width)
-            let y = expectedSpan(row, tileSize: tileSize, overlap: overlap, extent: height)
-            #expect(tile.width == x.count && tile.height == y.count, "tile \(level)/\(column)_\(row) is \(tile.width)x\(tile.height)")
-            guard tile.width == x.count && tile.height == y.count else { continue }
-            // Copy the tile's own region (without overlap) into place.
-            let left = column * tileSize - x.start, top = row * tileSize - y.start
-            for ty in 0..<min(tileSize, height - row * tileSize) {
-                for tx in 0..<min(tileSize, width - column * tileSize) {
-                    let from = ((top + ty) * tile.width + left + tx) * 3
-                    let to = ((row * tileSize + ty) * width + column * tileSize + tx) * 3
-                    image.pixels[to] = tile.pixels[from]
-                    image.pixels[to + 1] = tile.pixels[from + 1]
-                    image.pixels[to + 2] = tile.pixels[from + 2]
-                }
-            }
-        }
-    }
-    // Nothing beyond the last tile in either direction.
-    #expect(access(files + "/\(level)/\(columns)_0.jpg", F_OK) != 0)
-    #expect(access(files + "/\(level)/0_\(rows).jpg", F_OK) != 0)
-    return image
-}
-
 /// Half size, rounding up: each pixel the mean of the (up to) 2 x 2 pixels it covers.
 private func halved(_ image: RGBImage) -> RGBImage {
     let width = (image.width + 1) / 2, height = (image.height + 1) / 2
@@ -158,7 +120,7 @@ extension RenderTests {
         #expect(summary.deepZoomTiles == geometry.tileCount)
         var reference = try JPEGFile.read(scratch.file("wall.jpg"))
         for level in stride(from: geometry.maxLevel, through: 0, by: -1) {
-            let assembled = try assembleLevel(files: scratch.file("wall_files"), level: level, width: reference.width,
+            let assembled = try readPyramidLevel(files: scratch.file("wall_files"), level: level, width: reference.width,
                                               height: reference.height, tileSize: tileSize, overlap: overlap)
             let difference = meanAbsoluteDifference(assembled, reference)
             // Both sides went through JPEG (the reference once, the tiles once more from the

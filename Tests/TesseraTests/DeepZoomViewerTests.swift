@@ -66,25 +66,6 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
     max(abs(Int(a.red) - Int(b.red)), abs(Int(a.green) - Int(b.green)), abs(Int(a.blue) - Int(b.blue)))
 }
 
-/// A pyramid level read back from its tiles (the tile's own pixels, overlap dropped).
-private func level(_ files: String, _ level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry) throws -> RGBImage {
-    var image = RGBImage(width: level.width, height: level.height)
-    for row in 0..<level.rows {
-        for column in 0..<level.columns {
-            let tile = try JPEGFile.read(files + "/\(level.index)/\(column)_\(row).jpg")
-            let x = geometry.span(tile: column, extent: level.width), y = geometry.span(tile: row, extent: level.height)
-            for py in y where py >= row * geometry.tileSize && py < (row + 1) * geometry.tileSize {
-                for px in x where px >= column * geometry.tileSize && px < (column + 1) * geometry.tileSize {
-                    let from = ((py - y.lowerBound) * tile.width + px - x.lowerBound) * 3
-                    let to = (py * level.width + px) * 3
-                    for c in 0..<3 { image.pixels[to + c] = tile.pixels[from + c] }
-                }
-            }
-        }
-    }
-    return image
-}
-
 @Suite(.serialized) struct DeepZoomViewerTests {
     @Test func browserShowsThePyramidAndNamesThePhotoUnderTheMouse() throws {
         let scratch = ScratchDirectory()
@@ -133,7 +114,8 @@ private func level(_ files: String, _ level: DeepZoomGeometry.Level, geometry: D
         #expect(abs(Double(across.first!) - (Double(windowWidth) - shownWidth) / 2) <= 2, "the picture is not centred")
         let left = Double(across.first!), top = Double(down.first!)
         let shownLevel = geometry.levels[Int((Double(geometry.maxLevel) + log2(scale)).rounded())]
-        let shownPixels = try level(scratch.file("out/my wall_files"), shownLevel, geometry: geometry)
+        let shownPixels = try readPyramidLevel(files: scratch.file("out/my wall_files"), level: shownLevel.index, width: shownLevel.width,
+                                               height: shownLevel.height, tileSize: geometry.tileSize, overlap: geometry.overlap)
         let levelScale = Double(shownLevel.width) / 1440
         var checked = 0
         for row in 0..<rows {
@@ -156,7 +138,8 @@ private func level(_ files: String, _ level: DeepZoomGeometry.Level, geometry: D
         // show level 11's colour there. (With the tiles' overlap not cropped, so that tiles sit
         // one pixel out of place, 79 points fail.)
         let deep = try screenshot(page + "#z=12&x=700&y=500", scratch: scratch, name: "deep")
-        let full = try level(scratch.file("out/my wall_files"), geometry.levels[11], geometry: geometry)
+        let full = try readPyramidLevel(files: scratch.file("out/my wall_files"), level: 11, width: 1440, height: 960,
+                                        tileSize: geometry.tileSize, overlap: geometry.overlap)
         checked = 0
         for sy in stride(from: 10, to: windowHeight - 40, by: 7) {
             for sx in stride(from: 60, to: windowWidth - 10, by: 7) {

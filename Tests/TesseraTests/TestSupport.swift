@@ -117,3 +117,42 @@ func renderGrid(_ paths: [String], to output: String, columns: Int, rows: Int, c
 func writeSolidPhoto(_ path: String, width: Int, height: Int, colour: RGB) throws {
     try JPEGFile.write(RGBImage(width: width, height: height, fill: colour), to: path, quality: 95, subsampling: .s444)
 }
+
+/// Expected pixel span of tile `index` along an axis `extent` long, written from the Deep Zoom
+/// rules directly: the tile's own cells plus `overlap` on each side that has a neighbour.
+func expectedSpan(_ index: Int, tileSize: Int, overlap: Int, extent: Int) -> (start: Int, count: Int) {
+    let start = index == 0 ? 0 : index * tileSize - overlap
+    let end = min(extent, (index + 1) * tileSize + overlap)
+    return (start, end - start)
+}
+
+/// A Deep Zoom level put back together from its tile files (each tile's own pixels, overlaps
+/// dropped), checking every tile's size against `expectedSpan`.
+func readPyramidLevel(files: String, level: Int, width: Int, height: Int, tileSize: Int, overlap: Int) throws -> RGBImage {
+    var image = RGBImage(width: width, height: height)
+    let columns = (width + tileSize - 1) / tileSize, rows = (height + tileSize - 1) / tileSize
+    for row in 0..<rows {
+        for column in 0..<columns {
+            let tile = try JPEGFile.read(files + "/\(level)/\(column)_\(row).jpg")
+            let x = expectedSpan(column, tileSize: tileSize, overlap: overlap, extent: width)
+            let y = expectedSpan(row, tileSize: tileSize, overlap: overlap, extent: height)
+            #expect(tile.width == x.count && tile.height == y.count, "tile \(level)/\(column)_\(row) is \(tile.width)x\(tile.height)")
+            guard tile.width == x.count && tile.height == y.count else { continue }
+            // Copy the tile's own region (without overlap) into place.
+            let left = column * tileSize - x.start, top = row * tileSize - y.start
+            for ty in 0..<min(tileSize, height - row * tileSize) {
+                for tx in 0..<min(tileSize, width - column * tileSize) {
+                    let from = ((top + ty) * tile.width + left + tx) * 3
+                    let to = ((row * tileSize + ty) * width + column * tileSize + tx) * 3
+                    image.pixels[to] = tile.pixels[from]
+                    image.pixels[to + 1] = tile.pixels[from + 1]
+                    image.pixels[to + 2] = tile.pixels[from + 2]
+                }
+            }
+        }
+    }
+    // Nothing beyond the last tile in either direction.
+    #expect(access(files + "/\(level)/\(columns)_0.jpg", F_OK) != 0)
+    #expect(access(files + "/\(level)/0_\(rows).jpg", F_OK) != 0)
+    return image
+}

@@ -32,7 +32,7 @@ final class DeepZoomWriter {
     private let levels: [LevelStream]
     private let errorLock = Mutex()
     private var firstError: TesseraError?  // protected by errorLock
-    private let files = TileFileQueue()
+    private let files: TileFileQueue
     /// Runs a level's jobs on every core (see JobTeam for why not concurrentPerform).
     private let team: JobTeam
     /// Tiles written so far (every level).
@@ -47,7 +47,13 @@ final class DeepZoomWriter {
         factors = subsampling.lumaFactors
         levels = geometry.levels.map { LevelStream(level: $0, geometry: geometry) }
         team = try JobTeam(helpers: max(0, onlineCoreCount() - 1))
+        files = try TileFileQueue()
         for level in geometry.levels { try makeDirectory(filesDirectory + "/\(level.index)") }
+    }
+
+    deinit {
+        team.stop()
+        files.stop()
     }
 
     /// Feeds the next `count` rows of the full picture, `stride` bytes apart. The rows are

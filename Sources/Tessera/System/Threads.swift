@@ -41,8 +41,8 @@ final class JoinableThread {
 /// grid, one run each), the full-size level's batches took 4.5 s of wall time with
 /// concurrentPerform and 3.5 s with a team of its own, for the same work.
 ///
-/// Threading: one caller at a time. The team parks on `changed` between batches; `stop()` ends
-/// the threads (also at deinit).
+/// Threading: one caller at a time. The team parks on `changed` between batches. The owner must
+/// call `stop()` to end the threads: they hold the team until then, so deinit cannot.
 final class JobTeam: @unchecked Sendable {
     private let lock = Mutex()
     private let changed: Condition
@@ -63,8 +63,7 @@ final class JobTeam: @unchecked Sendable {
         }
     }
 
-    deinit { stop() }
-
+    /// Ends the team's threads (after the batch in progress, if any).
     func stop() {
         lock.withLock {
             stopping = true
