@@ -459,7 +459,7 @@ func runDeepZoomBenchmark() {
 
     // A large pyramid: the same width, many more rows. Memory must not follow the height.
     guard options.largeDeepZoomGigapixels > 0 else { return }
-    sleep(40)  // ext4 treats inodes freed in the last ~35 s as recently deleted and allocates around them
+    sleep(40)  // ext4 treats inodes freed in the last 30-35 s as recently deleted and allocates around them
     let largeRows = max(1, Int((options.largeDeepZoomGigapixels * 1e9 / Double(columns * cell * cell)).rounded()))
     let largeMegapixels = Double(columns * cell) * Double(largeRows * cell) / 1e6
     mkdir(pyramid, 0o755)

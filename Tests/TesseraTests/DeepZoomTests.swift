@@ -179,6 +179,27 @@ extension RenderTests {
         }
     }
 
+    /// Written alongside a pyramid (its stripes then compressed in the pyramid's batches), the
+    /// JPEG is byte for byte the one written alone, with either encoder.
+    @Test func jpegIsTheSameWithOrWithoutAPyramid() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        for encoder in [EncoderMode.parallel, .serial] {
+            var settings = RenderSettings()
+            settings.temporaryDirectory = scratch.path
+            settings.workers = 2
+            settings.encoder = encoder
+            settings.stripeHeight = 32
+            try renderPyramid(landscapes, jpeg: scratch.file("alone.jpg"), deepZoom: nil, columns: 13, rows: 9,
+                              cellWidth: 41, cellHeight: 37, settings: settings)
+            try renderPyramid(landscapes, jpeg: scratch.file("with.jpg"), deepZoom: scratch.file("with.dzi"), columns: 13, rows: 9,
+                              cellWidth: 41, cellHeight: 37, settings: settings)
+            let alone = readBytes(scratch.file("alone.jpg"))
+            #expect(alone.count > 1000)
+            #expect(readBytes(scratch.file("with.jpg")) == alone, "\(encoder) encoder")
+        }
+    }
+
     /// Without a JPEG the canvas may pass JPEG's 65,500 px limit; with one it may not.
     @Test func pyramidAloneMayExceedTheJPEGLimit() throws {
         let scratch = ScratchDirectory()

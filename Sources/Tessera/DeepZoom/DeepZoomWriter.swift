@@ -58,10 +58,16 @@ final class DeepZoomWriter {
 
     /// Feeds the next `count` rows of the full picture, `stride` bytes apart. The rows are
     /// used before this returns (tiles encoded, averaged rows made for the level below).
-    func append(rows: UnsafeRawPointer, stride: Int, count: Int) throws(TesseraError) {
-        guard count > 0 else { return }
+    /// `alongside`, if given, runs as the first job of the same batch (the render uses it to
+    /// compress the stripe for the JPEG on the same threads, instead of on more threads that
+    /// would fight these for the cores).
+    func append(rows: UnsafeRawPointer, stride: Int, count: Int, alongside: (() -> Void)? = nil) throws(TesseraError) {
+        guard count > 0 else {
+            alongside?()
+            return
+        }
         levels[geometry.maxLevel].input = (rows.assumingMemoryBound(to: UInt8.self), stride, count)
-        try runBatch()
+        try runBatch(alongside: alongside)
     }
 
     /// Runs what is left in the pipeline, then checks that every level received all its rows and
@@ -78,22 +84,28 @@ final class DeepZoomWriter {
     /// and averages them for the level below, all levels at once in one batch of jobs. The rows
     /// a level averages now are the next level's input in the next batch, so no job waits for
     /// another (levels are a batch apart, and each level's output is double-buffered).
-    private func runBatch() throws(TesseraError) {
+    private func runBatch(alongside: (() -> Void)? = nil) throws(TesseraError) {
         var works: [LevelWork] = []
         for stream in levels.reversed() {
             guard let input = stream.input else { continue }
             stream.input = nil
             works.append(prepare(stream, rows: input.rows, stride: input.stride, count: input.count))
         }
-        // The job table: each level's jobs in a run of numbers.
+        // The job table: the extra job first (it is the longest), then each level's jobs in a
+        // run of numbers.
+        let extra = alongside == nil ? 0 : 1
         var firstJob: [Int] = []
-        var total = 0
+        var total = extra
         for work in works {
             firstJob.append(total)
             total += work.jobs
         }
         let table = works
         let job = { (number: Int) in
+            if number < extra {
+                alongside!()
+                return
+            }
             var w = table.count - 1
             while firstJob[w] > number { w -= 1 }
             do throws(TesseraError) {
@@ -104,7 +116,7 @@ final class DeepZoomWriter {
         }
         if total == 1 {
             job(0)
-        } else {
+        } else if total > 1 {
             // The jobs share nothing mutable (see the file's threading note); errors go through
             // errorLock.
             team.run(jobs: total, job)

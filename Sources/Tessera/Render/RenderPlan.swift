@@ -113,8 +113,10 @@ public struct RenderPlan: Equatable, Sendable {
         let tileBytes = layout.cellWidth * layout.cellHeight * 3
         let distinct = layout.distinctPhotoCount
         let budget = settings.maxMemoryBytes
-        // The parallel encoder runs one libjpeg compressor per worker (and the writer none).
-        let encoderBytes = (rowBytes * 32 + (256 << 10)) * (encoder == .parallel ? workers : 1)
+        // The parallel encoder runs one libjpeg compressor per worker (and the writer none)
+        // (With a pyramid too, the writer compresses one stripe at a time in the pyramid's batch.)
+        let compressors = encoder == .parallel && deepZoom == nil ? workers : 1
+        let encoderBytes = (rowBytes * 32 + (256 << 10)) * compressors
         let decodeCap = max(16 << 20, budget / 2)
         let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + workers * decoderAllowanceBytes
             + deepZoomBytes
@@ -155,7 +157,7 @@ public struct RenderPlan: Equatable, Sendable {
         let forTiles = budget - fixed - averagedBytes - window * stripeBytes
         let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
         // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
-        let segmentBytes = encoder == .parallel ? window * stripeBytes / 3 : 0
+        let segmentBytes = encoder == .parallel ? (deepZoom == nil ? window : 1) * stripeBytes / 3 : 0
         let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(tileSlots, max(distinct, 1)) * tileBytes
         let spillBytes: Int64 = tileSlots < distinct ? Int64(distinct) * Int64(tileBytes) : 0
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)

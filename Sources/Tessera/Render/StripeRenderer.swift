@@ -117,14 +117,28 @@ public final class StripeRenderer: @unchecked Sendable {
             for index in 0..<geometry.stripeCount {
                 let rows = geometry.rows(ofStripe: index)
                 let finished = try waitForStripe(index)
-                if let segment = finished.segment {
-                    try writeSegment(segment, index: index, to: output!, label: label)
-                }
+                var segment = finished.segment
                 if writer != nil || pyramid != nil {
                     try finished.region.withUnsafeMutableBytes { bytes throws(TesseraError) in
-                        try writer?.write(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
-                        try pyramid?.writer.append(rows: UnsafeRawPointer(bytes.baseAddress!), stride: geometry.bytesPerRow, count: rows.count)
+                        let pixels = UnsafeRawPointer(bytes.baseAddress!)
+                        try writer?.write(rows: pixels, stride: geometry.bytesPerRow, count: rows.count)
+                        guard let pyramid else { return }
+                        // With both outputs the JPEG's stripe is compressed here, as one more job
+                        // of the pyramid's batch (see workerLoop).
+                        var encoded: Result<EncodedStripe, TesseraError>?
+                        let encode = plan.writesJPEG && plan.encoder == .parallel ? {
+                            encoded = Result { () throws(TesseraError) in
+                                try EncodedStripe.encode(rows: pixels, stride: geometry.bytesPerRow, width: geometry.width,
+                                                         rowCount: rows.count, quality: self.settings.quality,
+                                                         subsampling: self.settings.subsampling, label: label)
+                            }
+                        } : nil
+                        try pyramid.writer.append(rows: pixels, stride: geometry.bytesPerRow, count: rows.count, alongside: encode)
+                        if let encoded { segment = try encoded.get() }
                     }
+                }
+                if let segment {
+                    try writeSegment(segment, index: index, to: output!, label: label)
                 }
                 lock.withLock {
                     ready[index % plan.windowStripes] = nil
@@ -225,7 +239,12 @@ public final class StripeRenderer: @unchecked Sendable {
                 let rows = plan.geometry.rows(ofStripe: index)
                 let finished = try region.withUnsafeMutableBytes { bytes throws(TesseraError) -> FinishedStripe in
                     try fill(stripe: index, into: bytes, cache: cache)
-                    guard plan.writesJPEG && plan.encoder == .parallel else { return FinishedStripe(region: region, segment: nil) }
+                    // With a pyramid as well, the writer compresses the stripe in its batch of
+                    // pyramid jobs: workers compressing too would make four busy threads on two
+                    // cores fighting over them.
+                    guard plan.writesJPEG && plan.encoder == .parallel && plan.deepZoom == nil else {
+                        return FinishedStripe(region: region, segment: nil)
+                    }
                     return FinishedStripe(region: region, segment: try EncodedStripe.encode(
                         rows: UnsafeRawPointer(bytes.baseAddress!), stride: plan.geometry.bytesPerRow, width: plan.geometry.width,
                         rowCount: rows.count, quality: settings.quality, subsampling: settings.subsampling, label: label))
