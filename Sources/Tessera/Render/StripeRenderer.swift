@@ -121,20 +121,33 @@ public final class StripeRenderer: @unchecked Sendable {
                 if writer != nil || pyramid != nil {
                     try finished.region.withUnsafeMutableBytes { bytes throws(TesseraError) in
                         let pixels = UnsafeRawPointer(bytes.baseAddress!)
-                        try writer?.write(rows: pixels, stride: geometry.bytesPerRow, count: rows.count)
-                        guard let pyramid else { return }
-                        // With both outputs the JPEG's stripe is compressed here, as one more job
-                        // of the pyramid's batch (see workerLoop).
-                        var encoded: Result<EncodedStripe, TesseraError>?
-                        let encode = plan.writesJPEG && plan.encoder == .parallel ? {
-                            encoded = Result { () throws(TesseraError) in
-                                try EncodedStripe.encode(rows: pixels, stride: geometry.bytesPerRow, width: geometry.width,
-                                                         rowCount: rows.count, quality: self.settings.quality,
-                                                         subsampling: self.settings.subsampling, label: label)
+                        // The JPEG's part of this stripe: the serial encoder's rows, or, with a
+                        // pyramid, the parallel encoder's segment (see workerLoop). With a
+                        // pyramid it runs as one more job of the pyramid's batch.
+                        var jpegResult: Result<EncodedStripe?, TesseraError> = .success(nil)
+                        var jpegJob: (() -> Void)?
+                        if let writer {
+                            jpegJob = {
+                                jpegResult = Result { () throws(TesseraError) -> EncodedStripe? in
+                                    try writer.write(rows: pixels, stride: geometry.bytesPerRow, count: rows.count)
+                                    return nil
+                                }
                             }
-                        } : nil
-                        try pyramid.writer.append(rows: pixels, stride: geometry.bytesPerRow, count: rows.count, alongside: encode)
-                        if let encoded { segment = try encoded.get() }
+                        } else if plan.writesJPEG && segment == nil {
+                            jpegJob = {
+                                jpegResult = Result { () throws(TesseraError) -> EncodedStripe? in
+                                    try EncodedStripe.encode(rows: pixels, stride: geometry.bytesPerRow, width: geometry.width,
+                                                             rowCount: rows.count, quality: self.settings.quality,
+                                                             subsampling: self.settings.subsampling, label: label)
+                                }
+                            }
+                        }
+                        if let pyramid {
+                            try pyramid.writer.append(rows: pixels, stride: geometry.bytesPerRow, count: rows.count, alongside: jpegJob)
+                        } else {
+                            jpegJob?()
+                        }
+                        if let encoded = try jpegResult.get() { segment = encoded }
                     }
                 }
                 if let segment {
