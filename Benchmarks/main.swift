@@ -359,7 +359,7 @@ func runMosaicBenchmark() {
     }
     let library = scratch + "/metapixel-library"
     mkdir(library, 0o755)
-    let prepare = run(["metapixel-prepare", "--width=\(cell)", "--height=\(cell)", photoDirectory, library])
+    let prepare = run(["metapixel-prepare", "--width=\(cell)", "--height=\(cell)", photoDirectory, library], stderr: "/dev/null")
     guard prepare.status == 0 else { fail("metapixel-prepare failed with status \(prepare.status)") }
     let theirs = scratch + "/metapixel.jpg"
     let metapixel = run(["metapixel", "--metapixel", sized, theirs, "--library=\(library)", "--width=\(cell)", "--height=\(cell)",

@@ -66,7 +66,9 @@ final class DeepZoomOutput {
         var files: [(path: String, contents: String)] = []
         if viewer {
             try makeDirectory(staging + "/" + name + "_files/viewer")
-            files = DeepZoomViewer.files(name: name, geometry: writer.geometry, labels: labels)
+            files = DeepZoomViewer.files(name: name)
+            try DeepZoomViewer.writeCellsScript(to: staging + "/" + name + "_files/viewer/cells.js", name: name,
+                                                geometry: writer.geometry, labels: labels)
         }
         files.append((name + ".dzi", writer.geometry.descriptor))
         for file in files {

@@ -18,6 +18,8 @@
 // label shows that cell. Without a view in the address the page fits the whole picture. The
 // body's data-view attribute holds the current zoom and centre.
 
+import Glibc
+
 /// Which photo is drawn in each cell, for the viewer's labels.
 public struct CellLabels: Equatable, Sendable {
     public let columns: Int
@@ -43,40 +45,54 @@ public enum DeepZoomViewer {
     /// Files written into NAME_files/viewer.
     static let assetCount = 4
 
-    /// The files of the viewer, as (path relative to the pyramid's folder, contents).
-    static func files(name: String, geometry: DeepZoomGeometry, labels: CellLabels?) -> [(path: String, contents: String)] {
+    /// The viewer's small files, as (path relative to the pyramid's folder, contents); cells.js,
+    /// which can be large, is written by `writeCellsScript`.
+    static func files(name: String) -> [(path: String, contents: String)] {
         let viewer = name + "_files/viewer/"
         return [
             (viewer + "leaflet.js", LeafletAssets.javascript),
             (viewer + "leaflet.css", LeafletAssets.css),
             (viewer + "LICENSE-leaflet.txt", LeafletAssets.license),
-            (viewer + "cells.js", cellsScript(name: name, geometry: geometry, labels: labels)),
             (name + ".html", page(name: name)),
         ]
     }
 
-    /// window.TESSERA: the pyramid's shape and the cell labels.
-    static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?) -> String {
-        var text = "window.TESSERA = {\n"
-        text += "  name: \(jsonString(name)),\n"
-        text += "  width: \(geometry.width), height: \(geometry.height),\n"
-        text += "  tileSize: \(geometry.tileSize), overlap: \(geometry.overlap), maxLevel: \(geometry.maxLevel),\n"
-        if let labels {
-            text += "  grid: {columns: \(labels.columns), rows: \(labels.rows), cellWidth: \(labels.cellWidth), cellHeight: \(labels.cellHeight)},\n"
-            text += "  names: [" + labels.names.map(jsonString).joined(separator: ",\n    ") + "],\n"
-            text += "  cells: ["
-            var line = 0
-            for (i, cell) in labels.cells.enumerated() {
-                if i > 0 { text += "," }
-                if i / 40 != line { text += "\n    "; line = i / 40 }
-                text += String(cell)
-            }
-            text += "]\n"
-        } else {
-            text += "  grid: null, names: [], cells: []\n"
+    /// Writes window.TESSERA (the pyramid's shape and the cell labels) to a new file at `path`,
+    /// 64 KiB at a time: a 20-gigapixel grid has close to a million cells, and the whole text
+    /// at once would be several megabytes held at the render's end.
+    static func writeCellsScript(to path: String, name: String, geometry: DeepZoomGeometry, labels: CellLabels?) throws(TesseraError) {
+        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
+        defer { file.close() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        func emit(_ text: String) throws(TesseraError) {
+            buffer.append(contentsOf: text.utf8)
+            if buffer.count >= 1 << 16 { try flush() }
         }
-        text += "};\n"
-        return text
+        func flush() throws(TesseraError) {
+            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw) } }.get()
+            buffer.removeAll(keepingCapacity: true)
+        }
+        try emit("window.TESSERA = {\n")
+        try emit("  name: \(jsonString(name)),\n")
+        try emit("  width: \(geometry.width), height: \(geometry.height),\n")
+        try emit("  tileSize: \(geometry.tileSize), overlap: \(geometry.overlap), maxLevel: \(geometry.maxLevel),\n")
+        if let labels {
+            try emit("  grid: {columns: \(labels.columns), rows: \(labels.rows), cellWidth: \(labels.cellWidth), cellHeight: \(labels.cellHeight)},\n")
+            try emit("  names: [")
+            for (i, name) in labels.names.enumerated() { try emit((i > 0 ? ",\n    " : "") + jsonString(name)) }
+            try emit("],\n")
+            try emit("  cells: [")
+            for (i, cell) in labels.cells.enumerated() {
+                try emit(i == 0 ? "" : i % 40 == 0 ? ",\n    " : ",")
+                try emit(String(cell))
+            }
+            try emit("]\n")
+        } else {
+            try emit("  grid: null, names: [], cells: []\n")
+        }
+        try emit("};\n")
+        try flush()
     }
 
     /// A JSON string literal; `<` is escaped too, so no name can close a script element.
