@@ -21,6 +21,10 @@
 //   (EncodedStripe) and publishes the compressed segment; the writer only appends segments in
 //   order with RST markers between them (see StripeSegments.swift). Segments in flight are
 //   bounded by the same window.
+// - Deep Zoom (plan.deepZoom): the writer feeds each stripe's rows to the pyramid
+//   (DeepZoomWriter), whose batch of jobs runs on every core; the JPEG's share of the stripe
+//   (the serial encoder's rows, or the parallel encoder's segment, which workers then do not
+//   make) runs as one more job of that batch, so two busy threads share two cores, not four.
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
