@@ -277,12 +277,7 @@ extension RenderTests {
     @Test func stagingFolderOfADeadProcessIsRemoved() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        var pid: pid_t = 0
-        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-        defer { free(argv[0]) }
-        #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        let pid = deadProcessID()  // a pid that just ended
         let stale = scratch.file(".p.dzi.tessera-\(pid)-abc")
         mkdir(stale, 0o755)
         mkdir(stale + "/p_files", 0o755)

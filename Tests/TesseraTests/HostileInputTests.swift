@@ -124,13 +124,7 @@ extension RenderTests {
     @Test func staleTemporariesOfDeadProcessesAreRemoved() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        // A pid that just ended: spawn /bin/true and reap it.
-        var pid: pid_t = 0
-        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-        defer { free(argv[0]) }
-        #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        let pid = deadProcessID()  // a pid that just ended
         let dead = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd"]
         let kept = [".out.jpg.tessera-1-77.tmp",          // pid 1 is alive
                     "out.tessera-\(pid)-1",                // not hidden: not ours

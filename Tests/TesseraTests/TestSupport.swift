@@ -156,3 +156,15 @@ func readPyramidLevel(files: String, level: Int, width: Int, height: Int, tileSi
     #expect(access(files + "/\(level)/0_\(rows).jpg", F_OK) != 0)
     return image
 }
+
+/// The pid of a process that has just ended (/bin/true, spawned and reaped), for stale-temporary
+/// tests.
+func deadProcessID() -> pid_t {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+    defer { free(argv[0]) }
+    #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return pid
+}
