@@ -36,7 +36,7 @@ public struct OptionSpec: Sendable {
 public enum GridCommand {
     public static let options: [OptionSpec] = [
         OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Where to write the JPEG (required unless --dzi is given). It appears only when complete; an existing file is replaced then, and left untouched if the render fails."),
-        OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side)."),
+        OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. DIR must exist. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side); memory grows with the width (see --dry-run)."),
         OptionSpec(names: ["--dzi-tile-size"], valueName: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap)."),
         OptionSpec(names: ["--dzi-overlap"], valueName: "N", help: "Pixels each Deep Zoom tile shares with its neighbours, 0 to half the tile size (default 1)."),
         OptionSpec(names: ["--dzi-quality"], valueName: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality)."),
@@ -233,7 +233,8 @@ public enum GridCommand {
 
     public static let help: String = {
         var text = """
-        tessera grid — render a grid of photos into one (giant) JPEG in flat memory
+        tessera grid — render a grid of photos into one (giant) JPEG and/or a Deep Zoom pyramid,
+        in flat memory
 
         USAGE
           tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]

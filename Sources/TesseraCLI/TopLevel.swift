@@ -68,11 +68,11 @@ public enum TopLevel {
     }
 
     public static let help = """
-    tessera \(tesseraVersion) — giant photo grids as one JPEG, on all cores, in flat memory
+    tessera \(tesseraVersion) — giant photo grids and mosaics as one JPEG and/or a Deep Zoom pyramid, on all cores, in flat memory
 
     USAGE
-      tessera grid PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
-      tessera mosaic --target PICTURE PHOTOS... -o OUT.jpg (--grid CxR | --columns C) --tile-size N [options]
+      tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
       tessera help grid         every option of grid, with examples
       tessera help mosaic       every option of mosaic, with examples
       tessera --version
@@ -80,18 +80,20 @@ public enum TopLevel {
     The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
     file, filled and JPEG-compressed by all cores, and joined in order with restart markers into
     one baseline JPEG. A 30,000 x 40,050 px grid needs about 40 MB of memory and a few stripes
-    of temporary space.
+    of temporary space. With --dzi the same stripes also feed a Deep Zoom pyramid, level by
+    level, with a viewer (NAME.html) that opens from the disk; about 55 MB for that grid.
 
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
       tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
+      tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
 
     EXIT CODES
-      0    the JPEG was written
-      1    the render failed (I/O or encoder error); nothing was written under the output name
-      2    bad command line or settings (including an output over 65,500 px a side)
+      0    the JPEG and/or the pyramid was written
+      1    the render failed (I/O or encoder error); nothing was written under the output names
+      2    bad command line or settings (including a JPEG over 65,500 px a side, a missing folder)
       3    no usable photo found, or a photo would be skipped under --strict
-      4    not enough disk space or memory budget, found before rendering started
+      4    not enough disk space, inodes or memory budget, found before rendering started
       130  interrupted (SIGINT); 143 terminated (SIGTERM). Temporaries are removed either way.
     """
 }
