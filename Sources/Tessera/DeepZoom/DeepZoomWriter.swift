@@ -307,7 +307,7 @@ private final class TileColumn {
             let span = geometry.span(tile: tileRow, extent: level.height)
             if !started {
                 if encoder == nil {
-                    encoder = tessera_jpeg_encoder_create(nil, nil, 16 << 10)
+                    encoder = tessera_jpeg_encoder_create(nil, nil, 64 << 10)
                     guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
                     let settings = writer.encoderSettings
                     try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
