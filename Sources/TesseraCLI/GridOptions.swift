@@ -46,7 +46,7 @@ public enum GridCommand {
         OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it."),
         OptionSpec(names: ["--quality"], valueName: "Q", help: "JPEG quality 1-100 (default 90)."),
         OptionSpec(names: ["--subsampling"], valueName: "420|422|444", help: "Chroma subsampling (default 420)."),
-        OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos and filling stripes (default: the number of cores)."),
+        OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos and filling stripes, and encoding Deep Zoom tiles (default: the number of cores)."),
         OptionSpec(names: ["--stripe-height"], valueName: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise)."),
         OptionSpec(names: ["--encoder"], valueName: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers."),
         OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the tile cache."),

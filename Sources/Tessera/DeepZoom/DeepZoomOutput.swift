@@ -37,7 +37,7 @@ final class DeepZoomOutput {
     }
 
     init(destination: String, geometry: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
-         labels: CellLabels?) throws(TesseraError) {
+         labels: CellLabels?, threads: Int) throws(TesseraError) {
         let (folder, name) = try DeepZoomOutput.split(destination)
         self.destination = destination
         self.folder = folder
@@ -50,7 +50,7 @@ final class DeepZoomOutput {
         do throws(TesseraError) {
             try makeDirectory(staging + "/" + name + "_files")
             writer = try DeepZoomWriter(geometry: geometry, quality: settings.quality, subsampling: subsampling,
-                                        filesDirectory: staging + "/" + name + "_files")
+                                        filesDirectory: staging + "/" + name + "_files", threads: threads)
         } catch {
             removeTree(staging)
             throw error

@@ -33,22 +33,31 @@ final class DeepZoomWriter {
     private let errorLock = Mutex()
     private var firstError: TesseraError?  // protected by errorLock
     private let files: TileFileQueue
-    /// Runs a level's jobs on every core (see JobTeam for why not concurrentPerform).
+    /// Runs the batches' jobs (see JobTeam for why not concurrentPerform).
     private let team: JobTeam
     /// Tiles written so far (every level).
     var tilesWritten: Int { files.filesWritten }
     /// Bytes of tiles written so far.
     var bytesWritten: Int64 { files.bytesWritten }
 
-    init(geometry: DeepZoomGeometry, quality: Int, subsampling: ChromaSubsampling, filesDirectory: String) throws(TesseraError) {
+    /// `threads`: how many threads run the jobs (the caller's included), as many as the
+    /// render's workers.
+    init(geometry: DeepZoomGeometry, quality: Int, subsampling: ChromaSubsampling, filesDirectory: String,
+         threads: Int) throws(TesseraError) {
+        for level in geometry.levels { try makeDirectory(filesDirectory + "/\(level.index)") }
         self.geometry = geometry
         self.filesDirectory = filesDirectory
         self.quality = Int32(quality)
         factors = subsampling.lumaFactors
         levels = geometry.levels.map { LevelStream(level: $0, geometry: geometry) }
-        team = try JobTeam(helpers: max(0, onlineCoreCount() - 1))
-        files = try TileFileQueue()
-        for level in geometry.levels { try makeDirectory(filesDirectory + "/\(level.index)") }
+        let team = try JobTeam(helpers: max(0, threads - 1))
+        do throws(TesseraError) {
+            files = try TileFileQueue()
+        } catch {
+            team.stop()
+            throw error
+        }
+        self.team = team
     }
 
     deinit {

@@ -86,7 +86,7 @@ public final class StripeRenderer: @unchecked Sendable {
         var pyramid: DeepZoomOutput?
         if let deepZoom, let pyramidGeometry = plan.deepZoom, let pyramidSettings = settings.deepZoom {
             pyramid = try DeepZoomOutput(destination: deepZoom, geometry: pyramidGeometry, settings: pyramidSettings,
-                                         subsampling: settings.subsampling, labels: labels)
+                                         subsampling: settings.subsampling, labels: labels, threads: plan.workers)
         }
         let store: StripeStore
         do throws(TesseraError) {
