@@ -75,6 +75,19 @@ final class SignalWatch: @unchecked Sendable {
     }
 }
 
+/// Checks that the folders the outputs go into exist, before any work (a mosaic analyses and
+/// matches before it renders).
+func checkOutputFolders(_ options: GridOptions) throws(TesseraError) {
+    for (flag, path) in [("-o", options.jpegPath), ("--dzi", options.deepZoomPath)] {
+        guard let path else { continue }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        var info = stat()
+        guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) does not exist (create it first)")
+        }
+    }
+}
+
 /// Scans the photo paths and reports what was skipped. nil (with the exit code) when the run
 /// must stop: a named path that does not exist, --strict with skipped photos, or no photo at all.
 func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
@@ -103,14 +116,6 @@ func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
 /// The shared end of grid and mosaic: dry run or pre-flight, then the render with a progress bar
 /// and warnings. Returns the summary, or nil after a dry run.
 func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) throws(TesseraError) -> RenderSummary? {
-    for (flag, path) in [("-o", options.jpegPath), ("--dzi", options.deepZoomPath)] {
-        guard let path else { continue }
-        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        var info = stat()
-        guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) does not exist (create it first)")
-        }
-    }
     let disk = try DiskPreflight.requirements(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
     if options.dryRun {
         print(Report.plan(renderer.plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings))
@@ -172,6 +177,11 @@ func report(_ error: TesseraError, signals: SignalWatch) -> ExitCode {
 func runGrid(_ options: GridOptions) -> ExitCode {
     let signals = SignalWatch()
     let library: PhotoLibrary
+    do throws(TesseraError) {
+        try checkOutputFolders(options)
+    } catch {
+        return report(error, signals: signals)
+    }
     switch scanPhotos(options) {
     case .success(let found): library = found
     case .failure(let code): return code
@@ -197,6 +207,11 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
     let options = mosaic.render
     let workers = options.settings.workers ?? onlineCoreCount()
     let library: PhotoLibrary
+    do throws(TesseraError) {
+        try checkOutputFolders(options)
+    } catch {
+        return report(error, signals: signals)
+    }
     switch scanPhotos(options) {
     case .success(let found): library = found
     case .failure(let code): return code
