@@ -351,6 +351,8 @@ func runMosaicBenchmark() {
     // metapixel's classic mode on the same target, library and grid, if installed.
     guard access("/usr/bin/metapixel", X_OK) == 0, access("/usr/bin/convert", X_OK) == 0 else {
         print("  metapixel: not installed (apt-get install metapixel imagemagick), no comparison")
+        unlink(report)
+        _ = run(["rm", "-rf", cache])
         return
     }
     let sized = scratch + "/target-\(columns * 6)x\(rows * 6).jpg"
@@ -378,13 +380,14 @@ func runMosaicBenchmark() {
     unlink(output)
     unlink(theirs)
     unlink(sized)
-    _ = run(["rm", "-rf", library, cache])
+    _ = run(["rm", "-rf", library, cache, report])
 }
 
 /// Size in bytes of everything under `path` (du -sb).
 @MainActor
 func treeBytes(_ path: String) -> Int64 {
     let listing = scratch + "/du.txt"
+    defer { unlink(listing) }
     _ = run(["du", "-sb", path], stdout: listing)
     return Int64(fileLines(listing).first?.split(separator: "\t").first.map(String.init) ?? "") ?? 0
 }
@@ -422,6 +425,7 @@ func runDeepZoomBenchmark() {
                 let count = scratch + "/count.txt"
                 _ = run(["sh", "-c", "find '\(folder)/wall_files' -name '*_*.jpg' | wc -l"], stdout: count)
                 tiles = Int64(fileLines(count).first ?? "") ?? 0
+                unlink(count)
             }
         }
     }
