@@ -88,10 +88,17 @@ func checkOutputFolders(_ options: GridOptions) throws(TesseraError) {
     }
 }
 
-/// Scans the photo paths and reports what was skipped. nil (with the exit code) when the run
-/// must stop: a named path that does not exist, --strict with skipped photos, or no photo at all.
+/// Checks the output folders, then scans the photo paths and reports what was skipped. nil
+/// (with the exit code) when the run must stop: a missing output folder, a named path that does
+/// not exist, --strict with skipped photos, or no photo at all.
 func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
     let library: PhotoLibrary
+    do throws(TesseraError) {
+        try checkOutputFolders(options)
+    } catch {
+        printError(error.description)
+        return .failure(ExitCode(error))
+    }
     do throws(TesseraError) {
         library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
     } catch {
@@ -177,11 +184,6 @@ func report(_ error: TesseraError, signals: SignalWatch) -> ExitCode {
 func runGrid(_ options: GridOptions) -> ExitCode {
     let signals = SignalWatch()
     let library: PhotoLibrary
-    do throws(TesseraError) {
-        try checkOutputFolders(options)
-    } catch {
-        return report(error, signals: signals)
-    }
     switch scanPhotos(options) {
     case .success(let found): library = found
     case .failure(let code): return code
@@ -207,11 +209,6 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
     let options = mosaic.render
     let workers = options.settings.workers ?? onlineCoreCount()
     let library: PhotoLibrary
-    do throws(TesseraError) {
-        try checkOutputFolders(options)
-    } catch {
-        return report(error, signals: signals)
-    }
     switch scanPhotos(options) {
     case .success(let found): library = found
     case .failure(let code): return code
