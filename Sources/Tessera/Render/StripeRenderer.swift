@@ -28,7 +28,6 @@
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
-import Dispatch
 
 public final class StripeRenderer: @unchecked Sendable {
     public let photos: [Photo]
