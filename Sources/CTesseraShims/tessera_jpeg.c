@@ -6,7 +6,7 @@
 // No Swift frame ever sits between setjmp and longjmp: Swift calls in, C returns a status.
 // The only calls back into Swift (the source and sink callbacks) return normally and report
 // failure by return value; libjpeg is then stopped with ERREXIT from C.
-#include "tessera_shims.h"
+#include "tessera_private.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -14,14 +14,6 @@
 #include <string.h>
 #include <jpeglib.h>
 #include <jerror.h>
-
-typedef struct {
-    struct jpeg_error_mgr pub;   // must stay first: libjpeg hands back &pub
-    jmp_buf jump;
-    char message[JMSG_LENGTH_MAX];
-    long warnings;
-    int io_failed;               // the source or sink callback reported failure
-} tessera_error;
 
 static void tessera_error_exit(j_common_ptr cinfo) {
     tessera_error *err = (tessera_error *)cinfo->err;
@@ -63,18 +55,6 @@ static void tessera_error_init(tessera_error *err) {
 
 // MARK: Decoder
 
-struct tessera_jpeg_decoder {
-    struct jpeg_decompress_struct cinfo;
-    tessera_error err;
-    struct jpeg_source_mgr src;
-    tessera_jpeg_source source;
-    void *context;
-    uint8_t *buffer;
-    size_t buffer_bytes;
-    long max_memory_bytes;
-    int created;
-};
-
 static void src_init(j_decompress_ptr cinfo) { (void)cinfo; }
 
 static boolean src_fill(j_decompress_ptr cinfo) {
@@ -110,6 +90,20 @@ static void src_skip(j_decompress_ptr cinfo, long count) {
 
 static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
 
+// libjpeg calls this between units of input (an iMCU row or a marker): a file with more scans
+// than any real photo has is stopped here, before it costs a full pass over the image per scan.
+static void scan_limit_monitor(j_common_ptr cinfo) {
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {
+        tessera_error *err = (tessera_error *)cinfo->err;
+        snprintf(err->message, sizeof err->message,
+                 "more than %d scans (a progressive photo has about 10): refused as a decoding bomb",
+                 TESSERA_JPEG_MAX_SCANS);
+        err->io_failed = 0;
+        longjmp(err->jump, 1);
+    }
+}
+
 tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, void *context,
                                                   size_t buffer_bytes, long max_memory_bytes) {
     tessera_jpeg_decoder *d = calloc(1, sizeof *d);
@@ -119,7 +113,7 @@ tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, vo
     d->buffer_bytes = buffer_bytes;
     d->source = source;
     d->context = context;
-    d->max_memory_bytes = max_memory_bytes;
+    d->coefficients.memory_limit = max_memory_bytes;
     tessera_error_init(&d->err);
     d->cinfo.err = &d->err.pub;
     if (setjmp(d->err.jump)) {
@@ -130,7 +124,9 @@ tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, vo
     jpeg_create_decompress(&d->cinfo);
     d->created = 1;
     d->cinfo.client_data = d;
-    d->cinfo.mem->max_memory_to_use = max_memory_bytes;
+    tessera_coefficients_install(&d->cinfo, &d->coefficients);
+    d->progress.progress_monitor = scan_limit_monitor;
+    d->cinfo.progress = &d->progress;
     d->src.init_source = src_init;
     d->src.fill_input_buffer = src_fill;
     d->src.skip_input_data = src_skip;
@@ -170,6 +166,21 @@ int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_heade
         return TESSERA_JPEG_ERROR;
     }
     header->progressive = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
+    header->arithmetic = d->cinfo.arith_code ? 1 : 0;
+    header->stored_rgb = d->cinfo.jpeg_color_space == JCS_RGB ? 1 : 0;
+    // Every block of every component costs at least one bit of Huffman-coded data (a DC code,
+    // or a DC refinement bit, is at least one bit long), so a file shorter than this cannot
+    // hold the picture its header claims. Arithmetic coding has no such floor.
+    uint64_t blocks = 0, coefficient_bytes = 0;
+    for (int ci = 0; ci < d->cinfo.num_components; ci++) {
+        jpeg_component_info *comp = &d->cinfo.comp_info[ci];
+        blocks += (uint64_t)comp->width_in_blocks * comp->height_in_blocks;
+        uint64_t padded_w = (comp->width_in_blocks + comp->h_samp_factor - 1) / comp->h_samp_factor * comp->h_samp_factor;
+        uint64_t padded_h = (comp->height_in_blocks + comp->v_samp_factor - 1) / comp->v_samp_factor * comp->v_samp_factor;
+        coefficient_bytes += padded_w * padded_h * sizeof(JBLOCK);
+    }
+    header->min_data_bytes = d->cinfo.arith_code ? 0 : blocks / 8;
+    header->coefficient_bytes = coefficient_bytes;
     header->adobe_inverted = d->cinfo.saw_Adobe_marker ? 1 : 0;
     header->exif_orientation = 0;
     for (jpeg_saved_marker_ptr m = d->cinfo.marker_list; m != NULL; m = m->next) {
@@ -200,9 +211,8 @@ int tessera_jpeg_decoder_start(tessera_jpeg_decoder *d, uint32_t *out_width,
     } else {
         d->cinfo.out_color_space = JCS_RGB;  // grayscale is expanded by libjpeg
     }
-    // Whole-image buffers (progressive files) count against max_memory_to_use; the row
-    // buffers of a baseline decode are proportional to the width only.
-    d->cinfo.mem->max_memory_to_use = d->max_memory_bytes;
+    // Whole-image buffers (multi-scan files) go where tessera_jpeg_decoder_set_coefficient_storage
+    // said (tessera_coefficients.c); the row buffers of a decode are proportional to the width.
     jpeg_start_decompress(&d->cinfo);
     *out_width = d->cinfo.output_width;
     *out_height = d->cinfo.output_height;
@@ -225,6 +235,19 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
     }
     return total;
 }
+
+void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long memory_limit,
+                                                  const tessera_spill *spill) {
+    d->coefficients.memory_limit = memory_limit;
+    if (spill != NULL) {
+        d->spill = *spill;
+        d->coefficients.spill = &d->spill;
+    } else {
+        d->coefficients.spill = NULL;
+    }
+}
+
+int tessera_jpeg_decoder_coefficients_spilled(const tessera_jpeg_decoder *d) { return d->coefficients.spilled; }
 
 int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d) { return d->err.io_failed; }
 

@@ -21,6 +21,12 @@
 
 #define TESSERA_JPEG_OK 0
 #define TESSERA_JPEG_ERROR (-1)
+/// Returned by the DC decoder for a file it does not handle (arithmetic coding, 12-bit, CMYK,
+/// or data it finds corrupt): the caller decodes it with libjpeg instead.
+#define TESSERA_JPEG_UNSUPPORTED (-2)
+/// More scans than this and a file is refused (libjpeg-turbo's tools stop at 500 too; a
+/// progressive photo has about 10).
+#define TESSERA_JPEG_MAX_SCANS 500
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +52,20 @@ typedef struct {
     int32_t progressive;      // 1 when multi-scan (progressive): needs whole-image buffers
     int32_t adobe_inverted;   // 1 when an Adobe APP14 marker says CMYK is stored inverted
     int32_t exif_orientation; // 1...8 from EXIF (0 or out of range reported as read)
+    int32_t arithmetic;       // 1 when arithmetic-coded
+    int32_t stored_rgb;       // 1 when three components are stored as R, G, B (no YCbCr)
+    uint64_t min_data_bytes;  // the least data a Huffman-coded file of this size can have
+    uint64_t coefficient_bytes; // libjpeg's whole-image buffer for a multi-scan decode
 } tessera_jpeg_header;
+
+/// Where a decoder puts whole-image buffers that do not fit its memory allowance: an unnamed
+/// temporary file that the caller opens on first use. Each callback returns 0, or -1 on
+/// failure (the caller keeps the error). Reads are only of bytes written before.
+typedef struct {
+    void *context;
+    int (*read_at)(void *context, uint8_t *buffer, size_t count, uint64_t offset);
+    int (*write_at)(void *context, const uint8_t *buffer, size_t count, uint64_t offset);
+} tessera_spill;
 
 /// Supplies compressed bytes to a decoder: fills up to `capacity` bytes of `buffer` and returns
 /// how many it wrote, 0 at end of file, or -1 on a read error (the caller keeps the errno).
@@ -77,6 +96,15 @@ int tessera_jpeg_decoder_start(tessera_jpeg_decoder *d, uint32_t *out_width,
 int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_t stride,
                                    int max_rows);
 
+/// Where a multi-scan file's coefficients go (see tessera_coefficients.c): in memory up to
+/// `memory_limit` bytes; beyond that in `spill` (copied) through windows that fit the limit, or
+/// an error when `spill` is NULL. Call before start.
+void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long memory_limit,
+                                                  const tessera_spill *spill);
+
+/// 1 when the last start put the coefficients in the spill file.
+int tessera_jpeg_decoder_coefficients_spilled(const tessera_jpeg_decoder *d);
+
 /// 1 when the last error came from the source failing to read (not from libjpeg).
 int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d);
 
@@ -88,6 +116,40 @@ const char *tessera_jpeg_decoder_message(const tessera_jpeg_decoder *d);
 
 /// jpeg_destroy_decompress and free.
 void tessera_jpeg_decoder_destroy(tessera_jpeg_decoder *d);
+
+// MARK: DC decoder
+
+/// A decoder of its own for multi-scan (progressive, or sequential with separate component
+/// scans) Huffman-coded 8-bit JPEGs drawn at 1/8 scale, where each 8 x 8 block is one pixel and
+/// only its DC coefficient matters. It reads the DC scans (first and refinement), skips every AC
+/// scan by its end marker, and keeps two bytes per block instead of libjpeg's 128.
+typedef struct tessera_dc_decoder tessera_dc_decoder;
+
+/// A decoder reading from `source` (the file from its first byte), keeping its DC planes in
+/// memory up to `memory_limit` bytes and beyond that in `spill` (may be NULL: then an error).
+/// `stored_rgb`: three components are R, G, B rather than YCbCr. NULL when malloc fails.
+tessera_dc_decoder *tessera_dc_create(tessera_jpeg_source source, void *context, size_t buffer_bytes,
+                                      long memory_limit, const tessera_spill *spill, int stored_rgb);
+
+/// Reads the whole file. TESSERA_JPEG_OK; TESSERA_JPEG_UNSUPPORTED for a file to hand to
+/// libjpeg instead; TESSERA_JPEG_ERROR for one that cannot be drawn (truncated, too many scans,
+/// read or spill error: see tessera_dc_message and tessera_dc_source_failed).
+int tessera_dc_decode(tessera_dc_decoder *d);
+
+/// The output size after decode: ceil(width / 8) x ceil(height / 8), as libjpeg's at 1/8.
+void tessera_dc_output_size(const tessera_dc_decoder *d, uint32_t *width, uint32_t *height);
+
+/// The DC planes' bytes that the file's frame header asks for (after decode or a failure).
+uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d);
+
+/// The next up to `max_rows` RGB rows (3 bytes a pixel), `stride` bytes apart. Chroma planes of
+/// lower resolution are interpolated (triangle filter, as libjpeg's fancy upsampling).
+/// Returns the rows written, or TESSERA_JPEG_ERROR.
+int tessera_dc_read_rows(tessera_dc_decoder *d, uint8_t *rows, size_t stride, int max_rows);
+
+const char *tessera_dc_message(const tessera_dc_decoder *d);
+int tessera_dc_source_failed(const tessera_dc_decoder *d);
+void tessera_dc_destroy(tessera_dc_decoder *d);
 
 // MARK: Encoder
 

@@ -1,8 +1,10 @@
 // ScaledJPEGReader.swift — reads a JPEG's header and streams its rows, scaled in the DCT domain.
 //
-// Memory: the file is read through a 64 KiB buffer, rows come out a few at a time, and libjpeg's
-// whole-image buffers (needed only by progressive files) are capped by `maxMemoryBytes`, so a
-// header that claims 65,500 x 65,500 px costs at most that cap, never gigabytes.
+// Memory: the file is read through a 64 KiB buffer and rows come out a few at a time. libjpeg's
+// whole-image coefficient buffers (needed only by multi-scan files: progressive, or components
+// in separate scans) are kept in memory up to `maxMemoryBytes` and beyond that in a spill file
+// given by `useCoefficientStorage` (tessera_coefficients.c), so a header that claims 65,500 x
+// 65,500 px never costs gigabytes of memory.
 //
 // Threading: an instance belongs to one thread at a time; several readers run at once on
 // different threads (each has its own libjpeg state and error buffer).
@@ -20,6 +22,14 @@ public struct JPEGHeader: Equatable, Sendable {
     public var exifOrientation: Int
     /// Whether an Adobe APP14 marker was seen (CMYK is then stored inverted).
     public var adobeInverted: Bool
+    /// Arithmetic-coded rather than Huffman-coded.
+    public var isArithmetic = false
+    /// Three components stored as R, G, B rather than YCbCr.
+    public var storedRGB = false
+    /// The least entropy-coded data a file with this header can have (one bit a block).
+    public var minimumDataBytes: Int64 = 0
+    /// libjpeg's whole-image buffer for a multi-scan decode: 128 bytes a block.
+    public var coefficientBytes: Int64 = 0
 }
 
 final class ScaledJPEGReader {
@@ -27,6 +37,9 @@ final class ScaledJPEGReader {
     private let file: FileDescriptor
     private let decoder: OpaquePointer
     private let source: SourceBox
+    /// The file's size in bytes when opened.
+    let fileBytes: Int64
+    private var spill: SpillFile?
     /// Bytes a pixel in the rows `readRows` returns: 3 (RGB) or 4 (CMYK).
     private(set) var outputComponents = 3
 
@@ -39,8 +52,9 @@ final class ScaledJPEGReader {
     /// Opens `path` (a regular file only; FIFOs and devices are refused before any read).
     init(path: String, maxMemoryBytes: Int) throws(TesseraError) {
         self.path = path
-        let (file, _) = try FileDescriptor.openRegularFileForReading(path)
+        let (file, info) = try FileDescriptor.openRegularFileForReading(path)
         self.file = file
+        fileBytes = Int64(info.st_size)
         source = SourceBox(file)
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
@@ -85,9 +99,39 @@ final class ScaledJPEGReader {
         case Int32(TESSERA_COLOR_CMYK.rawValue): model = .cmyk
         default: model = .rgb
         }
-        return JPEGHeader(width: Int(raw.width), height: Int(raw.height), colorModel: model,
-                          isProgressive: raw.progressive != 0, exifOrientation: Int(raw.exif_orientation),
-                          adobeInverted: raw.adobe_inverted != 0)
+        let header = JPEGHeader(width: Int(raw.width), height: Int(raw.height), colorModel: model,
+                                isProgressive: raw.progressive != 0, exifOrientation: Int(raw.exif_orientation),
+                                adobeInverted: raw.adobe_inverted != 0, isArithmetic: raw.arithmetic != 0,
+                                storedRGB: raw.stored_rgb != 0, minimumDataBytes: Int64(raw.min_data_bytes),
+                                coefficientBytes: Int64(raw.coefficient_bytes))
+        // A header whose picture cannot fit in the file is refused now, before a decode would
+        // spend seconds (or a whole-image buffer) on it.
+        if header.minimumDataBytes > fileBytes {
+            throw TesseraError.unreadablePhoto(
+                path: path,
+                reason: "its header claims \(header.width) x \(header.height) px, which takes at least "
+                    + "\(formatBytes(header.minimumDataBytes)) of image data, but the file holds \(formatBytes(fileBytes)) "
+                    + "(corrupt or hostile JPEG)")
+        }
+        return header
+    }
+
+    /// Where a multi-scan file's coefficients go: in memory up to `memoryLimitBytes`, beyond that
+    /// in an unnamed file in `spillDirectory` through windows that fit the limit. Before `start`.
+    func useCoefficientStorage(memoryLimitBytes: Int, spillDirectory: String) {
+        let spill = SpillFile(directory: spillDirectory)
+        self.spill = spill
+        var c = spill.cValue
+        tessera_jpeg_decoder_set_coefficient_storage(decoder, memoryLimitBytes, &c)
+    }
+
+    /// Whether the last start put the coefficients in the spill file.
+    var coefficientsSpilled: Bool { tessera_jpeg_decoder_coefficients_spilled(decoder) != 0 }
+
+    /// A DC decoder over the same file (from its first byte), for a multi-scan file drawn at 1/8.
+    func dcReader(memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) -> DCScaledJPEGReader {
+        try DCScaledJPEGReader(file: file, path: path, memoryLimitBytes: memoryLimitBytes,
+                               spillDirectory: spillDirectory, storedRGB: storedRGB)
     }
 
     /// The output size at DCT scale `numerator`/8 (jpeg_calc_output_dimensions).
@@ -126,6 +170,7 @@ final class ScaledJPEGReader {
 
     private func failure() -> TesseraError {
         if tessera_jpeg_decoder_source_failed(decoder) != 0, let error = source.error { return error }
+        if let error = spill?.error { return .unreadablePhoto(path: path, reason: "decoding it needs a spill file: \(error)") }
         return .unreadablePhoto(path: path, reason: String(cString: tessera_jpeg_decoder_message(decoder)))
     }
 }

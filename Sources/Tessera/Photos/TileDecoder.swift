@@ -1,41 +1,76 @@
 // TileDecoder.swift — one photo in, one upright, centre-cropped cell-sized RGB tile out.
 //
-// Pipeline per photo: header (with EXIF orientation) → the smallest libjpeg DCT scale M/8 whose
-// output still covers the cell → rows streamed through AreaResampler into a tile in the stored
-// orientation → OrientationTransform into the caller's buffer. Memory is proportional to the
-// photo's width (a few rows at a time), not its area.
+// Pipeline per photo: header (with EXIF orientation) → the smallest DCT scale M/8 whose output
+// still covers the cell → rows streamed (from libjpeg, or from the DC decoder for a multi-scan
+// file at 1/8) through AreaResampler into a tile in the stored orientation →
+// OrientationTransform into the caller's buffer. Memory is proportional to the photo's width (a
+// few rows at a time), plus, for a multi-scan file, its whole-image buffer: 2 bytes a block at
+// 1/8, libjpeg's 128 otherwise, in a spill file when it does not fit the budget.
+
+/// How a photo was decoded.
+public enum DecodeMethod: Equatable, Sendable {
+    /// libjpeg, one scan, rows streamed (baseline files).
+    case streamed
+    /// A multi-scan file at 1/8 scale from its DC coefficients (DCScaledJPEGReader).
+    case dcOnly(spilled: Bool)
+    /// A multi-scan file through libjpeg with its coefficients in memory or in a spill file.
+    case coefficients(spilled: Bool)
+}
 
 /// What decoding one photo noticed that the user may want to hear about.
 public struct DecodeNotes: Equatable, Sendable {
     /// libjpeg warnings (corrupt data it skipped over); the tile was still produced.
     public var warningCount = 0
     public var firstWarning = ""
+    public var method = DecodeMethod.streamed
 }
 
 public struct TileDecoder: Sendable {
     public let cellWidth: Int
     public let cellHeight: Int
-    /// Cap on libjpeg's whole-image buffers (progressive files); see ScaledJPEGReader.
-    public let maxDecodeMemoryBytes: Int
+    /// The memory all decodes share, and where their spill files go.
+    public let budget: DecodeBudget
 
     /// The upright aspect ratio (width / height) of the centre crop; nil: the cell's own. A
     /// mosaic's analysis uses a k x k tile of a cell-shaped crop.
     public let cropAspect: Double?
 
-    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int, cropAspect: Double? = nil) {
+    public init(cellWidth: Int, cellHeight: Int, budget: DecodeBudget, cropAspect: Double? = nil) {
         precondition(cellWidth > 0 && cellHeight > 0)
         self.cellWidth = cellWidth
         self.cellHeight = cellHeight
-        self.maxDecodeMemoryBytes = maxDecodeMemoryBytes
+        self.budget = budget
         self.cropAspect = cropAspect
+    }
+
+    /// A decoder with a budget of its own of `maxDecodeMemoryBytes`, spilling to the default
+    /// temporary directory.
+    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int, cropAspect: Double? = nil) {
+        self.init(cellWidth: cellWidth, cellHeight: cellHeight,
+                  budget: DecodeBudget(poolBytes: maxDecodeMemoryBytes, spillDirectory: defaultTemporaryDirectory()),
+                  cropAspect: cropAspect)
     }
 
     public var tileBytes: Int { cellWidth * cellHeight * 3 }
 
+    /// What one decode holds besides whole-image buffers, for output rows `outputWidth` px wide:
+    /// libjpeg's row buffers (a few MCU rows of samples), ours (16 rows, the resampler's
+    /// accumulators, the tile in its stored orientation) and the file buffers.
+    func workingBytes(outputWidth: Int) -> Int {
+        outputWidth * 3 * 48 + tileBytes + (384 << 10)
+    }
+
     /// Decodes `path` into `tile` (`tileBytes` long), upright and centre-cropped to the cell.
+    ///
+    /// Single-scan (baseline) files stream through libjpeg at the smallest DCT scale M/8 that
+    /// covers the cell. Multi-scan files (progressive, or components in separate scans) drawn at
+    /// 1/8 are decoded from their DC coefficients alone (DCScaledJPEGReader); at larger scales,
+    /// or when that decoder declines the file, libjpeg decodes them with its coefficients in
+    /// memory when they fit half the budget's pool, else in a spill file. Every decode is
+    /// admitted against the budget first.
     public func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         precondition(tile.count >= tileBytes)
-        let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: maxDecodeMemoryBytes)
+        let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: budget.poolBytes)
         let header = try reader.readHeader()
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
         // The tile in the stored frame: the cell, turned back when the photo is stored sideways.
@@ -45,13 +80,64 @@ public struct TileDecoder: Sendable {
         // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
         // and the resampler then enlarges.
         var scaled = (width: header.width, height: header.height)
-        for numerator in 1...8 {
-            scaled = try reader.scaledSize(numerator: numerator)
+        var numerator = 8
+        for candidate in 1...8 {
+            scaled = try reader.scaledSize(numerator: candidate)
+            numerator = candidate
             if scaled.width >= storedTileWidth && scaled.height >= storedTileHeight { break }
         }
-        let output = try reader.start()
-        scaled = output
+        let working = workingBytes(outputWidth: scaled.width)
+        let inMemoryShare = budget.poolBytes / 2
+        let blockRows = max(1, (header.height + 7) / 8)
+        let draw = { (rows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int, components: Int,
+                      size: (width: Int, height: Int)) throws(TesseraError) in
+            try self.draw(path: path, header: header, orientation: orientation, storedTileWidth: storedTileWidth,
+                          storedTileHeight: storedTileHeight, scaled: size, components: components, rows: rows, into: tile)
+        }
 
+        if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
+            // Two bytes a block instead of libjpeg's 128.
+            let planeBytes = Int(clamping: header.coefficientBytes / 64)
+            let inMemory = planeBytes + working <= inMemoryShare
+            let limit = inMemory ? planeBytes : max(1 << 20, 8 * planeBytes / blockRows)
+            let notes = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
+                let dc = try reader.dcReader(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory,
+                                             storedRGB: header.storedRGB)
+                guard case .decoded(let width, let height) = try dc.decode() else { return nil }
+                try draw({ buffer, stride, count throws(TesseraError) in try dc.readRows(into: buffer, stride: stride, maxRows: count) },
+                         3, (width, height))
+                return DecodeNotes(method: .dcOnly(spilled: dc.spilled))
+            }
+            if let notes { return notes }
+            // Declined (a kind of file it does not handle, or data it finds corrupt): libjpeg
+            // decodes it below, from where the header left off.
+        }
+
+        var request = working
+        if header.isProgressive {
+            let coefficients = Int(clamping: header.coefficientBytes)
+            // Whole in memory when it fits; else windows of about a dozen block rows of every
+            // component, which is what libjpeg touches at once (5 iMCU rows with block smoothing).
+            let limit = coefficients + working <= inMemoryShare
+                ? coefficients : max(2 << 20, 12 * coefficients / blockRows)
+            reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
+            request += limit
+        }
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            let output = try reader.start()
+            try draw({ buffer, stride, count throws(TesseraError) in try reader.readRows(into: buffer, stride: stride, maxRows: count) },
+                     reader.outputComponents, output)
+            let warnings = reader.warnings
+            return DecodeNotes(warningCount: warnings.count, firstWarning: warnings.count > 0 ? warnings.first : "",
+                               method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
+        }
+    }
+
+    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped tile.
+    private func draw(path: String, header: JPEGHeader, orientation: OrientationTransform, storedTileWidth: Int,
+                      storedTileHeight: Int, scaled: (width: Int, height: Int), components: Int,
+                      rows readRows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int,
+                      into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         // Centre crop to the cell's aspect ratio.
         var aspect = Double(storedTileWidth) / Double(storedTileHeight)
         if let cropAspect { aspect = orientation.swapsAxes ? 1 / cropAspect : cropAspect }
@@ -63,7 +149,6 @@ public struct TileDecoder: Sendable {
         var resampler = AreaResampler(inputWidth: scaled.width, cropX: cropX, cropY: cropY,
                                       cropWidth: cropWidth, cropHeight: cropHeight,
                                       outputWidth: storedTileWidth, outputHeight: storedTileHeight)
-        let components = reader.outputComponents
         let batch = 16
         let rowBytes = scaled.width * components
         let rows = UnsafeMutableRawPointer.allocate(byteCount: rowBytes * batch, alignment: 16)
@@ -80,7 +165,7 @@ public struct TileDecoder: Sendable {
         }
         var inputRow = 0
         while inputRow < min(scaled.height, resampler.inputRowsNeeded) {
-            let count = try reader.readRows(into: rows, stride: rowBytes, maxRows: batch)
+            let count = try readRows(rows, rowBytes, batch)
             if count == 0 { break }
             for i in 0..<count {
                 var pixels = (rows + i * rowBytes).assumingMemoryBound(to: UInt8.self)
@@ -98,8 +183,6 @@ public struct TileDecoder: Sendable {
         resampler.finish(emit: emit)
         orientation.apply(stored: UnsafeRawBufferPointer(storedTile), storedWidth: storedTileWidth,
                           storedHeight: storedTileHeight, upright: tile)
-        let warnings = reader.warnings
-        return DecodeNotes(warningCount: warnings.count, firstWarning: warnings.count > 0 ? warnings.first : "")
     }
 }
 

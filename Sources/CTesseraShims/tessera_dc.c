@@ -1,0 +1,710 @@
+// tessera_dc.c — multi-scan JPEGs at 1/8 scale from their DC coefficients alone.
+//
+// Why: at 1/8 scale each 8 x 8 block becomes one pixel, the block's mean, which is its DC
+// coefficient. libjpeg decodes a progressive file by buffering every coefficient of the image
+// (128 bytes a block) and decoding every AC scan, even at 1/8: 72 MB and about 8x the time of
+// the baseline twin for a 24-megapixel photo. This decoder reads the DC scans only (the first
+// one and its successive-approximation refinements, interleaved or not, with restart markers
+// and Huffman tables redefined between scans), skips each AC scan by finding its end marker,
+// and keeps 2 bytes a block. Sequential multi-scan files (components in separate scans) are
+// decoded the same way, the AC codes read and dropped.
+//
+// What differs from libjpeg at 1/8: luma (and every full-resolution component) is the same
+// value libjpeg's 1x1 IDCT gives. A subsampled chroma component is one value per block here,
+// interpolated to the luma grid (triangle filter, like libjpeg's fancy upsampling), where
+// libjpeg instead runs a 2x2 IDCT that also reads three AC coefficients: chroma differs by the
+// detail those carry, a level or two on average in busy photos (measured in the tests).
+//
+// Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
+// usual lookahead table plus per-length limits (T.81 F.2.2.3).
+//
+// Errors longjmp to the entry point that set `jump`; no Swift frame is ever in between.
+// Threading: one decoder per thread.
+#include "tessera_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LOOKAHEAD 9
+
+typedef struct {
+    uint8_t lookup_length[1 << LOOKAHEAD];  // 0: the code is longer than LOOKAHEAD bits
+    uint8_t lookup_value[1 << LOOKAHEAD];
+    int32_t max_code[17];                   // largest code of each length, -1 when none
+    int32_t value_offset[17];               // index in `values` of a code of that length, minus the code
+    uint8_t values[256];
+    int defined;
+} huffman_table;
+
+typedef struct {
+    int id, h, v, quant_table;
+    int dc_quant;              // the DC quantiser, latched at the component's first scan
+    int latched;
+    int blocks_w, blocks_h;    // the component's own block grid
+    int padded_w, padded_h;    // rounded up to whole MCUs (interleaved scans code these blocks)
+    int prediction;            // DC predictor within a scan
+    tessera_rowstore plane;    // int16_t DC coefficient (scaled by 2^Al as coded) per block
+    int allocated;
+    // output: one row of samples for the current output row, and interpolation positions
+    int *samples;              // out_w values, 0...255
+    int *column;               // per output x: left block
+    int *column_weight;        // per output x: weight of the right block, 0...256
+} dc_component;
+
+struct tessera_dc_decoder {
+    tessera_jpeg_source source;
+    void *context;
+    uint8_t *buffer;
+    size_t buffer_bytes, position, length;
+    int at_end;
+
+    // bit reader: the top `bit_count` bits of `bits` are next; the last `padding` of them are
+    // zeros put in after a marker (or the end of the file) where data should have been.
+    uint64_t bits;
+    int bit_count, padding;
+    int marker;                // a marker found in the data, not yet handled (0: none; -1: end of file)
+    int overrun;               // padding was consumed: the scan's data ended early
+
+    huffman_table dc_tables[4], ac_tables[4];
+    int quant_dc[4], quant_defined[4];
+    int width, height, component_count, h_max, v_max, mcus_x, mcus_y;
+    int progressive, frame_seen, restart_interval, scans;
+    dc_component components[4];
+    long memory_limit;
+    const tessera_spill *spill;
+    tessera_spill spill_copy;
+    uint64_t plane_bytes;
+    int stored_rgb;
+
+    int out_w, out_h, out_row;
+
+    int status;                // what a longjmp returns
+    int source_failed;
+    char message[200];
+    jmp_buf jump;
+};
+
+// MARK: Errors
+
+static void fail_with(tessera_dc_decoder *d, int status, const char *message) {
+    d->status = status;
+    snprintf(d->message, sizeof d->message, "%s", message);
+    longjmp(d->jump, 1);
+}
+
+static void unsupported(tessera_dc_decoder *d, const char *why) { fail_with(d, TESSERA_JPEG_UNSUPPORTED, why); }
+
+// MARK: Bytes
+
+static int refill(tessera_dc_decoder *d) {
+    if (d->at_end) return 0;
+    long n = d->source(d->context, d->buffer, d->buffer_bytes);
+    if (n < 0) {
+        d->source_failed = 1;
+        fail_with(d, TESSERA_JPEG_ERROR, "read error");
+    }
+    if (n == 0) {
+        d->at_end = 1;
+        return 0;
+    }
+    d->position = 0;
+    d->length = (size_t)n;
+    return 1;
+}
+
+/// The next byte, or -1 at the end of the file.
+static inline int next_byte(tessera_dc_decoder *d) {
+    if (d->position == d->length && !refill(d)) return -1;
+    return d->buffer[d->position++];
+}
+
+static int required_byte(tessera_dc_decoder *d) {
+    int byte = next_byte(d);
+    if (byte < 0) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+    return byte;
+}
+
+static int required_u16(tessera_dc_decoder *d) {
+    int high = required_byte(d);
+    return (high << 8) | required_byte(d);
+}
+
+static void skip_bytes(tessera_dc_decoder *d, long count) {
+    while (count > 0) {
+        if (d->position == d->length && !refill(d)) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+        size_t here = d->length - d->position;
+        if ((size_t)count < here) here = (size_t)count;
+        d->position += here;
+        count -= (long)here;
+    }
+}
+
+/// Skips to the next marker (FF followed by a code other than 00 or FF) and returns its code;
+/// -1 at the end of the file. With `past_restarts`, RSTn markers are skipped too (the end of
+/// an AC scan's data is the first other marker).
+static int find_marker(tessera_dc_decoder *d, int past_restarts) {
+    for (;;) {
+        // memchr for the next FF: an AC scan is skipped at memory speed.
+        for (;;) {
+            if (d->position == d->length && !refill(d)) return -1;
+            uint8_t *start = d->buffer + d->position;
+            uint8_t *ff = memchr(start, 0xFF, d->length - d->position);
+            if (ff != NULL) {
+                d->position = (size_t)(ff - d->buffer) + 1;
+                break;
+            }
+            d->position = d->length;
+        }
+        int code = next_byte(d);
+        while (code == 0xFF) code = next_byte(d);
+        if (code < 0) return -1;
+        if (code == 0) continue;                                   // a stuffed FF in data
+        if (past_restarts && code >= 0xD0 && code <= 0xD7) continue;
+        return code;
+    }
+}
+
+// MARK: Bits
+
+static void fill_bits(tessera_dc_decoder *d) {
+    while (d->bit_count <= 56) {
+        int byte;
+        if (d->marker != 0) {
+            byte = 0;
+            d->padding += 8;
+        } else {
+            byte = next_byte(d);
+            if (byte == 0xFF) {
+                int code = next_byte(d);
+                while (code == 0xFF) code = next_byte(d);
+                if (code == 0) {
+                    byte = 0xFF;
+                } else {
+                    d->marker = code < 0 ? -1 : code;
+                    byte = 0;
+                    d->padding += 8;
+                }
+            } else if (byte < 0) {
+                d->marker = -1;
+                byte = 0;
+                d->padding += 8;
+            }
+        }
+        d->bits |= (uint64_t)byte << (56 - d->bit_count);
+        d->bit_count += 8;
+    }
+}
+
+static inline void consume_bits(tessera_dc_decoder *d, int count) {
+    d->bits <<= count;
+    d->bit_count -= count;
+    if (d->bit_count < d->padding) {
+        d->overrun = 1;
+        d->padding = d->bit_count;
+    }
+}
+
+static inline int get_bits(tessera_dc_decoder *d, int count) {
+    if (count == 0) return 0;
+    if (d->bit_count < count) fill_bits(d);
+    int value = (int)(d->bits >> (64 - count));
+    consume_bits(d, count);
+    return value;
+}
+
+/// T.81 F.2.2.1 EXTEND: a `size`-bit magnitude category value to a signed difference.
+static inline int receive_extend(tessera_dc_decoder *d, int size) {
+    if (size == 0) return 0;
+    if (size > 16) unsupported(d, "corrupt Huffman data (magnitude over 16 bits)");
+    int value = get_bits(d, size);
+    if (value < (1 << (size - 1))) value += (int)(-(1u << size)) + 1;
+    return value;
+}
+
+static inline int decode_huffman(tessera_dc_decoder *d, const huffman_table *table) {
+    if (d->bit_count < 16) fill_bits(d);
+    unsigned look = (unsigned)(d->bits >> (64 - LOOKAHEAD));
+    int length = table->lookup_length[look];
+    if (length != 0) {
+        consume_bits(d, length);
+        return table->lookup_value[look];
+    }
+    uint32_t code16 = (uint32_t)(d->bits >> 48);
+    for (int l = LOOKAHEAD + 1; l <= 16; l++) {
+        int32_t code = (int32_t)(code16 >> (16 - l));
+        if (code <= table->max_code[l]) {
+            consume_bits(d, l);
+            return table->values[(table->value_offset[l] + code) & 0xFF];
+        }
+    }
+    unsupported(d, "corrupt Huffman data (no such code)");
+    return 0;
+}
+
+static void reset_bits(tessera_dc_decoder *d) {
+    d->bits = 0;
+    d->bit_count = 0;
+    d->padding = 0;
+}
+
+// MARK: Tables and headers
+
+static void read_huffman_tables(tessera_dc_decoder *d) {
+    long length = required_u16(d) - 2;
+    while (length > 0) {
+        int kind = required_byte(d);
+        int klass = kind >> 4, id = kind & 15;
+        if (klass > 1 || id > 3) unsupported(d, "bad Huffman table id");
+        uint8_t counts[17] = {0};
+        int total = 0;
+        for (int l = 1; l <= 16; l++) {
+            counts[l] = (uint8_t)required_byte(d);
+            total += counts[l];
+        }
+        if (total > 256 || 17 + total > length) unsupported(d, "bad Huffman table");
+        huffman_table *table = klass == 0 ? &d->dc_tables[id] : &d->ac_tables[id];
+        memset(table, 0, sizeof *table);
+        for (int i = 0; i < total; i++) table->values[i] = (uint8_t)required_byte(d);
+        int code = 0, index = 0;
+        for (int l = 1; l <= 16; l++) {
+            int n = counts[l];
+            table->value_offset[l] = index - code;
+            if (code + n > (1 << l)) unsupported(d, "bad Huffman table (too many codes)");
+            table->max_code[l] = n > 0 ? code + n - 1 : -1;
+            if (l <= LOOKAHEAD) {
+                for (int i = 0; i < n; i++) {
+                    int first = (code + i) << (LOOKAHEAD - l), span = 1 << (LOOKAHEAD - l);
+                    for (int j = 0; j < span; j++) {
+                        table->lookup_length[first + j] = (uint8_t)l;
+                        table->lookup_value[first + j] = table->values[index + i];
+                    }
+                }
+            }
+            index += n;
+            code = (code + n) << 1;
+        }
+        table->defined = 1;
+        length -= 17 + total;
+    }
+    if (length != 0) unsupported(d, "bad Huffman table length");
+}
+
+static void read_quant_tables(tessera_dc_decoder *d) {
+    long length = required_u16(d) - 2;
+    while (length > 0) {
+        int kind = required_byte(d);
+        int precision = kind >> 4, id = kind & 15;
+        if (id > 3 || precision > 1) unsupported(d, "bad quantisation table");
+        int first = precision ? required_u16(d) : required_byte(d);
+        skip_bytes(d, precision ? 126 : 63);
+        d->quant_dc[id] = first;
+        d->quant_defined[id] = 1;
+        length -= 1 + (precision ? 128 : 64);
+    }
+    if (length != 0) unsupported(d, "bad quantisation table length");
+}
+
+static void read_frame(tessera_dc_decoder *d, int progressive) {
+    if (d->frame_seen) unsupported(d, "two frame headers");
+    long length = required_u16(d);
+    int precision = required_byte(d);
+    d->height = required_u16(d);
+    d->width = required_u16(d);
+    d->component_count = required_byte(d);
+    if (precision != 8) unsupported(d, "not 8-bit");
+    if (d->height == 0 || d->width == 0) unsupported(d, "no height in the frame header (DNL)");
+    if ((d->component_count != 1 && d->component_count != 3) || length != 8 + 3 * d->component_count) {
+        unsupported(d, "neither one nor three components");
+    }
+    d->h_max = d->v_max = 1;
+    for (int i = 0; i < d->component_count; i++) {
+        dc_component *c = &d->components[i];
+        c->id = required_byte(d);
+        int sampling = required_byte(d);
+        c->h = sampling >> 4;
+        c->v = sampling & 15;
+        c->quant_table = required_byte(d);
+        if (c->h < 1 || c->h > 4 || c->v < 1 || c->v > 4 || c->quant_table > 3) unsupported(d, "bad sampling factors");
+        if (c->h > d->h_max) d->h_max = c->h;
+        if (c->v > d->v_max) d->v_max = c->v;
+    }
+    d->mcus_x = (d->width + 8 * d->h_max - 1) / (8 * d->h_max);
+    d->mcus_y = (d->height + 8 * d->v_max - 1) / (8 * d->v_max);
+    uint64_t total = 0;
+    for (int i = 0; i < d->component_count; i++) {
+        dc_component *c = &d->components[i];
+        // T.81 A.1.1: the component's size is ceil(X * h / Hmax), in blocks rounded up.
+        long comp_w = ((long)d->width * c->h + d->h_max - 1) / d->h_max;
+        long comp_h = ((long)d->height * c->v + d->v_max - 1) / d->v_max;
+        c->blocks_w = (int)((comp_w + 7) / 8);
+        c->blocks_h = (int)((comp_h + 7) / 8);
+        c->padded_w = d->mcus_x * c->h;
+        c->padded_h = d->mcus_y * c->v;
+        total += (uint64_t)c->padded_w * c->padded_h * sizeof(int16_t);
+    }
+    d->plane_bytes = total;
+    int spill = total > (uint64_t)d->memory_limit;
+    if (spill && d->spill == NULL) fail_with(d, TESSERA_JPEG_ERROR, "its DC planes do not fit the decoder's memory");
+    uint64_t offset = 0;
+    for (int i = 0; i < d->component_count; i++) {
+        dc_component *c = &d->components[i];
+        size_t row_bytes = (size_t)c->padded_w * sizeof(int16_t);
+        size_t window = (size_t)c->padded_h;
+        if (spill) {
+            window = (size_t)d->memory_limit / (size_t)d->component_count / row_bytes;
+            if (window < (size_t)c->v + 2) window = (size_t)c->v + 2;
+        }
+        if (tessera_rowstore_init(&c->plane, row_bytes, (size_t)c->padded_h, window, spill ? d->spill : NULL, offset) != 0) {
+            fail_with(d, TESSERA_JPEG_ERROR, "out of memory for the DC planes");
+        }
+        c->allocated = 1;
+        offset += (uint64_t)row_bytes * (uint64_t)c->padded_h;
+    }
+    d->progressive = progressive;
+    d->frame_seen = 1;
+}
+
+// MARK: Scans
+
+typedef struct {
+    int count;
+    dc_component *components[4];
+    int dc_table[4], ac_table[4];
+    int ss, se, ah, al;
+} scan_header;
+
+static int16_t *plane_row(tessera_dc_decoder *d, dc_component *c, int row, int count) {
+    uint8_t *p = tessera_rowstore_access(&c->plane, (size_t)row, (size_t)count, 1);
+    if (p == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
+    return (int16_t *)p;
+}
+
+/// One block's worth of the scan: updates the DC coefficient at `coefficient`.
+static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, int i, int16_t *coefficient) {
+    dc_component *c = scan->components[i];
+    if (d->progressive && scan->ah != 0) {
+        // DC refinement (T.81 G.1.2.1): one raw bit, the next bit down of the coefficient.
+        if (get_bits(d, 1)) *coefficient = (int16_t)(*coefficient | (1 << scan->al));
+        return;
+    }
+    int size = decode_huffman(d, &d->dc_tables[scan->dc_table[i]]);
+    // Unsigned: corrupt data must not overflow a signed int (undefined behaviour).
+    c->prediction = (int)((unsigned)c->prediction + (unsigned)receive_extend(d, size));
+    *coefficient = (int16_t)((unsigned)c->prediction << scan->al);
+    if (!d->progressive) {
+        // Sequential: read the block's AC codes and drop them (T.81 F.2.2.2).
+        const huffman_table *ac = &d->ac_tables[scan->ac_table[i]];
+        for (int k = 1; k < 64; k++) {
+            int rs = decode_huffman(d, ac);
+            int run = rs >> 4, bits = rs & 15;
+            if (bits != 0) {
+                k += run;
+                if (bits > 0) get_bits(d, bits);
+            } else {
+                if (run != 15) break;  // end of block
+                k += 15;
+            }
+        }
+    }
+}
+
+/// At a restart boundary: the data before it is complete, then an RSTn marker follows.
+static void restart(tessera_dc_decoder *d, const scan_header *scan) {
+    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    reset_bits(d);
+    if (d->marker == 0) d->marker = find_marker(d, 0);
+    if (d->marker >= 0xD0 && d->marker <= 0xD7) {
+        d->marker = 0;
+    } else {
+        unsupported(d, "missing restart marker");
+    }
+    for (int i = 0; i < scan->count; i++) scan->components[i]->prediction = 0;
+}
+
+static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
+    reset_bits(d);
+    d->marker = 0;
+    d->overrun = 0;
+    for (int i = 0; i < scan->count; i++) scan->components[i]->prediction = 0;
+    int restarts_left = d->restart_interval;
+    if (scan->count == 1) {
+        // Non-interleaved: the component's own block grid, one block an MCU (T.81 A.2.2).
+        dc_component *c = scan->components[0];
+        for (int by = 0; by < c->blocks_h; by++) {
+            int16_t *row = plane_row(d, c, by, 1);
+            for (int bx = 0; bx < c->blocks_w; bx++) {
+                if (d->restart_interval) {
+                    if (restarts_left == 0) {
+                        restart(d, scan);
+                        restarts_left = d->restart_interval;
+                    }
+                    restarts_left--;
+                }
+                decode_block(d, scan, 0, &row[bx]);
+            }
+        }
+    } else {
+        for (int my = 0; my < d->mcus_y; my++) {
+            int16_t *rows[4];
+            for (int i = 0; i < scan->count; i++) {
+                dc_component *c = scan->components[i];
+                rows[i] = plane_row(d, c, my * c->v, c->v);
+            }
+            for (int mx = 0; mx < d->mcus_x; mx++) {
+                if (d->restart_interval) {
+                    if (restarts_left == 0) {
+                        restart(d, scan);
+                        restarts_left = d->restart_interval;
+                    }
+                    restarts_left--;
+                }
+                for (int i = 0; i < scan->count; i++) {
+                    dc_component *c = scan->components[i];
+                    for (int y = 0; y < c->v; y++) {
+                        for (int x = 0; x < c->h; x++) {
+                            decode_block(d, scan, i, &rows[i][y * c->padded_w + mx * c->h + x]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    reset_bits(d);
+    // The next marker: found by the bit reader already, or after the scan's last bits.
+    if (d->marker == 0) d->marker = find_marker(d, 1);
+}
+
+static void read_scan(tessera_dc_decoder *d) {
+    if (!d->frame_seen) unsupported(d, "scan before frame header");
+    if (++d->scans > TESSERA_JPEG_MAX_SCANS) {
+        char message[160];
+        snprintf(message, sizeof message, "more than %d scans (a progressive photo has about 10): refused as a decoding bomb",
+                 TESSERA_JPEG_MAX_SCANS);
+        fail_with(d, TESSERA_JPEG_ERROR, message);
+    }
+    long length = required_u16(d);
+    scan_header scan;
+    memset(&scan, 0, sizeof scan);
+    scan.count = required_byte(d);
+    if (scan.count < 1 || scan.count > d->component_count || length != 6 + 2 * scan.count) unsupported(d, "bad scan header");
+    for (int i = 0; i < scan.count; i++) {
+        int id = required_byte(d), tables = required_byte(d);
+        dc_component *c = NULL;
+        for (int k = 0; k < d->component_count; k++) {
+            if (d->components[k].id == id) c = &d->components[k];
+        }
+        if (c == NULL) unsupported(d, "scan names an unknown component");
+        scan.components[i] = c;
+        scan.dc_table[i] = tables >> 4;
+        scan.ac_table[i] = tables & 15;
+        if (scan.dc_table[i] > 3 || scan.ac_table[i] > 3) unsupported(d, "bad table selector");
+    }
+    scan.ss = required_byte(d);
+    scan.se = required_byte(d);
+    int approximation = required_byte(d);
+    scan.ah = approximation >> 4;
+    scan.al = approximation & 15;
+    if (d->progressive) {
+        if (scan.ss != 0) {
+            // An AC scan: nothing in it changes a DC coefficient. Its data ends at the first
+            // marker that is not a restart marker.
+            if (scan.count != 1) unsupported(d, "interleaved AC scan");
+            d->marker = find_marker(d, 1);
+            return;
+        }
+        if (scan.se != 0 || scan.al > 13) unsupported(d, "bad DC scan");
+    } else if (scan.ss != 0 || scan.se != 63 || scan.ah != 0 || scan.al != 0) {
+        unsupported(d, "bad sequential scan");
+    }
+    for (int i = 0; i < scan.count; i++) {
+        dc_component *c = scan.components[i];
+        if (!c->latched) {
+            if (!d->quant_defined[c->quant_table]) unsupported(d, "quantisation table missing");
+            c->dc_quant = d->quant_dc[c->quant_table];
+            c->latched = 1;
+        }
+        if (scan.ah == 0 && !d->dc_tables[scan.dc_table[i]].defined) unsupported(d, "DC Huffman table missing");
+        if (!d->progressive && !d->ac_tables[scan.ac_table[i]].defined) unsupported(d, "AC Huffman table missing");
+    }
+    decode_scan(d, &scan);
+}
+
+int tessera_dc_decode(tessera_dc_decoder *d) {
+    if (setjmp(d->jump)) return d->status;
+    if (required_byte(d) != 0xFF || required_byte(d) != 0xD8) unsupported(d, "not a JPEG");
+    d->marker = 0;
+    for (;;) {
+        int code = d->marker != 0 ? d->marker : find_marker(d, 0);
+        d->marker = 0;
+        if (code < 0) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+        switch (code) {
+        case 0xC0: case 0xC1: read_frame(d, 0); break;
+        case 0xC2: read_frame(d, 1); break;
+        case 0xC3: case 0xC5: case 0xC6: case 0xC7: case 0xC9: case 0xCA: case 0xCB:
+        case 0xCD: case 0xCE: case 0xCF:
+            unsupported(d, "lossless, hierarchical or arithmetic-coded");
+            break;
+        case 0xC4: read_huffman_tables(d); break;
+        case 0xDB: read_quant_tables(d); break;
+        case 0xDD:
+            if (required_u16(d) != 4) unsupported(d, "bad DRI");
+            d->restart_interval = required_u16(d);
+            break;
+        case 0xDA: read_scan(d); break;
+        case 0xD9:
+            if (d->scans == 0) fail_with(d, TESSERA_JPEG_ERROR, "no image data");
+            d->out_w = (d->width + 7) / 8;
+            d->out_h = (d->height + 7) / 8;
+            return TESSERA_JPEG_OK;
+        case 0xD8: unsupported(d, "nested start of image"); break;
+        default:
+            if (code >= 0xD0 && code <= 0xD7) break;   // a stray restart marker
+            if (code == 0x01) break;                   // TEM: no length
+            skip_bytes(d, required_u16(d) - 2);
+            break;
+        }
+    }
+}
+
+// MARK: Output
+
+/// The sample libjpeg's 1x1 IDCT gives for a block: dequantised DC / 8, rounded, centred, clamped.
+static inline int block_sample(int dc, int quant) {
+    long value = (((long)dc * quant + 4) >> 3) + 128;
+    return value < 0 ? 0 : value > 255 ? 255 : (int)value;
+}
+
+/// Interpolation position of output index `i` in a grid `ratio_num / ratio_den` as fine, in
+/// 1/256ths, clamped to [0, count - 1]: the centre of output pixel i lands at
+/// (i + 0.5) * num / den - 0.5 in the component's grid.
+static void position(int i, int num, int den, int count, int *index, int *weight) {
+    long fixed = ((long)(2 * i + 1) * num - den) * 256 / (2 * den);
+    if ((2 * i + 1) * num - den < 0) fixed = 0;
+    long whole = fixed >> 8;
+    int fraction = (int)(fixed & 255);
+    if (whole >= count - 1) {
+        whole = count - 1;
+        fraction = 0;
+    }
+    *index = (int)whole;
+    *weight = fraction;
+}
+
+static int prepare_output(tessera_dc_decoder *d) {
+    for (int i = 0; i < d->component_count; i++) {
+        dc_component *c = &d->components[i];
+        c->samples = malloc(sizeof(int) * (size_t)d->out_w);
+        c->column = malloc(sizeof(int) * (size_t)d->out_w);
+        c->column_weight = malloc(sizeof(int) * (size_t)d->out_w);
+        if (c->samples == NULL || c->column == NULL || c->column_weight == NULL) return -1;
+        for (int x = 0; x < d->out_w; x++) position(x, c->h, d->h_max, c->blocks_w, &c->column[x], &c->column_weight[x]);
+    }
+    return 0;
+}
+
+static void component_row(tessera_dc_decoder *d, dc_component *c, int y) {
+    int row, weight;
+    position(y, c->v, d->v_max, c->blocks_h, &row, &weight);
+    int pair = row + 1 < c->padded_h ? 2 : 1;
+    uint8_t *p = tessera_rowstore_access(&c->plane, (size_t)row, (size_t)pair, 0);
+    if (p == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
+    const int16_t *upper = (const int16_t *)p;
+    const int16_t *lower = pair == 2 ? upper + c->padded_w : upper;
+    int q = c->dc_quant;
+    if (c->h == d->h_max && weight == 0) {
+        for (int x = 0; x < d->out_w; x++) c->samples[x] = block_sample(upper[x], q);
+        return;
+    }
+    for (int x = 0; x < d->out_w; x++) {
+        int left = c->column[x], wx = c->column_weight[x];
+        int right = wx ? left + 1 : left;
+        int top = block_sample(upper[left], q) * (256 - wx) + block_sample(upper[right], q) * wx;
+        int bottom = weight ? block_sample(lower[left], q) * (256 - wx) + block_sample(lower[right], q) * wx : top;
+        c->samples[x] = (top * (256 - weight) + bottom * weight + 32768) >> 16;
+    }
+}
+
+static inline uint8_t clamp255(int value) { return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value); }
+
+int tessera_dc_read_rows(tessera_dc_decoder *d, uint8_t *rows, size_t stride, int max_rows) {
+    if (setjmp(d->jump)) return TESSERA_JPEG_ERROR;
+    if (d->out_row == 0 && d->components[0].samples == NULL && prepare_output(d) != 0) {
+        fail_with(d, TESSERA_JPEG_ERROR, "out of memory");
+    }
+    int done = 0;
+    while (done < max_rows && d->out_row < d->out_h) {
+        uint8_t *out = rows + (size_t)done * stride;
+        for (int i = 0; i < d->component_count; i++) component_row(d, &d->components[i], d->out_row);
+        if (d->component_count == 1) {
+            const int *g = d->components[0].samples;
+            for (int x = 0; x < d->out_w; x++) out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = (uint8_t)g[x];
+        } else if (d->stored_rgb) {
+            const int *r = d->components[0].samples, *g = d->components[1].samples, *b = d->components[2].samples;
+            for (int x = 0; x < d->out_w; x++) {
+                out[3 * x] = (uint8_t)r[x];
+                out[3 * x + 1] = (uint8_t)g[x];
+                out[3 * x + 2] = (uint8_t)b[x];
+            }
+        } else {
+            // JFIF YCbCr to RGB in libjpeg's fixed point (jdcolor.c's tables: 16 fraction bits).
+            const int *luma = d->components[0].samples, *cb = d->components[1].samples, *cr = d->components[2].samples;
+            for (int x = 0; x < d->out_w; x++) {
+                int yv = luma[x], u = cb[x] - 128, v = cr[x] - 128;
+                out[3 * x] = clamp255(yv + ((91881 * v + 32768) >> 16));
+                out[3 * x + 1] = clamp255(yv + ((-22554 * u - 46802 * v + 32768) >> 16));
+                out[3 * x + 2] = clamp255(yv + ((116130 * u + 32768) >> 16));
+            }
+        }
+        d->out_row++;
+        done++;
+    }
+    return done;
+}
+
+// MARK: Lifetime
+
+tessera_dc_decoder *tessera_dc_create(tessera_jpeg_source source, void *context, size_t buffer_bytes,
+                                      long memory_limit, const tessera_spill *spill, int stored_rgb) {
+    tessera_dc_decoder *d = calloc(1, sizeof *d);
+    if (d == NULL) return NULL;
+    d->buffer = malloc(buffer_bytes);
+    if (d->buffer == NULL) {
+        free(d);
+        return NULL;
+    }
+    d->buffer_bytes = buffer_bytes;
+    d->source = source;
+    d->context = context;
+    d->memory_limit = memory_limit;
+    if (spill != NULL) {
+        d->spill_copy = *spill;
+        d->spill = &d->spill_copy;
+    }
+    d->stored_rgb = stored_rgb;
+    return d;
+}
+
+void tessera_dc_output_size(const tessera_dc_decoder *d, uint32_t *width, uint32_t *height) {
+    *width = (uint32_t)d->out_w;
+    *height = (uint32_t)d->out_h;
+}
+
+uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d) { return d->plane_bytes; }
+
+const char *tessera_dc_message(const tessera_dc_decoder *d) { return d->message; }
+
+int tessera_dc_source_failed(const tessera_dc_decoder *d) { return d->source_failed; }
+
+void tessera_dc_destroy(tessera_dc_decoder *d) {
+    if (d == NULL) return;
+    for (int i = 0; i < 4; i++) {
+        dc_component *c = &d->components[i];
+        if (c->allocated) tessera_rowstore_free(&c->plane);
+        free(c->samples);
+        free(c->column);
+        free(c->column_weight);
+    }
+    free(d->buffer);
+    free(d);
+}

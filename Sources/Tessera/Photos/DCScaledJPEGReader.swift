@@ -1,0 +1,88 @@
+// DCScaledJPEGReader.swift — a multi-scan JPEG at 1/8 scale from its DC coefficients alone.
+//
+// Wraps tessera_dc.c (see there for what is decoded and how the output differs from libjpeg's).
+// Its whole-image buffers are the DC planes, 2 bytes a block (about 1 MB for 24 megapixels),
+// in memory up to `memoryLimitBytes`, beyond that in a spill file. The file is read with pread
+// from its first byte, so the libjpeg reader that read the header is untouched.
+//
+// Threading: an instance belongs to one thread at a time.
+import CTesseraShims
+
+final class DCScaledJPEGReader {
+    let path: String
+    private let decoder: OpaquePointer
+    private let source: SourceBox
+    private let spill: SpillFile
+
+    private final class SourceBox {
+        let file: FileDescriptor
+        var offset: Int64 = 0
+        var error: TesseraError?
+        init(_ file: FileDescriptor) { self.file = file }
+    }
+
+    /// The result of `decode`.
+    enum Outcome {
+        case decoded(width: Int, height: Int)
+        /// Not a file this decoder handles (or data it finds corrupt): use libjpeg.
+        case unsupported(reason: String)
+    }
+
+    init(file: FileDescriptor, path: String, memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) {
+        self.path = path
+        source = SourceBox(file)
+        spill = SpillFile(directory: spillDirectory)
+        let callback: tessera_jpeg_source = { context, buffer, capacity in
+            let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
+            do throws(TesseraError) {
+                let count = try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), at: box.offset)
+                box.offset += Int64(count)
+                return count
+            } catch {
+                box.error = error
+                return -1
+            }
+        }
+        var c = spill.cValue
+        guard let decoder = tessera_dc_create(callback, Unmanaged.passUnretained(source).toOpaque(), 256 << 10,
+                                              memoryLimitBytes, &c, storedRGB ? 1 : 0) else {
+            throw TesseraError.unreadablePhoto(path: path, reason: "out of memory creating a decoder")
+        }
+        self.decoder = decoder
+    }
+
+    deinit { tessera_dc_destroy(decoder) }
+
+    /// Reads the whole file (tessera_dc_decode).
+    func decode() throws(TesseraError) -> Outcome {
+        switch tessera_dc_decode(decoder) {
+        case TESSERA_JPEG_OK:
+            var width: UInt32 = 0, height: UInt32 = 0
+            tessera_dc_output_size(decoder, &width, &height)
+            return .decoded(width: Int(width), height: Int(height))
+        case TESSERA_JPEG_UNSUPPORTED:
+            return .unsupported(reason: String(cString: tessera_dc_message(decoder)))
+        default:
+            throw failure()
+        }
+    }
+
+    /// The DC planes' size in bytes (known once the frame header was read).
+    var planeBytes: Int { Int(tessera_dc_plane_bytes(decoder)) }
+
+    /// Whether the planes went to the spill file.
+    var spilled: Bool { spill.wasUsed }
+
+    /// Reads up to `maxRows` RGB rows into `buffer` (rows `stride` bytes apart); returns how many.
+    func readRows(into buffer: UnsafeMutableRawPointer, stride: Int, maxRows: Int) throws(TesseraError) -> Int {
+        let count = tessera_dc_read_rows(decoder, buffer.assumingMemoryBound(to: UInt8.self), stride, Int32(maxRows))
+        guard count >= 0 else { throw failure() }
+        return Int(count)
+    }
+
+    private func failure() -> TesseraError {
+        if tessera_dc_source_failed(decoder) != 0, let error = source.error { return error }
+        if let error = spill.error { return .unreadablePhoto(path: path, reason: "decoding it needs a spill file: \(error)") }
+        return .unreadablePhoto(path: path, reason: String(cString: tessera_dc_message(decoder)))
+    }
+}

@@ -1,0 +1,122 @@
+// DecodeBudget.swift — the memory every photo decoder of a render shares, and where the large
+// whole-image buffers of progressive photos go when they do not fit it.
+//
+// A decode asks for an estimate of what it will hold (row buffers, its tile, and the whole-image
+// buffers of a multi-scan JPEG) before it starts and gives it back when done. Decodes that do
+// not fit wait for others to finish, so the sum stays inside the pool whatever the number of
+// workers; a request larger than the pool is cut to the pool and then runs alone. The pool is a
+// fixed part of `--max-memory` (RenderPlan), not a cap per worker that multiplies.
+//
+// Threading: `admitted` is called from any number of worker threads at once.
+import CTesseraShims
+import Glibc
+
+public final class DecodeBudget: @unchecked Sendable {
+    /// Bytes that decoders may hold at once.
+    public let poolBytes: Int
+    /// Where spill files go (an unnamed file each, on disk: `--temp-dir`, $TMPDIR or /tmp).
+    public let spillDirectory: String
+
+    private let lock = Mutex()
+    private let released: Condition
+    // Protected by `lock`.
+    private var inUseBytes = 0
+    private var peakBytes = 0
+
+    public init(poolBytes: Int, spillDirectory: String) {
+        precondition(poolBytes > 0)
+        self.poolBytes = poolBytes
+        self.spillDirectory = spillDirectory
+        released = Condition(lock)
+    }
+
+    /// The pool for a process budget of `budgetBytes` with `workers` decoding threads: an eighth
+    /// of the budget, and at least 2 MiB a worker (what a baseline decode of a large photo holds).
+    public static func poolBytes(forBudget budgetBytes: Int, workers: Int) -> Int {
+        max(workers * (2 << 20), budgetBytes / 8)
+    }
+
+    /// A budget with the pool of `poolBytes(forBudget:workers:)`, spilling to `spillDirectory`
+    /// or the default temporary directory.
+    public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
+        self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
+                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory())
+    }
+
+    /// The most that decodes held at once so far (their estimates).
+    public var peakAdmittedBytes: Int { lock.withLock { peakBytes } }
+
+    /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
+    func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {
+        let grant = max(0, min(bytes, poolBytes))
+        lock.withLock {
+            while inUseBytes + grant > poolBytes { released.wait() }
+            inUseBytes += grant
+            peakBytes = max(peakBytes, inUseBytes)
+        }
+        defer {
+            lock.withLock {
+                inUseBytes -= grant
+                released.broadcast()
+            }
+        }
+        return try body()
+    }
+}
+
+/// An unnamed temporary file for one decode's whole-image buffers, opened on first use and
+/// closed (so gone) when the decode ends. Handed to C as a `tessera_spill`.
+final class SpillFile {
+    let directory: String
+    private var file: FileDescriptor?
+    /// The first failure, reported instead of the decoder's generic message.
+    private(set) var error: TesseraError?
+
+    init(directory: String) { self.directory = directory }
+
+    deinit { file?.close() }
+
+    /// Whether the decode put anything in the file.
+    var wasUsed: Bool { file != nil }
+
+    private func opened() throws(TesseraError) -> FileDescriptor {
+        if let file { return file }
+        let made = try FileDescriptor.openAnonymousTemporary(in: directory)
+        file = made
+        return made
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
+        do throws(TesseraError) {
+            try opened().writeAll(bytes, at: offset)
+            return true
+        } catch {
+            if self.error == nil { self.error = error }
+            return false
+        }
+    }
+
+    func read(into bytes: UnsafeMutableRawBufferPointer, at offset: Int64) -> Bool {
+        do throws(TesseraError) {
+            try opened().readAll(into: bytes, at: offset)
+            return true
+        } catch {
+            if self.error == nil { self.error = error }
+            return false
+        }
+    }
+
+    /// The C view: callbacks into this object, valid while it lives.
+    var cValue: tessera_spill {
+        tessera_spill(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            read_at: { context, buffer, count, offset in
+                let spill = Unmanaged<SpillFile>.fromOpaque(context!).takeUnretainedValue()
+                return spill.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count), at: Int64(offset)) ? 0 : -1
+            },
+            write_at: { context, buffer, count, offset in
+                let spill = Unmanaged<SpillFile>.fromOpaque(context!).takeUnretainedValue()
+                return spill.write(UnsafeRawBufferPointer(start: buffer, count: count), at: Int64(offset)) ? 0 : -1
+            })
+    }
+}
