@@ -9,11 +9,15 @@
 // and keeps 2 bytes a block. Sequential multi-scan files (components in separate scans) are
 // decoded the same way, the AC codes read and dropped.
 //
-// What differs from libjpeg at 1/8: luma (and every full-resolution component) is the same
-// value libjpeg's 1x1 IDCT gives. A subsampled chroma component is one value per block here,
-// interpolated to the luma grid (triangle filter, like libjpeg's fancy upsampling), where
-// libjpeg instead runs a 2x2 IDCT that also reads three AC coefficients: chroma differs by the
-// detail those carry, a level or two on average in busy photos (measured in the tests).
+// Chroma subsampled 2 x 2 (4:2:0) is where 1/8 is not DC alone: libjpeg scales such a
+// component by 2/8 instead, so that it needs no upsampling, and its 2 x 2 output is the mean of
+// each 4 x 4 quarter of the block, which also depends on AC coefficients. So for such
+// components the AC scans are decoded too (first and refinement, with end-of-band runs), but
+// only three coefficients are kept, (0,1), (1,0) and (1,1), with a bit per coefficient saying
+// whether it is non-zero (which the refinement scans need): 16 bytes a block. The quarter
+// means are computed from those; the coefficients left out (3, 5 and 7 in either direction)
+// are small in photos, so the result is within a level of libjpeg's on average (tests).
+// Other subsampled components are replicated, as libjpeg does at 1/8 (no fancy upsampling).
 //
 // Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
 // usual lookahead table plus per-length limits (T.81 F.2.2.3).
@@ -36,6 +40,13 @@ typedef struct {
     int defined;
 } huffman_table;
 
+/// What a 4:2:0 chroma block keeps besides its DC coefficient.
+typedef struct {
+    uint64_t nonzero;          // bit k: zig-zag coefficient k is non-zero (1...63)
+    int16_t low[3];            // zig-zag 1, 2, 4 as coded (times 2^Al)
+    int16_t unused;
+} low_block;
+
 typedef struct {
     int id, h, v, quant_table;
     int dc_quant;              // the DC quantiser, latched at the component's first scan
@@ -45,10 +56,14 @@ typedef struct {
     int prediction;            // DC predictor within a scan
     tessera_rowstore plane;    // int16_t DC coefficient (scaled by 2^Al as coded) per block
     int allocated;
+    // 4:2:0 chroma: drawn 2 x 2 per block from the low-frequency coefficients (see above)
+    int reduced;
+    tessera_rowstore low;      // low_block per block
+    int low_allocated;
+    int low_quant[3];          // quantisers of zig-zag 1, 2, 4: (0,1), (1,0), (1,1)
     // output: one row of samples for the current output row, and interpolation positions
     int *samples;              // out_w values, 0...255
-    int *column;               // per output x: left block
-    int *column_weight;        // per output x: weight of the right block, 0...256
+    int *column;               // per output x: the block under it
 } dc_component;
 
 struct tessera_dc_decoder {
@@ -66,7 +81,7 @@ struct tessera_dc_decoder {
     int overrun;               // padding was consumed: the scan's data ended early
 
     huffman_table dc_tables[4], ac_tables[4];
-    int quant_dc[4], quant_defined[4];
+    int quant_dc[4], quant_defined[4], quant_low[4][3];
     int width, height, component_count, h_max, v_max, mcus_x, mcus_y;
     int progressive, frame_seen, restart_interval, scans;
     dc_component components[4];
@@ -295,9 +310,12 @@ static void read_quant_tables(tessera_dc_decoder *d) {
         int kind = required_byte(d);
         int precision = kind >> 4, id = kind & 15;
         if (id > 3 || precision > 1) unsupported(d, "bad quantisation table");
-        int first = precision ? required_u16(d) : required_byte(d);
-        skip_bytes(d, precision ? 126 : 63);
-        d->quant_dc[id] = first;
+        int values[64];
+        for (int k = 0; k < 64; k++) values[k] = precision ? required_u16(d) : required_byte(d);
+        d->quant_dc[id] = values[0];
+        d->quant_low[id][0] = values[1];
+        d->quant_low[id][1] = values[2];
+        d->quant_low[id][2] = values[4];
         d->quant_defined[id] = 1;
         length -= 1 + (precision ? 128 : 64);
     }
@@ -340,7 +358,8 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
         c->blocks_h = (int)((comp_h + 7) / 8);
         c->padded_w = d->mcus_x * c->h;
         c->padded_h = d->mcus_y * c->v;
-        total += (uint64_t)c->padded_w * c->padded_h * sizeof(int16_t);
+        c->reduced = c->h * 2 == d->h_max && c->v * 2 == d->v_max;
+        total += (uint64_t)c->padded_w * c->padded_h * (sizeof(int16_t) + (c->reduced ? sizeof(low_block) : 0));
     }
     d->plane_bytes = total;
     int spill = total > (uint64_t)d->memory_limit;
@@ -359,6 +378,19 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
         }
         c->allocated = 1;
         offset += (uint64_t)row_bytes * (uint64_t)c->padded_h;
+        if (c->reduced) {
+            size_t low_bytes = (size_t)c->padded_w * sizeof(low_block);
+            size_t low_window = (size_t)c->padded_h;
+            if (spill) {
+                low_window = (size_t)d->memory_limit / (size_t)d->component_count / low_bytes;
+                if (low_window < (size_t)c->v + 2) low_window = (size_t)c->v + 2;
+            }
+            if (tessera_rowstore_init(&c->low, low_bytes, (size_t)c->padded_h, low_window, spill ? d->spill : NULL, offset) != 0) {
+                fail_with(d, TESSERA_JPEG_ERROR, "out of memory for the DC planes");
+            }
+            c->low_allocated = 1;
+            offset += (uint64_t)low_bytes * (uint64_t)c->padded_h;
+        }
     }
     d->progressive = progressive;
     d->frame_seen = 1;
@@ -379,8 +411,130 @@ static int16_t *plane_row(tessera_dc_decoder *d, dc_component *c, int row, int c
     return (int16_t *)p;
 }
 
+static low_block *low_rows(tessera_dc_decoder *d, dc_component *c, int row, int count) {
+    uint8_t *p = tessera_rowstore_access(&c->low, (size_t)row, (size_t)count, 1);
+    if (p == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
+    return (low_block *)p;
+}
+
+static inline void keep_low(low_block *block, int k, int value) {
+    if (k == 1) block->low[0] = (int16_t)value;
+    else if (k == 2) block->low[1] = (int16_t)value;
+    else if (k == 4) block->low[2] = (int16_t)value;
+}
+
+static inline int16_t *low_slot(low_block *block, int k) {
+    return k == 1 ? &block->low[0] : k == 2 ? &block->low[1] : k == 4 ? &block->low[2] : NULL;
+}
+
+/// A progressive AC scan of a 4:2:0 chroma component: T.81 G.1.2.2 (first: Ah = 0) and
+/// G.1.2.3 (refinement). Every coefficient's non-zero bit is kept; values only for zig-zag 1,
+/// 2 and 4. Non-interleaved, so one block an MCU over the component's own grid.
+static void restart(tessera_dc_decoder *d, const scan_header *scan);
+
+static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
+    dc_component *c = scan->components[0];
+    const huffman_table *table = &d->ac_tables[scan->ac_table[0]];
+    if (!table->defined) unsupported(d, "AC Huffman table missing");
+    if (scan->se > 63 || scan->ss > scan->se || scan->al > 13) unsupported(d, "bad AC scan");
+    reset_bits(d);
+    d->marker = 0;
+    d->overrun = 0;
+    int restarts_left = d->restart_interval;
+    unsigned eob_run = 0;
+    int ss = scan->ss, se = scan->se, al = scan->al;
+    int positive = 1 << al, negative = -(1 << al);
+    for (int by = 0; by < c->blocks_h; by++) {
+        low_block *row = low_rows(d, c, by, 1);
+        for (int bx = 0; bx < c->blocks_w; bx++) {
+            if (d->restart_interval) {
+                if (restarts_left == 0) {
+                    restart(d, scan);
+                    restarts_left = d->restart_interval;
+                    eob_run = 0;
+                }
+                restarts_left--;
+            }
+            low_block *block = &row[bx];
+            if (scan->ah == 0) {
+                if (eob_run > 0) {
+                    eob_run--;
+                    continue;
+                }
+                for (int k = ss; k <= se; k++) {
+                    int rs = decode_huffman(d, table);
+                    int run = rs >> 4, size = rs & 15;
+                    if (size != 0) {
+                        k += run;
+                        if (k > 63) unsupported(d, "corrupt AC data");
+                        int value = (int)((unsigned)receive_extend(d, size) << al);
+                        block->nonzero |= (uint64_t)1 << k;
+                        keep_low(block, k, value);
+                    } else if (run == 15) {
+                        k += 15;
+                    } else {
+                        eob_run = (1u << run) - 1;
+                        if (run) eob_run += (unsigned)get_bits(d, run);
+                        break;
+                    }
+                }
+            } else {
+                int k = ss;
+                if (eob_run == 0) {
+                    for (; k <= se; k++) {
+                        int rs = decode_huffman(d, table);
+                        int run = rs >> 4, size = rs & 15;
+                        int value = 0;
+                        if (size != 0) {
+                            if (size != 1) unsupported(d, "corrupt AC refinement data");
+                            value = get_bits(d, 1) ? positive : negative;
+                        } else if (run != 15) {
+                            eob_run = 1u << run;
+                            if (run) eob_run += (unsigned)get_bits(d, run);
+                            break;
+                        }
+                        // Pass `run` zero coefficients (refining the non-zero ones on the way),
+                        // then the new value goes in the next zero one.
+                        for (; k <= se; k++) {
+                            if (block->nonzero & ((uint64_t)1 << k)) {
+                                if (get_bits(d, 1)) {
+                                    int16_t *slot = low_slot(block, k);
+                                    if (slot != NULL && (*slot & positive) == 0) *slot = (int16_t)(*slot + (*slot >= 0 ? positive : negative));
+                                }
+                            } else {
+                                if (run == 0) break;
+                                run--;
+                            }
+                        }
+                        if (value != 0 && k <= se) {
+                            block->nonzero |= (uint64_t)1 << k;
+                            keep_low(block, k, value);
+                        }
+                    }
+                }
+                if (eob_run > 0) {
+                    // The rest of the band has no new coefficients: refine the non-zero ones.
+                    for (; k <= se; k++) {
+                        if (block->nonzero & ((uint64_t)1 << k)) {
+                            if (get_bits(d, 1)) {
+                                int16_t *slot = low_slot(block, k);
+                                if (slot != NULL && (*slot & positive) == 0) *slot = (int16_t)(*slot + (*slot >= 0 ? positive : negative));
+                            }
+                        }
+                    }
+                    eob_run--;
+                }
+            }
+        }
+    }
+    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    reset_bits(d);
+    if (d->marker == 0) d->marker = find_marker(d, 1);
+}
+
 /// One block's worth of the scan: updates the DC coefficient at `coefficient`.
-static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, int i, int16_t *coefficient) {
+static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, int i, int16_t *coefficient,
+                                low_block *low) {
     dc_component *c = scan->components[i];
     if (d->progressive && scan->ah != 0) {
         // DC refinement (T.81 G.1.2.1): one raw bit, the next bit down of the coefficient.
@@ -399,7 +553,12 @@ static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, 
             int run = rs >> 4, bits = rs & 15;
             if (bits != 0) {
                 k += run;
-                if (bits > 0) get_bits(d, bits);
+                int value = receive_extend(d, bits);
+                if (low != NULL && k < 64) {
+                    if (k == 1) low->low[0] = (int16_t)value;
+                    else if (k == 2) low->low[1] = (int16_t)value;
+                    else if (k == 4) low->low[2] = (int16_t)value;
+                }
             } else {
                 if (run != 15) break;  // end of block
                 k += 15;
@@ -432,6 +591,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
         dc_component *c = scan->components[0];
         for (int by = 0; by < c->blocks_h; by++) {
             int16_t *row = plane_row(d, c, by, 1);
+            low_block *low_row = !d->progressive && c->reduced ? low_rows(d, c, by, 1) : NULL;
             for (int bx = 0; bx < c->blocks_w; bx++) {
                 if (d->restart_interval) {
                     if (restarts_left == 0) {
@@ -440,15 +600,17 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
                     }
                     restarts_left--;
                 }
-                decode_block(d, scan, 0, &row[bx]);
+                decode_block(d, scan, 0, &row[bx], low_row != NULL ? &low_row[bx] : NULL);
             }
         }
     } else {
         for (int my = 0; my < d->mcus_y; my++) {
             int16_t *rows[4];
+            low_block *lows[4];
             for (int i = 0; i < scan->count; i++) {
                 dc_component *c = scan->components[i];
                 rows[i] = plane_row(d, c, my * c->v, c->v);
+                lows[i] = !d->progressive && c->reduced ? low_rows(d, c, my * c->v, c->v) : NULL;
             }
             for (int mx = 0; mx < d->mcus_x; mx++) {
                 if (d->restart_interval) {
@@ -462,7 +624,8 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
                     dc_component *c = scan->components[i];
                     for (int y = 0; y < c->v; y++) {
                         for (int x = 0; x < c->h; x++) {
-                            decode_block(d, scan, i, &rows[i][y * c->padded_w + mx * c->h + x]);
+                            size_t at = (size_t)y * c->padded_w + mx * c->h + x;
+                            decode_block(d, scan, i, &rows[i][at], lows[i] != NULL ? &lows[i][at] : NULL);
                         }
                     }
                 }
@@ -510,7 +673,12 @@ static void read_scan(tessera_dc_decoder *d) {
             // An AC scan: nothing in it changes a DC coefficient. Its data ends at the first
             // marker that is not a restart marker.
             if (scan.count != 1) unsupported(d, "interleaved AC scan");
-            d->marker = find_marker(d, 1);
+            dc_component *c = scan.components[0];
+            if (c->reduced) {
+                decode_ac_scan(d, &scan);
+            } else {
+                d->marker = find_marker(d, 1);
+            }
             return;
         }
         if (scan.se != 0 || scan.al > 13) unsupported(d, "bad DC scan");
@@ -522,6 +690,7 @@ static void read_scan(tessera_dc_decoder *d) {
         if (!c->latched) {
             if (!d->quant_defined[c->quant_table]) unsupported(d, "quantisation table missing");
             c->dc_quant = d->quant_dc[c->quant_table];
+            for (int k = 0; k < 3; k++) c->low_quant[k] = d->quant_low[c->quant_table][k];
             c->latched = 1;
         }
         if (scan.ah == 0 && !d->dc_tables[scan.dc_table[i]].defined) unsupported(d, "DC Huffman table missing");
@@ -575,20 +744,11 @@ static inline int block_sample(int dc, int quant) {
     return value < 0 ? 0 : value > 255 ? 255 : (int)value;
 }
 
-/// Interpolation position of output index `i` in a grid `ratio_num / ratio_den` as fine, in
-/// 1/256ths, clamped to [0, count - 1]: the centre of output pixel i lands at
-/// (i + 0.5) * num / den - 0.5 in the component's grid.
-static void position(int i, int num, int den, int count, int *index, int *weight) {
-    long fixed = ((long)(2 * i + 1) * num - den) * 256 / (2 * den);
-    if ((2 * i + 1) * num - den < 0) fixed = 0;
-    long whole = fixed >> 8;
-    int fraction = (int)(fixed & 255);
-    if (whole >= count - 1) {
-        whole = count - 1;
-        fraction = 0;
-    }
-    *index = (int)whole;
-    *weight = fraction;
+/// The component's block under output index `i` when it has `num / den` of the output's
+/// resolution: replication, as libjpeg's upsampling at 1/8 (fancy upsampling is off there).
+static int replicated(int i, int num, int den, int count) {
+    int index = (int)((long)i * num / den);
+    return index < count ? index : count - 1;
 }
 
 static int prepare_output(tessera_dc_decoder *d) {
@@ -596,33 +756,50 @@ static int prepare_output(tessera_dc_decoder *d) {
         dc_component *c = &d->components[i];
         c->samples = malloc(sizeof(int) * (size_t)d->out_w);
         c->column = malloc(sizeof(int) * (size_t)d->out_w);
-        c->column_weight = malloc(sizeof(int) * (size_t)d->out_w);
-        if (c->samples == NULL || c->column == NULL || c->column_weight == NULL) return -1;
-        for (int x = 0; x < d->out_w; x++) position(x, c->h, d->h_max, c->blocks_w, &c->column[x], &c->column_weight[x]);
+        if (c->samples == NULL || c->column == NULL) return -1;
+        for (int x = 0; x < d->out_w; x++) {
+            c->column[x] = c->reduced ? x / 2 : replicated(x, c->h, d->h_max, c->blocks_w);
+        }
     }
     return 0;
 }
 
+// Weights of the (0,1) and (1,0) coefficients, and of (1,1), in the mean of a 4 x 4 quarter of
+// a block, times 2^16: C(0) a / 4 and a^2 / 4, where C(0) = 1/sqrt(2) and
+// a = (cos(pi/16) + cos(3 pi/16) + cos(5 pi/16) + cos(7 pi/16)) / 4 (the mean of the u = 1
+// basis over half the block; the u = 2, 4, 6 bases have a zero mean there).
+#define QUARTER_FIRST 7423
+#define QUARTER_BOTH 6726
+
 static void component_row(tessera_dc_decoder *d, dc_component *c, int y) {
-    int row, weight;
-    position(y, c->v, d->v_max, c->blocks_h, &row, &weight);
-    int pair = row + 1 < c->padded_h ? 2 : 1;
-    uint8_t *p = tessera_rowstore_access(&c->plane, (size_t)row, (size_t)pair, 0);
-    if (p == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
-    const int16_t *upper = (const int16_t *)p;
-    const int16_t *lower = pair == 2 ? upper + c->padded_w : upper;
     int q = c->dc_quant;
-    if (c->h == d->h_max && weight == 0) {
-        for (int x = 0; x < d->out_w; x++) c->samples[x] = block_sample(upper[x], q);
+    if (c->reduced) {
+        int row = y / 2;
+        if (row >= c->padded_h) row = c->padded_h - 1;
+        int vertical = (y & 1) ? -1 : 1;   // top quarter: the (1,0) basis is positive there
+        uint8_t *p = tessera_rowstore_access(&c->plane, (size_t)row, 1, 0);
+        uint8_t *l = p != NULL ? tessera_rowstore_access(&c->low, (size_t)row, 1, 0) : NULL;
+        if (l == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
+        const int16_t *dc = (const int16_t *)p;
+        const low_block *low = (const low_block *)l;
+        for (int x = 0; x < d->out_w; x++) {
+            int bx = c->column[x];
+            int horizontal = (x & 1) ? -1 : 1;
+            const low_block *b = &low[bx];
+            long value = (long)dc[bx] * q * 8192 + (128L << 16)
+                + (long)horizontal * QUARTER_FIRST * b->low[0] * c->low_quant[0]
+                + (long)vertical * QUARTER_FIRST * b->low[1] * c->low_quant[1]
+                + (long)horizontal * vertical * QUARTER_BOTH * b->low[2] * c->low_quant[2];
+            value = (value + 32768) >> 16;
+            c->samples[x] = value < 0 ? 0 : value > 255 ? 255 : (int)value;
+        }
         return;
     }
-    for (int x = 0; x < d->out_w; x++) {
-        int left = c->column[x], wx = c->column_weight[x];
-        int right = wx ? left + 1 : left;
-        int top = block_sample(upper[left], q) * (256 - wx) + block_sample(upper[right], q) * wx;
-        int bottom = weight ? block_sample(lower[left], q) * (256 - wx) + block_sample(lower[right], q) * wx : top;
-        c->samples[x] = (top * (256 - weight) + bottom * weight + 32768) >> 16;
-    }
+    int row = replicated(y, c->v, d->v_max, c->blocks_h);
+    uint8_t *p = tessera_rowstore_access(&c->plane, (size_t)row, 1, 0);
+    if (p == NULL) fail_with(d, TESSERA_JPEG_ERROR, "could not use the decoder's spill file");
+    const int16_t *dc = (const int16_t *)p;
+    for (int x = 0; x < d->out_w; x++) c->samples[x] = block_sample(dc[c->column[x]], q);
 }
 
 static inline uint8_t clamp255(int value) { return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value); }
@@ -703,7 +880,7 @@ void tessera_dc_destroy(tessera_dc_decoder *d) {
         if (c->allocated) tessera_rowstore_free(&c->plane);
         free(c->samples);
         free(c->column);
-        free(c->column_weight);
+        if (c->low_allocated) tessera_rowstore_free(&c->low);
     }
     free(d->buffer);
     free(d);

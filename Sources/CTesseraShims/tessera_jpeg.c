@@ -171,14 +171,19 @@ int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_heade
     // Every block of every component costs at least one bit of Huffman-coded data (a DC code,
     // or a DC refinement bit, is at least one bit long), so a file shorter than this cannot
     // hold the picture its header claims. Arithmetic coding has no such floor.
-    uint64_t blocks = 0, coefficient_bytes = 0;
+    uint64_t blocks = 0, coefficient_bytes = 0, dc_bytes = 0;
     for (int ci = 0; ci < d->cinfo.num_components; ci++) {
         jpeg_component_info *comp = &d->cinfo.comp_info[ci];
         blocks += (uint64_t)comp->width_in_blocks * comp->height_in_blocks;
         uint64_t padded_w = (comp->width_in_blocks + comp->h_samp_factor - 1) / comp->h_samp_factor * comp->h_samp_factor;
         uint64_t padded_h = (comp->height_in_blocks + comp->v_samp_factor - 1) / comp->v_samp_factor * comp->v_samp_factor;
         coefficient_bytes += padded_w * padded_h * sizeof(JBLOCK);
+        // tessera_dc.c keeps 2 bytes a block, and 16 more for chroma subsampled 2 x 2.
+        int reduced = comp->h_samp_factor * 2 == d->cinfo.max_h_samp_factor &&
+                      comp->v_samp_factor * 2 == d->cinfo.max_v_samp_factor;
+        dc_bytes += padded_w * padded_h * (reduced ? 18 : 2);
     }
+    header->dc_decoder_bytes = dc_bytes;
     header->min_data_bytes = d->cinfo.arith_code ? 0 : blocks / 8;
     header->coefficient_bytes = coefficient_bytes;
     header->adobe_inverted = d->cinfo.saw_Adobe_marker ? 1 : 0;

@@ -227,9 +227,13 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
         let k = mosaic.subCells
         let cellAspect = Double(options.cellWidth) / Double(options.cellHeight)
 
+        // Analysis and the target share --max-memory's decoder pool the same way a render does.
+        let decodeBudget = DecodeBudget(budgetBytes: options.settings.maxMemoryBytes, workers: workers,
+                                        spillDirectory: options.settings.temporaryDirectory)
         var started = monotonicSeconds()
         let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
-        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index)
+        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
+                                                    budget: decodeBudget)
         for failed in analysis.failed { printError("warning: skipping \(failed.path): \(failed.reason)") }
         do throws(TesseraError) { try index.save() } catch { printError("warning: cannot save the feature index: \(error)") }
         let analysisSeconds = monotonicSeconds() - started
@@ -241,7 +245,8 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
         guard !photos.isEmpty else { throw TesseraError.noPhotos(searched: options.photoPaths) }
 
         started = monotonicSeconds()
-        let targetFeatures = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k)
+        let targetFeatures = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
+                                                                 budget: decodeBudget)
         let targetSeconds = monotonicSeconds() - started
         started = monotonicSeconds()
         let match = try MosaicMatcher.match(target: targetFeatures, columns: columns, rows: rows, subCells: k,

@@ -168,3 +168,21 @@ func deadProcessID() -> pid_t {
     waitpid(pid, &status, 0)
     return pid
 }
+
+/// Runs a tool found on PATH (djpeg, cjpeg, jpegtran: libjpeg-turbo-progs, which CI installs)
+/// with its standard output going to `stdout` (or /dev/null); returns its exit status.
+@discardableResult
+func runTool(_ arguments: [String], stdout: String? = nil) -> Int32 {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    guard posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+}

@@ -56,6 +56,7 @@ typedef struct {
     int32_t stored_rgb;       // 1 when three components are stored as R, G, B (no YCbCr)
     uint64_t min_data_bytes;  // the least data a Huffman-coded file of this size can have
     uint64_t coefficient_bytes; // libjpeg's whole-image buffer for a multi-scan decode
+    uint64_t dc_decoder_bytes;  // the DC decoder's (tessera_dc.c) for the same file at 1/8
 } tessera_jpeg_header;
 
 /// Where a decoder puts whole-image buffers that do not fit its memory allowance: an unnamed
@@ -121,8 +122,9 @@ void tessera_jpeg_decoder_destroy(tessera_jpeg_decoder *d);
 
 /// A decoder of its own for multi-scan (progressive, or sequential with separate component
 /// scans) Huffman-coded 8-bit JPEGs drawn at 1/8 scale, where each 8 x 8 block is one pixel and
-/// only its DC coefficient matters. It reads the DC scans (first and refinement), skips every AC
-/// scan by its end marker, and keeps two bytes per block instead of libjpeg's 128.
+/// only its DC coefficient matters (and, for 4:2:0 chroma, three more: see tessera_dc.c). It
+/// reads the DC scans (first and refinement), skips the luma AC scans by their end marker, and
+/// keeps 2 bytes a block (18 for 4:2:0 chroma) instead of libjpeg's 128.
 typedef struct tessera_dc_decoder tessera_dc_decoder;
 
 /// A decoder reading from `source` (the file from its first byte), keeping its DC planes in
@@ -142,8 +144,7 @@ void tessera_dc_output_size(const tessera_dc_decoder *d, uint32_t *width, uint32
 /// The DC planes' bytes that the file's frame header asks for (after decode or a failure).
 uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d);
 
-/// The next up to `max_rows` RGB rows (3 bytes a pixel), `stride` bytes apart. Chroma planes of
-/// lower resolution are interpolated (triangle filter, as libjpeg's fancy upsampling).
+/// The next up to `max_rows` RGB rows (3 bytes a pixel), `stride` bytes apart.
 /// Returns the rows written, or TESSERA_JPEG_ERROR.
 int tessera_dc_read_rows(tessera_dc_decoder *d, uint8_t *rows, size_t stride, int max_rows);
 

@@ -13,8 +13,9 @@ public enum MosaicAnalysis {
     /// The features of every photo (k*k*3 floats each, photo after photo), reusing `index`
     /// entries whose file is unchanged and adding the others to it. Photos that fail to decode
     /// get nil features and are listed.
+    /// Decodes are admitted against `budget` (nil: a budget of the default 64 MiB).
     public static func photoFeatures(_ photos: [Photo], subCells k: Int, cellAspect: Double, workers: Int,
-                                     index: FeatureIndex?) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
+                                     index: FeatureIndex?, budget: DecodeBudget? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
         var results = [[Float]?](repeating: nil, count: photos.count)
         var toAnalyse: [Int] = []
         for (number, photo) in photos.enumerated() {
@@ -23,7 +24,8 @@ public enum MosaicAnalysis {
         var fresh = [Result<[Float], TesseraError>?](repeating: nil, count: toAnalyse.count)
         let lanes = max(1, min(workers, toAnalyse.count))
         let side = k * samplesPerSubCell
-        let decoder = TileDecoder(cellWidth: side, cellHeight: side, maxDecodeMemoryBytes: 64 << 20, cropAspect: cellAspect)
+        let decoder = TileDecoder(cellWidth: side, cellHeight: side,
+                                  budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect)
         let work = toAnalyse
         fresh.withUnsafeMutableBufferPointer { slots in
             let base = UnsafeSendable(slots.baseAddress!)
@@ -59,9 +61,10 @@ public enum MosaicAnalysis {
 
     /// The target's features: `columns * rows` cells of k*k*3 floats, row-major, from its
     /// upright centre crop to the mosaic's aspect ratio.
-    public static func targetFeatures(path: String, columns: Int, rows: Int, subCells k: Int) throws(TesseraError) -> [Float] {
+    public static func targetFeatures(path: String, columns: Int, rows: Int, subCells k: Int,
+                                      budget: DecodeBudget? = nil) throws(TesseraError) -> [Float] {
         let width = columns * k, height = rows * k
-        let decoder = TileDecoder(cellWidth: width, cellHeight: height, maxDecodeMemoryBytes: 64 << 20)
+        let decoder = TileDecoder(cellWidth: width, cellHeight: height, budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: 1))
         var pixels = [UInt8](repeating: 0, count: decoder.tileBytes)
         try pixels.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: bytes) }

@@ -30,6 +30,8 @@ public struct JPEGHeader: Equatable, Sendable {
     public var minimumDataBytes: Int64 = 0
     /// libjpeg's whole-image buffer for a multi-scan decode: 128 bytes a block.
     public var coefficientBytes: Int64 = 0
+    /// The DC decoder's whole-image buffers for a multi-scan decode at 1/8 (DCScaledJPEGReader).
+    public var dcDecoderBytes: Int64 = 0
 }
 
 final class ScaledJPEGReader {
@@ -103,7 +105,8 @@ final class ScaledJPEGReader {
                                 isProgressive: raw.progressive != 0, exifOrientation: Int(raw.exif_orientation),
                                 adobeInverted: raw.adobe_inverted != 0, isArithmetic: raw.arithmetic != 0,
                                 storedRGB: raw.stored_rgb != 0, minimumDataBytes: Int64(raw.min_data_bytes),
-                                coefficientBytes: Int64(raw.coefficient_bytes))
+                                coefficientBytes: Int64(raw.coefficient_bytes),
+                                dcDecoderBytes: Int64(raw.dc_decoder_bytes))
         // A header whose picture cannot fit in the file is refused now, before a decode would
         // spend seconds (or a whole-image buffer) on it.
         if header.minimumDataBytes > fileBytes {

@@ -96,10 +96,10 @@ public struct TileDecoder: Sendable {
         }
 
         if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
-            // Two bytes a block instead of libjpeg's 128.
-            let planeBytes = Int(clamping: header.coefficientBytes / 64)
+            // Two bytes a block (18 for 4:2:0 chroma) instead of libjpeg's 128.
+            let planeBytes = Int(clamping: header.dcDecoderBytes)
             let inMemory = planeBytes + working <= inMemoryShare
-            let limit = inMemory ? planeBytes : max(1 << 20, 8 * planeBytes / blockRows)
+            let limit = inMemory ? planeBytes : max(16 << 10, 8 * planeBytes / blockRows)
             let notes = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
                 let dc = try reader.dcReader(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory,
                                              storedRGB: header.storedRGB)

@@ -2,7 +2,9 @@
 //
 // The budget (`RenderSettings.maxMemoryBytes`) is split, in this order, into: a fixed allowance
 // for the process (Swift runtime, libraries, code), the encoder's row buffers (proportional to
-// the width), one decoder per worker, then the stripe window and the tile cache. Stripes default
+// the width), the decoders' shared pool (DecodeBudget: every photo decode, progressive ones
+// with their whole-image buffers, is admitted against it), then the stripe window and the
+// tile cache. Stripes default
 // to 64 rows (beyond that the encoder gains nothing and memory grows); the tile cache gets what
 // is left, up to what all distinct photos need.
 
@@ -20,7 +22,8 @@ public struct RenderPlan: Equatable, Sendable {
     public let tileSlots: Int
     public let tileBytes: Int
     public let distinctPhotos: Int
-    public let maxDecodeMemoryBytes: Int
+    /// The memory every photo decode of the render shares (DecodeBudget).
+    public let decodePoolBytes: Int
     /// Estimated peak resident memory of the whole process.
     public let estimatedPeakBytes: Int
     /// Disk the stripe window needs, in `stripeDirectory`.
@@ -56,7 +59,6 @@ public struct RenderPlan: Equatable, Sendable {
 
     /// What the process needs besides the renderer's own buffers (runtime, libjpeg, code).
     public static let processAllowanceBytes = 12 << 20
-    static let decoderAllowanceBytes = 2 << 20
     /// What one open tile encoder holds besides its output (libjpeg's per-image buffers for a
     /// 256 px wide 4:2:0 tile, measured as RSS growth over 1,000 open encoders: about 33 KiB).
     static let tileEncoderBytes = 36 << 10
@@ -117,8 +119,8 @@ public struct RenderPlan: Equatable, Sendable {
         // (With a pyramid too, the writer compresses one stripe at a time in the pyramid's batch.)
         let compressors = encoder == .parallel && deepZoom == nil ? workers : 1
         let encoderBytes = (rowBytes * 32 + (256 << 10)) * compressors
-        let decodeCap = max(16 << 20, budget / 2)
-        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + workers * decoderAllowanceBytes
+        let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
+        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + decodePool
             + deepZoomBytes
         let minimumTiles = workers * 2
         let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
@@ -166,7 +168,7 @@ public struct RenderPlan: Equatable, Sendable {
             geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
             encoder: encoder, restartInterval: restartInterval,
             workers: workers, windowStripes: window, tileSlots: tileSlots, tileBytes: tileBytes,
-            distinctPhotos: distinct, maxDecodeMemoryBytes: decodeCap, estimatedPeakBytes: estimatedPeak,
+            distinctPhotos: distinct, decodePoolBytes: decodePool, estimatedPeakBytes: estimatedPeak,
             stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
             estimatedOutputBytes: settings.writesJPEG
                 ? Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536 : 0,

@@ -96,7 +96,8 @@ public final class StripeRenderer: @unchecked Sendable {
         }
         let cache = TileCache(photos: photos,
                               decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
-                                                   maxDecodeMemoryBytes: plan.maxDecodeMemoryBytes),
+                                                   budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
+                                                                        spillDirectory: plan.temporaryDirectory)),
                               slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
         lock.withLock {
             nextStripe = 0

@@ -1,0 +1,244 @@
+// ProgressiveTests.swift — multi-scan JPEGs (progressive, and sequential with components in
+// separate scans) against their baseline twins.
+//
+// Every twin is made with libjpeg-turbo's own tools from one baseline file: jpegtran rewrites
+// the same quantised coefficients into another scan structure, so a progressive twin holds
+// exactly the baseline's picture and any difference in the tiles is the decoder's. The oracle is
+// libjpeg decoding the baseline file, not the code under test.
+import Glibc
+import Testing
+@testable import Tessera
+
+private let landscape = fixturesDirectory + "/orientation/Landscape_1.jpg"   // 1800 x 1200, 4:2:0
+private let rotated = fixturesDirectory + "/orientation/Landscape_6.jpg"     // EXIF orientation 6
+
+/// Decodes `path` into a `width` x `height` tile with `decoder` (or a 64 MiB one).
+private func tile(_ path: String, width: Int, height: Int, budget: DecodeBudget? = nil) throws -> (RGBImage, DecodeNotes) {
+    let decoder = TileDecoder(cellWidth: width, cellHeight: height,
+                              budget: budget ?? DecodeBudget(budgetBytes: 256 << 20, workers: 1))
+    var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+    let notes = try bytes.withUnsafeMutableBytes { buffer in
+        Result { () throws(TesseraError) in try decoder.decode(path: path, into: buffer) }
+    }.get()
+    return (RGBImage(width: width, height: height, pixels: bytes), notes)
+}
+
+/// A baseline JPEG of `source`'s pixels re-encoded by cjpeg with `options`, in `directory`.
+private func baseline(_ source: String, _ options: [String], in scratch: ScratchDirectory, name: String) -> String {
+    let ppm = scratch.file(name + ".ppm"), path = scratch.file(name + ".jpg")
+    #expect(runTool(["djpeg", "-ppm", source], stdout: ppm) == 0)
+    #expect(runTool(["cjpeg", "-quality", "90"] + options + [ppm], stdout: path) == 0)
+    return path
+}
+
+/// `jpegtran options source`, written to `name` in `scratch`.
+private func transcode(_ source: String, _ options: [String], in scratch: ScratchDirectory, name: String) -> String {
+    let path = scratch.file(name)
+    #expect(runTool(["jpegtran", "-copy", "all"] + options + [source], stdout: path) == 0)
+    return path
+}
+
+/// A scan script file for jpegtran -scans.
+private func scanScript(_ lines: [String], in scratch: ScratchDirectory, name: String) -> String {
+    let path = scratch.file(name)
+    writeBytes(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+    return path
+}
+
+/// Tile sizes that make the decoder pick DCT scales 1/8, 2/8, 4/8 and 8/8 for a photo of
+/// `width` x `height` (stored orientation).
+private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: Int, height: Int)] {
+    [1, 2, 4, 8].map { n in
+        let w = (width * n + 7) / 8, h = (height * n + 7) / 8
+        return (n, w - w / 16, h - h / 16)   // a little under the scaled size: this scale, not the next up
+    }
+}
+
+@Suite struct ProgressiveTests {
+    /// The twins of one baseline file, each with the scan structure that exercises one path.
+    private func twins(of base: String, in scratch: ScratchDirectory, tag: String, colour: Bool) -> [(String, String)] {
+        let common = [
+            ("progressive", transcode(base, ["-progressive"], in: scratch, name: "\(tag)-progressive.jpg")),
+            ("progressive, optimised (Huffman tables between scans)",
+             transcode(base, ["-progressive", "-optimize"], in: scratch, name: "\(tag)-optimized.jpg")),
+            ("progressive with restart markers every 7 MCUs",
+             transcode(base, ["-progressive", "-restart", "7B"], in: scratch, name: "\(tag)-restart.jpg")),
+        ]
+        guard colour else { return common }  // the scripts below name three components
+        // DC first scan at Al = 1 and its refinement last, after every AC scan; one component a
+        // scan for the DC too (non-interleaved DC scans).
+        let dcLast = scanScript([
+            "0: 0 0 0 1;", "1: 0 0 0 1;", "2: 0 0 0 1;",
+            "0: 1 5 0 2;", "2: 1 63 0 1;", "1: 1 63 0 1;", "0: 6 63 0 2;",
+            "0: 1 63 2 1;", "0: 1 63 1 0;", "2: 1 63 1 0;", "1: 1 63 1 0;",
+            "0: 0 0 1 0;", "1: 0 0 1 0;", "2: 0 0 1 0;",
+        ], in: scratch, name: "\(tag)-dc-last.txt")
+        // Sequential, but each component in a scan of its own (still a multi-scan file).
+        let separate = scanScript(["0: 0 63 0 0;", "1: 0 63 0 0;", "2: 0 63 0 0;"], in: scratch, name: "\(tag)-separate.txt")
+        return common + [
+            ("DC refinement last, non-interleaved DC",
+             transcode(base, ["-scans", dcLast], in: scratch, name: "\(tag)-dc-last.jpg")),
+            ("sequential, components in separate scans",
+             transcode(base, ["-scans", separate], in: scratch, name: "\(tag)-separate.jpg")),
+        ]
+    }
+
+    private func compareTwins(base: String, width: Int, height: Int, tag: String, colour: Bool = true,
+                              scratch: ScratchDirectory) throws {
+        let kinds = twins(of: base, in: scratch, tag: tag, colour: colour)
+        var largest = 0.0
+        for (kind, path) in kinds {
+            for cell in cellsForEachScale(width: width, height: height) {
+                let (expected, _) = try tile(base, width: cell.width, height: cell.height)
+                let (actual, notes) = try tile(path, width: cell.width, height: cell.height)
+                let difference = meanAbsoluteDifference(expected, actual)
+                largest = max(largest, difference)
+                #expect(difference <= 1, "\(tag), \(kind), scale \(cell.scale)/8: mean difference \(difference)")
+                if cell.scale == 1 {
+                    #expect(notes.method == .dcOnly(spilled: false), "\(tag), \(kind): \(notes.method)")
+                } else {
+                    #expect(notes.method == .coefficients(spilled: false), "\(tag), \(kind): \(notes.method)")
+                    // Same coefficients, same libjpeg: the same pixels.
+                    #expect(difference == 0, "\(tag), \(kind), scale \(cell.scale)/8: mean difference \(difference)")
+                }
+            }
+        }
+        print("ProgressiveTests \(tag): largest mean tile difference \(largest)")
+    }
+
+    @Test(arguments: [("2x2", "420"), ("2x1", "422"), ("1x1", "444")])
+    func everySubsamplingAndScanStructureMatchesItsBaselineTwin(sampling: String, tag: String) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        // An odd size (not whole MCUs) from the 1800 x 1200 fixture.
+        let cropped = transcode(landscape, ["-crop", "1001x667+0+0"], in: scratch, name: "crop.jpg")
+        let base = baseline(cropped, ["-sample", sampling], in: scratch, name: "base-\(tag)")
+        try compareTwins(base: base, width: 1001, height: 667, tag: tag, scratch: scratch)
+    }
+
+    @Test func grayscaleMatchesItsBaselineTwin() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let base = baseline(landscape, ["-grayscale"], in: scratch, name: "gray")
+        try compareTwins(base: base, width: 1800, height: 1200, tag: "gray", colour: false, scratch: scratch)
+    }
+
+    @Test func exifOrientationIsAppliedToProgressivePhotos() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        // Stored 1200 x 1800 with orientation 6, shown as the 1800 x 1200 landscape: a 225 x 150
+        // cell is 1/8 of it.
+        let progressive = transcode(rotated, ["-progressive"], in: scratch, name: "rotated.jpg")
+        let (twin, _) = try tile(rotated, width: 225, height: 150)
+        let (actual, notes) = try tile(progressive, width: 225, height: 150)
+        #expect(notes.method == .dcOnly(spilled: false))
+        #expect(meanAbsoluteDifference(twin, actual) <= 1)
+        // The upright picture: Landscape_1 is the same one stored upright (encoded separately).
+        let (upright, _) = try tile(landscape, width: 225, height: 150)
+        #expect(meanAbsoluteDifference(upright, actual) < 6)
+        #expect(meanAbsoluteDifference(mirrored(upright), actual) > 12)
+    }
+
+    @Test func spilledBuffersGiveTheSamePixels() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let progressive = transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg")
+        let small = DecodeBudget(poolBytes: 64 << 10, spillDirectory: scratch.path)
+        // 2/8: libjpeg's coefficients (1800 x 1200 4:2:0: 6.3 MB) through windows in a spill file.
+        let (expectedQuarter, _) = try tile(landscape, width: 400, height: 280)
+        let (quarter, quarterNotes) = try tile(progressive, width: 400, height: 280, budget: small)
+        #expect(quarterNotes.method == .coefficients(spilled: true))
+        #expect(meanAbsoluteDifference(expectedQuarter, quarter) == 0)
+        // 1/8: the DC planes through windows in a spill file, the same pixels as in memory.
+        let (inMemory, memoryNotes) = try tile(progressive, width: 200, height: 140)
+        let (spilled, spilledNotes) = try tile(progressive, width: 200, height: 140, budget: small)
+        #expect(memoryNotes.method == .dcOnly(spilled: false))
+        #expect(spilledNotes.method == .dcOnly(spilled: true))
+        #expect(inMemory == spilled)
+        // Spill files have no names: nothing is left in the folder.
+        #expect(scratch.contents().filter { !$0.hasSuffix(".jpg") }.isEmpty)
+    }
+
+    @Test func decodesSharingABudgetNeverHoldMoreThanItsPool() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let progressive = transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg")
+        // A pool that fits about two 2/8 decodes of this photo in memory (6.3 MB of coefficients
+        // each would spill past half of it), shared by eight threads.
+        let budget = DecodeBudget(poolBytes: 3 << 20, spillDirectory: scratch.path)
+        let decoder = TileDecoder(cellWidth: 400, cellHeight: 280, budget: budget)
+        let (expected, _) = try tile(landscape, width: 400, height: 280)
+        let results = Mutex()
+        var differences: [Double] = []
+        var threads: [JoinableThread] = []
+        for _ in 0..<8 {
+            threads.append(try JoinableThread {
+                var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+                let ok = bytes.withUnsafeMutableBytes { buffer in
+                    (try? decoder.decode(path: progressive, into: buffer)) != nil
+                }
+                let difference = ok ? meanAbsoluteDifference(expected, RGBImage(width: 400, height: 280, pixels: bytes)) : 999
+                results.withLock { differences.append(difference) }
+            })
+        }
+        for thread in threads { thread.join() }
+        #expect(differences == Array(repeating: 0, count: 8))
+        #expect(budget.peakAdmittedBytes > 0)
+        #expect(budget.peakAdmittedBytes <= budget.poolBytes)
+    }
+
+    @Test func aScanBombIsRefusedByBothDecoders() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        // A real progressive file, then 600 more luma AC scans before its end: each an
+        // end-of-band run over every block, with a Huffman table of its own (one symbol, EOB14).
+        let progressive = readBytes(transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg"))
+        let sof = (0..<(progressive.count - 11)).first { progressive[$0] == 0xFF && progressive[$0 + 1] == 0xC2 }!
+        let luma = progressive[sof + 10]
+        let table: [UInt8] = [0xFF, 0xC4, 0, 20, 0x10, 1] + Array(repeating: 0, count: 15) + [0xE0]
+        // Two EOB14 runs of 32,767 blocks cover 1800 x 1200's 33,750: code 0, 14 one bits, twice,
+        // padded with ones; each FF byte stuffed.
+        let scan: [UInt8] = [0xFF, 0xDA, 0, 8, 1, luma, 0x00, 1, 63, 0x00, 0x7F, 0xFE, 0xFF, 0x00, 0xFF, 0x00]
+        var bomb = Array(progressive[..<(progressive.count - 2)]) + table
+        for _ in 0..<600 { bomb += scan }
+        bomb += [0xFF, 0xD9]
+        let path = scratch.file("bomb.jpg")
+        writeBytes(bomb, to: path)
+        for (width, height) in [(200, 140), (900, 600)] {   // the DC decoder (1/8), and libjpeg (4/8)
+            do {
+                _ = try tile(path, width: width, height: height)
+                Issue.record("a file of 600 scans decoded at \(width) x \(height)")
+            } catch let error as TesseraError {
+                guard case .unreadablePhoto(_, let reason) = error else { Issue.record("\(error)"); continue }
+                #expect(reason.contains("more than 500 scans"), "\(reason)")
+            }
+        }
+    }
+
+    @Test func aHeaderLargerThanItsDataIsRefusedWhenScanned() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var bytes = readBytes(transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg"))
+        let sof = (0..<(bytes.count - 9)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC2 }!
+        bytes[sof + 5] = 0xFF; bytes[sof + 6] = 0xDC  // height 65500
+        bytes[sof + 7] = 0xFF; bytes[sof + 8] = 0xDC  // width 65500
+        writeBytes(bytes, to: scratch.file("claims-65500.jpg"))
+        let started = monotonicSeconds()
+        let library = try PhotoLibrary.scan([scratch.path])
+        #expect(library.photos.map(\.path) == [scratch.file("p.jpg")])
+        #expect(library.skipped.count == 1)
+        #expect(library.skipped.first?.reason.contains("header claims 65500 x 65500 px") == true, "\(library.skipped)")
+        #expect(monotonicSeconds() - started < 5)
+    }
+
+    @Test func truncatedProgressivePhotoFailsInsteadOfDrawingGrey() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let bytes = readBytes(transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg"))
+        let path = scratch.file("truncated.jpg")
+        writeBytes(Array(bytes[..<(bytes.count / 3)]), to: path)
+        for (width, height) in [(200, 140), (900, 600)] {
+            #expect(throws: TesseraError.self) { _ = try tile(path, width: width, height: height) }
+        }
+    }
+}
