@@ -10,6 +10,8 @@
 // Then Deep Zoom on the largest grid: `--dzi` alone, `-o` alone, both in one pass against the two
 // one after the other, libvips's dzsave of the JPEG, and a 20-gigapixel `--dzi` render (same
 // width, 16.7 x the height) to show that memory does not grow with the height.
+// Then a library of 40 large progressive photos (12-48 MP) against their baseline twins
+// (Benchmarks/ProgressiveBenchmark.swift), and the 1.2 GP grid with them in its folder.
 // Then `tessera mosaic` on the same grid against a real photo (end to end, ratio to the floor,
 // peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
@@ -42,6 +44,7 @@ struct Options {
     var deepZoom = true
     var largeDeepZoomGigapixels = 20.0
     var target: String?
+    var progressive = true
 }
 
 func fail(_ message: String) -> Never {
@@ -71,11 +74,12 @@ while !arguments.isEmpty {
     case "--no-encoder-comparison": options.compareEncoders = false
     case "--no-mosaic": options.mosaic = false
     case "--no-deep-zoom": options.deepZoom = false
+    case "--no-progressive": options.progressive = false
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -253,6 +257,10 @@ if options.compareEncoders, let size = options.sizes.max() {
     }
     let cost = Double(parallelBytes - serialBytes) / Double(serialBytes) * 100
     print("  restart markers: parallel file \(parallelBytes) bytes, serial \(serialBytes) bytes: \(cost >= 0 ? "+" : "")\(fixed(cost, 3))%")
+}
+
+if options.progressive {
+    runProgressiveBenchmark()
 }
 
 if options.mosaic {
