@@ -1,0 +1,44 @@
+// ProgressiveCgroupTests.swift — large progressive photos rendered inside a 64 MiB memory
+// cgroup, as in a memory-constrained container: the process must not be OOM-killed and no photo
+// may become a placeholder. Needs root and a cgroup-v1 memory controller (CI has both).
+import Glibc
+import Testing
+
+private let memoryControllers = "/sys/fs/cgroup/memory"
+
+@Suite(.serialized) struct ProgressiveCgroupTests {
+    @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
+                   "needs root and a cgroup-v1 memory controller"))
+    func largeProgressivePhotosRenderInside64MiB() throws {
+        let scratch = "/tmp/tessera-cgroup-test-\(getpid())"
+        let photos = scratch + "/photos"
+        #expect(system("mkdir -p '\(photos)'") == 0)
+        defer { _ = system("rm -rf '\(scratch)'") }
+        // Ten progressive photos of 3900 x 2700 px (10.5 MP; 32 MB of coefficients each in libjpeg):
+        // the fixtures enlarged by ImageMagick, made progressive by jpegtran.
+        for index in 0..<10 {
+            let source = fixtures + "/Landscape_\(index % 9).jpg"
+            let base = scratch + "/base-\(index).jpg"
+            #expect(system("convert '\(source)' -auto-orient -resize 3900x2700! -quality 90 '\(base)' && "
+                           + "jpegtran -progressive '\(base)' > '\(photos)/photo-\(index).jpg'") == 0)
+        }
+        let group = memoryControllers + "/tessera-test-\(getpid())"
+        #expect(mkdir(group, 0o755) == 0)
+        defer { rmdir(group) }
+        #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
+        // Default flags, then eight workers on two cores; 150 px cells (the photos drawn at 1/8
+        // by the DC decoder) and 600 px cells (at 2/8 by libjpeg, its coefficients spilled).
+        for (cell, extra) in [(150, ""), (150, " --workers 8"), (600, ""), (600, " --workers 8")] {
+            let output = scratch + "/out.jpg", log = scratch + "/log.txt"
+            let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
+                + "-o '\(output)' --grid 6x6 --tile-size \(cell) --no-progress\(extra) >'\(log)' 2>&1"
+            let status = system(command)
+            let text = String(decoding: readFile(log), as: UTF8.self)
+            #expect((status >> 8) & 0xFF == 0 && status & 0x7F == 0, "\(cell) px\(extra): status \(status): \(text)")
+            #expect(!text.contains("placeholder"), "\(cell) px\(extra): \(text)")
+            #expect(!text.contains("warning"), "\(cell) px\(extra): \(text)")
+            #expect(access(output, F_OK) == 0)
+            unlink(output)
+        }
+    }
+}
