@@ -242,3 +242,34 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         }
     }
 }
+
+extension RenderTests {
+    /// A full disk where a large progressive photo's decoding data goes: the photo fails with a
+    /// message that says what happened and what to do, the spill file leaves nothing behind, and
+    /// a render draws it as a placeholder and completes.
+    @Test func fullDiskForTheSpillFileGivesAClearMessage() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let progressive = scratch.file("p.jpg")
+        #expect(runTool(["jpegtran", "-progressive", fixturesDirectory + "/orientation/Landscape_1.jpg"], stdout: progressive) == 0)
+        let spillFolder = scratch.file("spill")
+        mkdir(spillFolder, 0o755)
+        let decoder = TileDecoder(cellWidth: 400, cellHeight: 280,
+                                  budget: DecodeBudget(poolBytes: 64 << 10, spillDirectory: spillFolder))
+        SyscallFaults.inject("pwrite", errno: ENOSPC, pathPrefix: spillFolder, count: 1000)
+        defer { SyscallFaults.reset() }
+        var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+        let result = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(TesseraError) in try decoder.decode(path: progressive, into: buffer) }
+        }
+        guard case .failure(.unreadablePhoto(let path, let reason)) = result else {
+            Issue.record("decoded with a full disk: \(result)")
+            return
+        }
+        #expect(path == progressive)
+        #expect(reason.contains(spillFolder) && reason.contains("No space left on device") && reason.contains("--temp-dir"), "\(reason)")
+        #expect(listNames(spillFolder).isEmpty)
+    }
+}
+
+private func listNames(_ directory: String) -> [String] { (try? listDirectory(directory)) ?? [] }

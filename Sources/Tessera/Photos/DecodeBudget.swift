@@ -76,6 +76,15 @@ final class SpillFile {
 
     deinit { file?.close() }
 
+    /// What went wrong with the file, said for a user: the folder, the call, and what to do.
+    var failureReason: String? {
+        guard let error else { return nil }
+        var cause = error.description
+        if case .system(let operation, let code, _) = error { cause = "\(operation): \(errnoDescription(code))" }
+        return "a progressive JPEG this large keeps its decoding data in a temporary file, and that failed in "
+            + "\(directory) (\(cause)); free some space there or choose another folder (--temp-dir)"
+    }
+
     /// Whether the decode put anything in the file.
     var wasUsed: Bool { file != nil }
 

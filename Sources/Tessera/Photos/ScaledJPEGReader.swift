@@ -173,7 +173,7 @@ final class ScaledJPEGReader {
 
     private func failure() -> TesseraError {
         if tessera_jpeg_decoder_source_failed(decoder) != 0, let error = source.error { return error }
-        if let error = spill?.error { return .unreadablePhoto(path: path, reason: "decoding it needs a spill file: \(error)") }
+        if let reason = spill?.failureReason { return .unreadablePhoto(path: path, reason: reason) }
         return .unreadablePhoto(path: path, reason: String(cString: tessera_jpeg_decoder_message(decoder)))
     }
 }
