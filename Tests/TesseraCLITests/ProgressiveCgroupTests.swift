@@ -42,3 +42,35 @@ private let memoryControllers = "/sys/fs/cgroup/memory"
         }
     }
 }
+
+@Suite struct ProgressiveMosaicTests {
+    /// Progressive photos and a progressive target make as good a mosaic as their baseline twins:
+    /// analysis, the target and the render all go through the progressive decoders. (Not the
+    /// same placements: the fixtures hold one picture in several orientations, whose identical
+    /// features tie, and the decoders' rounding breaks the ties differently.)
+    @Test func progressiveLibraryAndTargetMakeAsGoodAMosaic() {
+        let directory = "/tmp/tessera-progressive-mosaic-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/photos' && for f in '\(fixtures)'/*.jpg; do "
+                       + "jpegtran -progressive -copy all \"$f\" > '\(directory)/photos/'$(basename \"$f\") || exit 1; done") == 0)
+        var errors: [Double] = []
+        for (photos, target) in [(fixtures, fixtures + "/Landscape_1.jpg"),
+                                 (directory + "/photos", directory + "/photos/Landscape_1.jpg")] {
+            let result = runTessera(["mosaic", "--target", target, photos, "-o", directory + "/m.jpg", "--columns", "30",
+                                     "--tile-size", "40", "--min-distance", "0",
+                                     "--cache-dir", directory + "/cache-\(errors.count)", "--no-progress"])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("18 photo(s) analysed"), "\(result.output)")
+            #expect(!result.output.contains("warning") && !result.output.contains("placeholder"), "\(result.output)")
+            // "mosaic: mean Oklab error 0.2012 per sub-cell, ..."
+            let words = result.output.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            if let at = words.firstIndex(of: "error"), at + 1 < words.count, let value = Double(words[at + 1]) {
+                errors.append(value)
+            } else {
+                Issue.record("no mean Oklab error in: \(result.output)")
+            }
+        }
+        #expect(errors.count == 2)
+        if errors.count == 2 { #expect(abs(errors[0] - errors[1]) <= 0.002, "\(errors)") }
+    }
+}
