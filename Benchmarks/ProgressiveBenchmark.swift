@@ -7,7 +7,8 @@
 //     progressive / baseline, and the mean pixel difference between the two renders;
 //   - the same at 600 px cells (25 x 25 cells, the photos drawn at 2/8 through libjpeg with
 //     its coefficients in a spill file);
-//   - the 1.2 GP grid over the 120 sample photos plus the 40 progressive ones in one folder.
+//   - the 1.2 GP grid over the 120 sample photos plus the 40 large ones in one folder, baseline
+//     twins against progressive.
 import Glibc
 import Tessera
 
@@ -79,24 +80,40 @@ func runProgressiveBenchmark() {
         print("    progressive / baseline: x\(fixed(medians["progressive"]!.seconds / medians["baseline"]!.seconds)); mean pixel difference between the renders \(fixed(difference, 3)) levels")
     }
 
-    // The 1.2 GP grid with the large progressive photos in its folder (160 photos).
+    // The 1.2 GP grid with the 40 large photos in its folder (160 photos): their baseline twins,
+    // then the progressive ones, alternating in each round.
     if let size = options.sizes.max() {
-        let mixed = scratch + "/mixed"
-        mkdir(mixed, 0o755)
-        symlink(photoDirectory, mixed + "/sample")
-        symlink(progressiveFolder, mixed + "/progressive")
-        defer { unlink(mixed + "/sample"); unlink(mixed + "/progressive"); rmdir(mixed) }
         let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
         let megapixels = Double(columns * cell) * Double(rows * cell) / 1e6
-        var times: [Double] = [], peaks: [Int64] = []
+        var times: [String: [Double]] = [:], peaks: [String: [Int64]] = [:]
+        let folders = [("baseline", baselineFolder), ("progressive", progressiveFolder)]
+        for (kind, large) in folders {
+            let mixed = scratch + "/mixed-" + kind
+            mkdir(mixed, 0o755)
+            symlink(photoDirectory, mixed + "/sample")
+            symlink(large, mixed + "/large")
+        }
+        defer {
+            for (kind, _) in folders {
+                let mixed = scratch + "/mixed-" + kind
+                unlink(mixed + "/sample"); unlink(mixed + "/large"); rmdir(mixed)
+            }
+        }
         for attempt in 0...options.runs {
-            let result = run([tessera, "grid", mixed, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags)
-            guard result.status == 0 else { fail("tessera failed on the mixed folder (status \(result.status))") }
-            if attempt > 0 { times.append(result.seconds); peaks.append(result.peakBytes) }
+            for (kind, _) in folders {
+                let result = run([tessera, "grid", scratch + "/mixed-" + kind, "-o", output, "--grid", "\(columns)x\(rows)",
+                                  "--tile-size", String(cell)] + flags)
+                guard result.status == 0 else { fail("tessera failed on the mixed \(kind) folder (status \(result.status))") }
+                if attempt > 0 { times[kind, default: []].append(result.seconds); peaks[kind, default: []].append(result.peakBytes) }
+            }
         }
         unlink(output)
-        let seconds = median(times)
-        let floorNote = floorAtLargest.map { ", \(fixed(seconds / $0)) x the floor" } ?? ""
-        print("  grid \(columns)x\(rows) (\(fixed(megapixels, 1)) MP) from the 120 sample photos + the 40 progressive ones: \(fixed(seconds)) s  \(fixed(megapixels / seconds, 0)) MP/s  peak RSS \(fixed(Double(peaks.max()!) / 1e6, 1)) MB\(floorNote)   runs \(times.map { fixed($0) }.joined(separator: " "))")
+        print("  grid \(columns)x\(rows) (\(fixed(megapixels, 1)) MP) from the 120 sample photos + the 40 large ones:")
+        for (kind, _) in folders {
+            let seconds = median(times[kind]!)
+            let floorNote = floorAtLargest.map { ", \(fixed(seconds / $0)) x the floor" } ?? ""
+            print("    \(kind + String(repeating: " ", count: 11 - kind.count)) \(fixed(seconds)) s  \(fixed(megapixels / seconds, 0)) MP/s  peak RSS \(fixed(Double(peaks[kind]!.max()!) / 1e6, 1)) MB\(floorNote)   runs \(times[kind]!.map { fixed($0) }.joined(separator: " "))")
+        }
+        print("    progressive / baseline: x\(fixed(median(times["progressive"]!) / median(times["baseline"]!)))")
     }
 }

@@ -134,7 +134,11 @@ while monotonicSeconds() - start < seconds {
         if library.photos.isEmpty {
             outcome = "refused at scan"
         } else {
-            let decoder = TileDecoder(cellWidth: 1 + below(300), cellHeight: 1 + below(300), maxDecodeMemoryBytes: 64 << 20)
+            // Half the time a small cell, so that multi-scan seeds take the DC decoder (1/8 scale);
+            // a third of the time a tiny budget, so that whole-image buffers go to a spill file.
+            let side = below(2) == 0 ? 30 : 300
+            let decoder = TileDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
+                                      maxDecodeMemoryBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
             let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
             defer { tile.deallocate() }
             let notes = try decoder.decode(path: current, into: tile)

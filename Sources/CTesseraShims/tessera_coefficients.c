@@ -22,8 +22,10 @@ struct jvirt_barray_control {
     JDIMENSION rows;
     JDIMENSION blocks_per_row;
     JDIMENSION max_access;
-    JBLOCKROW *row_pointers;          // max_access entries, handed to libjpeg by access
+    JBLOCKROW *row_pointers;          // one per row of the window, handed to libjpeg by access
     int realized;
+    int pointed;                      // row_pointers describe the window starting at pointed_first
+    size_t pointed_first;
     struct jvirt_barray_control *next;
 };
 
@@ -103,11 +105,11 @@ static void realize_virt_arrays(j_common_ptr cinfo) {
             window = row_bytes ? share / row_bytes : a->rows;
             if (window < a->max_access) window = a->max_access;
         }
-        a->row_pointers = malloc(sizeof(JBLOCKROW) * (a->max_access ? a->max_access : 1));
-        if (a->row_pointers == NULL ||
-            tessera_rowstore_init(&a->store, row_bytes, a->rows, window, spill ? c->spill : NULL, offset) != 0) {
+        if (tessera_rowstore_init(&a->store, row_bytes, a->rows, window, spill ? c->spill : NULL, offset) != 0) {
             ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 22);
         }
+        a->row_pointers = calloc(a->store.window_rows, sizeof(JBLOCKROW));
+        if (a->row_pointers == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 23);
         a->realized = 1;
         offset += (uint64_t)row_bytes * a->rows;
     }
@@ -120,10 +122,19 @@ static JBLOCKARRAY access_virt_barray(j_common_ptr cinfo, jvirt_barray_ptr ptr, 
     }
     uint8_t *rows = tessera_rowstore_access(&ptr->store, start_row, num_rows, writable);
     if (rows == NULL) fail(cinfo, "could not use the decoder's spill file");
-    for (JDIMENSION i = 0; i < num_rows; i++) {
-        ptr->row_pointers[i] = (JBLOCKROW)(rows + (size_t)i * ptr->store.row_bytes);
+    // Pointers to every row of the window, not only the rows asked for: libjpeg-turbo's block
+    // smoothing (decompress_smooth_data) can read a row past its request at the image's last
+    // iMCU rows, which its own memory manager tolerates because it too hands out a pointer
+    // into a whole window's row array. (Found by the fuzzer: scripts/fuzz.sh 300 7.)
+    tessera_rowstore *store = &ptr->store;
+    if (!ptr->pointed || ptr->pointed_first != store->first) {
+        for (size_t i = 0; i < store->valid; i++) {
+            ptr->row_pointers[i] = (JBLOCKROW)(store->window + i * store->row_bytes);
+        }
+        ptr->pointed = 1;
+        ptr->pointed_first = store->first;
     }
-    return ptr->row_pointers;
+    return ptr->row_pointers + (start_row - store->first);
 }
 
 static void free_pool(j_common_ptr cinfo, int pool_id) {

@@ -159,6 +159,30 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         #expect(scratch.contents().filter { !$0.hasSuffix(".jpg") }.isEmpty)
     }
 
+    /// Without its refinement scans a progressive file's coefficients stay coarse, and libjpeg
+    /// then smooths blocks (decompress_smooth_data), which reads the coefficient arrays a row
+    /// beyond what it asks for at the last iMCU rows. In memory or spilled, the same pixels.
+    @Test func blockSmoothingWorksWithOurCoefficientArrays() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let coarse = scanScript(["0 1 2: 0 0 0 1;", "0: 1 63 0 1;", "1: 1 63 0 1;", "2: 1 63 0 1;"],
+                                in: scratch, name: "coarse.txt")
+        let cropped = transcode(landscape, ["-crop", "1001x667+0+0"], in: scratch, name: "crop.jpg")
+        let path = transcode(cropped, ["-scans", coarse], in: scratch, name: "coarse.jpg")
+        for (width, height) in [(250, 166), (1001, 667)] {
+            let (inMemory, memoryNotes) = try tile(path, width: width, height: height)
+            let (spilled, spilledNotes) = try tile(path, width: width, height: height,
+                                                   budget: DecodeBudget(poolBytes: 64 << 10, spillDirectory: scratch.path))
+            #expect(memoryNotes.method == .coefficients(spilled: false))
+            #expect(spilledNotes.method == .coefficients(spilled: true))
+            #expect(inMemory == spilled)
+            // Coarse, but the picture: close to the complete file's.
+            let (full, _) = try tile(cropped, width: width, height: height)
+            let difference = meanAbsoluteDifference(full, inMemory)
+            #expect(difference > 0 && difference < 4, "\(width) x \(height): \(difference)")
+        }
+    }
+
     @Test func decodesSharingABudgetNeverHoldMoreThanItsPool() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -119,7 +119,7 @@ public struct TileDecoder: Sendable {
             // Whole in memory when it fits; else windows of about a dozen block rows of every
             // component, which is what libjpeg touches at once (5 iMCU rows with block smoothing).
             let limit = coefficients + working <= inMemoryShare
-                ? coefficients : max(2 << 20, 12 * coefficients / blockRows)
+                ? coefficients : max(256 << 10, 12 * coefficients / blockRows)
             reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
             request += limit
         }
