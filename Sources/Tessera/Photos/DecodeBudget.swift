@@ -95,9 +95,17 @@ final class SpillFile {
         return made
     }
 
+    /// Writes a window back. Its writeback starts at once, so that when it is read back (next
+    /// scan) its pages are clean and can be dropped: the file's page cache stays about a window
+    /// deep instead of holding the whole array, which in a memory cgroup is charged to the
+    /// container and competes with everything else. (Measured, a 600 px grid of 40 large
+    /// progressive photos in a 64 MiB cgroup: 30 s with the pages left, 26-27 s with them
+    /// dropped; most of that time is the disk, which such a render cannot avoid.)
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
         do throws(TesseraError) {
-            try opened().writeAll(bytes, at: offset)
+            let file = try opened()
+            try file.writeAll(bytes, at: offset)
+            try file.flushRange(offset: offset, length: Int64(bytes.count), wait: false)
             return true
         } catch {
             if self.error == nil { self.error = error }
@@ -105,9 +113,12 @@ final class SpillFile {
         }
     }
 
+    /// Reads a window; its pages are then dropped (the window holds the bytes now).
     func read(into bytes: UnsafeMutableRawBufferPointer, at offset: Int64) -> Bool {
         do throws(TesseraError) {
-            try opened().readAll(into: bytes, at: offset)
+            let file = try opened()
+            try file.readAll(into: bytes, at: offset)
+            file.dropCache(offset: offset, length: Int64(bytes.count))
             return true
         } catch {
             if self.error == nil { self.error = error }
