@@ -317,3 +317,48 @@ extension RenderTests {
         try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 40 }, freeFiles: { _ in 1 << 30 })
     }
 }
+
+extension RenderTests {
+    /// Every level height against every overlap: a level whose height is at most `overlap`
+    /// past a tile boundary has a last tile made only of rows shared with the tile above (the
+    /// render used to end with "level N received R of R rows", and lose the JPEG too). Every
+    /// tile of every level is checked against the Deep Zoom rules (expectedSpan, written from the
+    /// rules, not from DeepZoomGeometry) and against the picture's colour.
+    @Test func everyHeightAndOverlapMakesEveryTile() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let photo = scratch.file("solid.jpg")
+        try writeSolidPhoto(photo, width: 64, height: 64, colour: RGB(red: 200, green: 40, blue: 90))
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        for overlap in [0, 1, 3, 8] {
+            var zoom = DeepZoomSettings()
+            zoom.tileSize = 16
+            zoom.overlap = overlap
+            for height in 1...72 {
+                let name = "h\(height)-o\(overlap)"
+                // Only some with the JPEG too: it must survive whatever the pyramid does.
+                let jpeg = height % 8 == 1 ? scratch.file(name + ".jpg") : nil
+                do {
+                    try renderPyramid([photo], jpeg: jpeg, deepZoom: scratch.file(name + ".dzi"), columns: 1, rows: 1,
+                                      cellWidth: 21, cellHeight: height, zoom: zoom, settings: settings)
+                } catch {
+                    Issue.record("height \(height), overlap \(overlap): \(error)")
+                    continue
+                }
+                if let jpeg { #expect(access(jpeg, F_OK) == 0) }
+                var levelHeight = height, levelWidth = 21, level = DeepZoomGeometry(width: 21, height: height, tileSize: 16, overlap: overlap).maxLevel
+                while level >= 0 {
+                    let image = try readPyramidLevel(files: scratch.file(name + "_files"), level: level, width: levelWidth,
+                                                     height: levelHeight, tileSize: 16, overlap: overlap)
+                    let solid = RGBImage(width: levelWidth, height: levelHeight, fill: RGB(red: 200, green: 40, blue: 90))
+                    #expect(meanAbsoluteDifference(image, solid) < 4, "height \(height), overlap \(overlap), level \(level)")
+                    levelHeight = (levelHeight + 1) / 2
+                    levelWidth = (levelWidth + 1) / 2
+                    level -= 1
+                }
+                removeTree(scratch.file(name + "_files"))
+            }
+        }
+    }
+}

@@ -314,23 +314,7 @@ private final class TileColumn {
         let end = firstRow + count
         while y < end {
             let span = geometry.span(tile: tileRow, extent: level.height)
-            if !started {
-                if encoder == nil {
-                    encoder = tessera_jpeg_encoder_create(nil, nil, 64 << 10)
-                    guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
-                    let settings = writer.encoderSettings
-                    try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
-                                                         settings.h, settings.v, 0))
-                } else {
-                    try check(tessera_jpeg_encoder_restart(encoder, UInt32(x.count), UInt32(span.count)))
-                }
-                started = true
-                precondition(span.lowerBound + carryRows == y, "carried rows do not meet the stream")
-                if carryRows > 0 {
-                    try check(tessera_jpeg_encoder_write_rows(encoder, carry, rowBytes, UInt32(carryRows)))
-                    carryRows = 0
-                }
-            }
+            if !started { try startTile(span: span, at: y, rowBytes: rowBytes, writer: writer) }
             let stop = min(end, span.upperBound)
             try check(tessera_jpeg_encoder_write_rows(encoder, rows + (y - firstRow) * stride + x.lowerBound * 3, stride, UInt32(stop - y)))
             if tileRow + 1 < level.rows {
@@ -344,15 +328,50 @@ private final class TileColumn {
             }
             y = stop
             if y == span.upperBound {
-                try check(tessera_jpeg_encoder_finish(encoder))
-                var bytes: UnsafePointer<UInt8>?
-                let length = tessera_jpeg_encoder_memory_output(encoder, &bytes)
-                try writer.writeTile(level: level.index, column: column, row: tileRow,
-                                     bytes: UnsafeRawBufferPointer(start: bytes, count: length))
-                tileRow += 1
-                started = false
+                try finishTile(writer: writer)
+                // When the level's height is at most `overlap` past a tile boundary, the last
+                // tile holds only rows the one above it shared: all carried already, and no row
+                // of the stream is left to start it. It is written now, from the carry alone.
+                if tileRow < level.rows {
+                    let next = geometry.span(tile: tileRow, extent: level.height)
+                    if next.upperBound <= y {
+                        try startTile(span: next, at: y, rowBytes: rowBytes, writer: writer)
+                        try finishTile(writer: writer)
+                    }
+                }
             }
         }
+    }
+
+    /// Starts the encoder on tile `tileRow` (rows `span`), replaying the rows carried from the
+    /// tile above; `y` is the stream's next row.
+    private func startTile(span: Range<Int>, at y: Int, rowBytes: Int, writer: DeepZoomWriter) throws(TesseraError) {
+        if encoder == nil {
+            encoder = tessera_jpeg_encoder_create(nil, nil, 64 << 10)
+            guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
+            let settings = writer.encoderSettings
+            try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
+                                                 settings.h, settings.v, 0))
+        } else {
+            try check(tessera_jpeg_encoder_restart(encoder, UInt32(x.count), UInt32(span.count)))
+        }
+        started = true
+        precondition(span.lowerBound + carryRows == y, "carried rows do not meet the stream")
+        if carryRows > 0 {
+            try check(tessera_jpeg_encoder_write_rows(encoder, carry, rowBytes, UInt32(carryRows)))
+            carryRows = 0
+        }
+    }
+
+    /// Finishes tile `tileRow` and hands its bytes to the file thread.
+    private func finishTile(writer: DeepZoomWriter) throws(TesseraError) {
+        try check(tessera_jpeg_encoder_finish(encoder))
+        var bytes: UnsafePointer<UInt8>?
+        let length = tessera_jpeg_encoder_memory_output(encoder, &bytes)
+        try writer.writeTile(level: level.index, column: column, row: tileRow,
+                             bytes: UnsafeRawBufferPointer(start: bytes, count: length))
+        tileRow += 1
+        started = false
     }
 }
 
