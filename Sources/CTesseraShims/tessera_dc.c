@@ -92,6 +92,7 @@ struct tessera_dc_decoder {
     int stored_rgb;
 
     int out_w, out_h, out_row;
+    uint64_t work_limit_blocks, work_blocks;
 
     int status;                // what a longjmp returns
     int source_failed;
@@ -432,7 +433,10 @@ static inline int16_t *low_slot(low_block *block, int k) {
 /// 2 and 4. Non-interleaved, so one block an MCU over the component's own grid.
 static void restart(tessera_dc_decoder *d, const scan_header *scan);
 
+static void count_work(tessera_dc_decoder *d, const scan_header *scan);
+
 static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
+    count_work(d, scan);
     dc_component *c = scan->components[0];
     const huffman_table *table = &d->ac_tables[scan->ac_table[0]];
     if (!table->defined) unsupported(d, "AC Huffman table missing");
@@ -580,7 +584,22 @@ static void restart(tessera_dc_decoder *d, const scan_header *scan) {
     for (int i = 0; i < scan->count; i++) scan->components[i]->prediction = 0;
 }
 
+/// Counts the blocks a decoded scan covers against the work limit.
+static void count_work(tessera_dc_decoder *d, const scan_header *scan) {
+    for (int i = 0; i < scan->count; i++) {
+        d->work_blocks += (uint64_t)scan->components[i]->blocks_w * (uint64_t)scan->components[i]->blocks_h;
+    }
+    if (d->work_limit_blocks != 0 && d->work_blocks > d->work_limit_blocks) {
+        char message[200];
+        snprintf(message, sizeof message,
+                 "its %d scans ask for more decoding than a file of its size can hold (%.0f million blocks): "
+                 "refused as a decoding bomb", d->scans, (double)d->work_blocks / 1e6);
+        fail_with(d, TESSERA_JPEG_ERROR, message);
+    }
+}
+
 static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
+    count_work(d, scan);
     reset_bits(d);
     d->marker = 0;
     d->overrun = 0;
@@ -866,6 +885,8 @@ void tessera_dc_output_size(const tessera_dc_decoder *d, uint32_t *width, uint32
     *width = (uint32_t)d->out_w;
     *height = (uint32_t)d->out_h;
 }
+
+void tessera_dc_set_work_limit(tessera_dc_decoder *d, uint64_t blocks) { d->work_limit_blocks = blocks; }
 
 uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d) { return d->plane_bytes; }
 

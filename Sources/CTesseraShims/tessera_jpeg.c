@@ -90,17 +90,35 @@ static void src_skip(j_decompress_ptr cinfo, long count) {
 
 static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
 
-// libjpeg calls this between units of input (an iMCU row or a marker): a file with more scans
-// than any real photo has is stopped here, before it costs a full pass over the image per scan.
+// libjpeg calls this between units of input (an iMCU row or a marker). A file with more scans
+// than any real photo has, or whose scans would cover far more blocks than its bytes can
+// honestly describe (empty scans repeated: each costs a pass over the image), is stopped here,
+// at the start of the scan that crosses the line.
 static void scan_limit_monitor(j_common_ptr cinfo) {
     j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    tessera_error *err = (tessera_error *)cinfo->err;
     if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {
-        tessera_error *err = (tessera_error *)cinfo->err;
         snprintf(err->message, sizeof err->message,
                  "more than %d scans (a progressive photo has about 10): refused as a decoding bomb",
                  TESSERA_JPEG_MAX_SCANS);
         err->io_failed = 0;
         longjmp(err->jump, 1);
+    }
+    if (dinfo->input_scan_number != d->counted_scan) {
+        d->counted_scan = dinfo->input_scan_number;
+        for (int i = 0; i < dinfo->comps_in_scan; i++) {
+            const jpeg_component_info *comp = dinfo->cur_comp_info[i];
+            if (comp != NULL) d->work_blocks += (uint64_t)comp->width_in_blocks * comp->height_in_blocks;
+        }
+        if (d->work_limit_blocks != 0 && d->work_blocks > d->work_limit_blocks) {
+            snprintf(err->message, sizeof err->message,
+                     "its %d scans ask for more decoding than a file of its size can hold "
+                     "(%.0f million blocks): refused as a decoding bomb",
+                     dinfo->input_scan_number, (double)d->work_blocks / 1e6);
+            err->io_failed = 0;
+            longjmp(err->jump, 1);
+        }
     }
 }
 
@@ -240,6 +258,8 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
     }
     return total;
 }
+
+void tessera_jpeg_decoder_set_work_limit(tessera_jpeg_decoder *d, uint64_t blocks) { d->work_limit_blocks = blocks; }
 
 void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long memory_limit,
                                                   const tessera_spill *spill) {

@@ -81,6 +81,9 @@ struct tessera_jpeg_decoder {
     size_t buffer_bytes;
     tessera_coefficients coefficients;
     tessera_spill spill;
+    uint64_t work_limit_blocks;  // 0: none (see tessera_jpeg_decoder_set_work_limit)
+    uint64_t work_blocks;        // blocks the scans so far cover
+    int counted_scan;            // the last scan counted
     int created;
 };
 

@@ -239,6 +239,57 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         }
     }
 
+    @Test func scansOutOfProportionToTheFileAreRefused() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        // A flat 4000 x 3000 picture compresses to very little: the most work per byte a real
+        // photo asks for. Its progressive twin decodes; with 450 empty luma AC scans added (each
+        // a pass over 187,500 blocks in a few bytes, under the 500-scan limit) libjpeg's decode
+        // is stopped by the work limit, and the DC decoder, which skips those scans by their
+        // bytes, draws it at once.
+        let flat = scratch.file("flat.jpg")
+        try JPEGFile.write(RGBImage(width: 4000, height: 3000, fill: RGB(red: 120, green: 130, blue: 140)), to: flat, quality: 90)
+        let progressive = readBytes(transcode(flat, ["-progressive"], in: scratch, name: "flat-progressive.jpg"))
+        for (width, height) in [(480, 360), (1900, 1400)] {
+            let (expected, _) = try tile(flat, width: width, height: height)
+            let (twin, _) = try tile(scratch.file("flat-progressive.jpg"), width: width, height: height)
+            #expect(meanAbsoluteDifference(expected, twin) <= 1)
+        }
+        let sof = (0..<(progressive.count - 11)).first { progressive[$0] == 0xFF && progressive[$0 + 1] == 0xC2 }!
+        let luma = progressive[sof + 10]
+        let table: [UInt8] = [0xFF, 0xC4, 0, 20, 0x10, 1] + Array(repeating: 0, count: 15) + [0xE0]
+        // 187,500 blocks: six EOB14 runs of 32,767 (code 0 and 14 one bits each), padded with ones.
+        var bits = ""
+        for _ in 0..<6 { bits += "0" + String(repeating: "1", count: 14) }
+        while bits.count % 8 != 0 { bits += "1" }
+        var data: [UInt8] = []
+        var index = bits.startIndex
+        while index < bits.endIndex {
+            let next = bits.index(index, offsetBy: 8)
+            let byte = UInt8(bits[index..<next], radix: 2)!
+            data.append(byte)
+            if byte == 0xFF { data.append(0) }
+            index = next
+        }
+        let scan: [UInt8] = [0xFF, 0xDA, 0, 8, 1, luma, 0x00, 1, 63, 0x00] + data
+        var bomb = Array(progressive[..<(progressive.count - 2)]) + table
+        for _ in 0..<450 { bomb += scan }
+        bomb += [0xFF, 0xD9]
+        let path = scratch.file("bomb.jpg")
+        writeBytes(bomb, to: path)
+        let started = monotonicSeconds()
+        #expect(throws: TesseraError.self) { _ = try tile(path, width: 1900, height: 1400) }
+        do {
+            _ = try tile(path, width: 1900, height: 1400)
+        } catch let error as TesseraError {
+            #expect(error.description.contains("refused as a decoding bomb"), "\(error)")
+        }
+        let (drawn, notes) = try tile(path, width: 480, height: 360)
+        #expect(notes.method == .dcOnly(spilled: false))
+        #expect(meanAbsoluteDifference(drawn, try tile(flat, width: 480, height: 360).0) <= 1)
+        #expect(monotonicSeconds() - started < 20)
+    }
+
     @Test func aHeaderLargerThanItsDataIsRefusedWhenScanned() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -103,6 +103,16 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
 void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long memory_limit,
                                                   const tessera_spill *spill);
 
+/// Stops the decode (an error) when its scans together cover more than `blocks` blocks (each
+/// component's blocks, counted once per scan that holds it); 0: no limit. See
+/// tessera_work_limit_blocks.
+void tessera_jpeg_decoder_set_work_limit(tessera_jpeg_decoder *d, uint64_t blocks);
+
+/// The work limit for a file of `file_bytes`: a real photo's scans cover at most a few dozen
+/// blocks per byte of the file (a flat grey progressive photo, the most compressible, about
+/// 20); empty scans repeated cover a whole image each in a few bytes.
+static inline uint64_t tessera_work_limit_blocks(uint64_t file_bytes) { return 100 * file_bytes + (16u << 20); }
+
 /// 1 when the last start put the coefficients in the spill file.
 int tessera_jpeg_decoder_coefficients_spilled(const tessera_jpeg_decoder *d);
 
@@ -132,6 +142,10 @@ typedef struct tessera_dc_decoder tessera_dc_decoder;
 /// `stored_rgb`: three components are R, G, B rather than YCbCr. NULL when malloc fails.
 tessera_dc_decoder *tessera_dc_create(tessera_jpeg_source source, void *context, size_t buffer_bytes,
                                       long memory_limit, const tessera_spill *spill, int stored_rgb);
+
+/// As tessera_jpeg_decoder_set_work_limit, counting the scans this decoder decodes (DC scans,
+/// and the AC scans of 4:2:0 chroma; skipped AC scans cost only their bytes).
+void tessera_dc_set_work_limit(tessera_dc_decoder *d, uint64_t blocks);
 
 /// Reads the whole file. TESSERA_JPEG_OK; TESSERA_JPEG_UNSUPPORTED for a file to hand to
 /// libjpeg instead; TESSERA_JPEG_ERROR for one that cannot be drawn (truncated, too many scans,

@@ -28,7 +28,8 @@ final class DCScaledJPEGReader {
         case unsupported(reason: String)
     }
 
-    init(file: FileDescriptor, path: String, memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) {
+    init(file: FileDescriptor, path: String, fileBytes: Int64, memoryLimitBytes: Int, spillDirectory: String,
+         storedRGB: Bool) throws(TesseraError) {
         self.path = path
         source = SourceBox(file)
         spill = SpillFile(directory: spillDirectory)
@@ -49,6 +50,7 @@ final class DCScaledJPEGReader {
             throw TesseraError.unreadablePhoto(path: path, reason: "out of memory creating a decoder")
         }
         self.decoder = decoder
+        tessera_dc_set_work_limit(decoder, tessera_work_limit_blocks(UInt64(max(0, fileBytes))))
     }
 
     deinit { tessera_dc_destroy(decoder) }

@@ -72,6 +72,7 @@ final class ScaledJPEGReader {
             throw TesseraError.unreadablePhoto(path: path, reason: "out of memory creating a decoder")
         }
         self.decoder = decoder
+        tessera_jpeg_decoder_set_work_limit(decoder, tessera_work_limit_blocks(UInt64(max(0, fileBytes))))
     }
 
     deinit {
@@ -133,7 +134,7 @@ final class ScaledJPEGReader {
 
     /// A DC decoder over the same file (from its first byte), for a multi-scan file drawn at 1/8.
     func dcReader(memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) -> DCScaledJPEGReader {
-        try DCScaledJPEGReader(file: file, path: path, memoryLimitBytes: memoryLimitBytes,
+        try DCScaledJPEGReader(file: file, path: path, fileBytes: fileBytes, memoryLimitBytes: memoryLimitBytes,
                                spillDirectory: spillDirectory, storedRGB: storedRGB)
     }
 
