@@ -323,6 +323,23 @@ static void read_quant_tables(tessera_dc_decoder *d) {
     if (length != 0) unsupported(d, "bad quantisation table length");
 }
 
+/// Sets up one of a component's stores (`bytes_per_block` for each block of its padded grid) at
+/// `*offset` in the spill file, advancing it: whole in memory, or, when `spill`, a window of an
+/// equal share of the memory limit, at least what a scan or the output touches at once.
+static void open_store(tessera_dc_decoder *d, dc_component *c, tessera_rowstore *store, size_t bytes_per_block,
+                       int spill, uint64_t *offset) {
+    size_t row_bytes = (size_t)c->padded_w * bytes_per_block;
+    size_t window = (size_t)c->padded_h;
+    if (spill) {
+        window = (size_t)d->memory_limit / (size_t)d->component_count / row_bytes;
+        if (window < (size_t)c->v + 2) window = (size_t)c->v + 2;
+    }
+    if (tessera_rowstore_init(store, row_bytes, (size_t)c->padded_h, window, spill ? d->spill : NULL, *offset) != 0) {
+        fail_with(d, TESSERA_JPEG_ERROR, "out of memory for the DC planes");
+    }
+    *offset += (uint64_t)row_bytes * (uint64_t)c->padded_h;
+}
+
 static void read_frame(tessera_dc_decoder *d, int progressive) {
     if (d->frame_seen) unsupported(d, "two frame headers");
     long length = required_u16(d);
@@ -368,29 +385,11 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
     uint64_t offset = 0;
     for (int i = 0; i < d->component_count; i++) {
         dc_component *c = &d->components[i];
-        size_t row_bytes = (size_t)c->padded_w * sizeof(int16_t);
-        size_t window = (size_t)c->padded_h;
-        if (spill) {
-            window = (size_t)d->memory_limit / (size_t)d->component_count / row_bytes;
-            if (window < (size_t)c->v + 2) window = (size_t)c->v + 2;
-        }
-        if (tessera_rowstore_init(&c->plane, row_bytes, (size_t)c->padded_h, window, spill ? d->spill : NULL, offset) != 0) {
-            fail_with(d, TESSERA_JPEG_ERROR, "out of memory for the DC planes");
-        }
+        open_store(d, c, &c->plane, sizeof(int16_t), spill, &offset);
         c->allocated = 1;
-        offset += (uint64_t)row_bytes * (uint64_t)c->padded_h;
         if (c->reduced) {
-            size_t low_bytes = (size_t)c->padded_w * sizeof(low_block);
-            size_t low_window = (size_t)c->padded_h;
-            if (spill) {
-                low_window = (size_t)d->memory_limit / (size_t)d->component_count / low_bytes;
-                if (low_window < (size_t)c->v + 2) low_window = (size_t)c->v + 2;
-            }
-            if (tessera_rowstore_init(&c->low, low_bytes, (size_t)c->padded_h, low_window, spill ? d->spill : NULL, offset) != 0) {
-                fail_with(d, TESSERA_JPEG_ERROR, "out of memory for the DC planes");
-            }
+            open_store(d, c, &c->low, sizeof(low_block), spill, &offset);
             c->low_allocated = 1;
-            offset += (uint64_t)low_bytes * (uint64_t)c->padded_h;
         }
     }
     d->progressive = progressive;
@@ -433,6 +432,20 @@ static inline int16_t *low_slot(low_block *block, int k) {
 /// 2 and 4. Non-interleaved, so one block an MCU over the component's own grid.
 static void restart(tessera_dc_decoder *d, const scan_header *scan);
 
+/// Before each MCU of a scan with a restart interval: counts it down and, at zero, handles the
+/// restart marker. Returns 1 when a restart happened.
+static inline int next_mcu(tessera_dc_decoder *d, const scan_header *scan, int *restarts_left) {
+    if (d->restart_interval == 0) return 0;
+    int restarted = 0;
+    if (*restarts_left == 0) {
+        restart(d, scan);
+        *restarts_left = d->restart_interval;
+        restarted = 1;
+    }
+    (*restarts_left)--;
+    return restarted;
+}
+
 static void count_work(tessera_dc_decoder *d, const scan_header *scan);
 
 static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
@@ -451,14 +464,7 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
     for (int by = 0; by < c->blocks_h; by++) {
         low_block *row = low_rows(d, c, by, 1);
         for (int bx = 0; bx < c->blocks_w; bx++) {
-            if (d->restart_interval) {
-                if (restarts_left == 0) {
-                    restart(d, scan);
-                    restarts_left = d->restart_interval;
-                    eob_run = 0;
-                }
-                restarts_left--;
-            }
+            if (next_mcu(d, scan, &restarts_left)) eob_run = 0;
             low_block *block = &row[bx];
             if (scan->ah == 0) {
                 if (eob_run > 0) {
@@ -612,13 +618,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
             int16_t *row = plane_row(d, c, by, 1);
             low_block *low_row = !d->progressive && c->reduced ? low_rows(d, c, by, 1) : NULL;
             for (int bx = 0; bx < c->blocks_w; bx++) {
-                if (d->restart_interval) {
-                    if (restarts_left == 0) {
-                        restart(d, scan);
-                        restarts_left = d->restart_interval;
-                    }
-                    restarts_left--;
-                }
+                next_mcu(d, scan, &restarts_left);
                 decode_block(d, scan, 0, &row[bx], low_row != NULL ? &low_row[bx] : NULL);
             }
         }
@@ -632,13 +632,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
                 lows[i] = !d->progressive && c->reduced ? low_rows(d, c, my * c->v, c->v) : NULL;
             }
             for (int mx = 0; mx < d->mcus_x; mx++) {
-                if (d->restart_interval) {
-                    if (restarts_left == 0) {
-                        restart(d, scan);
-                        restarts_left = d->restart_interval;
-                    }
-                    restarts_left--;
-                }
+                next_mcu(d, scan, &restarts_left);
                 for (int i = 0; i < scan->count; i++) {
                     dc_component *c = scan->components[i];
                     for (int y = 0; y < c->v; y++) {
