@@ -93,6 +93,7 @@ struct tessera_dc_decoder {
 
     int out_w, out_h, out_row;
     uint64_t work_limit_blocks, work_blocks;
+    const int *cancel_flag;
 
     int status;                // what a longjmp returns
     int source_failed;
@@ -112,8 +113,13 @@ static void unsupported(tessera_dc_decoder *d, const char *why) { fail_with(d, T
 
 // MARK: Bytes
 
+static void check_cancelled(tessera_dc_decoder *d) {
+    if (tessera_flag_is_raised(d->cancel_flag)) fail_with(d, TESSERA_JPEG_ERROR, "cancelled");
+}
+
 static int refill(tessera_dc_decoder *d) {
     if (d->at_end) return 0;
+    check_cancelled(d);  // every buffer of input: skipping a large AC scan stops too
     long n = d->source(d->context, d->buffer, d->buffer_bytes);
     if (n < 0) {
         d->source_failed = 1;
@@ -462,6 +468,7 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
     int ss = scan->ss, se = scan->se, al = scan->al;
     int positive = 1 << al, negative = -(1 << al);
     for (int by = 0; by < c->blocks_h; by++) {
+        if ((by & 15) == 0) check_cancelled(d);
         low_block *row = low_rows(d, c, by, 1);
         for (int bx = 0; bx < c->blocks_w; bx++) {
             if (next_mcu(d, scan, &restarts_left)) eob_run = 0;
@@ -615,6 +622,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
         // Non-interleaved: the component's own block grid, one block an MCU (T.81 A.2.2).
         dc_component *c = scan->components[0];
         for (int by = 0; by < c->blocks_h; by++) {
+            if ((by & 15) == 0) check_cancelled(d);
             int16_t *row = plane_row(d, c, by, 1);
             low_block *low_row = !d->progressive && c->reduced ? low_rows(d, c, by, 1) : NULL;
             for (int bx = 0; bx < c->blocks_w; bx++) {
@@ -624,6 +632,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
         }
     } else {
         for (int my = 0; my < d->mcus_y; my++) {
+            check_cancelled(d);
             int16_t *rows[4];
             low_block *lows[4];
             for (int i = 0; i < scan->count; i++) {
@@ -881,6 +890,8 @@ void tessera_dc_output_size(const tessera_dc_decoder *d, uint32_t *width, uint32
 }
 
 void tessera_dc_set_work_limit(tessera_dc_decoder *d, uint64_t blocks) { d->work_limit_blocks = blocks; }
+
+void tessera_dc_set_cancel_flag(tessera_dc_decoder *d, const int *flag) { d->cancel_flag = flag; }
 
 uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d) { return d->plane_bytes; }
 

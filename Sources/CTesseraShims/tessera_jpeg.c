@@ -90,7 +90,8 @@ static void src_skip(j_decompress_ptr cinfo, long count) {
 
 static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
 
-// libjpeg calls this between units of input (an iMCU row or a marker). A file with more scans
+// libjpeg calls this between units of input (an iMCU row or a marker), and once for every
+// jpeg_read_scanlines call. A raised cancel flag stops the decode here. A file with more scans
 // than any real photo has, or whose scans would cover far more blocks than its bytes can
 // honestly describe (empty scans repeated: each costs a pass over the image), is stopped here,
 // at the start of the scan that crosses the line.
@@ -98,6 +99,11 @@ static void scan_limit_monitor(j_common_ptr cinfo) {
     j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
     tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
     tessera_error *err = (tessera_error *)cinfo->err;
+    if (tessera_flag_is_raised(d->cancel_flag)) {
+        snprintf(err->message, sizeof err->message, "cancelled");
+        err->io_failed = 0;
+        longjmp(err->jump, 1);
+    }
     if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {
         snprintf(err->message, sizeof err->message,
                  "more than %d scans (a progressive photo has about 10): refused as a decoding bomb",
@@ -258,6 +264,8 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
     }
     return total;
 }
+
+void tessera_jpeg_decoder_set_cancel_flag(tessera_jpeg_decoder *d, const int *flag) { d->cancel_flag = flag; }
 
 void tessera_jpeg_decoder_set_work_limit(tessera_jpeg_decoder *d, uint64_t blocks) { d->work_limit_blocks = blocks; }
 

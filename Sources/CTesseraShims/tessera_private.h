@@ -84,6 +84,7 @@ struct tessera_jpeg_decoder {
     uint64_t work_limit_blocks;  // 0: none (see tessera_jpeg_decoder_set_work_limit)
     uint64_t work_blocks;        // blocks the scans so far cover
     int counted_scan;            // the last scan counted
+    const int *cancel_flag;      // NULL: none
     int created;
 };
 

@@ -91,7 +91,7 @@ func checkOutputFolders(_ options: GridOptions) throws(TesseraError) {
 /// Checks the output folders, then scans the photo paths and reports what was skipped. nil
 /// (with the exit code) when the run must stop: a missing output folder, a named path that does
 /// not exist, --strict with skipped photos, or no photo at all.
-func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
+func scanPhotos(_ options: GridOptions, signals: SignalWatch) -> Result<PhotoLibrary, ExitCode> {
     let library: PhotoLibrary
     do throws(TesseraError) {
         try checkOutputFolders(options)
@@ -100,7 +100,10 @@ func scanPhotos(_ options: GridOptions) -> Result<PhotoLibrary, ExitCode> {
         return .failure(ExitCode(error))
     }
     do throws(TesseraError) {
-        library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount())
+        library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount(),
+                                        cancellation: signals.cancellation)
+    } catch .cancelled {
+        return .failure(report(.cancelled, signals: signals))
     } catch {
         // A named path that does not exist or cannot be listed is bad input, not a failed render.
         printError(error.description)
@@ -184,7 +187,7 @@ func report(_ error: TesseraError, signals: SignalWatch) -> ExitCode {
 func runGrid(_ options: GridOptions) -> ExitCode {
     let signals = SignalWatch()
     let library: PhotoLibrary
-    switch scanPhotos(options) {
+    switch scanPhotos(options, signals: signals) {
     case .success(let found): library = found
     case .failure(let code): return code
     }
@@ -209,7 +212,7 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
     let options = mosaic.render
     let workers = options.settings.workers ?? onlineCoreCount()
     let library: PhotoLibrary
-    switch scanPhotos(options) {
+    switch scanPhotos(options, signals: signals) {
     case .success(let found): library = found
     case .failure(let code): return code
     }
@@ -233,7 +236,8 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
         var started = monotonicSeconds()
         let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
         let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
-                                                    budget: decodeBudget)
+                                                    budget: decodeBudget, cancellation: signals.cancellation)
+        if signals.cancellation.isCancelled { throw TesseraError.cancelled }
         for failed in analysis.failed { printError("warning: skipping \(failed.path): \(failed.reason)") }
         do throws(TesseraError) { try index.save() } catch { printError("warning: cannot save the feature index: \(error)") }
         let analysisSeconds = monotonicSeconds() - started
@@ -246,12 +250,12 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
 
         started = monotonicSeconds()
         let targetFeatures = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
-                                                                 budget: decodeBudget)
+                                                                 budget: decodeBudget, cancellation: signals.cancellation)
         let targetSeconds = monotonicSeconds() - started
         started = monotonicSeconds()
         let match = try MosaicMatcher.match(target: targetFeatures, columns: columns, rows: rows, subCells: k,
                                             photoFeatures: features, minDistance: mosaic.minDistance, maxUses: mosaic.maxUses,
-                                            seed: mosaic.seed, workers: workers)
+                                            seed: mosaic.seed, workers: workers, cancellation: signals.cancellation)
         let matchSeconds = monotonicSeconds() - started
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
                                 photoIndices: match.assignment)

@@ -348,3 +348,64 @@ extension RenderTests {
 }
 
 private func listNames(_ directory: String) -> [String] { (try? listDirectory(directory)) ?? [] }
+
+@Suite struct CancellationTests {
+    /// A long decode (a noisy 12 MP progressive photo at full size, its coefficients spilled)
+    /// stops when cancelled from another thread, with `.cancelled`, not a placeholder's error.
+    @Test func aLongDecodeStopsWhenCancelled() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let noisy = scratch.file("noisy.jpg"), progressive = scratch.file("noisy-progressive.jpg")
+        #expect(system("convert -size 4000x3000 xc:gray +noise Random -quality 90 '\(noisy)'") == 0)
+        #expect(runTool(["jpegtran", "-progressive", noisy], stdout: progressive) == 0)
+        for path in [noisy, progressive] {
+            let cancellation = RenderCancellation()
+            let decoder = TileDecoder(cellWidth: 4000, cellHeight: 3000,
+                                      budget: DecodeBudget(poolBytes: 4 << 20, spillDirectory: scratch.path),
+                                      cancellation: cancellation)
+            let canceller = try JoinableThread {
+                usleep(200_000)
+                cancellation.cancel()
+            }
+            var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+            let result = bytes.withUnsafeMutableBytes { buffer in
+                Result { () throws(TesseraError) in try decoder.decode(path: path, into: buffer) }
+            }
+            canceller.join()
+            #expect(result.map { _ in "decoded" } == .failure(.cancelled), "\(path)")
+        }
+        // Cancelled before it starts: nothing is opened.
+        let cancelled = RenderCancellation()
+        cancelled.cancel()
+        let decoder = TileDecoder(cellWidth: 150, cellHeight: 100, maxDecodeMemoryBytes: 8 << 20)
+        let early = TileDecoder(cellWidth: 150, cellHeight: 100, budget: decoder.budget, cancellation: cancelled)
+        var bytes = [UInt8](repeating: 0, count: early.tileBytes)
+        let result = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(TesseraError) in try early.decode(path: progressive, into: buffer) }
+        }
+        #expect(result.map { _ in "decoded" } == .failure(.cancelled))
+    }
+
+    /// Every phase before the render looks at the flag: the scan, the analysis, the matching.
+    @Test func scanAnalysisAndMatchingStopWhenCancelled() throws {
+        let cancelled = RenderCancellation()
+        cancelled.cancel()
+        let orientation = fixturesDirectory + "/orientation"
+        #expect(throws: TesseraError.cancelled) { try PhotoLibrary.scan([orientation], cancellation: cancelled) }
+        let library = try PhotoLibrary.scan([orientation])
+        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: 3, cellAspect: 1, workers: 2, index: nil,
+                                                    cancellation: cancelled)
+        #expect(analysis.features.allSatisfy { $0 == nil })
+        #expect(analysis.failed.isEmpty)
+        let features = MosaicAnalysis.photoFeatures(library.photos, subCells: 3, cellAspect: 1, workers: 2, index: nil)
+            .features.compactMap { $0 }
+        #expect(features.count == library.photos.count)
+        let target = [Float](repeating: 0.5, count: 20 * 20 * 27)
+        #expect(throws: TesseraError.cancelled) {
+            try MosaicMatcher.match(target: target, columns: 20, rows: 20, subCells: 3, photoFeatures: features,
+                                    minDistance: 1, maxUses: nil, seed: 1, workers: 2, cancellation: cancelled)
+        }
+        _ = try MosaicMatcher.match(target: target, columns: 20, rows: 20, subCells: 3, photoFeatures: features,
+                                    minDistance: 1, maxUses: nil, seed: 1, workers: 2)
+    }
+}

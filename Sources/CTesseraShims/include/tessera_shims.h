@@ -32,6 +32,14 @@
 extern "C" {
 #endif
 
+// MARK: Cancellation
+
+/// A flag another thread raises to stop a decode: the decoders read it between scans and rows
+/// and then fail with the message "cancelled". Atomic, relaxed: a decode sees it a little late
+/// at worst.
+static inline void tessera_flag_raise(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELAXED); }
+static inline int tessera_flag_is_raised(const int *flag) { return flag != NULL && __atomic_load_n(flag, __ATOMIC_RELAXED) != 0; }
+
 // MARK: Decoder
 
 typedef struct tessera_jpeg_decoder tessera_jpeg_decoder;
@@ -103,6 +111,9 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
 void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long memory_limit,
                                                   const tessera_spill *spill);
 
+/// Makes the decode fail ("cancelled") soon after `flag` is raised (see tessera_flag_raise).
+void tessera_jpeg_decoder_set_cancel_flag(tessera_jpeg_decoder *d, const int *flag);
+
 /// Stops the decode (an error) when its scans together cover more than `blocks` blocks (each
 /// component's blocks, counted once per scan that holds it); 0: no limit. See
 /// tessera_work_limit_blocks.
@@ -147,6 +158,9 @@ tessera_dc_decoder *tessera_dc_create(tessera_jpeg_source source, void *context,
 /// As tessera_jpeg_decoder_set_work_limit, counting the scans this decoder decodes (DC scans,
 /// and the AC scans of 4:2:0 chroma; skipped AC scans cost only their bytes).
 void tessera_dc_set_work_limit(tessera_dc_decoder *d, uint64_t blocks);
+
+/// As tessera_jpeg_decoder_set_cancel_flag.
+void tessera_dc_set_cancel_flag(tessera_dc_decoder *d, const int *flag);
 
 /// Reads the whole file. TESSERA_JPEG_OK; TESSERA_JPEG_UNSUPPORTED for a file to hand to
 /// libjpeg instead; TESSERA_JPEG_ERROR for one that cannot be drawn (truncated, too many scans,

@@ -15,7 +15,8 @@ public enum MosaicAnalysis {
     /// get nil features and are listed.
     /// Decodes are admitted against `budget` (nil: a budget of the default 64 MiB).
     public static func photoFeatures(_ photos: [Photo], subCells k: Int, cellAspect: Double, workers: Int,
-                                     index: FeatureIndex?, budget: DecodeBudget? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
+                                     index: FeatureIndex?, budget: DecodeBudget? = nil,
+                                     cancellation: RenderCancellation? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
         var results = [[Float]?](repeating: nil, count: photos.count)
         var toAnalyse: [Int] = []
         for (number, photo) in photos.enumerated() {
@@ -25,7 +26,8 @@ public enum MosaicAnalysis {
         let lanes = max(1, min(workers, toAnalyse.count))
         let side = k * samplesPerSubCell
         let decoder = TileDecoder(cellWidth: side, cellHeight: side,
-                                  budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect)
+                                  budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect,
+                                  cancellation: cancellation)
         let work = toAnalyse
         fresh.withUnsafeMutableBufferPointer { slots in
             let base = UnsafeSendable(slots.baseAddress!)
@@ -33,6 +35,8 @@ public enum MosaicAnalysis {
                 var tile = [UInt8](repeating: 0, count: decoder.tileBytes)
                 var i = lane
                 while i < work.count {
+                    // Cancelled: the lanes stop; the photos not reached keep nil features.
+                    if cancellation?.isCancelled == true { return }
                     let path = photos[work[i]].path
                     base.value[i] = tile.withUnsafeMutableBytes { bytes in
                         Result { () throws(TesseraError) in
@@ -46,7 +50,9 @@ public enum MosaicAnalysis {
         }
         var failed: [SkippedPhoto] = []
         for (i, number) in toAnalyse.enumerated() {
-            switch fresh[i]! {
+            guard let result = fresh[i] else { continue }  // not reached before a cancellation
+            if case .failure(.cancelled) = result { continue }
+            switch result {
             case .success(let features):
                 results[number] = features
                 index?.store(photos[number].path, features: features)
@@ -62,9 +68,10 @@ public enum MosaicAnalysis {
     /// The target's features: `columns * rows` cells of k*k*3 floats, row-major, from its
     /// upright centre crop to the mosaic's aspect ratio.
     public static func targetFeatures(path: String, columns: Int, rows: Int, subCells k: Int,
-                                      budget: DecodeBudget? = nil) throws(TesseraError) -> [Float] {
+                                      budget: DecodeBudget? = nil, cancellation: RenderCancellation? = nil) throws(TesseraError) -> [Float] {
         let width = columns * k, height = rows * k
-        let decoder = TileDecoder(cellWidth: width, cellHeight: height, budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: 1))
+        let decoder = TileDecoder(cellWidth: width, cellHeight: height, budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: 1),
+                                  cancellation: cancellation)
         var pixels = [UInt8](repeating: 0, count: decoder.tileBytes)
         try pixels.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: bytes) }

@@ -48,7 +48,7 @@ public enum MosaicMatcher {
     /// Matches `photoFeatures` (k*k*3 floats each) to `target` (`columns * rows` cells of k*k*3).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photoFeatures: [[Float]],
                              minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
-                             candidateCount: Int = 24) throws(TesseraError) -> MosaicMatch {
+                             candidateCount: Int = 24, cancellation: RenderCancellation? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let n = photoFeatures.count
         let d = k * k * 3
@@ -77,6 +77,7 @@ public enum MosaicMatcher {
                         var bestPhoto = [Int32](repeating: 0, count: m)
                         var cell = lane
                         while cell < cells {
+                            if cancellation?.isCancelled == true { return }
                             for i in 0..<m { bestCost[i] = .infinity }
                             let cellTarget = t.value + cell * d
                             for photo in 0..<n {
@@ -100,6 +101,8 @@ public enum MosaicMatcher {
             }
         }
 
+        if cancellation?.isCancelled == true { throw .cancelled }
+
         // Phase 2: greedy in a seeded random order.
         var order = Array(0..<cells)
         var random = SplitMix64(seed: seed)
@@ -121,7 +124,8 @@ public enum MosaicMatcher {
             return true
         }
 
-        for cell in order {
+        for (step, cell) in order.enumerated() {
+            if step % 1024 == 0 && cancellation?.isCancelled == true { throw .cancelled }
             var chosen: Int32 = -1
             for i in 0..<m where allowed(candidates[cell * m + i], cell: cell) {
                 chosen = candidates[cell * m + i]

@@ -69,6 +69,9 @@ final class DCScaledJPEGReader {
         }
     }
 
+    /// Makes the decode fail soon after `flag` is raised (RenderCancellation.flag).
+    func setCancelFlag(_ flag: UnsafeMutablePointer<Int32>) { tessera_dc_set_cancel_flag(decoder, flag) }
+
     /// The DC planes' size in bytes (known once the frame header was read).
     var planeBytes: Int { Int(tessera_dc_plane_bytes(decoder)) }
 

@@ -31,8 +31,10 @@ public struct PhotoLibrary: Sendable {
     public var ignoredNonJPEGCount: Int
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
-    /// Throws only for a path the user named that does not exist or cannot be listed.
-    public static func scan(_ paths: [String], workers: Int = 1, maxDecodeMemoryBytes: Int = 64 << 20) throws(TesseraError) -> PhotoLibrary {
+    /// Throws for a path the user named that does not exist or cannot be listed, and
+    /// `.cancelled` once `cancellation` is (checked for every directory entry and header).
+    public static func scan(_ paths: [String], workers: Int = 1, maxDecodeMemoryBytes: Int = 64 << 20,
+                            cancellation: RenderCancellation? = nil) throws(TesseraError) -> PhotoLibrary {
         var candidates: [(path: String, named: Bool)] = []
         var skipped: [SkippedPhoto] = []
         var ignored = 0
@@ -42,7 +44,8 @@ public struct PhotoLibrary: Sendable {
             case .failure(let code):
                 throw TesseraError.system(operation: "stat", errno: code.rawValue, path: path)
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
-                try collect(directory: path, info: info, into: &candidates, skipped: &skipped, visited: &visited)
+                try collect(directory: path, info: info, into: &candidates, skipped: &skipped, visited: &visited,
+                            cancellation: cancellation)
             case .success:
                 candidates.append((path, true))
             }
@@ -68,11 +71,13 @@ public struct PhotoLibrary: Sendable {
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
                 var index = lane
                 while index < paths.count {
+                    if cancellation?.isCancelled == true { return }
                     base.value[index] = readPhoto(paths[index], maxDecodeMemoryBytes: maxDecodeMemoryBytes)
                     index += lanes
                 }
             }
         }
+        if cancellation?.isCancelled == true { throw .cancelled }
         var photos: [Photo] = []
         for (candidate, result) in zip(candidates, results) {
             switch result! {
@@ -96,11 +101,13 @@ public struct PhotoLibrary: Sendable {
     }
 
     private static func collect(directory: String, info: stat, into candidates: inout [(path: String, named: Bool)],
-                                skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>) throws(TesseraError) {
+                                skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>,
+                                cancellation: RenderCancellation?) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
         let names = try listDirectory(directory).sorted()
         for name in names {
+            if cancellation?.isCancelled == true { throw .cancelled }
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             switch fileStatus(path) {
             case .failure(let code):
@@ -111,7 +118,10 @@ public struct PhotoLibrary: Sendable {
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
                 do {
-                    try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited)
+                    try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited,
+                                cancellation: cancellation)
+                } catch .cancelled {
+                    throw .cancelled
                 } catch {
                     skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
                 }

@@ -129,6 +129,9 @@ final class ScaledJPEGReader {
         tessera_jpeg_decoder_set_coefficient_storage(decoder, memoryLimitBytes, &c)
     }
 
+    /// Makes the decode fail soon after `flag` is raised (RenderCancellation.flag).
+    func setCancelFlag(_ flag: UnsafeMutablePointer<Int32>) { tessera_jpeg_decoder_set_cancel_flag(decoder, flag) }
+
     /// Whether the last start put the coefficients in the spill file.
     var coefficientsSpilled: Bool { tessera_jpeg_decoder_coefficients_spilled(decoder) != 0 }
 

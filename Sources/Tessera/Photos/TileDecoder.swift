@@ -35,12 +35,18 @@ public struct TileDecoder: Sendable {
     /// mosaic's analysis uses a k x k tile of a cell-shaped crop.
     public let cropAspect: Double?
 
-    public init(cellWidth: Int, cellHeight: Int, budget: DecodeBudget, cropAspect: Double? = nil) {
+    /// When given and cancelled, a decode stops within a scan or a few rows and throws
+    /// `.cancelled` (the C decoders poll its flag).
+    public let cancellation: RenderCancellation?
+
+    public init(cellWidth: Int, cellHeight: Int, budget: DecodeBudget, cropAspect: Double? = nil,
+                cancellation: RenderCancellation? = nil) {
         precondition(cellWidth > 0 && cellHeight > 0)
         self.cellWidth = cellWidth
         self.cellHeight = cellHeight
         self.budget = budget
         self.cropAspect = cropAspect
+        self.cancellation = cancellation
     }
 
     /// A decoder with a budget of its own of `maxDecodeMemoryBytes`, spilling to the default
@@ -70,7 +76,19 @@ public struct TileDecoder: Sendable {
     /// admitted against the budget first.
     public func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         precondition(tile.count >= tileBytes)
+        if cancellation?.isCancelled == true { throw .cancelled }
+        do {
+            return try decodeUncancelled(path: path, into: tile)
+        } catch {
+            // The decoders fail with "cancelled" when the flag is raised mid-decode.
+            if cancellation?.isCancelled == true { throw .cancelled }
+            throw error
+        }
+    }
+
+    private func decodeUncancelled(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: budget.poolBytes)
+        if let cancellation { reader.setCancelFlag(cancellation.flag) }
         let header = try reader.readHeader()
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
         // The tile in the stored frame: the cell, turned back when the photo is stored sideways.
@@ -103,6 +121,7 @@ public struct TileDecoder: Sendable {
             let notes = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
                 let dc = try reader.dcReader(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory,
                                              storedRGB: header.storedRGB)
+                if let cancellation { dc.setCancelFlag(cancellation.flag) }
                 guard case .decoded(let width, let height) = try dc.decode() else { return nil }
                 try draw({ buffer, stride, count throws(TesseraError) in try dc.readRows(into: buffer, stride: stride, maxRows: count) },
                          3, (width, height))

@@ -28,6 +28,7 @@
 // - Errors: the first error from any thread is kept in `failure`; everyone stops at the next
 //   check, the writer discards the output, and `render` throws that error.
 // - Events reach the observer on the calling thread only.
+import CTesseraShims
 
 public final class StripeRenderer: @unchecked Sendable {
     public let photos: [Photo]
@@ -97,7 +98,8 @@ public final class StripeRenderer: @unchecked Sendable {
         let cache = TileCache(photos: photos,
                               decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
-                                                                        spillDirectory: plan.temporaryDirectory)),
+                                                                        spillDirectory: plan.temporaryDirectory),
+                                                   cancellation: cancellation),
                               slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
         lock.withLock {
             nextStripe = 0
@@ -350,7 +352,17 @@ public final class StripeRenderer: @unchecked Sendable {
 public final class RenderCancellation: @unchecked Sendable {
     private let lock = Mutex()
     private var cancelled = false  // protected by `lock`
-    public init() {}
-    public func cancel() { lock.withLock { cancelled = true } }
+    /// The same, for the C decoders to poll between scans and rows (atomic, see
+    /// tessera_flag_raise); allocated for the object's life.
+    let flag: UnsafeMutablePointer<Int32>
+    public init() {
+        flag = .allocate(capacity: 1)
+        flag.initialize(to: 0)
+    }
+    deinit { flag.deallocate() }
+    public func cancel() {
+        lock.withLock { cancelled = true }
+        tessera_flag_raise(flag)
+    }
     public var isCancelled: Bool { lock.withLock { cancelled } }
 }
