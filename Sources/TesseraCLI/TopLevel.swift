@@ -15,6 +15,8 @@ public enum ExitCode: Int32, Error, Sendable {
     case badInput = 3
     /// Not enough disk space or memory budget, found before rendering.
     case insufficientResources = 4
+    /// Stopped by SIGHUP (128 + 1): the terminal went away.
+    case hungUp = 129
     /// Interrupted by SIGINT (128 + 2).
     case interrupted = 130
     /// Terminated by SIGTERM (128 + 15).
@@ -94,6 +96,6 @@ public enum TopLevel {
       2    bad command line or settings (including a JPEG over 65,500 px a side, a missing folder)
       3    no usable photo found, or a photo would be skipped under --strict
       4    not enough disk space, inodes or memory budget, found before rendering started
-      130  interrupted (SIGINT); 143 terminated (SIGTERM). Temporaries are removed either way.
+      130  interrupted (SIGINT); 143 terminated (SIGTERM); 129 hung up (SIGHUP). Temporaries are removed.
     """
 }

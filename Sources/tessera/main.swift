@@ -21,6 +21,10 @@ func printError(_ message: String) {
     writeStandardError("tessera: " + message + "\n")
 }
 
+// A closed standard output or error (`tessera ... 2>&1 | head -1`) must not kill a render with
+// its temporaries left: writes to it then fail with EPIPE, which the writers ignore.
+signal(SIGPIPE, SIG_IGN)
+
 let invocation: Invocation
 do {
     invocation = try TopLevel.parse(Array(CommandLine.arguments.dropFirst()))
@@ -50,7 +54,7 @@ case .mosaic(let options):
     exit(runMosaic(options).rawValue)
 }
 
-/// Stops the render on SIGINT or SIGTERM and remembers which arrived.
+/// Stops the render on SIGINT, SIGTERM or SIGHUP and remembers which arrived first.
 final class SignalWatch: @unchecked Sendable {
     let cancellation = RenderCancellation()
     private let lock = Mutex()
@@ -58,7 +62,7 @@ final class SignalWatch: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
 
     init() {
-        for number in [SIGINT, SIGTERM] {
+        for number in [SIGINT, SIGTERM, SIGHUP] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
@@ -71,7 +75,7 @@ final class SignalWatch: @unchecked Sendable {
     }
 
     var exitCode: ExitCode {
-        lock.withLock { received == SIGTERM ? .terminated : .interrupted }
+        lock.withLock { received == SIGTERM ? .terminated : received == SIGHUP ? .hungUp : .interrupted }
     }
 }
 

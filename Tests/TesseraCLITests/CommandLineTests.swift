@@ -241,7 +241,7 @@ let fixtures: String = {
         _ = system("rm -rf '\(cache)'")
     }
 
-    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGKILL, Int32(-1))])
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129)), (SIGKILL, Int32(-1))])
     func signalStopsTheRenderAndLeavesNothing(signal number: Int32, expected: Int32) throws {
         let directory = "/tmp/tessera-signal-\(getpid())-\(number)"
         mkdir(directory, 0o755)
@@ -289,6 +289,38 @@ let fixtures: String = {
             #expect((status >> 8) & 0xFF == expected)
             #expect(left.isEmpty, "left behind: \(left)")
         }
+    }
+
+    /// Standard output and error closed by their reader (`tessera ... 2>&1 | head -1`): the render
+    /// goes on, writes its output and exits 0 (SIGPIPE used to kill it, leaving no output).
+    @Test func aClosedPipeDoesNotStopTheRender() throws {
+        let directory = "/tmp/tessera-pipe-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        // A broken photo, so that a warning is written before the render starts.
+        #expect(system("mkdir -p '\(directory)/photos' && cp '\(fixtures)'/Landscape_*.jpg '\(directory)/photos/' && "
+                       + "head -c 300 '\(fixtures)/Portrait_1.jpg' > '\(directory)/photos/broken.jpg'") == 0)
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let tool = toolPath()
+        let arguments = [tool, "grid", directory + "/photos", "-o", directory + "/out.jpg", "--grid", "60x60", "--tile-size", "100"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
+        posix_spawn_file_actions_addclose(&actions, ends[0])
+        var pid: pid_t = 0
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        close(ends[1])
+        close(ends[0])  // no reader left: every write of the tool's fails with EPIPE
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        #expect(status & 0x7F == 0, "killed by signal \(status & 0x7F)")
+        #expect((status >> 8) & 0xFF == 0)
+        #expect(access(directory + "/out.jpg", F_OK) == 0)
+        #expect(listNames(directory) == ["out.jpg", "photos"])
     }
 
     @Test func strictRefusesAFolderWithABrokenPhoto() {
