@@ -169,6 +169,35 @@ extension RenderTests {
         #expect(third.features[2] != first.features[2])
     }
 
+    /// A damaged cache (nan, inf, absurd values) is not trusted: those photos are analysed again
+    /// and the index is rewritten without the bad values.
+    @Test func featureIndexEntriesThatAreNotColoursAreAnalysedAgain() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = try flatLibrary(scratch.path, colours: (0..<4).map { RGB(red: UInt8($0 * 60), green: 90, blue: 200) })
+        let cache = scratch.file("cache")
+        let photos = try PhotoLibrary.scan(paths).photos
+        let index = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1.5)
+        let clean = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1.5, workers: 2, index: index)
+        try index.save()
+        // Damage three entries: a nan, an inf, a value no colour has.
+        var lines = String(decoding: readBytes(index.path), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        for (line, bad) in zip(0..<3, ["nan", "inf", "12.5"]) {
+            var fields = lines[line].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            fields[4] = bad
+            lines[line] = fields.joined(separator: "\t")
+        }
+        writeBytes(Array((lines.joined(separator: "\n") + "\n").utf8), to: index.path)
+        let reopened = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1.5)
+        let again = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1.5, workers: 2, index: reopened)
+        #expect(again.analysed == 3 && reopened.hits == 1)
+        #expect(again.features == clean.features)
+        try reopened.save()
+        let text = String(decoding: readBytes(index.path), as: UTF8.self)
+        #expect(!text.contains("nan") && !text.contains("inf") && !text.contains("12.5"), "\(text)")
+    }
+
     @Test func mosaicRendersThroughTheStripePipeline() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -31,7 +31,11 @@ public final class FeatureIndex: @unchecked Sendable {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard fields.count == 3 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { continue }
             let values = fields[3...].compactMap { Float($0) }
-            guard values.count == valuesPerPhoto else { continue }
+            // Oklab from sRGB stays within [0, 1] for L and about ±0.33 for a and b. A value
+            // that is not a finite number in a generous range (a damaged or edited cache: "nan"
+            // parses as a Float) drops the entry, so the photo is analysed again and the entry
+            // rewritten when the index is saved.
+            guard values.count == valuesPerPhoto, values.allSatisfy({ $0.isFinite && abs($0) <= 2 }) else { continue }
             entries[String(fields[0])] = (size, mtime, values)
         }
     }
