@@ -79,15 +79,58 @@ final class SignalWatch: @unchecked Sendable {
     }
 }
 
-/// Checks that the folders the outputs go into exist, before any work (a mosaic analyses and
-/// matches before it renders).
-func checkOutputFolders(_ options: GridOptions) throws(TesseraError) {
-    for (flag, path) in [("-o", options.jpegPath), ("--dzi", options.deepZoomPath)] {
-        guard let path else { continue }
+/// Every file a command will write, with the flag that names it: the JPEG, the pyramid's
+/// descriptor, viewer page and tile folder, the mosaic's manifest.
+func outputFiles(_ options: GridOptions, manifest: String? = nil) -> [(flag: String, path: String, isFolder: Bool)] {
+    var outputs: [(flag: String, path: String, isFolder: Bool)] = []
+    if let jpeg = options.jpegPath { outputs.append(("-o", jpeg, false)) }
+    if let dzi = options.deepZoomPath {
+        outputs.append(("--dzi", dzi, false))
+        if dzi.hasSuffix(".dzi") {
+            let base = String(dzi.dropLast(4))
+            outputs.append(("--dzi (its tiles)", base + "_files", true))
+            if options.settings.deepZoom?.viewer != false { outputs.append(("--dzi (its viewer)", base + ".html", false)) }
+        }
+    }
+    if let manifest { outputs.append(("--manifest", manifest, false)) }
+    return outputs
+}
+
+/// Checks, before any work (a mosaic analyses and matches before it renders), that the folders
+/// the outputs go into exist, that what stands at each output's name is a regular file tessera
+/// may replace (not a device, a folder or a symbolic link), and that no two outputs are the
+/// same file.
+func checkOutputFolders(_ options: GridOptions, manifest: String? = nil) throws(TesseraError) {
+    let outputs = outputFiles(options, manifest: manifest)
+    for (flag, path, isFolder) in outputs {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         var info = stat()
         guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) does not exist (create it first)")
+        }
+        if !isFolder { try OutputDestination.checkReplaceable(path, role: flag) }
+    }
+    var seen: [String: String] = [:]
+    for (flag, path, _) in outputs {
+        let canonical = OutputDestination.canonicalPath(path)
+        if let other = seen[canonical] {
+            throw TesseraError.invalidSettings("\(other) and \(flag) name the same file, \(path): each output needs a name of its own")
+        }
+        seen[canonical] = flag
+    }
+}
+
+/// Refuses outputs that are one of the photos read (the photo would be overwritten).
+func checkOutputsAreNotInputs(_ options: GridOptions, photos: [String], manifest: String? = nil) throws(TesseraError) {
+    var existing: [OutputDestination.Identity: (flag: String, path: String)] = [:]
+    for (flag, path, isFolder) in outputFiles(options, manifest: manifest) where !isFolder {
+        if let identity = OutputDestination.identity(path) { existing[identity] = (flag, path) }
+    }
+    guard !existing.isEmpty else { return }
+    for photo in photos {
+        if let identity = OutputDestination.identity(photo), let output = existing[identity] {
+            throw TesseraError.invalidSettings("\(output.flag) \(output.path) is one of the photos (\(photo)); "
+                                               + "writing it would destroy the photo: choose another name")
         }
     }
 }
@@ -95,10 +138,11 @@ func checkOutputFolders(_ options: GridOptions) throws(TesseraError) {
 /// Checks the output folders, then scans the photo paths and reports what was skipped. nil
 /// (with the exit code) when the run must stop: a missing output folder, a named path that does
 /// not exist, --strict with skipped photos, or no photo at all.
-func scanPhotos(_ options: GridOptions, signals: SignalWatch) -> Result<PhotoLibrary, ExitCode> {
+func scanPhotos(_ options: GridOptions, signals: SignalWatch, manifest: String? = nil,
+                extraInputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
     let library: PhotoLibrary
     do throws(TesseraError) {
-        try checkOutputFolders(options)
+        try checkOutputFolders(options, manifest: manifest)
     } catch {
         printError(error.description)
         return .failure(ExitCode(error))
@@ -123,6 +167,12 @@ func scanPhotos(_ options: GridOptions, signals: SignalWatch) -> Result<PhotoLib
     guard !library.photos.isEmpty else {
         printError(TesseraError.noPhotos(searched: options.photoPaths).description)
         return .failure(.badInput)
+    }
+    do throws(TesseraError) {
+        try checkOutputsAreNotInputs(options, photos: library.photos.map(\.path) + extraInputs, manifest: manifest)
+    } catch {
+        printError(error.description)
+        return .failure(ExitCode(error))
     }
     return .success(library)
 }
@@ -216,7 +266,7 @@ func runMosaic(_ mosaic: MosaicOptions) -> ExitCode {
     let options = mosaic.render
     let workers = options.settings.workers ?? onlineCoreCount()
     let library: PhotoLibrary
-    switch scanPhotos(options, signals: signals) {
+    switch scanPhotos(options, signals: signals, manifest: mosaic.manifestPath, extraInputs: [mosaic.targetPath]) {
     case .success(let found): library = found
     case .failure(let code): return code
     }

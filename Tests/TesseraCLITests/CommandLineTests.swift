@@ -323,6 +323,46 @@ let fixtures: String = {
         #expect(listNames(directory) == ["out.jpg", "photos"])
     }
 
+    /// What stands at an output's name must be a regular file tessera may replace, not one of
+    /// the photos, and no two outputs may be the same file; all refused before any work, exit 2,
+    /// with nothing changed.
+    @Test func destinationsThatAreNotOursAreRefused() throws {
+        let directory = "/tmp/tessera-destinations-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/photos' '\(directory)/a-folder.jpg' && cp '\(fixtures)'/Landscape_1.jpg '\(fixtures)'/Portrait_1.jpg '\(directory)/photos/' && "
+                       + "mkfifo '\(directory)/fifo.jpg' && echo precious > '\(directory)/target.jpg' && "
+                       + "ln -s target.jpg '\(directory)/link.jpg'") == 0)
+        let photo = directory + "/photos/Landscape_1.jpg"
+        let photoBytes = readFile(photo)
+        let grid = ["grid", directory + "/photos", "--grid", "2x2", "--tile-size", "16", "--no-progress"]
+        for (output, words) in [(directory + "/fifo.jpg", "is a FIFO"), (directory + "/a-folder.jpg", "is a folder"),
+                                (directory + "/link.jpg", "symbolic link"), (photo, "is one of the photos")] {
+            let result = runTessera(grid + ["-o", output])
+            #expect(result.status == 2, "\(output): \(result.output)")
+            #expect(result.output.contains(words), "\(output): \(result.output)")
+        }
+        var info = stat()
+        #expect(lstat(directory + "/fifo.jpg", &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO)
+        #expect(lstat(directory + "/link.jpg", &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+        #expect(String(decoding: readFile(directory + "/target.jpg"), as: UTF8.self) == "precious\n")
+        #expect(readFile(photo) == photoBytes)
+        // Two outputs that are one file.
+        let twice = runTessera(grid + ["-o", directory + "/wall.html", "--dzi", directory + "/wall.dzi"])
+        #expect(twice.status == 2 && twice.output.contains("name the same file"), "\(twice.output)")
+        let mosaic = ["mosaic", "--target", photo, directory + "/photos", "--columns", "2", "--tile-size", "16",
+                      "--no-progress", "--cache-dir", directory + "/cache"]
+        let manifest = runTessera(mosaic + ["-o", directory + "/m.jpg", "--manifest", directory + "/./m.jpg"])
+        #expect(manifest.status == 2 && manifest.output.contains("name the same file"), "\(manifest.output)")
+        // The mosaic's target is an input too.
+        let target = runTessera(mosaic + ["-o", photo])
+        #expect(target.status == 2 && target.output.contains("is one of the photos"), "\(target.output)")
+        #expect(readFile(photo) == photoBytes)
+        #expect(access(directory + "/cache", F_OK) != 0, "the mosaic analysed its photos before refusing")
+        // And a plain existing file is replaced, as before.
+        let fine = runTessera(grid + ["-o", directory + "/target.jpg"])
+        #expect(fine.status == 0, "\(fine.output)")
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)

@@ -27,6 +27,7 @@ final class AtomicOutputFile {
     static let flushChunkBytes: Int64 = 8 << 20
 
     init(destination: String) throws(TesseraError) {
+        try OutputDestination.checkReplaceable(destination, role: "the output")
         self.destination = destination
         directory = parentDirectory(of: destination)
         let base = destination.split(separator: "/").last.map(String.init) ?? "output"

@@ -25,3 +25,16 @@ func fileStatus(_ path: String) -> Result<stat, Errno> {
     var info = stat()
     return valueOrErrno("stat", path: path) { system_stat(path, &info) }.map { _ in info }
 }
+
+/// lstat(2): the entry itself, a symbolic link not followed.
+func linkStatus(_ path: String) -> Result<stat, Errno> {
+    var info = stat()
+    return valueOrErrno("lstat", path: path) { system_lstat(path, &info) }.map { _ in info }
+}
+
+/// realpath(3): the absolute path with every symbolic link resolved; nil when it does not exist.
+func resolvedPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
