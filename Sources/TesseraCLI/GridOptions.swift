@@ -142,6 +142,11 @@ public enum GridCommand {
                 guard let (c, r) = parsePair(value), c >= 1, r >= 1 else {
                     throw CommandLineError("--grid expects COLUMNSxROWS like 200x267, got '\(value)'", argumentIndex: valuePosition)
                 }
+                // No picture side exceeds this, so no product of sizes below can overflow.
+                guard c <= RenderPlan.maxDeepZoomSide && r <= RenderPlan.maxDeepZoomSide else {
+                    throw CommandLineError("--grid: at most \(RenderPlan.maxDeepZoomSide) columns and rows (the largest picture side in pixels), got '\(value)'",
+                                           argumentIndex: valuePosition)
+                }
                 options.columns = c
                 options.rows = r
             case "--columns":

@@ -222,8 +222,11 @@ func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) t
 /// A JPEG side is limited to 65,500 px; a Deep-Zoom-only canvas to RenderPlan.maxDeepZoomSide.
 func checkCanvasSize(_ options: GridOptions, columns: Int, rows: Int) throws(TesseraError) {
     let limit = options.jpegPath != nil ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
-    guard columns * options.cellWidth <= limit, rows * options.cellHeight <= limit else {
-        throw TesseraError.outputTooLarge(width: columns * options.cellWidth, height: rows * options.cellHeight, limit: limit)
+    // Overflow-safe: the parser bounds each factor by 2^24, but this must not trap whatever comes.
+    let (width, wide) = columns.multipliedReportingOverflow(by: options.cellWidth)
+    let (height, tall) = rows.multipliedReportingOverflow(by: options.cellHeight)
+    guard !wide, !tall, width <= limit, height <= limit else {
+        throw TesseraError.outputTooLarge(width: wide ? Int.max : width, height: tall ? Int.max : height, limit: limit)
     }
 }
 

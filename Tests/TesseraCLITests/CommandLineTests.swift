@@ -363,6 +363,26 @@ let fixtures: String = {
         #expect(fine.status == 0, "\(fine.output)")
     }
 
+    /// Sizes past what any picture can have are refused when parsed, never multiplied into an
+    /// overflow; a legal but vast grid is planned without a table of its cells (a 65,500 x 65,500
+    /// grid of 1 px cells would be 17 GB of them): its dry run fits in 2 GB of address space.
+    @Test func absurdSizesAreRefusedAndVastGridsPlannedCheaply() {
+        let huge = runTessera(["grid", fixtures, "-o", "/tmp/never.jpg", "--grid", "9223372036854775807x1", "--tile-size", "2"])
+        #expect(huge.status == 2 && huge.output.contains("at most 16777216 columns"), "\(huge.output)")
+        let wide = runTessera(["grid", fixtures, "-o", "/tmp/never.jpg", "--grid", "16777216x1", "--tile-size", "16777216"])
+        #expect(wide.status == 2, "\(wide.output)")
+        let capture = "/tmp/tessera-vast-\(getpid()).txt"
+        defer { unlink(capture) }
+        let status = system("sh -c 'ulimit -v 2000000; exec \"$0\" \"$@\"' '\(toolPath())' grid '\(fixtures)' -o /tmp/never.jpg "
+                            + "--grid 65500x65500 --tile-size 1 --dry-run > '\(capture)' 2>&1")
+        let text = String(decoding: readFile(capture), as: UTF8.self)
+        #expect(status == 0, "\(text)")
+        #expect(text.contains("65500 x 65500 cells of 1 x 1 px"), "\(text)")
+        // A Deep Zoom side of 2^24 px is allowed, but not in 64 MiB: refused by the plan, exit 4.
+        let deep = runTessera(["grid", fixtures, "--dzi", "/tmp/vast.dzi", "--grid", "16777216x16777216", "--tile-size", "1", "--dry-run"])
+        #expect(deep.status == 4 && deep.output.contains("too small"), "\(deep.output)")
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)

@@ -28,8 +28,9 @@ public struct CellLabels: Equatable, Sendable {
     public let cellHeight: Int
     /// The photos' names as shown: paths as given on the command line.
     public let names: [String]
-    /// Row-major, an index into `names` or -1 for an empty cell.
-    public let cells: [Int32]
+    /// Which photo is in each cell (an index into `names`, or -1 for an empty cell); not copied
+    /// into a table: a grid's cells are a function of their index.
+    public let layout: CellLayout
 
     public init(layout: CellLayout, photoPaths: [String]) {
         columns = layout.columns
@@ -37,7 +38,7 @@ public struct CellLabels: Equatable, Sendable {
         cellWidth = layout.cellWidth
         cellHeight = layout.cellHeight
         names = photoPaths
-        cells = layout.photoIndices
+        self.layout = layout
     }
 }
 
@@ -83,7 +84,8 @@ public enum DeepZoomViewer {
             for (i, name) in labels.names.enumerated() { try emit((i > 0 ? ",\n    " : "") + jsonString(name)) }
             try emit("],\n")
             try emit("  cells: [")
-            for (i, cell) in labels.cells.enumerated() {
+            for i in 0..<labels.layout.cellCount {
+                let cell = labels.layout.photo(at: i)
                 try emit(i == 0 ? "" : i % 40 == 0 ? ",\n    " : ",")
                 try emit(String(cell))
             }

@@ -2,14 +2,22 @@
 
 /// A canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, each holding one photo
 /// (an index into the render's photo list) or nothing (-1: drawn in the background colour).
+///
+/// A grid's cells are a function of their index (its photos in order, repeated), so a grid
+/// stores only its photo sequence, whatever its cell count (65,500 x 65,500 one-pixel cells
+/// would be 17 GB as a table); a mosaic's assignment is a table, 4 bytes a cell, which the plan
+/// counts (`storedBytes`).
 public struct CellLayout: Equatable, Sendable {
     public let columns: Int
     public let rows: Int
     public let cellWidth: Int
     public let cellHeight: Int
-    /// Row-major, `columns * rows` entries.
-    public let photoIndices: [Int32]
+    /// Row-major, one entry a cell (a mosaic); nil for a grid.
+    private let table: [Int32]?
+    /// A grid's photos in fill order: cell i holds sequence[i mod count].
+    private let sequence: [Int32]
 
+    /// A layout with one photo index (or -1) per cell, row-major.
     public init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, photoIndices: [Int32]) {
         precondition(columns > 0 && rows > 0 && cellWidth > 0 && cellHeight > 0)
         precondition(photoIndices.count == columns * rows)
@@ -17,21 +25,51 @@ public struct CellLayout: Equatable, Sendable {
         self.rows = rows
         self.cellWidth = cellWidth
         self.cellHeight = cellHeight
-        self.photoIndices = photoIndices
+        table = photoIndices
+        sequence = []
+    }
+
+    /// A layout whose cell i holds `sequence[i % sequence.count]`.
+    public init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, repeating sequence: [Int32]) {
+        precondition(columns > 0 && rows > 0 && cellWidth > 0 && cellHeight > 0 && !sequence.isEmpty)
+        self.columns = columns
+        self.rows = rows
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+        table = nil
+        self.sequence = sequence
     }
 
     public var width: Int { columns * cellWidth }
     public var height: Int { rows * cellHeight }
+    public var cellCount: Int { columns * rows }
+
+    /// Every cell's photo index, row-major (made on demand for a grid: tests and small layouts).
+    public var photoIndices: [Int32] { table ?? (0..<cellCount).map { sequence[$0 % sequence.count] } }
+
+    /// Memory the layout holds: 4 bytes a cell for a mosaic, a grid's sequence otherwise.
+    public var storedBytes: Int { 4 * (table?.count ?? sequence.count) }
+
+    /// The photo index in cell `index` (row-major), or -1.
+    @inline(__always)
+    public func photo(at index: Int) -> Int {
+        if let table { return Int(table[index]) }
+        return Int(sequence[index % sequence.count])
+    }
 
     /// The photo index in cell (`column`, `row`), or -1.
     @inline(__always)
-    public func photo(column: Int, row: Int) -> Int { Int(photoIndices[row * columns + column]) }
+    public func photo(column: Int, row: Int) -> Int { photo(at: row * columns + column) }
 
     /// How many distinct photos the layout uses.
     /// (No filtered copy of the indices: a 20-gigapixel grid has close to a million cells.)
     public var distinctPhotoCount: Int {
         var seen = Set<Int32>()
-        for index in photoIndices where index >= 0 { seen.insert(index) }
+        if let table {
+            for index in table where index >= 0 { seen.insert(index) }
+        } else {
+            for index in sequence.prefix(min(sequence.count, cellCount)) { seen.insert(index) }
+        }
         return seen.count
     }
 }
@@ -64,9 +102,7 @@ public enum GridLayout {
                 sequence.swapAt(i, j)
             }
         }
-        let cells = columns * rows
-        let indices = (0..<cells).map { sequence[$0 % photoCount] }
-        return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, photoIndices: indices)
+        return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, repeating: sequence)
     }
 }
 

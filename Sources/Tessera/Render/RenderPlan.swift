@@ -120,7 +120,8 @@ public struct RenderPlan: Equatable, Sendable {
         let compressors = encoder == .parallel && deepZoom == nil ? workers : 1
         let encoderBytes = (rowBytes * 32 + (256 << 10)) * compressors
         let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
-        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + decodePool
+        // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
+        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + decodePool + layout.storedBytes
             + deepZoomBytes
         let minimumTiles = workers * 2
         let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
@@ -175,6 +176,8 @@ public struct RenderPlan: Equatable, Sendable {
             writesJPEG: settings.writesJPEG, deepZoom: deepZoom, deepZoomMemoryBytes: deepZoomBytes,
             deepZoomDiskBytes: deepZoom.map {
                 $0.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: settings.deepZoom!.quality, subsampling: settings.subsampling))
+                    // The viewer's cells.js: up to 8 bytes a cell ("1234567,").
+                    + (settings.deepZoom!.viewer ? Int64(layout.cellCount) * 8 : 0)
             } ?? 0,
             deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
