@@ -101,8 +101,21 @@ func outputFiles(_ options: GridOptions, manifest: String? = nil) -> [(flag: Str
 /// may replace (not a device, a folder or a symbolic link), and that no two outputs are the
 /// same file.
 func checkOutputFolders(_ options: GridOptions, manifest: String? = nil) throws(TesseraError) {
+    if let temporary = options.settings.temporaryDirectory {
+        var info = stat()
+        guard stat(temporary, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw TesseraError.invalidSettings("--temp-dir \(temporary): not an existing folder (create it first)")
+        }
+    }
     let outputs = outputFiles(options, manifest: manifest)
     for (flag, path, isFolder) in outputs {
+        // Written first under a hidden name beside it (".NAME.tessera-PID-XXXXXX", or a staging
+        // folder ".NAME.dzi.tessera-PID-XXXXXX"): that name must fit the file system's 255 bytes.
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard name.utf8.count <= 255 - 32 else {
+            throw TesseraError.invalidSettings("\(flag) \(path): the name is \(name.utf8.count) bytes long; at most \(255 - 32) "
+                                               + "(it is written under a longer hidden name first, and a name holds 255)")
+        }
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         var info = stat()
         guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {

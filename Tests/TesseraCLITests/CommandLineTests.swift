@@ -383,6 +383,19 @@ let fixtures: String = {
         #expect(deep.status == 4 && deep.output.contains("too small"), "\(deep.output)")
     }
 
+    /// What can be known before rendering is checked before rendering: a missing --temp-dir and
+    /// an output name too long for its hidden temporary name are usage errors (exit 2), not
+    /// failures after the whole render (exit 1).
+    @Test func lateFailuresComeEarly() {
+        let long = "/tmp/" + String(repeating: "a", count: 240) + ".jpg"
+        let tooLong = runTessera(["grid", fixtures, "-o", long, "--grid", "300x300", "--tile-size", "64", "--no-progress"])
+        #expect(tooLong.status == 2 && tooLong.output.contains("bytes long"), "\(tooLong.output)")
+        let noTemp = runTessera(["grid", fixtures, "-o", "/tmp/never.jpg", "--grid", "300x300", "--tile-size", "64",
+                                 "--temp-dir", "/nonexistent-\(getpid())", "--no-progress"])
+        #expect(noTemp.status == 2 && noTemp.output.contains("--temp-dir"), "\(noTemp.output)")
+        #expect(access(long, F_OK) != 0 && access("/tmp/never.jpg", F_OK) != 0)
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)
