@@ -201,6 +201,11 @@ func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) t
         }
         return nil
     }
+    // What dead renders left (a SIGKILLed pyramid's staging folder can be most of a small disk)
+    // goes before the pre-flight counts the free space.
+    for path in renderer.removeStaleTemporaries(jpeg: options.jpegPath, deepZoom: options.deepZoomPath) {
+        printError("removed \(path), left by an earlier run that was killed")
+    }
     try DiskPreflight.check(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
     let drawBar = options.showProgress && isatty(STDERR_FILENO) != 0
     let started = monotonicSeconds()

@@ -396,6 +396,32 @@ let fixtures: String = {
         #expect(access(long, F_OK) != 0 && access("/tmp/never.jpg", F_OK) != 0)
     }
 
+    /// A SIGKILLed pyramid render's staging folder can hold most of a small disk: it is removed
+    /// before the free-space pre-flight, not after it refused the next render.
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func staleStagingIsRemovedBeforeThePreflight() throws {
+        let mountPoint = "/tmp/tessera-small-disk-\(getpid())"
+        mkdir(mountPoint, 0o755)
+        defer { rmdir(mountPoint) }
+        #expect(system("mount -t tmpfs -o size=8m tessera-test '\(mountPoint)'") == 0)
+        defer { _ = system("umount '\(mountPoint)'") }
+        // A process that has ended, so its pid names a dead render.
+        var pid: pid_t = 0
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { free(argv[0]) }
+        #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let stale = mountPoint + "/.big.dzi.tessera-\(pid)-abc"
+        #expect(system("mkdir -p '\(stale)/big_files/0' && head -c 6000000 /dev/zero > '\(stale)/big_files/0/0_0.jpg'") == 0)
+        // The pyramid needs 2.6 MiB by the pre-flight's count; 2 MiB are free until the stale folder goes.
+        let result = runTessera(["grid", fixtures, "--dzi", mountPoint + "/small.dzi", "--grid", "10x10", "--tile-size", "100",
+                                 "--temp-dir", mountPoint, "--no-progress"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("removed \(stale)"), "\(result.output)")
+        #expect(listNames(mountPoint) == ["small.dzi", "small.html", "small_files"])
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)

@@ -69,6 +69,17 @@ public final class StripeRenderer: @unchecked Sendable {
     /// `deepZoom` (DIR/NAME.dzi, with NAME_files and, with the viewer, NAME.html), or both; each
     /// appears only when complete. Which of them are written was fixed by the settings
     /// (`writesJPEG`, `deepZoom`). `labels` names the photo in each cell for the viewer.
+    /// Removes what dead renders left in the folders this render uses (their hidden temporaries
+    /// and pyramid staging folders, named with their pid) and returns their paths. `render` does
+    /// this first; call it before a free-space pre-flight too, so that their space counts as free.
+    public func removeStaleTemporaries(jpeg: String?, deepZoom: String?) -> [String] {
+        var stale = Set<String>()
+        for path in [jpeg, deepZoom].compactMap({ $0 }) { stale.formUnion(StaleTemporaries.remove(in: parentDirectory(of: path))) }
+        stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
+        stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
+        return stale.sorted()
+    }
+
     public func render(jpeg: String?, deepZoom: String?, labels: CellLabels? = nil,
                        observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
         guard (jpeg != nil) == plan.writesJPEG, (deepZoom != nil) == (plan.deepZoom != nil) else {
@@ -77,11 +88,7 @@ public final class StripeRenderer: @unchecked Sendable {
         let started = monotonicSeconds()
         let geometry = plan.geometry
         let label = jpeg ?? deepZoom!
-        var stale = Set<String>()
-        for path in [jpeg, deepZoom].compactMap({ $0 }) { stale.formUnion(StaleTemporaries.remove(in: parentDirectory(of: path))) }
-        stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
-        stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
-        for path in stale.sorted() { observer(.staleTemporaryRemoved(path: path)) }
+        for path in removeStaleTemporaries(jpeg: jpeg, deepZoom: deepZoom) { observer(.staleTemporaryRemoved(path: path)) }
         let output = try jpeg.map { path throws(TesseraError) in try AtomicOutputFile(destination: path) }
         var pyramid: DeepZoomOutput?
         if let deepZoom, let pyramidGeometry = plan.deepZoom, let pyramidSettings = settings.deepZoom {
