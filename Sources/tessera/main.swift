@@ -123,6 +123,9 @@ func checkOutputFolders(_ options: GridOptions, manifest: String? = nil) throws(
         }
         if !isFolder { try OutputDestination.checkReplaceable(path, role: flag) }
     }
+    if let dzi = options.deepZoomPath {
+        try checkDeepZoomDestination(dzi, viewer: options.settings.deepZoom?.viewer != false)
+    }
     var seen: [String: String] = [:]
     for (flag, path, _) in outputs {
         let canonical = OutputDestination.canonicalPath(path)

@@ -145,7 +145,7 @@ extension RenderTests {
         #expect(descriptor.elements["Image"]?["Format"] == "jpg")
         #expect(descriptor.elements["Size"]?["Width"] == "315" && descriptor.elements["Size"]?["Height"] == "185")
         #expect(scratch.contents() == ["wall.dzi", "wall.html", "wall.jpg", "wall_files"])
-        let levels = (try listDirectory(scratch.file("wall_files"))).filter { $0 != "viewer" }.sorted { Int($0)! < Int($1)! }
+        let levels = (try listDirectory(scratch.file("wall_files"))).filter { $0 != "viewer" && $0 != ".tessera-pyramid" }.sorted { Int($0)! < Int($1)! }
         #expect(levels == (0...geometry.maxLevel).map(String.init))
     }
 
@@ -234,6 +234,60 @@ extension RenderTests {
         #expect(access(scratch.file("p_files") + "/10", F_OK) != 0)  // 160 x 160 has levels 0...8
         #expect(access(scratch.file("p_files") + "/8/0_0.jpg", F_OK) == 0)
         #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "160")
+        #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
+    }
+
+    /// NAME_files that tessera did not write (somebody's folder, a plain file) is refused before
+    /// any work and left as it was; a pyramid it wrote carries its marker and is replaced.
+    @Test func onlyOurOwnPyramidIsReplaced() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        mkdir(scratch.file("docs_files"), 0o755)
+        writeBytes(Array("my notes".utf8), to: scratch.file("docs_files/notes.txt"))
+        writeBytes(Array("a file".utf8), to: scratch.file("plain_files"))
+        for (name, words) in [("docs", "not a pyramid tessera wrote"), ("plain", "is not a folder")] {
+            do {
+                try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file(name + ".dzi"), columns: 4, rows: 4,
+                                  cellWidth: 40, cellHeight: 40, settings: settings)
+                Issue.record("\(name)_files was replaced")
+            } catch let error as TesseraError {
+                guard case .invalidSettings(let message) = error else { Issue.record("\(error)"); continue }
+                #expect(message.contains(words), "\(message)")
+            }
+        }
+        #expect(readBytes(scratch.file("docs_files/notes.txt")) == Array("my notes".utf8))
+        #expect(readBytes(scratch.file("plain_files")) == Array("a file".utf8))
+        #expect(scratch.contents() == ["docs_files", "plain_files"])
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(access(scratch.file("p_files/.tessera-pyramid"), F_OK) == 0)
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 2, rows: 2,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
+    }
+
+    /// A commit that fails after NAME_files was swapped in (here the descriptor's rename) puts
+    /// the old tiles and page back: the old pyramid stays whole, nothing new is left.
+    @Test func aFailedCommitLeavesTheOldPyramidWhole() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 20, rows: 10,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        let oldDescriptor = readBytes(scratch.file("p.dzi")), oldPage = readBytes(scratch.file("p.html"))
+        let oldTile = readBytes(scratch.file("p_files/10/3_1.jpg"))
+        SyscallFaults.inject("rename", errno: EIO, pathPrefix: scratch.file("p.dzi"))
+        defer { SyscallFaults.reset() }
+        #expect(throws: TesseraError.system(operation: "rename", errno: EIO, path: scratch.file("p.dzi"))) {
+            try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
+                              cellWidth: 40, cellHeight: 40, settings: settings)
+        }
+        #expect(readBytes(scratch.file("p.dzi")) == oldDescriptor)
+        #expect(readBytes(scratch.file("p.html")) == oldPage)
+        #expect(readBytes(scratch.file("p_files/10/3_1.jpg")) == oldTile)
         #expect(scratch.contents() == ["p.dzi", "p.html", "p_files"])
     }
 

@@ -85,9 +85,9 @@ public struct DeepZoomGeometry: Equatable, Sendable {
     /// Number of tile files.
     public var tileCount: Int { levels.reduce(0) { $0 + $1.columns * $1.rows } }
 
-    /// Inodes the pyramid takes: every tile, a directory per level, NAME_files, the viewer's
-    /// folder and its files, the descriptor and the page.
-    public var inodeCount: Int { tileCount + levels.count + 1 + DeepZoomViewer.assetCount + 1 + 2 }
+    /// Inodes the pyramid takes: every tile, a directory per level, NAME_files and its marker,
+    /// the viewer's folder and its files, the descriptor and the page.
+    public var inodeCount: Int { tileCount + levels.count + 2 + DeepZoomViewer.assetCount + 1 + 2 }
 
     /// A generous estimate of the pyramid's size on disk: every level's pixels (with overlaps)
     /// at `bytesPerPixel`, plus half a 4 KiB block per file lost to rounding, plus directories.

@@ -9,7 +9,12 @@
 // existing one in one renameat2(RENAME_EXCHANGE) step, so a viewer never sees a folder that is
 // half old and half new), NAME.html, then NAME.dzi. The descriptor comes last, so a NAME.dzi
 // that exists always describes a complete pyramid. The old NAME_files, swapped into the
-// staging folder, is then removed with it.
+// staging folder, is then removed with it. Whatever can refuse the commit is checked before
+// the first rename, and a step that still fails undoes the ones before it.
+//
+// Only a pyramid tessera wrote is replaced: NAME_files holds a marker file (`.tessera-pyramid`),
+// and an existing NAME_files without one (somebody's folder that happens to have the name) is
+// refused before the render starts (`checkDeepZoomDestination`).
 //
 // On failure or cancellation `discard` removes the staging folder. If the process is killed,
 // the staging folder stays, named with the dead pid, and the next render into that folder
@@ -26,6 +31,34 @@ final class DeepZoomOutput {
     private let labels: CellLabels?
     private var finished = false
 
+    /// The file inside NAME_files that says tessera wrote the pyramid, so that a later render
+    /// may replace it.
+    static let marker = ".tessera-pyramid"
+
+    /// Throws `.invalidSettings` unless what stands at the pyramid's names may be replaced: the
+    /// descriptor and the viewer page absent or regular files, and NAME_files absent or a
+    /// pyramid tessera wrote (its marker inside; or, for pyramids from before the marker, only
+    /// level folders and `viewer` inside, beside an existing NAME.dzi). A folder of anything
+    /// else is somebody's, and is never swapped away.
+    static func checkReplaceable(destination: String, viewer: Bool) throws(TesseraError) {
+        let (folder, name) = try split(destination)
+        try OutputDestination.checkReplaceable(destination, role: "the Deep Zoom descriptor")
+        if viewer { try OutputDestination.checkReplaceable(folder + "/" + name + ".html", role: "the Deep Zoom viewer") }
+        let tiles = folder + "/" + name + "_files"
+        guard case .success(let info) = linkStatus(tiles) else { return }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw .invalidSettings("\(tiles) exists and is not a folder, so not a pyramid tessera wrote: move it away or choose another name")
+        }
+        if access(tiles + "/" + marker, F_OK) == 0 { return }
+        let entries = (try? listDirectory(tiles)) ?? []
+        let looksLikeOurs = access(destination, F_OK) == 0
+            && entries.allSatisfy { $0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber)) }
+        guard looksLikeOurs else {
+            throw .invalidSettings("\(tiles) exists and is not a pyramid tessera wrote (no \(marker) inside; it holds "
+                                   + "\(entries.count) entries): move it away or choose another name")
+        }
+    }
+
     /// "DIR/NAME.dzi" → ("DIR", "NAME"); throws for any other shape.
     static func split(_ destination: String) throws(TesseraError) -> (folder: String, name: String) {
         let folder = parentDirectory(of: destination)
@@ -39,6 +72,7 @@ final class DeepZoomOutput {
     init(destination: String, geometry: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
          labels: CellLabels?, threads: Int) throws(TesseraError) {
         let (folder, name) = try DeepZoomOutput.split(destination)
+        try DeepZoomOutput.checkReplaceable(destination: destination, viewer: settings.viewer)
         self.destination = destination
         self.folder = folder
         self.name = name
@@ -49,6 +83,8 @@ final class DeepZoomOutput {
         try makeDirectory(staging, mode: 0o755)
         do throws(TesseraError) {
             try makeDirectory(staging + "/" + name + "_files")
+            try writeNewFile(staging + "/" + name + "_files/" + DeepZoomOutput.marker,
+                             UnsafeRawBufferPointer(start: nil, count: 0))
             writer = try DeepZoomWriter(geometry: geometry, quality: settings.quality, subsampling: subsampling,
                                         filesDirectory: staging + "/" + name + "_files", threads: threads)
         } catch {
@@ -77,15 +113,33 @@ final class DeepZoomOutput {
                 Result { () throws(TesseraError) in try writeNewFile(staging + "/" + file.path, raw) }
             }.get()
         }
-        let tiles = name + "_files"
-        var existing = stat()
-        if system_lstat(folder + "/" + tiles, &existing) == 0 {
-            try exchangePaths(staging + "/" + tiles, folder + "/" + tiles)
-        } else {
-            try renameFile(staging + "/" + tiles, to: folder + "/" + tiles)
+        // Everything that can be refused is checked before the first rename (the names may have
+        // changed since the render started).
+        try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
+        // NAME_files, then NAME.html, each swapped with what stood there (renameat2 exchange) or
+        // moved in; the descriptor last. If a step fails, the steps before are undone in reverse,
+        // so the old pyramid stays whole under its old descriptor and the new one goes with the
+        // staging folder.
+        var undo: [() -> Void] = []
+        func moveIn(_ entry: String) throws(TesseraError) {
+            let from = staging + "/" + entry, to = folder + "/" + entry
+            var existing = stat()
+            if system_lstat(to, &existing) == 0 {
+                try exchangePaths(from, to)
+                undo.append { try? exchangePaths(from, to) }
+            } else {
+                try renameFile(from, to: to)
+                undo.append { try? renameFile(to, to: from) }
+            }
         }
-        if viewer { try renameFile(staging + "/" + name + ".html", to: folder + "/" + name + ".html") }
-        try renameFile(staging + "/" + name + ".dzi", to: destination)
+        do throws(TesseraError) {
+            try moveIn(name + "_files")
+            if viewer { try moveIn(name + ".html") }
+            try renameFile(staging + "/" + name + ".dzi", to: destination)
+        } catch {
+            for step in undo.reversed() { step() }
+            throw error
+        }
         finished = true
         removeTree(staging)
     }
@@ -98,4 +152,10 @@ final class DeepZoomOutput {
 
     var tilesWritten: Int { writer.tilesWritten }
     var bytesWritten: Int64 { writer.bytesWritten }
+}
+
+/// Throws `.invalidSettings` unless a pyramid may be written at `destination` (DIR/NAME.dzi):
+/// see DeepZoomOutput.checkReplaceable. For a caller's early check, before any work.
+public func checkDeepZoomDestination(_ destination: String, viewer: Bool) throws(TesseraError) {
+    try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
 }
