@@ -416,3 +416,29 @@ extension RenderTests {
         }
     }
 }
+
+extension RenderTests {
+    /// A render in another PID namespace (a container sharing the folder) has a pid that looks
+    /// dead here. Its staging folder and its hidden output are locked while it runs, and are left
+    /// alone; once the lock is gone they are removed.
+    @Test func temporariesOfALiveRenderElsewhereAreLeftAlone() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let pid = deadProcessID()  // how the other namespace's pid looks from here
+        let staging = scratch.file(".p.dzi.tessera-\(pid)-abc")
+        mkdir(staging, 0o755)
+        writeBytes([], to: staging + "/.lock")
+        let hidden = scratch.file(".out.jpg.tessera-\(pid)-42.tmp")
+        writeBytes([1, 2, 3], to: hidden)
+        // The other render holds both locks (flock: an open file of its own).
+        let stagingLock = open(staging + "/.lock", O_RDONLY), hiddenLock = open(hidden, O_RDONLY)
+        #expect(flock(stagingLock, LOCK_EX) == 0 && flock(hiddenLock, LOCK_EX) == 0)
+        #expect(StaleTemporaries.remove(in: scratch.path).isEmpty)
+        #expect(scratch.contents() == [hidden, staging].map { String($0.split(separator: "/").last!) }.sorted())
+        // It ends (or is killed): the kernel drops its locks, and the next render cleans up.
+        close(stagingLock)
+        close(hiddenLock)
+        #expect(StaleTemporaries.remove(in: scratch.path) == [hidden, staging].sorted())
+        #expect(scratch.contents().isEmpty)
+    }
+}

@@ -82,6 +82,7 @@ final class DeepZoomOutput {
         staging = folder + "/" + StaleTemporaries.name(prefix: name + ".dzi.", unique: unique)
         try makeDirectory(staging, mode: 0o755)
         do throws(TesseraError) {
+            stagingLock = try StaleTemporaries.lockDirectory(staging)
             try makeDirectory(staging + "/" + name + "_files")
             try writeNewFile(staging + "/" + name + "_files/" + DeepZoomOutput.marker,
                              UnsafeRawBufferPointer(start: nil, count: 0))
@@ -89,12 +90,17 @@ final class DeepZoomOutput {
                                         filesDirectory: staging + "/" + name + "_files", threads: threads)
         } catch {
             removeTree(staging)
+            stagingLock?.close()
             throw error
         }
         viewer = settings.viewer
     }
 
     private var viewer = true
+    /// Held while the staging folder exists, so that no other render takes it for abandoned.
+    private var stagingLock: FileDescriptor?
+
+    deinit { stagingLock?.close() }
 
     /// Finishes the pyramid, writes the descriptor and viewer, and moves it all into place.
     func commit() throws(TesseraError) {

@@ -33,6 +33,9 @@ final class AtomicOutputFile {
         let base = destination.split(separator: "/").last.map(String.init) ?? "output"
         (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".", access: O_WRONLY,
                                                                 mode: 0o644, label: destination)
+        // Held while this process has the file: the hidden name it is linked under before the
+        // rename (or a fallback named temporary) is not taken for abandoned (StaleTemporaries).
+        _ = try? file.tryLock()
     }
 
     deinit {

@@ -106,6 +106,17 @@ public struct FileDescriptor: Sendable {
     }
 
     /// write(2) until every byte of `bytes` is written.
+    /// flock(2) LOCK_EX | LOCK_NB: takes the file's exclusive lock if no other open file holds it
+    /// (returns false when one does). Held until every descriptor of this open file is closed;
+    /// released by the kernel when the process dies, however it dies.
+    func tryLock() throws(TesseraError) -> Bool {
+        switch valueOrErrno("flock", path: path, { system_flock(rawValue, LOCK_EX | LOCK_NB) }) {
+        case .success: return true
+        case .failure(let code) where code.rawValue == EWOULDBLOCK: return false
+        case .failure(let code): throw TesseraError.system(operation: "flock", errno: code.rawValue, path: path)
+        }
+    }
+
     func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TesseraError) {
         var done = 0
         while done < bytes.count {

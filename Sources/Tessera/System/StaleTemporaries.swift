@@ -2,9 +2,17 @@
 //
 // Almost every temporary Tessera makes has no name (O_TMPFILE). Three can be seen: the hidden
 // name an output is linked under just before the rename into place, on filesystems without
-// O_TMPFILE mkostemp files, and the directory a Deep Zoom pyramid is built in. Their names carry the pid of the process that made them:
-// ".<prefix>tessera-<pid>-<unique>". A later run removes those whose process is gone, and leaves
-// alone those of a process that is still alive (another render in the same folder).
+// O_TMPFILE mkostemp files, and the directory a Deep Zoom pyramid is built in. Their names
+// carry the pid of the process that made them: ".<prefix>tessera-<pid>-<unique>".
+//
+// Whether one is still in use is told first by a lock: the maker holds flock(2) on the file
+// (or on `.lock` inside the directory) for as long as it needs it, and the kernel drops the
+// lock when the process ends, however it ends. A pid alone cannot tell this across PID
+// namespaces: a render in another container sharing the folder has a pid that may look dead
+// here. So a temporary whose lock is held is never removed. One whose lock is free (or that
+// has none: made by a version before the lock, or in the instant between a staging folder's
+// mkdir and its lock) is removed when its pid is gone, as before; a pid that is alive here
+// keeps it (it may be reused by an unrelated process: the temporary then waits for a later run).
 import Glibc
 
 public enum StaleTemporaries {
@@ -31,15 +39,42 @@ public enum StaleTemporaries {
         guard let names = try? listDirectory(directory) else { return [] }
         var removed: [String] = []
         for name in names {
-            guard let pid = ownerPID(of: name), pid != getpid() else { continue }
-            // kill(pid, 0) probes without signalling: ESRCH means no such process.
-            if system_kill(pid, 0) == -1 && errno == ESRCH {
-                let path = directory + "/" + name
-                // A Deep Zoom pyramid is staged in a directory: remove it whole.
-                if removeTree(path) { removed.append(path) }
-            }
+            guard let pid = ownerPID(of: name) else { continue }
+            let path = directory + "/" + name
+            guard isAbandoned(path, pid: pid) else { continue }
+            // A Deep Zoom pyramid is staged in a directory: remove it whole.
+            if removeTree(path) { removed.append(path) }
         }
         return removed.sorted()
+    }
+
+    /// The lock file of a staging directory.
+    static let lockName = ".lock"
+
+    /// Whether no process uses the temporary at `path` any more: nobody holds its lock (the file
+    /// itself, or `.lock` inside a directory), and `pid` is gone.
+    static func isAbandoned(_ path: String, pid: pid_t) -> Bool {
+        var lockPath = path
+        if case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFDIR { lockPath = path + "/" + lockName }
+        if case .success(let fd) = valueOrErrno("open", path: lockPath, { system_open(lockPath, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) }) {
+            let file = FileDescriptor(rawValue: fd, path: lockPath)
+            defer { file.close() }  // releases the lock if it was taken here
+            if (try? file.tryLock()) != true { return false }  // held: a live render, in any namespace
+        }
+        // kill(pid, 0) probes without signalling: ESRCH means no such process.
+        guard pid != getpid() else { return false }
+        return system_kill(pid, 0) == -1 && errno == ESRCH
+    }
+
+    /// Creates `directory`'s lock file and takes its lock, for as long as the returned file is
+    /// open (close it when the directory is removed).
+    static func lockDirectory(_ directory: String) throws(TesseraError) -> FileDescriptor {
+        let file = try FileDescriptor.open(directory + "/" + lockName, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        guard try file.tryLock() else {
+            file.close()
+            throw TesseraError.system(operation: "flock", errno: EWOULDBLOCK, path: directory + "/" + lockName)
+        }
+        return file
     }
 }
 
