@@ -2,9 +2,10 @@
 //
 // Each iteration takes a seed JPEG, applies a few mutations (bit flips, byte overwrites,
 // truncation, chunk duplication, random markers, edited SOF dimensions, EXIF segments with random
-// or garbage contents, splices of two seeds), writes it to WORKDIR/current.jpg and runs it through
+// or garbage contents, splices of two seeds, one scan repeated up to 2,000 times; and one input
+// in 20 followed by a hole of 2 MB to 20 GB, a sparse file), writes it to WORKDIR/current.jpg and runs it through
 // PhotoLibrary.scan and TileDecoder at a random cell size. A Swift error is an expected outcome;
-// a crash, a hang or runaway memory is a finding. Because the input is written before it is
+// a crash, a hang or runaway memory is a finding; the slowest input's time is reported. Because the input is written before it is
 // decoded, a crash leaves its reproducer in current.jpg.
 //
 //   tessera-fuzz --seconds N --work DIR SEED.jpg...      (scripts/fuzz.sh wraps it)
@@ -69,7 +70,7 @@ func mutate(_ input: [UInt8]) -> [UInt8] {
     var bytes = input
     for _ in 0..<(1 + below(4)) {
         guard bytes.count > 4 else { break }
-        switch below(9) {
+        switch below(10) {
         case 0: for _ in 0..<(1 + below(16)) { bytes[2 + below(bytes.count - 2)] ^= UInt8(1 << below(8)) }
         case 1: for _ in 0..<(1 + below(8)) { bytes[2 + below(bytes.count - 2)] = UInt8(truncatingIfNeeded: random.next()) }
         case 2: bytes = Array(bytes.prefix(2 + below(bytes.count - 2)))
@@ -90,6 +91,22 @@ func mutate(_ input: [UInt8]) -> [UInt8] {
             let other = seeds[below(seeds.count)]
             let cut = below(bytes.count), from = below(other.count)
             bytes = Array(bytes.prefix(cut)) + other[from...]
+        case 8:
+            // A scan bomb: one scan (its header and data, up to the next marker that is not a
+            // restart marker) repeated many times before the end.
+            if let sos = (2..<max(2, bytes.count - 4)).filter({ bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }).randomElement(using: &random) {
+                var end = sos + 2
+                while end + 1 < bytes.count && !(bytes[end] == 0xFF && bytes[end + 1] != 0 && !(0xD0...0xD7).contains(bytes[end + 1]) && end > sos + 4) {
+                    end += 1
+                }
+                let scan = Array(bytes[sos..<end])
+                let copies = [10, 100, 600, 2000][below(4)]
+                if scan.count * copies < 8 << 20 {
+                    var repeated: [UInt8] = []
+                    for _ in 0..<copies { repeated += scan }
+                    bytes.insert(contentsOf: repeated, at: end)
+                }
+            }
         default:
             if bytes.count > 10, let sof = (0..<(bytes.count - 9)).first(where: { bytes[$0] == 0xFF && (0xC0...0xC2).contains(bytes[$0 + 1]) }) {
                 bytes[sof + 9] = UInt8(below(6))  // component count
@@ -100,6 +117,7 @@ func mutate(_ input: [UInt8]) -> [UInt8] {
 }
 
 var outcomes: [String: Int] = [:]
+var slowest: (seconds: Double, iteration: Int) = (0, 0)
 var iterations = 0
 // Watchdog: an input that takes over 10 s is a hang; keep it and stop with status 3.
 final class Progress: @unchecked Sendable {
@@ -126,6 +144,9 @@ print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), work
 while monotonicSeconds() - start < seconds {
     let input = mutate(seeds[below(seeds.count)])
     writeFile(input, current)
+    // Sometimes a sparse file: the input followed by a long hole (zeros that take no disk).
+    if below(20) == 0 { truncate(current, off_t(input.count) + off_t([2 << 20, 64 << 20, 20 << 30][below(3)])) }
+    let inputStarted = monotonicSeconds()
     iterations += 1
     progress.started(iterations)
     let outcome: String
@@ -148,8 +169,11 @@ while monotonicSeconds() - start < seconds {
         if case .unreadablePhoto = error { outcome = "refused at decode" } else { outcome = "other error: \(error)" }
     }
     outcomes[outcome, default: 0] += 1
+    let took = monotonicSeconds() - inputStarted
+    if took > slowest.seconds { slowest = (took, iterations) }
 }
 let elapsed = monotonicSeconds() - start
 print("tessera-fuzz: \(iterations) inputs in \(formatDecimal(elapsed, places: 1)) s (\(formatDecimal(Double(iterations) / elapsed, places: 0))/s), no crash, peak RSS \(formatBytes(peakResidentBytes()))")
 for (outcome, count) in outcomes.sorted(by: { $0.value > $1.value }) { print("  \(count)\t\(outcome)") }
+print("  slowest input: \(formatDecimal(slowest.seconds, places: 2)) s (input \(slowest.iteration))")
 unlink(current)

@@ -405,3 +405,25 @@ private func listNames(_ directory: String) -> [String] { (try? listDirectory(di
                                     minDistance: 1, maxUses: nil, seed: 1, workers: 2)
     }
 }
+
+extension ProgressiveTests {
+    /// A baseline header claiming 65,500 x 65,500 px over a 20 GB sparse file (holes read as
+    /// zeros, which decode as data for as long as there are rows) is refused when scanned.
+    @Test func aSparseFileIsNotAPhoto() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var bytes = readBytes(fixturesDirectory + "/variants/base.jpg")
+        let sof = (0..<(bytes.count - 9)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 }!
+        bytes[sof + 5] = 0xFF; bytes[sof + 6] = 0xDC
+        bytes[sof + 7] = 0xFF; bytes[sof + 8] = 0xDC
+        // Drop the entropy data and the end marker: the header, then 20 GB of holes.
+        let sos = (0..<(bytes.count - 1)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }!
+        let length = Int(bytes[sos + 2]) << 8 | Int(bytes[sos + 3])
+        let path = scratch.file("sparse.jpg")
+        writeBytes(Array(bytes[..<(sos + 2 + length)]), to: path)
+        #expect(truncate(path, 20 << 30) == 0)
+        let library = try PhotoLibrary.scan([scratch.path])
+        #expect(library.photos.isEmpty)
+        #expect(library.skipped.first?.reason.contains("sparse file") == true, "\(library.skipped)")
+    }
+}

@@ -57,6 +57,16 @@ final class ScaledJPEGReader {
         let (file, info) = try FileDescriptor.openRegularFileForReading(path)
         self.file = file
         fileBytes = Int64(info.st_size)
+        // A file with most of its length unstored (a sparse file: a header over terabytes of
+        // holes reads as zeros forever) is not a photo; a real JPEG is stored whole. Small files
+        // are exempt (a filesystem may keep a small file's bytes inline, with no blocks).
+        let storedBytes = Int64(info.st_blocks) * 512
+        if fileBytes > 1 << 20 && storedBytes < fileBytes / 4 {
+            file.close()
+            throw TesseraError.unreadablePhoto(
+                path: path, reason: "a sparse file, \(formatBytes(fileBytes)) long with only \(formatBytes(storedBytes)) stored "
+                    + "(not a photo: a damaged or hostile file)")
+        }
         source = SourceBox(file)
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
