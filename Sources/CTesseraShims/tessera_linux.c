@@ -3,8 +3,11 @@
 #include "tessera_linux.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 int tessera_open_tmpfile(const char *directory, int flags, mode_t mode) {
     return open(directory, O_TMPFILE | flags, mode);
@@ -30,4 +33,14 @@ int tessera_mkostemp_cloexec(char *template_path) {
 
 int tessera_rename_exchange(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
+}
+
+int tessera_is_immutable(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int flags = 0;
+    int status = ioctl(fd, FS_IOC_GETFLAGS, &flags);
+    close(fd);
+    if (status != 0) return 0;  // no such flags on this filesystem
+    return (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)) != 0;
 }

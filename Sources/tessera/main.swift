@@ -25,6 +25,15 @@ func printError(_ message: String) {
 // its temporaries left: writes to it then fail with EPIPE, which the writers ignore.
 signal(SIGPIPE, SIG_IGN)
 
+// Paths are kept as UTF-8 text: an argument that is not valid UTF-8 would be read with
+// replacement characters and name another file. Refused, naming its position.
+for index in 1..<Int(CommandLine.argc) {
+    if let argument = CommandLine.unsafeArgv[index], String(validatingCString: argument) == nil {
+        printError("argument \(index) (\(String(cString: argument))) is not valid UTF-8; tessera reads names as UTF-8 text: rename the file or folder")
+        exit(ExitCode.usage.rawValue)
+    }
+}
+
 let invocation: Invocation
 do {
     invocation = try TopLevel.parse(Array(CommandLine.arguments.dropFirst()))
@@ -120,6 +129,9 @@ func checkOutputFolders(_ options: GridOptions, manifest: String? = nil) throws(
         var info = stat()
         guard stat(folder.isEmpty ? "/" : folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) does not exist (create it first)")
+        }
+        guard access(folder.isEmpty ? "/" : folder, W_OK) == 0 else {
+            throw TesseraError.invalidSettings("\(flag) \(path): the folder \(folder) cannot be written (\(String(cString: strerror(errno))))")
         }
         if !isFolder { try OutputDestination.checkReplaceable(path, role: flag) }
     }

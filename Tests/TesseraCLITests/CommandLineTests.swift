@@ -422,6 +422,42 @@ let fixtures: String = {
         #expect(listNames(mountPoint) == ["small.dzi", "small.html", "small_files"])
     }
 
+    /// An argument that is not UTF-8 is refused (it would name another file); an output in a
+    /// folder that cannot be written, or over an immutable file, is refused before any work.
+    @Test func unusableNamesAndDestinationsAreRefusedEarly() throws {
+        let directory = "/tmp/tessera-names-\(getpid())"
+        defer { _ = system("chattr -i '\(directory)/locked.jpg' 2>/dev/null; chmod 755 '\(directory)/readonly' 2>/dev/null; rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/readonly' && echo old > '\(directory)/locked.jpg'") == 0)
+        // -o with a byte that is not UTF-8, through posix_spawn (a Swift String cannot hold it).
+        let tool = toolPath()
+        var output: [CChar] = Array((directory + "/").utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0xFF), 0x6F, 0x2E, 0x6A, 0x70, 0x67, 0]
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup(tool), strdup("grid"), strdup(fixtures), strdup("-o"),
+                                                    output.withUnsafeMutableBufferPointer { strdup($0.baseAddress!) },
+                                                    strdup("--grid"), strdup("2x2"), strdup("--tile-size"), strdup("8"), nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        #expect((status >> 8) & 0xFF == 2)
+        #expect(listNames(directory) == ["locked.jpg", "readonly"])
+        if geteuid() == 0 {
+            // Root may write anywhere, but not over an immutable file.
+            if system("chattr +i '\(directory)/locked.jpg' 2>/dev/null") == 0 {
+                let locked = runTessera(["grid", fixtures, "-o", directory + "/locked.jpg", "--grid", "2x2", "--tile-size", "8"])
+                #expect(locked.status == 2 && locked.output.contains("immutable"), "\(locked.output)")
+            }
+        } else {
+            chmod(directory + "/readonly", 0o555)
+            let readonly = runTessera(["grid", fixtures, "-o", directory + "/readonly/out.jpg", "--grid", "2x2", "--tile-size", "8"])
+            #expect(readonly.status == 2 && readonly.output.contains("cannot be written"), "\(readonly.output)")
+        }
+    }
+
     @Test func strictRefusesAFolderWithABrokenPhoto() {
         let directory = "/tmp/tessera-strict-\(getpid())"
         mkdir(directory, 0o755)

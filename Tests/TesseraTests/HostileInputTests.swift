@@ -226,3 +226,30 @@ extension RenderTests {
         #expect(names == ["existing.jpg", "filler"])
     }
 }
+
+@Suite struct FileNameTests {
+    /// "é.jpg" in NFC and in NFD are two files; both are photos. A name that is not UTF-8 is
+    /// reported as such (not as a dangling symlink).
+    @Test func namesAreTheirBytes() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let photo = readBytes(baseJPEG)
+        let nfc = scratch.path + "/\u{E9}.jpg", nfd = scratch.path + "/e\u{301}.jpg"
+        #expect(Array(nfc.utf8) != Array(nfd.utf8) && nfc == nfd)  // Swift calls them equal
+        writeBytes(photo, to: nfc)
+        writeBytes(photo, to: nfd)
+        #expect(scratch.contents().count == 2)
+        // A name with a byte that is not UTF-8.
+        var raw: [CChar] = Array(scratch.path.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F), CChar(bitPattern: 0xFF)]
+            + Array("x.jpg".utf8).map { CChar(bitPattern: $0) } + [0]
+        let fd = open(&raw, O_WRONLY | O_CREAT, 0o644)
+        #expect(fd >= 0)
+        photo.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let library = try PhotoLibrary.scan([scratch.path])
+        #expect(library.photos.count == 2)
+        #expect(library.skipped.count == 1)
+        #expect(library.skipped.first?.reason.contains("not valid UTF-8") == true, "\(library.skipped)")
+        unlink(&raw)
+    }
+}

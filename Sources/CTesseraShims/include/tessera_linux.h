@@ -27,6 +27,11 @@ int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait);
 /// mkostemp(3) with O_CLOEXEC.
 int tessera_mkostemp_cloexec(char *template_path);
 
+/// 1 when the file at `path` is immutable or append-only (chattr +i / +a: FS_IOC_GETFLAGS), which
+/// makes a rename over it fail; 0 when not (or the filesystem has no such flags); -1 when it
+/// cannot be opened.
+int tessera_is_immutable(const char *path);
+
 /// renameat2(2) with RENAME_EXCHANGE: atomically swaps two existing paths (files or directories).
 int tessera_rename_exchange(const char *from, const char *to);
 

@@ -6,6 +6,7 @@
 // not a symbolic link (the rename would replace the link, not the file it points to; give that
 // file's path instead). Outputs named twice, and an output that is one of the input photos, are
 // refused too (`sameFile`).
+import CTesseraShims
 import Glibc
 
 public enum OutputDestination {
@@ -21,7 +22,13 @@ public enum OutputDestination {
         guard case .success(let info) = linkStatus(path) else { return }  // nothing there (or unreadable: the write will say)
         let kind: String
         switch info.st_mode & S_IFMT {
-        case S_IFREG: return
+        case S_IFREG:
+            // An immutable or append-only file cannot be renamed over: the render would fail at
+            // its very end.
+            if system_is_immutable(path) == 1 {
+                throw .invalidSettings("\(role) \(path) is immutable or append-only (chattr +i or +a) and cannot be replaced")
+            }
+            return
         case S_IFLNK:
             throw .invalidSettings("\(role) \(path) is a symbolic link; tessera replaces the file at the path it is given, "
                                    + "which would replace the link: give the path of the file it points to instead")

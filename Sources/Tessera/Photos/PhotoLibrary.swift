@@ -50,14 +50,16 @@ public struct PhotoLibrary: Sendable {
                 candidates.append((path, true))
             }
         }
-        // A file reached twice (named, and inside a named folder) counts once.
-        var seen: [String: Int] = [:]
+        // A file reached twice (named, and inside a named folder) counts once. Keyed by the
+        // path's bytes: Swift's String equality is canonical, so "é.jpg" in NFC and in NFD
+        // (two files) would compare equal.
+        var seen: [[UInt8]: Int] = [:]
         var unique: [(path: String, named: Bool)] = []
         for candidate in candidates {
-            if let index = seen[candidate.path] {
+            if let index = seen[Array(candidate.path.utf8)] {
                 unique[index].named = unique[index].named || candidate.named
             } else {
-                seen[candidate.path] = unique.count
+                seen[Array(candidate.path.utf8)] = unique.count
                 unique.append(candidate)
             }
         }
@@ -105,7 +107,13 @@ public struct PhotoLibrary: Sendable {
                                 cancellation: RenderCancellation?) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
-        let names = try listDirectory(directory).sorted()
+        let entries = try listDirectoryEntries(directory)
+        for name in entries.invalid {
+            // Tessera keeps paths as text: a name that is not UTF-8 cannot be opened by it.
+            skipped.append(SkippedPhoto(path: directory + "/" + name,
+                                        reason: "its name is not valid UTF-8, which tessera cannot open by name: rename it"))
+        }
+        let names = entries.names.sorted()
         for name in names {
             if cancellation?.isCancelled == true { throw .cancelled }
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name

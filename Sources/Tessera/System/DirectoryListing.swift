@@ -3,6 +3,12 @@ import Glibc
 
 /// The entry names of `path`, without "." and "..", in no particular order.
 func listDirectory(_ path: String) throws(TesseraError) -> [String] {
+    try listDirectoryEntries(path).names
+}
+
+/// The names in `path`, and apart the names that are not valid UTF-8 (decoded with
+/// replacement characters, for messages only: no file can be opened by them).
+func listDirectoryEntries(_ path: String) throws(TesseraError) -> (names: [String], invalid: [String]) {
     if let injected = SyscallFaults.take("opendir", path: path) {
         throw TesseraError.system(operation: "opendir", errno: injected, path: path)
     }
@@ -10,14 +16,18 @@ func listDirectory(_ path: String) throws(TesseraError) -> [String] {
         throw TesseraError.system(operation: "opendir", errno: errno, path: path)
     }
     defer { _ = system_closedir(directory) }
-    var names: [String] = []
+    var names: [String] = [], invalid: [String] = []
     while let entry = system_readdir(directory) {
         let name = withUnsafePointer(to: entry.pointee.d_name) {
-            $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            $0.withMemoryRebound(to: CChar.self, capacity: 256) { pointer -> String? in
+                if let valid = String(validatingCString: pointer) { return valid }
+                invalid.append(String(cString: pointer))
+                return nil
+            }
         }
-        if name != "." && name != ".." { names.append(name) }
+        if let name, name != "." && name != ".." { names.append(name) }
     }
-    return names
+    return (names, invalid)
 }
 
 /// stat(2) of `path`, following symlinks; nil with the errno when it fails.
