@@ -24,6 +24,17 @@ while !arguments.isEmpty {
     case "--seconds": seconds = Double(arguments.removeFirst()) ?? 60
     case "--work": workDirectory = arguments.removeFirst()
     case "--seed": seedValue = UInt64(arguments.removeFirst()) ?? 1
+    case "--replay":
+        // Decodes one file as an iteration would: --replay FILE WIDTH HEIGHT POOL_BYTES.
+        let path = arguments.removeFirst()
+        let width = Int(arguments.removeFirst()) ?? 1, height = Int(arguments.removeFirst()) ?? 1
+        let pool = Int(arguments.removeFirst()) ?? (64 << 20)
+        let started = monotonicSeconds()
+        let decoder = TileDecoder(cellWidth: width, cellHeight: height, maxDecodeMemoryBytes: pool)
+        let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
+        let result = Result { () throws(TesseraError) in try decoder.decode(path: path, into: tile) }
+        print("tessera-fuzz: replay \(path) at \(width)x\(height), pool \(pool): \(result) in \(monotonicSeconds() - started) s")
+        exit(0)
     default: seedPaths.append(argument)
     }
 }
@@ -94,7 +105,16 @@ func mutate(_ input: [UInt8]) -> [UInt8] {
         case 8:
             // A scan bomb: one scan (its header and data, up to the next marker that is not a
             // restart marker) repeated many times before the end.
-            if let sos = (2..<max(2, bytes.count - 4)).filter({ bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }).randomElement(using: &random) {
+            // (A plain loop over a copy: a filter closure over the mutated array was quadratic.)
+            let snapshot = bytes
+            var scans: [Int] = []
+            var at = 2
+            while at + 4 < snapshot.count {
+                if snapshot[at] == 0xFF && snapshot[at + 1] == 0xDA { scans.append(at) }
+                at += 1
+            }
+            if !scans.isEmpty {
+                let sos = scans[below(scans.count)]
                 var end = sos + 2
                 while end + 1 < bytes.count && !(bytes[end] == 0xFF && bytes[end + 1] != 0 && !(0xD0...0xD7).contains(bytes[end + 1]) && end > sos + 4) {
                     end += 1
@@ -142,6 +162,7 @@ watchdog.resume()
 let start = monotonicSeconds()
 print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), work file \(current)")
 while monotonicSeconds() - start < seconds {
+    progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
     let input = mutate(seeds[below(seeds.count)])
     writeFile(input, current)
     // Sometimes a sparse file: the input followed by a long hole (zeros that take no disk).
