@@ -159,6 +159,11 @@ final class TileCache: @unchecked Sendable {
                 states[index] = .spilled
                 throw error
             }
+            if error == .cancelled {
+                // The render is being stopped, not the photo failing: no placeholder, no warning.
+                states[index] = .absent
+                throw error
+            }
             states[index] = .failed
             let reason: String
             if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }
