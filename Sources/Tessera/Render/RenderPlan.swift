@@ -157,11 +157,16 @@ public struct RenderPlan: Equatable, Sendable {
         let stripeBytes = stripeHeight * rowBytes
         let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
         deepZoomBytes += averagedBytes
-        let forTiles = budget - fixed - averagedBytes - window * stripeBytes
-        let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
         // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
         let segmentBytes = encoder == .parallel ? (deepZoom == nil ? window : 1) * stripeBytes / 3 : 0
+        // The tile cache gets what is left once everything else is counted (the segments too: the
+        // estimate used to exceed the budget by them, e.g. 66.7 MiB planned under 64 MiB).
+        let forTiles = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
+        let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
         let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(tileSlots, max(distinct, 1)) * tileBytes
+        // The smallest tile cache (two tiles a worker) can still not fit: refuse, as the budget
+        // promises, rather than plan past it.
+        guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
         let spillBytes: Int64 = tileSlots < distinct ? Int64(distinct) * Int64(tileBytes) : 0
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
         let pixels = Double(width) * Double(height)
