@@ -29,7 +29,8 @@ signal(SIGPIPE, SIG_IGN)
 // replacement characters and name another file. Refused, naming its position.
 for index in 1..<Int(CommandLine.argc) {
     if let argument = CommandLine.unsafeArgv[index], String(validatingCString: argument) == nil {
-        printError("argument \(index) (\(String(cString: argument))) is not valid UTF-8; tessera reads names as UTF-8 text: rename the file or folder")
+        printError("argument \(index) (\(String(cString: argument))) is not valid UTF-8; tessera reads its arguments as UTF-8 text "
+                   + "(names found inside folders may be any bytes): name a folder that holds it instead, or rename it")
         exit(ExitCode.usage.rawValue)
     }
 }

@@ -228,8 +228,8 @@ extension RenderTests {
 }
 
 @Suite struct FileNameTests {
-    /// "é.jpg" in NFC and in NFD are two files; both are photos. A name that is not UTF-8 is
-    /// reported as such (not as a dangling symlink).
+    /// "é.jpg" in NFC and in NFD are two files; both are photos. A name that is not UTF-8 is a
+    /// photo too, found, opened and drawn by its bytes (shown with U+FFFD in messages).
     @Test func namesAreTheirBytes() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
@@ -239,17 +239,26 @@ extension RenderTests {
         writeBytes(photo, to: nfc)
         writeBytes(photo, to: nfd)
         #expect(scratch.contents().count == 2)
-        // A name with a byte that is not UTF-8.
-        var raw: [CChar] = Array(scratch.path.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F), CChar(bitPattern: 0xFF)]
-            + Array("x.jpg".utf8).map { CChar(bitPattern: $0) } + [0]
-        let fd = open(&raw, O_WRONLY | O_CREAT, 0o644)
+        // A name with a byte that is not UTF-8, in a folder whose name is not UTF-8 either.
+        let folder = Array(scratch.path.utf8) + [0x2F, 0xFE, 0x64]
+        let file = folder + [0x2F, 0xFF] + Array("x.jpg".utf8)
+        var folderC = folder.map { CChar(bitPattern: $0) } + [0], fileC = file.map { CChar(bitPattern: $0) } + [0]
+        #expect(mkdir(&folderC, 0o755) == 0)
+        let fd = open(&fileC, O_WRONLY | O_CREAT, 0o644)
         #expect(fd >= 0)
         photo.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
         close(fd)
+        defer { unlink(&fileC); rmdir(&folderC) }
         let library = try PhotoLibrary.scan([scratch.path])
-        #expect(library.photos.count == 2)
-        #expect(library.skipped.count == 1)
-        #expect(library.skipped.first?.reason.contains("not valid UTF-8") == true, "\(library.skipped)")
-        unlink(&raw)
+        #expect(library.skipped.isEmpty, "\(library.skipped)")
+        #expect(library.photos.count == 3)
+        let odd = try #require(library.photos.first { $0.file.bytes == file })
+        #expect(odd.path.contains("\u{FFFD}"))
+        // And it decodes, by its bytes, to the same tile as the plain copy.
+        let decoder = TileDecoder(cellWidth: 30, cellHeight: 20, maxDecodeMemoryBytes: 16 << 20)
+        var a = [UInt8](repeating: 0, count: decoder.tileBytes), b = a
+        _ = try a.withUnsafeMutableBytes { t in Result { () throws(TesseraError) in try decoder.decode(file: odd.file, into: t) } }.get()
+        _ = try b.withUnsafeMutableBytes { t in Result { () throws(TesseraError) in try decoder.decode(path: nfc, into: t) } }.get()
+        #expect(a == b)
     }
 }

@@ -37,10 +37,10 @@ public enum MosaicAnalysis {
                 while i < work.count {
                     // Cancelled: the lanes stop; the photos not reached keep nil features.
                     if cancellation?.isCancelled == true { return }
-                    let path = photos[work[i]].path
+                    let path = photos[work[i]].file
                     base.value[i] = tile.withUnsafeMutableBytes { bytes in
                         Result { () throws(TesseraError) in
-                            _ = try decoder.decode(path: path, into: bytes)
+                            _ = try decoder.decode(file: path, into: bytes)
                             return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
                         }
                     }

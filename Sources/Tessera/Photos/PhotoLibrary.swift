@@ -10,8 +10,18 @@ import Glibc
 
 /// One usable photo.
 public struct Photo: Equatable, Sendable {
+    /// The path as text, for messages, manifests and the viewer (bytes that are not UTF-8
+    /// shown as U+FFFD).
     public let path: String
     public let header: JPEGHeader
+    /// The path as the kernel knows it: what the photo is opened by.
+    public let file: PathBytes
+
+    public init(path: String, header: JPEGHeader, file: PathBytes? = nil) {
+        self.path = path
+        self.header = header
+        self.file = file ?? PathBytes(path)
+    }
 }
 
 /// A photo left out, and why.
@@ -35,7 +45,7 @@ public struct PhotoLibrary: Sendable {
     /// `.cancelled` once `cancellation` is (checked for every directory entry and header).
     public static func scan(_ paths: [String], workers: Int = 1, maxDecodeMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil) throws(TesseraError) -> PhotoLibrary {
-        var candidates: [(path: String, named: Bool)] = []
+        var candidates: [(path: PathBytes, named: Bool)] = []
         var skipped: [SkippedPhoto] = []
         var ignored = 0
         var visited = Set<DirectoryIdentity>()
@@ -44,22 +54,22 @@ public struct PhotoLibrary: Sendable {
             case .failure(let code):
                 throw TesseraError.system(operation: "stat", errno: code.rawValue, path: path)
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
-                try collect(directory: path, info: info, into: &candidates, skipped: &skipped, visited: &visited,
+                try collect(directory: PathBytes(path), info: info, into: &candidates, skipped: &skipped, visited: &visited,
                             cancellation: cancellation)
             case .success:
-                candidates.append((path, true))
+                candidates.append((PathBytes(path), true))
             }
         }
         // A file reached twice (named, and inside a named folder) counts once. Keyed by the
         // path's bytes: Swift's String equality is canonical, so "é.jpg" in NFC and in NFD
         // (two files) would compare equal.
-        var seen: [[UInt8]: Int] = [:]
-        var unique: [(path: String, named: Bool)] = []
+        var seen: [PathBytes: Int] = [:]
+        var unique: [(path: PathBytes, named: Bool)] = []
         for candidate in candidates {
-            if let index = seen[Array(candidate.path.utf8)] {
+            if let index = seen[candidate.path] {
                 unique[index].named = unique[index].named || candidate.named
             } else {
-                seen[Array(candidate.path.utf8)] = unique.count
+                seen[candidate.path] = unique.count
                 unique.append(candidate)
             }
         }
@@ -85,14 +95,14 @@ public struct PhotoLibrary: Sendable {
             switch result! {
             case .success(let photo): photos.append(photo)
             case .failure(.unreadablePhoto(_, let reason))
-                where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path):
+                where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
                 // Sidecars, notes, other formats under their own names: not photos, no warning.
                 ignored += 1
             case .failure(let error):
-                skipped.append(SkippedPhoto(path: candidate.path, reason: reason(of: error)))
+                skipped.append(SkippedPhoto(path: candidate.path.display, reason: reason(of: error)))
             }
         }
-        photos.sort { $0.path < $1.path }
+        photos.sort { $0.file < $1.file }
         skipped.sort { $0.path < $1.path }
         return PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored)
     }
@@ -102,27 +112,22 @@ public struct PhotoLibrary: Sendable {
         let inode: UInt64
     }
 
-    private static func collect(directory: String, info: stat, into candidates: inout [(path: String, named: Bool)],
+    private static func collect(directory: PathBytes, info: stat, into candidates: inout [(path: PathBytes, named: Bool)],
                                 skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>,
                                 cancellation: RenderCancellation?) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
-        let entries = try listDirectoryEntries(directory)
-        for name in entries.invalid {
-            // Tessera keeps paths as text: a name that is not UTF-8 cannot be opened by it.
-            skipped.append(SkippedPhoto(path: directory + "/" + name,
-                                        reason: "its name is not valid UTF-8, which tessera cannot open by name: rename it"))
-        }
-        let names = entries.names.sorted()
+        // By bytes, end to end: a name that is not UTF-8 is still a file that can be opened.
+        let names = try listDirectoryBytes(directory).sorted { $0.lexicographicallyPrecedes($1) }
         for name in names {
             if cancellation?.isCancelled == true { throw .cancelled }
-            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            let path = directory.appending(name)
             switch fileStatus(path) {
             case .failure(let code):
                 if code.rawValue == ENOENT || code.rawValue == ELOOP {
-                    skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
+                    skipped.append(SkippedPhoto(path: path.display, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
                 } else {
-                    skipped.append(SkippedPhoto(path: path, reason: errnoDescription(code.rawValue)))
+                    skipped.append(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
                 do {
@@ -131,22 +136,25 @@ public struct PhotoLibrary: Sendable {
                 } catch .cancelled {
                     throw .cancelled
                 } catch {
-                    skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
+                    skipped.append(SkippedPhoto(path: path.display, reason: reason(of: error)))
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFREG:
                 candidates.append((path, false))
             case .success:
                 // FIFOs, sockets, devices: never opened. Reported only when named like a photo.
-                if looksLikePhotoName(name) { skipped.append(SkippedPhoto(path: path, reason: "not a regular file")) }
+                if looksLikePhotoName(String(decoding: name, as: UTF8.self)) {
+                    skipped.append(SkippedPhoto(path: path.display, reason: "not a regular file"))
+                }
             }
         }
     }
 
     private static let notJPEGReason = "not a JPEG file"
 
-    private static func readPhoto(_ path: String, maxDecodeMemoryBytes: Int) -> Result<Photo, TesseraError> {
+    private static func readPhoto(_ file: PathBytes, maxDecodeMemoryBytes: Int) -> Result<Photo, TesseraError> {
+        let path = file.display
         do {
-            let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: maxDecodeMemoryBytes)
+            let reader = try ScaledJPEGReader(file: file, maxMemoryBytes: maxDecodeMemoryBytes)
             guard try reader.startsLikeJPEG() else {
                 return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
             }
@@ -154,7 +162,7 @@ public struct PhotoLibrary: Sendable {
             guard header.width > 0, header.height > 0 else {
                 return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
             }
-            return .success(Photo(path: path, header: header))
+            return .success(Photo(path: path, header: header, file: file))
         } catch {
             return .failure(error)
         }

@@ -52,9 +52,15 @@ final class ScaledJPEGReader {
     }
 
     /// Opens `path` (a regular file only; FIFOs and devices are refused before any read).
-    init(path: String, maxMemoryBytes: Int) throws(TesseraError) {
+    convenience init(path: String, maxMemoryBytes: Int) throws(TesseraError) {
+        try self.init(file: PathBytes(path), maxMemoryBytes: maxMemoryBytes)
+    }
+
+    /// Opens the file at `bytes` (any name the kernel allows; `path` is its text for messages).
+    init(file bytes: PathBytes, maxMemoryBytes: Int) throws(TesseraError) {
+        let path = bytes.display
         self.path = path
-        let (file, info) = try FileDescriptor.openRegularFileForReading(path)
+        let (file, info) = try FileDescriptor.openRegularFileForReading(bytes)
         self.file = file
         fileBytes = Int64(info.st_size)
         // A file with most of its length unstored (a sparse file: a header over terabytes of

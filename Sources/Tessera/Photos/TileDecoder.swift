@@ -75,10 +75,15 @@ public struct TileDecoder: Sendable {
     /// memory when they fit half the budget's pool, else in a spill file. Every decode is
     /// admitted against the budget first.
     public func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        try decode(file: PathBytes(path), into: tile)
+    }
+
+    /// The same for a path given as bytes (a photo's `file`: any name the kernel allows).
+    public func decode(file: PathBytes, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         precondition(tile.count >= tileBytes)
         if cancellation?.isCancelled == true { throw .cancelled }
         do {
-            return try decodeUncancelled(path: path, into: tile)
+            return try decodeUncancelled(file: file, into: tile)
         } catch {
             // The decoders fail with "cancelled" when the flag is raised mid-decode.
             if cancellation?.isCancelled == true { throw .cancelled }
@@ -86,8 +91,9 @@ public struct TileDecoder: Sendable {
         }
     }
 
-    private func decodeUncancelled(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: budget.poolBytes)
+    private func decodeUncancelled(file: PathBytes, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let path = file.display
+        let reader = try ScaledJPEGReader(file: file, maxMemoryBytes: budget.poolBytes)
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
         let header = try reader.readHeader()
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation)

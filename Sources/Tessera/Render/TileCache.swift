@@ -129,7 +129,7 @@ final class TileCache: @unchecked Sendable {
             }
         } else {
             do throws(TesseraError) {
-                outcome = .success(try decoder.decode(path: photos[index].path, into: bytes))
+                outcome = .success(try decoder.decode(file: photos[index].file, into: bytes))
             } catch {
                 outcome = .failure(error)
             }

@@ -1,33 +1,43 @@
 // DirectoryListing.swift — the names in a directory (opendir/readdir).
 import Glibc
 
-/// The entry names of `path`, without "." and "..", in no particular order.
+/// The entry names of `path`, without "." and "..", in no particular order; names that are not
+/// valid UTF-8 are left out (our own folders never hold any; photo folders are read with
+/// `listDirectoryBytes`).
 func listDirectory(_ path: String) throws(TesseraError) -> [String] {
-    try listDirectoryEntries(path).names
+    try listDirectoryBytes(PathBytes(path)).compactMap { name in
+        name.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) }
+    }
 }
 
-/// The names in `path`, and apart the names that are not valid UTF-8 (decoded with
-/// replacement characters, for messages only: no file can be opened by them).
-func listDirectoryEntries(_ path: String) throws(TesseraError) -> (names: [String], invalid: [String]) {
-    if let injected = SyscallFaults.take("opendir", path: path) {
-        throw TesseraError.system(operation: "opendir", errno: injected, path: path)
+/// The entry names of `path` as bytes, without "." and "..", in no particular order.
+func listDirectoryBytes(_ path: PathBytes) throws(TesseraError) -> [[UInt8]] {
+    if let injected = SyscallFaults.take("opendir", path: path.display) {
+        throw TesseraError.system(operation: "opendir", errno: injected, path: path.display)
     }
     guard let directory = system_opendir(path) else {
-        throw TesseraError.system(operation: "opendir", errno: errno, path: path)
+        throw TesseraError.system(operation: "opendir", errno: errno, path: path.display)
     }
     defer { _ = system_closedir(directory) }
-    var names: [String] = [], invalid: [String] = []
+    var names: [[UInt8]] = []
     while let entry = system_readdir(directory) {
         let name = withUnsafePointer(to: entry.pointee.d_name) {
-            $0.withMemoryRebound(to: CChar.self, capacity: 256) { pointer -> String? in
-                if let valid = String(validatingCString: pointer) { return valid }
-                invalid.append(String(cString: pointer))
-                return nil
+            $0.withMemoryRebound(to: UInt8.self, capacity: 256) { pointer -> [UInt8] in
+                var bytes: [UInt8] = []
+                var i = 0
+                while i < 256 && pointer[i] != 0 { bytes.append(pointer[i]); i += 1 }
+                return bytes
             }
         }
-        if let name, name != "." && name != ".." { names.append(name) }
+        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
     }
-    return (names, invalid)
+    return names
+}
+
+/// stat(2) of `path` (bytes), following symlinks.
+func fileStatus(_ path: PathBytes) -> Result<stat, Errno> {
+    var info = stat()
+    return valueOrErrno("stat", path: path.display) { system_stat(path, &info) }.map { _ in info }
 }
 
 /// stat(2) of `path`, following symlinks; nil with the errno when it fails.

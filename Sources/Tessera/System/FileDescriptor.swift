@@ -25,7 +25,15 @@ public struct FileDescriptor: Sendable {
     /// O_NONBLOCK keeps open(2) from waiting on a FIFO's writer, and fstat rejects anything that
     /// is not a regular file before a byte is read.
     static func openRegularFileForReading(_ path: String) throws(TesseraError) -> (FileDescriptor, stat) {
-        let fd = try open(path, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        try openRegularFileForReading(PathBytes(path))
+    }
+
+    /// The same, for a path given as bytes (any name the kernel allows).
+    static func openRegularFileForReading(_ bytes: PathBytes) throws(TesseraError) -> (FileDescriptor, stat) {
+        let path = bytes.display
+        let raw = try valueOrErrno("open", path: path) { system_open(bytes, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0) }
+            .get("open", path: path)
+        let fd = FileDescriptor(rawValue: raw, path: path)
         let info: stat
         do {
             info = try fd.status()

@@ -145,6 +145,11 @@ func system_mkstemp(_ template: UnsafeMutablePointer<CChar>) -> Int32 { return t
 func system_fsync(_ fd: Int32) -> Int32 { return fsync(fd) }
 func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { return fchmod(fd, mode) }
 func system_opendir(_ path: String) -> OpaquePointer? { return opendir(path) }
+func system_opendir(_ path: PathBytes) -> OpaquePointer? { return path.withCString { opendir($0) } }
+func system_stat(_ path: PathBytes, _ info: UnsafeMutablePointer<stat>) -> Int32 { return path.withCString { stat($0, info) } }
+func system_open(_ path: PathBytes, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    return path.withCString { Glibc.open($0, flags, mode) }
+}
 func system_readdir(_ directory: OpaquePointer) -> UnsafeMutablePointer<dirent>? { return readdir(directory) }
 func system_closedir(_ directory: OpaquePointer) -> Int32 { return closedir(directory) }
 func system_kill(_ pid: pid_t, _ signal: Int32) -> Int32 { return kill(pid, signal) }

@@ -1,0 +1,31 @@
+// PathBytes.swift — a file path as the kernel sees it: bytes, not text.
+//
+// Linux names are any bytes but '/' and NUL. Swift's String holds only valid Unicode and compares
+// canonically ("é" in NFC equals it in NFD), so a photo's path is kept as its bytes from the
+// directory listing to the open(2) that reads it; `display` is for messages only (invalid UTF-8
+// shown as U+FFFD).
+public struct PathBytes: Hashable, Sendable, Comparable {
+    /// The path's bytes, without a terminating NUL.
+    public let bytes: [UInt8]
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The path of a String (its UTF-8 bytes, as typed).
+    public init(_ string: String) { bytes = Array(string.utf8) }
+
+    /// The path as text, for messages (bytes that are not UTF-8 become U+FFFD).
+    public var display: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// `self/name`.
+    func appending(_ name: [UInt8]) -> PathBytes {
+        PathBytes(bytes.last == UInt8(ascii: "/") ? bytes + name : bytes + [UInt8(ascii: "/")] + name)
+    }
+
+    /// Runs `body` with the path as a NUL-terminated C string.
+    func withCString<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
+        let terminated = bytes.map { CChar(bitPattern: $0) } + [0]
+        return terminated.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    public static func < (a: PathBytes, b: PathBytes) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+}
