@@ -130,8 +130,8 @@ final class ScaledJPEGReader {
             throw TesseraError.unreadablePhoto(
                 path: path,
                 reason: "its header claims \(header.width) x \(header.height) px, which takes at least "
-                    + "\(formatBytes(header.minimumDataBytes)) of image data, but the file holds \(formatBytes(fileBytes)) "
-                    + "(corrupt or hostile JPEG)")
+                    + "\(formatBytes(header.minimumDataBytes)) of image data, but the file holds only \(formatBytes(fileBytes))"
+                    + ": it is truncated or corrupt")
         }
         return header
     }
