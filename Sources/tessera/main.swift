@@ -24,6 +24,9 @@ func printError(_ message: String) {
 // A closed standard output or error (`tessera ... 2>&1 | head -1`) must not kill a render with
 // its temporaries left: writes to it then fail with EPIPE, which the writers ignore.
 signal(SIGPIPE, SIG_IGN)
+// A file-size limit (`ulimit -f`) must not kill a render with a core dump either: the write that
+// crosses it then fails with EFBIG, reported like any failed write (exit 1, nothing left).
+signal(SIGXFSZ, SIG_IGN)
 
 // Paths are kept as UTF-8 text: an argument that is not valid UTF-8 would be read with
 // replacement characters and name another file. Refused, naming its position.

@@ -10,18 +10,10 @@ private let memoryControllers = "/sys/fs/cgroup/memory"
     @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
                    "needs root and a cgroup-v1 memory controller"))
     func largeProgressivePhotosRenderInside64MiB() throws {
-        let scratch = "/tmp/tessera-cgroup-test-\(getpid())"
-        let photos = scratch + "/photos"
-        #expect(system("mkdir -p '\(photos)'") == 0)
+        let scratch = "\(testRoot)/tessera-cgroup-test-\(getpid())"
+        let photos = largeProgressivePhotos  // ten progressive photos of 3900 x 2700 px
+        #expect(system("mkdir -p '\(scratch)'") == 0)
         defer { _ = system("rm -rf '\(scratch)'") }
-        // Ten progressive photos of 3900 x 2700 px (10.5 MP; 32 MB of coefficients each in libjpeg):
-        // the fixtures enlarged by ImageMagick, made progressive by jpegtran.
-        for index in 0..<10 {
-            let source = fixtures + "/Landscape_\(index % 9).jpg"
-            let base = scratch + "/base-\(index).jpg"
-            #expect(system("convert '\(source)' -auto-orient -resize 3900x2700! -quality 90 '\(base)' && "
-                           + "jpegtran -progressive '\(base)' > '\(photos)/photo-\(index).jpg'") == 0)
-        }
         let group = memoryControllers + "/tessera-test-\(getpid())"
         #expect(mkdir(group, 0o755) == 0)
         defer { rmdir(group) }
@@ -49,7 +41,7 @@ private let memoryControllers = "/sys/fs/cgroup/memory"
     /// same placements: the fixtures hold one picture in several orientations, whose identical
     /// features tie, and the decoders' rounding breaks the ties differently.)
     @Test func progressiveLibraryAndTargetMakeAsGoodAMosaic() {
-        let directory = "/tmp/tessera-progressive-mosaic-\(getpid())"
+        let directory = "\(testRoot)/tessera-progressive-mosaic-\(getpid())"
         defer { _ = system("rm -rf '\(directory)'") }
         #expect(system("mkdir -p '\(directory)/photos' && for f in '\(fixtures)'/*.jpg; do "
                        + "jpegtran -progressive -copy all \"$f\" > '\(directory)/photos/'$(basename \"$f\") || exit 1; done") == 0)

@@ -8,27 +8,6 @@ import Testing
 
 private let landscapes = (1...8).map { fixturesDirectory + "/orientation/Landscape_\($0).jpg" }
 
-/// Half size, rounding up: each pixel the mean of the (up to) 2 x 2 pixels it covers.
-private func halved(_ image: RGBImage) -> RGBImage {
-    let width = (image.width + 1) / 2, height = (image.height + 1) / 2
-    var out = RGBImage(width: width, height: height)
-    for y in 0..<height {
-        for x in 0..<width {
-            for c in 0..<3 {
-                var sum = 0.0, count = 0.0
-                for sy in (2 * y)...min(2 * y + 1, image.height - 1) {
-                    for sx in (2 * x)...min(2 * x + 1, image.width - 1) {
-                        sum += Double(image.pixels[(sy * image.width + sx) * 3 + c])
-                        count += 1
-                    }
-                }
-                out.pixels[(y * width + x) * 3 + c] = UInt8((sum / count).rounded())
-            }
-        }
-    }
-    return out
-}
-
 /// The descriptor's attributes, by element, read with an XML parser.
 private final class DescriptorReader: NSObject, XMLParserDelegate {
     var elements: [String: [String: String]] = [:]
@@ -49,7 +28,7 @@ private func readDescriptor(_ path: String) -> DescriptorReader? {
 
 /// Renders `photos` as a grid to a JPEG and/or a pyramid.
 @discardableResult
-private func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?, columns: Int, rows: Int,
+func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?, columns: Int, rows: Int,
                            cellWidth: Int, cellHeight: Int, zoom: DeepZoomSettings = DeepZoomSettings(),
                            settings base: RenderSettings = RenderSettings(), cancellation: RenderCancellation? = nil,
                            events: ((RenderEvent) -> Void)? = nil) throws -> RenderSummary {
@@ -85,10 +64,15 @@ private func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?,
     @Test func settingsOutOfRangeAreRefused() {
         var settings = DeepZoomSettings()
         settings.overlap = 200
-        #expect(throws: TesseraError.self) { try settings.validate() }
+        #expect(throws: TesseraError.invalidSettings("Deep Zoom overlap must be 0...127 px (half the tile size), got 200")) {
+            try settings.validate()
+        }
         settings.overlap = 1
         settings.tileSize = 8
-        #expect(throws: TesseraError.self) { try settings.validate() }
+        #expect(throws: TesseraError.invalidSettings("Deep Zoom tile size must be 16...8192 px, got 8")) { try settings.validate() }
+        settings.tileSize = 254
+        settings.quality = 0
+        #expect(throws: TesseraError.invalidSettings("Deep Zoom quality must be 1...100, got 0")) { try settings.validate() }
     }
 
     @Test func viewerStringsAreEscaped() {
@@ -285,6 +269,7 @@ extension RenderTests {
             try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
                               cellWidth: 40, cellHeight: 40, settings: settings)
         }
+        #expect(SyscallFaults.fired("rename", pathPrefix: scratch.file("p.dzi")) == 1)
         #expect(readBytes(scratch.file("p.dzi")) == oldDescriptor)
         #expect(readBytes(scratch.file("p.html")) == oldPage)
         #expect(readBytes(scratch.file("p_files/10/3_1.jpg")) == oldTile)
@@ -311,6 +296,7 @@ extension RenderTests {
             guard case TesseraError.system("write", ENOSPC, let path) = error else { return false }
             return path.hasPrefix(scratch.file(".p.dzi.tessera-"))
         }
+        #expect(SyscallFaults.fired("write", pathPrefix: scratch.file(".p.dzi.tessera-")) == 1)
         SyscallFaults.reset()
         #expect(readBytes(scratch.file("p.dzi")) == before)
         #expect(readBytes(scratch.file("p_files") + "/6/0_0.jpg") == tileBefore)
@@ -365,8 +351,11 @@ extension RenderTests {
         #expect(throws: TesseraError.insufficientInodes(directory: scratch.path, neededFiles: plan.deepZoomInodes + 2, freeFiles: 20_000)) {
             try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 40 }, freeFiles: { _ in 20_000 })
         }
-        #expect(throws: TesseraError.self) {
+        #expect {
             try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 28 }, freeFiles: { _ in 1 << 30 })
+        } throws: { error in
+            guard case TesseraError.insufficientDiskSpace(scratch.path, let needed, 1 << 28) = error else { return false }
+            return needed > 300_000_000
         }
         try DiskPreflight.check(plan: plan, outputPath: nil, deepZoomPath: path, freeSpace: { _ in 1 << 40 }, freeFiles: { _ in 1 << 30 })
     }

@@ -9,12 +9,15 @@ let fixturesDirectory: String = {
     return String(file[..<file.lastIndex(of: "/")!]) + "/Fixtures"
 }()
 
-/// A fresh empty directory under /tmp, removed (with its files) by `remove()`.
+/// $TMPDIR, or /tmp when it is not set.
+let temporaryRoot: String = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+
+/// A fresh empty directory (unique name) under $TMPDIR, removed (with its files) by `remove()`.
 struct ScratchDirectory {
     let path: String
 
     init() {
-        var template = Array("/tmp/tessera-test-XXXXXX".utf8CString)
+        var template = Array("\(temporaryRoot)/tessera-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -157,16 +160,13 @@ func readPyramidLevel(files: String, level: Int, width: Int, height: Int, tileSi
     return image
 }
 
-/// The pid of a process that has just ended (/bin/true, spawned and reaped), for stale-temporary
-/// tests.
+/// A pid no process can have: the kernel's pid_max (pids are below it). A pid that has just
+/// ended could be given to a new process before the test uses it; this one never is.
 func deadProcessID() -> pid_t {
-    var pid: pid_t = 0
-    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-    defer { free(argv[0]) }
-    #expect(posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0)
-    var status: Int32 = 0
-    waitpid(pid, &status, 0)
-    return pid
+    let text = String(decoding: readBytes("/proc/sys/kernel/pid_max"), as: UTF8.self)
+    let pidMax = pid_t(text.filter(\.isNumber)) ?? 4_194_304
+    #expect(kill(pidMax, 0) == -1 && errno == ESRCH)
+    return pidMax
 }
 
 /// Runs a tool found on PATH (djpeg, cjpeg, jpegtran: libjpeg-turbo-progs, which CI installs)
@@ -186,3 +186,6 @@ func runTool(_ arguments: [String], stdout: String? = nil) -> Int32 {
     waitpid(pid, &status, 0)
     return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
 }
+
+/// The names in `directory`, sorted, hidden ones included (none when it cannot be read).
+func listNames(_ directory: String) -> [String] { ((try? listDirectory(directory)) ?? []).sorted() }

@@ -103,7 +103,12 @@ import Testing
         let layout = GridLayout.make(photoCount: 10, columns: 400, rows: 10, cellWidth: 150, cellHeight: 150, order: .name)
         var settings = RenderSettings()
         settings.maxMemoryBytes = 16 << 20
-        #expect(throws: TesseraError.self) { try RenderPlan.make(layout: layout, settings: settings) }
+        #expect {
+            try RenderPlan.make(layout: layout, settings: settings)
+        } throws: { error in
+            guard case TesseraError.budgetTooSmall(16 << 20, let needed) = error else { return false }
+            return needed > 16 << 20
+        }
     }
 
     @Test func stripeGeometryCoversEveryRowOnce() {

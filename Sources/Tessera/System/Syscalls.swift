@@ -11,30 +11,57 @@ import Glibc
 
 /// Failures injected by tests at the syscall layer. Production code never arms it.
 ///
-/// An injection applies only to calls on paths starting with `pathPrefix`, so a test that fails
-/// the writes in its own scratch folder cannot disturb tests running at the same time.
+/// An injection applies only to calls on paths starting with its `pathPrefix`, so tests that fail
+/// the writes in their own scratch folders cannot disturb each other, even when they run at the
+/// same time. Each injection counts the failures it delivered (`fired`), so a test can show that
+/// its fault was really met.
 ///
-/// Threading: `lock` protects `pending`; `armed` is read without the lock as a fast path (a stale
-/// read only delays an injection to the next call, which tests never depend on).
+/// Threading: `lock` protects `injections` and `firedCounts`; `armed` is read without the lock as
+/// a fast path (a stale read only delays an injection to the next call, which tests never depend
+/// on).
 public enum SyscallFaults {
+    private struct Injection {
+        var errno: Int32
+        var skip: Int
+        var count: Int
+    }
+    private struct Key: Hashable {
+        let operation: String
+        let pathPrefix: String
+    }
     nonisolated(unsafe) private static var armed = false
-    nonisolated(unsafe) private static var pending: [String: (errno: Int32, pathPrefix: String, skip: Int, count: Int)] = [:]
+    nonisolated(unsafe) private static var injections: [Key: Injection] = [:]
+    nonisolated(unsafe) private static var firedCounts: [Key: Int] = [:]
     private static let lock = Mutex()
 
     /// Makes the `count` calls of `operation` on paths under `pathPrefix`, after the first `skip`
-    /// such calls, fail with `errno`.
+    /// such calls, fail with `errno`. Replaces an earlier injection for the same operation and
+    /// prefix, and zeroes its count.
     public static func inject(_ operation: String, errno: Int32, pathPrefix: String, skip: Int = 0, count: Int = 1) {
         lock.withLock {
-            pending[operation] = (errno, pathPrefix, skip, count)
+            let key = Key(operation: operation, pathPrefix: pathPrefix)
+            injections[key] = Injection(errno: errno, skip: skip, count: count)
+            firedCounts[key] = 0
             armed = true
         }
     }
 
-    /// Removes every injected failure.
-    public static func reset() {
+    /// How many failures the injection for `operation` under `pathPrefix` has delivered.
+    public static func fired(_ operation: String, pathPrefix: String) -> Int {
+        lock.withLock { firedCounts[Key(operation: operation, pathPrefix: pathPrefix)] ?? 0 }
+    }
+
+    /// Removes the injections under `pathPrefix` (every injection when nil) and their counts.
+    public static func reset(pathPrefix: String? = nil) {
         lock.withLock {
-            pending.removeAll()
-            armed = false
+            if let pathPrefix {
+                injections = injections.filter { $0.key.pathPrefix != pathPrefix }
+                firedCounts = firedCounts.filter { $0.key.pathPrefix != pathPrefix }
+            } else {
+                injections.removeAll()
+                firedCounts.removeAll()
+            }
+            armed = !injections.isEmpty
         }
     }
 
@@ -42,15 +69,17 @@ public enum SyscallFaults {
     static func take(_ operation: String, path: String) -> Int32? {
         guard armed else { return nil }
         return lock.withLock { () -> Int32? in
-            guard var entry = pending[operation], path.hasPrefix(entry.pathPrefix) else { return nil }
+            guard let key = injections.keys.first(where: { $0.operation == operation && path.hasPrefix($0.pathPrefix) }),
+                  var entry = injections[key] else { return nil }
             if entry.skip > 0 {
                 entry.skip -= 1
-                pending[operation] = entry
+                injections[key] = entry
                 return nil
             }
             guard entry.count > 0 else { return nil }
             entry.count -= 1
-            pending[operation] = entry
+            injections[key] = entry
+            firedCounts[key, default: 0] += 1
             return entry.errno
         }
     }

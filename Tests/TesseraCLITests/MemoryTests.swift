@@ -1,0 +1,147 @@
+// MemoryTests.swift — `--max-memory` measured, not estimated: each case runs the real binary as a
+// child process and reads its peak resident set from the kernel (wait4's ru_maxrss, the child's
+// own high-water mark, nothing the code under test computed), then asserts it against the budget.
+import Glibc
+import Testing
+
+/// What a finished child process did.
+struct ChildRun {
+    let status: Int32
+    let output: String
+    /// The kernel's record of the child's peak resident set (ru_maxrss), in bytes.
+    let peakBytes: Int
+    var exitCode: Int32 { (status & 0x7F) == 0 ? (status >> 8) & 0xFF : -(status & 0x7F) }
+    var peakMiB: String { String(format1: Double(peakBytes) / 1_048_576) }
+}
+
+extension String {
+    init(format1 value: Double) { self = String(Int((value * 10).rounded()) / 10) + "." + String(Int((value * 10).rounded()) % 10) }
+}
+
+/// Runs the built `tessera` (stdout and stderr to a file) and waits for it with wait4.
+func runMeasured(_ arguments: [String]) -> ChildRun {
+    let tool = toolPath()
+    let capture = "\(testRoot)/measured-\(UInt32.random(in: 0...UInt32.max)).txt"
+    defer { unlink(capture) }
+    var argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, capture, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0 else { return ChildRun(status: -1, output: "spawn failed", peakBytes: 0) }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    return ChildRun(status: status, output: String(decoding: readFile(capture), as: UTF8.self), peakBytes: Int(usage.ru_maxrss) * 1024)
+}
+
+/// Ten progressive photos of 3900 x 2700 px (10.5 MP; 32 MB of coefficients each in libjpeg),
+/// made once per test process: the fixtures enlarged by ImageMagick, made progressive by jpegtran.
+let largeProgressivePhotos: String = {
+    let folder = testRoot + "/large-progressive"
+    let made = system("mkdir -p '\(folder)/base'") == 0
+    precondition(made, "cannot make \(folder)")
+    for index in 0..<10 {
+        let source = fixtures + "/Landscape_\(index % 9).jpg"
+        let base = folder + "/base/\(index).jpg"
+        _ = system("convert '\(source)' -auto-orient -resize 3900x2700! -quality 90 '\(base)' && "
+                   + "jpegtran -progressive '\(base)' > '\(folder)/photo-\(index).jpg'")
+    }
+    _ = system("rm -rf '\(folder)/base'")
+    return folder
+}()
+
+@Suite struct MemoryTests {
+    /// One render per case, its peak against the budget it was given (64 MiB by default).
+    @Test(arguments: [
+        ("default flags", ["--grid", "60x60", "--tile-size", "150"], 64),
+        ("--workers 8", ["--grid", "60x60", "--tile-size", "150", "--workers", "8"], 64),
+        ("--max-memory 48M", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M"], 48),
+        ("--max-memory 48M --workers 8", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M", "--workers", "8"], 48),
+        ("large cells", ["--grid", "12x12", "--tile-size", "600"], 64),
+    ])
+    func gridPeakStaysInsideTheBudget(name: String, flags: [String], budgetMiB: Int) throws {
+        let folder = testRoot + "/memory-grid-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", fixtures, "-o", folder + "/out.jpg", "--no-progress", "--temp-dir", folder] + flags)
+        #expect(run.exitCode == 0, "\(name): \(run.output)")
+        #expect(run.peakBytes > 4 << 20, "\(name): a peak of \(run.peakBytes) bytes is not a measurement")
+        #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
+    }
+
+    /// Progressive photos of 10.5 MP: libjpeg's whole-image coefficient buffers (32 MB a photo)
+    /// must go through the decode budget (in memory or spilled), at 1/8 and at 2/8.
+    @Test(arguments: [
+        ("150 px", ["--grid", "6x6", "--tile-size", "150"], 64),
+        ("600 px", ["--grid", "6x6", "--tile-size", "600"], 64),
+        ("600 px --workers 8", ["--grid", "6x6", "--tile-size", "600", "--workers", "8"], 64),
+        ("600 px --max-memory 48M", ["--grid", "6x6", "--tile-size", "600", "--max-memory", "48M"], 48),
+    ])
+    func largeProgressivePhotosStayInsideTheBudget(name: String, flags: [String], budgetMiB: Int) throws {
+        let folder = testRoot + "/memory-progressive-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", largeProgressivePhotos, "-o", folder + "/out.jpg", "--no-progress", "--temp-dir", folder] + flags)
+        #expect(run.exitCode == 0, "\(name): \(run.output)")
+        #expect(!run.output.contains("warning"), "\(name): \(run.output)")
+        #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
+    }
+
+    /// A mosaic with a cold cache: every photo (the large progressive ones too) and the target
+    /// analysed, then matched and drawn.
+    @Test(arguments: [64, 48])
+    func coldMosaicStaysInsideTheBudget(budgetMiB: Int) throws {
+        let folder = testRoot + "/memory-mosaic-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", largeProgressivePhotos, fixtures,
+                               "-o", folder + "/m.jpg", "--columns", "80", "--tile-size", "40", "--cache-dir", folder + "/cache",
+                               "--max-memory", "\(budgetMiB)M", "--no-progress", "--temp-dir", folder])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(access(folder + "/cache", F_OK) == 0, "the cache was not cold: nothing was analysed")
+        #expect(run.peakBytes <= budgetMiB << 20, "peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
+    }
+
+    /// Deep Zoom alone and with the JPEG in the same pass.
+    @Test(arguments: [false, true])
+    func deepZoomStaysInsideTheBudget(withJPEG: Bool) throws {
+        let folder = testRoot + "/memory-dzi-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", fixtures, "--dzi", folder + "/wall.dzi", "--grid", "60x60", "--tile-size", "150",
+                               "--no-progress", "--temp-dir", folder] + (withJPEG ? ["-o", folder + "/wall.jpg"] : []))
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(access(folder + "/wall_files", F_OK) == 0)
+        #expect(run.peakBytes <= 64 << 20, "peak \(run.peakMiB) MiB over the 64 MiB budget")
+    }
+
+    /// Decoding bombs among real photos: headers claiming 65,500 x 65,500 px (baseline and
+    /// progressive) cost no memory; they are skipped with a warning.
+    @Test func bombsAmongPhotosStayInsideTheBudget() throws {
+        let folder = testRoot + "/memory-bombs-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(system("mkdir -p '\(folder)/photos' && cp '\(fixtures)'/Landscape_*.jpg '\(folder)/photos/' && "
+                       + "jpegtran -progressive '\(fixtures)/Portrait_1.jpg' > '\(folder)/progressive.jpg'") == 0)
+        defer { _ = system("rm -rf '\(folder)'") }
+        for (source, name, sofMarker) in [(fixtures + "/Portrait_1.jpg", "bomb", UInt8(0xC0)), (folder + "/progressive.jpg", "progressive-bomb", 0xC2)] {
+            var bytes = readFile(source)
+            guard let sof = (0..<(bytes.count - 9)).first(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == sofMarker }) else {
+                Issue.record("no SOF in \(source)")
+                continue
+            }
+            bytes.replaceSubrange((sof + 5)...(sof + 8), with: [0xFF, 0xDC, 0xFF, 0xDC])
+            let file = fopen(folder + "/photos/\(name).jpg", "wb")!
+            _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+            fclose(file)
+        }
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "40x40", "--tile-size", "150",
+                               "--no-progress", "--temp-dir", folder])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(run.output.contains("bomb.jpg") && run.output.contains("progressive-bomb.jpg"), "\(run.output)")
+        #expect(run.peakBytes <= 64 << 20, "peak \(run.peakMiB) MiB over the 64 MiB budget")
+    }
+}

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Mutation testing: does the suite notice when an invariant that matters is broken?
+
+Each mutant below is one small edit (an exact text replaced once in one file) to code that
+keeps a promise: Deep Zoom tile geometry and the overlap crop, RST numbering and the restart
+interval, the stripe window's ordering, the EXIF orientation cases, the pre-flight multipliers,
+the atomic commit order, cancellation checks, budget arithmetic, the scan and work limits, and
+colour conversion. For each, the script copies the tree (tracked and new files, not .build)
+once into a scratch folder, applies the edit, builds the tests, runs the tests named by the
+mutant's filter, and restores the file. A mutant is *killed* when a test fails (or the build
+fails: reported apart, as stillborn, and not counted), *survived* when every test passes.
+
+    scripts/mutants.sh [--only ID[,ID...]] [--list] [--keep]
+
+Slow (a build and a test run per mutant: about 1-3 minutes each on 2 cores), so CI does not run
+it. Prints a line per mutant and the score; exits 0 even when mutants survive (a survivor is
+something to read, not a build failure).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# (id, file, original text, mutated text, test filter, what the mutant breaks)
+MUTANTS = [
+    # Deep Zoom tile geometry and the overlap crop.
+    ("dz-span-start", "Sources/Tessera/DeepZoom/DeepZoomGeometry.swift",
+     "max(0, index * tileSize - overlap)..<", "max(0, index * tileSize)..<",
+     "DeepZoom", "a tile loses its left/top overlap"),
+    ("dz-span-end", "Sources/Tessera/DeepZoom/DeepZoomGeometry.swift",
+     "min(extent, (index + 1) * tileSize + overlap)", "min(extent, (index + 1) * tileSize)",
+     "DeepZoom", "a tile loses its right/bottom overlap"),
+    ("dz-max-level", "Sources/Tessera/DeepZoom/DeepZoomGeometry.swift",
+     "while (1 << maxLevel) < max(width, height)", "while (1 << maxLevel) <= max(width, height)",
+     "DeepZoom", "one level too many (a power-of-two side)"),
+    ("dz-level-rounding", "Sources/Tessera/DeepZoom/DeepZoomGeometry.swift",
+     "let w = (width + (1 << shift) - 1) >> shift", "let w = width >> shift",
+     "DeepZoom", "level widths rounded down instead of up"),
+    ("dz-average-rounding", "Sources/Tessera/DeepZoom/DeepZoomWriter.swift",
+     "UInt16(bottom[i + 5]) &+ 2) >> 2)", "UInt16(bottom[i + 5])) >> 2)",
+     "DeepZoom", "the 2x2 average of blue truncates instead of rounding"),
+    ("dz-half-column", "Sources/Tessera/DeepZoom/DeepZoomWriter.swift",
+     "let first = (column * tileSize + 1) / 2", "let first = column * tileSize / 2",
+     "DeepZoom", "the level below is averaged from the wrong column start (odd tile sizes)"),
+    # RST numbering and the restart interval.
+    ("rst-cycle", "Sources/Tessera/Render/StripeRenderer.swift",
+     "[0xFF, 0xD0 + UInt8(index % 8)]", "[0xFF, 0xD0 + UInt8(index % 7)]",
+     "Parallel", "RST markers cycle mod 7"),
+    ("rst-dri-value", "Sources/Tessera/Encoding/StripeSegments.swift",
+     "UInt8(restartInterval >> 8), UInt8(restartInterval & 0xFF)]",
+     "UInt8(restartInterval >> 8), UInt8((restartInterval - 1) & 0xFF)]",
+     "Parallel", "the DRI says one MCU fewer than a stripe holds"),
+    ("rst-sof-height", "Sources/Tessera/Encoding/StripeSegments.swift",
+     "header[sof + 6] = UInt8(height & 0xFF)", "header[sof + 6] = UInt8((height - 1) & 0xFF)",
+     "Parallel", "the joined file's SOF height is one row short"),
+    ("rst-mcu-rows", "Sources/Tessera/Render/RenderPlan.swift",
+     "stripeHeight = min((requested + mcu - 1) / mcu, maxMcuRows) * mcu",
+     "stripeHeight = min(requested, maxMcuRows * mcu)",
+     "Parallel", "parallel stripes that are not whole MCU rows"),
+    ("rst-interval-limit", "Sources/Tessera/Render/RenderPlan.swift",
+     "let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))",
+     "let maxMcuRows = max(1, 4 * 65_535 / settings.subsampling.mcusPerRow(width: width))",
+     "Parallel", "a restart interval past 16 bits at the widest canvases"),
+    # The stripe window's ordering.
+    ("window-slot-reuse", "Sources/Tessera/Render/StripeRenderer.swift",
+     "while failure == nil && claimed - window >= encodedCount { changed.wait() }",
+     "while failure == nil && claimed - window > encodedCount { changed.wait() }",
+     "Render|Parallel", "a worker reuses a slot the writer has not finished with"),
+    ("window-encoded-count", "Sources/Tessera/Render/StripeRenderer.swift",
+     "encodedCount = index + 1", "encodedCount = index + 2",
+     "Render|Parallel", "the writer frees the next stripe's slot as well as its own"),
+    # EXIF orientation cases.
+    ("orient-rot90", "Sources/Tessera/Photos/OrientationTransform.swift",
+     "case .rotate90Clockwise: return (y, h - 1 - x)", "case .rotate90Clockwise: return (w - 1 - y, x)",
+     "Orientation|Render", "orientation 6 turned the wrong way"),
+    ("orient-transverse", "Sources/Tessera/Photos/OrientationTransform.swift",
+     "case .transverse: return (w - 1 - y, h - 1 - x)", "case .transverse: return (y, x)",
+     "Orientation|Render", "orientation 7 drawn as 5"),
+    ("orient-mirror", "Sources/Tessera/Photos/OrientationTransform.swift",
+     "case .mirrorHorizontal: return (w - 1 - x, y)", "case .mirrorHorizontal: return (x, y)",
+     "Orientation|Render", "orientation 2 not mirrored"),
+    ("orient-swaps", "Sources/Tessera/Photos/OrientationTransform.swift",
+     "public var swapsAxes: Bool { rawValue >= 5 }", "public var swapsAxes: Bool { rawValue > 5 }",
+     "Orientation|Render", "orientation 5 keeps the stored width"),
+    # Pre-flight multipliers.
+    ("preflight-same-fs", "Sources/Tessera/Render/DiskPreflight.swift",
+     "totals[index].bytes += need.bytes", "totals[index].bytes = max(totals[index].bytes, need.bytes)",
+     "Preflight|Hostile|DeepZoom", "needs on one filesystem are not added up"),
+    ("preflight-bpp", "Sources/Tessera/Render/RenderPlan.swift",
+     "let base: Double = quality <= 75 ? 0.35 : quality <= 90 ? 0.6 :",
+     "let base: Double = quality <= 75 ? 0.35 : quality <= 90 ? 0.06 :",
+     "Preflight|Hostile", "the JPEG's size estimated at a tenth"),
+    ("preflight-window", "Sources/Tessera/Render/RenderPlan.swift",
+     "stripeDiskBytes: pageRounded * Int64(window)", "stripeDiskBytes: pageRounded",
+     "Preflight|Hostile", "the stripe window counted as one stripe on disk"),
+    # Atomic commit order.
+    ("commit-after-failure", "Sources/Tessera/Render/StripeRenderer.swift",
+     "if let error = lock.withLock({ failure }) {", "if let error = lock.withLock({ failure }), false {",
+     "Render|Cancellation|Hostile|Progressive", "a failed render commits its output"),
+    ("commit-recheck", "Sources/Tessera/DeepZoom/DeepZoomOutput.swift",
+     "changed since the render started).\n        try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)",
+     "changed since the render started).",
+     "DeepZoom", "the pyramid replaces what it must not, checked only at the start"),
+    ("commit-undo", "Sources/Tessera/DeepZoom/DeepZoomOutput.swift",
+     "for step in undo.reversed() { step() }", "_ = undo",
+     "DeepZoom", "a failed commit leaves the old pyramid half replaced"),
+    ("commit-jpeg-on-pyramid-failure", "Sources/Tessera/Render/StripeRenderer.swift",
+     "try pyramid?.commit()\n        } catch {\n            output?.discard()",
+     "try pyramid?.commit()\n        } catch {\n            try? output?.commit()",
+     "DeepZoom|Render", "the JPEG is committed although the pyramid's commit failed"),
+    # Cancellation checks.
+    ("cancel-writer", "Sources/Tessera/Render/StripeRenderer.swift",
+     "if cancellation?.isCancelled == true { throw TesseraError.cancelled }",
+     "if cancellation?.isCancelled == true && false { throw TesseraError.cancelled }",
+     "Cancellation|Render", "the writer ignores cancellation"),
+    ("cancel-libjpeg", "Sources/CTesseraShims/tessera_jpeg.c",
+     "if (tessera_flag_is_raised(d->cancel_flag)) {", "if (0 && tessera_flag_is_raised(d->cancel_flag)) {",
+     "Cancellation|Progressive", "a long libjpeg decode ignores cancellation"),
+    # Budget arithmetic.
+    ("budget-admit", "Sources/Tessera/Photos/DecodeBudget.swift",
+     "while inUseBytes + grant > poolBytes { released.wait() }", "while inUseBytes > poolBytes { released.wait() }",
+     "Budget|Progressive|Cgroup", "the decode pool admits past its size"),
+    ("budget-pool", "Sources/Tessera/Photos/DecodeBudget.swift",
+     "max(workers * (2 << 20), budgetBytes / 8)", "max(workers * (2 << 20), budgetBytes / 2)",
+     "Budget|Plan|Cgroup|Memory", "the decode pool takes half the budget"),
+    ("budget-segments", "Sources/Tessera/Render/RenderPlan.swift",
+     "let forTiles = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes",
+     "let forTiles = budget - fixed - averagedBytes - window * stripeBytes",
+     "Budget|Plan|Memory", "the tile cache is sized without the waiting segments"),
+    ("budget-allowance", "Sources/Tessera/Render/RenderPlan.swift",
+     "public static let processAllowanceBytes = 12 << 20", "public static let processAllowanceBytes = 2 << 20",
+     "Budget|Plan|Memory", "the process's own memory undercounted"),
+    # Scan and work limits.
+    ("scan-limit", "Sources/CTesseraShims/tessera_jpeg.c",
+     "if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {",
+     "if (dinfo->input_scan_number > 10 * TESSERA_JPEG_MAX_SCANS) {",
+     "Progressive|Hostile", "a scan bomb is decoded"),
+    ("work-limit-libjpeg", "Sources/CTesseraShims/tessera_jpeg.c",
+     "if (d->work_limit_blocks != 0 && d->work_blocks > d->work_limit_blocks) {",
+     "if (d->work_limit_blocks != 0 && d->work_blocks > 1000 * d->work_limit_blocks) {",
+     "Progressive|Hostile", "empty scans repeated are decoded"),
+    ("work-limit-dc", "Sources/CTesseraShims/tessera_dc.c",
+     "if (d->work_limit_blocks != 0 && d->work_blocks > d->work_limit_blocks) {",
+     "if (d->work_limit_blocks != 0 && d->work_blocks > 1000 * d->work_limit_blocks) {",
+     "Progressive|Hostile", "the DC decoder decodes a work bomb"),
+    # Colour conversion.
+    ("colour-dc-green", "Sources/CTesseraShims/tessera_dc.c",
+     "clamp255(yv + ((-22554 * u - 46802 * v + 32768) >> 16))", "clamp255(yv + ((-22554 * u - 36802 * v + 32768) >> 16))",
+     "Progressive", "the DC decoder's green from Cr off by 15%"),
+    ("colour-oklab", "Sources/Tessera/Mosaic/Oklab.swift",
+     "0.4122214708", "0.4222214708",
+     "Oklab|Mosaic|Matcher", "the Oklab matrix's first coefficient off by 0.01"),
+]
+
+
+def run(command, cwd, log, timeout=None):
+    with open(log, "ab") as out:
+        out.write(("$ " + " ".join(command) + "\n").encode())
+        out.flush()
+        try:
+            return subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            out.write(b"timed out\n")
+            return 124
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="comma-separated mutant ids")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch tree (for reading a log)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds a mutant's tests may take (a hang is killed)")
+    args = parser.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mutants = MUTANTS
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - {m[0] for m in MUTANTS}
+        if unknown:
+            sys.exit("unknown mutant(s): " + ", ".join(sorted(unknown)))
+        mutants = [m for m in MUTANTS if m[0] in wanted]
+    if args.list:
+        for m in mutants:
+            print(f"{m[0]:22} {m[1]}: {m[5]}  (tests: {m[4]})")
+        return
+    # Every original text must occur exactly once, or the mutant tests nothing.
+    for ident, path, original, _, _, _ in mutants:
+        count = open(os.path.join(root, path)).read().count(original)
+        if count != 1:
+            sys.exit(f"mutant {ident}: its text occurs {count} times in {path} (the code moved: update the mutant)")
+
+    scratch = tempfile.mkdtemp(prefix="tessera-mutants-", dir=os.environ.get("TMPDIR", "/tmp"))
+    tree = os.path.join(scratch, "tree")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = os.path.join(root, name)
+        if not os.path.isfile(source):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(tree, name)), exist_ok=True)
+        shutil.copy2(source, os.path.join(tree, name))
+    log = os.path.join(scratch, "baseline.log")
+    print(f"scratch tree {tree}; building the unmutated tests first", flush=True)
+    if run(["swift", "build", "--build-tests"], tree, log) != 0:
+        sys.exit(f"the unmutated tree does not build: see {log}")
+    killed, survived, stillborn = [], [], []
+    for ident, path, original, mutated, filt, what in mutants:
+        target = os.path.join(tree, path)
+        text = open(target).read()
+        started = time.monotonic()
+        log = os.path.join(scratch, ident + ".log")
+        try:
+            open(target, "w").write(text.replace(original, mutated, 1))
+            if run(["swift", "build", "--build-tests"], tree, log) != 0:
+                stillborn.append(ident)
+                verdict = "stillborn (does not build)"
+            else:
+                status = run(["swift", "test", "--skip-build", "--filter", filt], tree, log, timeout=args.timeout)
+                if status == 0:
+                    survived.append((ident, what))
+                    verdict = "SURVIVED"
+                else:
+                    killed.append(ident)
+                    verdict = "killed" + (" (hang, timed out)" if status == 124 else "")
+        finally:
+            open(target, "w").write(text)
+        print(f"{ident:22} {verdict:28} {time.monotonic() - started:6.0f} s  {what}", flush=True)
+    counted = len(killed) + len(survived)
+    print(f"\nmutants: {len(mutants)}; killed {len(killed)}, survived {len(survived)}, stillborn {len(stillborn)}")
+    if counted:
+        print(f"mutation score: {100.0 * len(killed) / counted:.1f}% ({len(killed)}/{counted})")
+    for ident, what in survived:
+        print(f"  survived: {ident}: {what}")
+    if args.keep:
+        print(f"logs and tree kept in {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
