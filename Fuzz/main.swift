@@ -1,14 +1,20 @@
-// tessera-fuzz — a mutation fuzzer for the photo path: header, EXIF, orientation, scaled decode.
+// tessera-fuzz — a mutation fuzzer for every way a photo gets in: the library scan (header, EXIF,
+// orientation), the tile decoder (streamed baseline, the DC decoder at 1/8, libjpeg's coefficient
+// arrays in memory or spilled), mosaic analysis (photo and target features), and the whole render
+// path on tiny canvases (serial and parallel encoders, Deep Zoom).
 //
 // Each iteration takes a seed JPEG, applies a few mutations (bit flips, byte overwrites,
 // truncation, chunk duplication, random markers, edited SOF dimensions, EXIF segments with random
 // or garbage contents, splices of two seeds, one scan repeated up to 2,000 times; and one input
-// in 20 followed by a hole of 2 MB to 20 GB, a sparse file), writes it to WORKDIR/current.jpg and runs it through
-// PhotoLibrary.scan and TileDecoder at a random cell size. A Swift error is an expected outcome;
-// a crash, a hang or runaway memory is a finding; the slowest input's time is reported. Because the input is written before it is
-// decoded, a crash leaves its reproducer in current.jpg.
+// in 20 followed by a hole of 2 MB to 20 GB, a sparse file), writes it to WORKDIR/current.jpg and
+// runs it through one entry point (in turn, or the one named by --target). A Swift error is an
+// expected outcome; a crash, a hang or runaway memory is a finding. Because the input is written
+// before it is used, a crash leaves its reproducer in current.jpg: copy it into Fuzz/regressions/
+// (a finding becomes a committed regression file), and every later run replays that folder first.
 //
-//   tessera-fuzz --seconds N --work DIR SEED.jpg...      (scripts/fuzz.sh wraps it)
+//   tessera-fuzz --seconds N --work DIR [--target T] [--regressions DIR] SEED.jpg...
+//   tessera-fuzz --replay FILE WIDTH HEIGHT POOL_BYTES
+// (scripts/fuzz.sh wraps it: AddressSanitizer, a memory limit, the seeds.)
 import Dispatch
 import Glibc
 import Tessera
@@ -17,6 +23,8 @@ var seconds = 60.0
 var workDirectory = "/tmp/tessera-fuzz"
 var seedPaths: [String] = []
 var seedValue: UInt64 = UInt64(time(nil))
+var targetName = "all"
+var regressionDirectory: String?
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
@@ -24,6 +32,8 @@ while !arguments.isEmpty {
     case "--seconds": seconds = Double(arguments.removeFirst()) ?? 60
     case "--work": workDirectory = arguments.removeFirst()
     case "--seed": seedValue = UInt64(arguments.removeFirst()) ?? 1
+    case "--target": targetName = arguments.removeFirst()
+    case "--regressions": regressionDirectory = arguments.removeFirst()
     case "--replay":
         // Decodes one file as an iteration would: --replay FILE WIDTH HEIGHT POOL_BYTES.
         let path = arguments.removeFirst()
@@ -39,7 +49,7 @@ while !arguments.isEmpty {
     }
 }
 guard !seedPaths.isEmpty else {
-    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] SEED.jpg...")
+    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] [--target scan|decode|analyse|render|all] [--regressions DIR] SEED.jpg...")
     exit(2)
 }
 
@@ -159,8 +169,99 @@ watchdog.setEventHandler { @Sendable in
     }
 }
 watchdog.resume()
+/// The entry points, one per iteration in turn.
+enum Target: String, CaseIterable {
+    case scan, decode, analyse, render
+}
+let targets: [Target] = targetName == "all" ? Target.allCases : [Target(rawValue: targetName)].compactMap { $0 }
+guard !targets.isEmpty else {
+    print("tessera-fuzz: unknown --target \(targetName) (scan, decode, analyse, render or all)")
+    exit(2)
+}
+/// A photo that always decodes, drawn beside the fuzzed one in renders.
+let goodSeed = seedPaths[0]
+
+/// Runs `path` through `target`; returns the outcome's name. Errors are outcomes; crashes are not.
+@MainActor func exercise(_ path: String, _ target: Target) -> String {
+    do throws(TesseraError) {
+        switch target {
+        case .scan:
+            let library = try PhotoLibrary.scan([path])
+            return library.photos.isEmpty ? "scan: refused" : "scan: accepted"
+        case .decode:
+            // Half the time a small cell, so that multi-scan seeds take the DC decoder (1/8 scale);
+            // a third of the time a tiny budget, so that whole-image buffers go to a spill file.
+            let side = below(2) == 0 ? 30 : 300
+            let decoder = TileDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
+                                      maxDecodeMemoryBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
+            let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
+            defer { tile.deallocate() }
+            let notes = try decoder.decode(path: path, into: tile)
+            return notes.warningCount > 0 ? "decode: with warnings" : "decode: decoded"
+        case .analyse:
+            let library = try PhotoLibrary.scan([path])
+            let budget = DecodeBudget(poolBytes: below(3) == 0 ? 32 << 10 : 8 << 20, spillDirectory: workDirectory)
+            let analysed = MosaicAnalysis.photoFeatures(library.photos, subCells: 1 + below(4), cellAspect: 0.5 + Double(below(3)) / 2,
+                                                        workers: 1 + below(2), index: nil, budget: budget)
+            _ = try MosaicAnalysis.targetFeatures(path: path, columns: 1 + below(12), rows: 1 + below(12), subCells: 1 + below(4),
+                                                  budget: budget)
+            return analysed.failed.isEmpty ? "analyse: analysed" : "analyse: photo refused, target drawn"
+        case .render:
+            let library = try PhotoLibrary.scan([path, goodSeed])
+            var settings = RenderSettings()
+            settings.workers = 1 + below(3)
+            settings.encoder = below(2) == 0 ? .serial : .parallel
+            settings.subsampling = [.s420, .s422, .s444][below(3)]
+            settings.stripeHeight = below(2) == 0 ? nil : 1 + below(40)
+            settings.temporaryDirectory = workDirectory
+            settings.maxMemoryBytes = 48 << 20
+            let withPyramid = below(3) == 0
+            var zoom = DeepZoomSettings()
+            zoom.tileSize = 16 + below(48)
+            zoom.overlap = below(3)
+            zoom.viewer = false
+            settings.deepZoom = withPyramid ? zoom : nil
+            let layout = GridLayout.make(photoCount: library.photos.count, columns: 1 + below(4), rows: 1 + below(4),
+                                         cellWidth: 1 + below(40), cellHeight: 1 + below(40), order: .name)
+            let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+            let summary = try renderer.render(jpeg: workDirectory + "/render.jpg", deepZoom: withPyramid ? workDirectory + "/render.dzi" : nil,
+                                              labels: nil) { _ in }
+            _ = system("rm -rf '\(workDirectory)/render.jpg' '\(workDirectory)/render.dzi' '\(workDirectory)/render_files'")
+            return summary.failedPhotos.isEmpty ? "render: drawn" : "render: drawn with a placeholder"
+        }
+    } catch {
+        switch error {
+        case .unreadablePhoto, .noPhotos: return "\(target): refused"
+        default: return "\(target): other error: \(error)"
+        }
+    }
+}
+
+// Findings of earlier runs first: each through every entry point, at several sizes.
+if let regressionDirectory {
+    var replayed = 0
+    var names: [String] = []
+    if let listing = opendir(regressionDirectory) {
+        while let entry = readdir(listing) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } }
+            if !name.hasPrefix(".") && name != "README.md" { names.append(name) }
+        }
+        closedir(listing)
+    }
+    for name in names.sorted() {
+        for target in Target.allCases {
+            for _ in 0..<3 {
+                progress.started(-1)
+                _ = exercise(regressionDirectory + "/" + name, target)
+            }
+        }
+        replayed += 1
+    }
+    print("tessera-fuzz: replayed \(replayed) regression files from \(regressionDirectory) through every entry point, no crash")
+}
+
 let start = monotonicSeconds()
-print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), work file \(current)")
+print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
 while monotonicSeconds() - start < seconds {
     progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
     let input = mutate(seeds[below(seeds.count)])
@@ -170,25 +271,7 @@ while monotonicSeconds() - start < seconds {
     let inputStarted = monotonicSeconds()
     iterations += 1
     progress.started(iterations)
-    let outcome: String
-    do throws(TesseraError) {
-        let library = try PhotoLibrary.scan([current])
-        if library.photos.isEmpty {
-            outcome = "refused at scan"
-        } else {
-            // Half the time a small cell, so that multi-scan seeds take the DC decoder (1/8 scale);
-            // a third of the time a tiny budget, so that whole-image buffers go to a spill file.
-            let side = below(2) == 0 ? 30 : 300
-            let decoder = TileDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
-                                      maxDecodeMemoryBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
-            let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
-            defer { tile.deallocate() }
-            let notes = try decoder.decode(path: current, into: tile)
-            outcome = notes.warningCount > 0 ? "decoded with warnings" : "decoded"
-        }
-    } catch {
-        if case .unreadablePhoto = error { outcome = "refused at decode" } else { outcome = "other error: \(error)" }
-    }
+    let outcome = exercise(current, targets[iterations % targets.count])
     outcomes[outcome, default: 0] += 1
     let took = monotonicSeconds() - inputStarted
     if took > slowest.seconds { slowest = (took, iterations) }

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Fuzzes the photo path (header, EXIF, orientation, scaled decode) for a bounded time, built with
-# AddressSanitizer for both the Swift code and the C shim. CI does not run it.
-#   scripts/fuzz.sh [SECONDS] [SEED]
-# A crash leaves the input that caused it in /tmp/tessera-fuzz/current.jpg.
+# Fuzzes every way a photo gets in (library scan, tile decoder, mosaic analysis, the render path on
+# tiny canvases) for a bounded time, built with AddressSanitizer for both the Swift code and the
+# C shim, under a memory limit. First it replays Fuzz/regressions/ (earlier findings) through every
+# entry point. CI runs it for 60 s after the tests.
+#   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render or all
+# A crash leaves the input that caused it in the work folder (printed), as current.jpg; a hang
+# as hang-N.jpg. Fix the bug, then commit the input to Fuzz/regressions/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seed=${2:-$(date +%s)}
+target=${3:-all}
 export PATH="/opt/swift/usr/bin:$PATH"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-fuzz-XXXXXX")
 # Progressive and multi-scan seeds for the DC decoder (tessera_dc.c), made by jpegtran: several
 # subsamplings, restart markers, optimised tables, the DC refinement last, separate sequential scans.
-seeds=/tmp/tessera-fuzz-seeds
+seeds=$work/seeds
 mkdir -p "$seeds"
 variants=Tests/TesseraTests/Fixtures/variants
 printf '0: 0 0 0 1;\n1: 0 0 0 1;\n2: 0 0 0 1;\n0: 1 63 0 1;\n1: 1 63 0 0;\n2: 1 63 0 0;\n0: 1 63 1 0;\n0: 0 0 1 0;\n1: 0 0 1 0;\n2: 0 0 1 0;\n' > "$seeds/dc-last.txt"
@@ -21,6 +26,17 @@ for name in base s422 s444 s440 gray; do
 done
 jpegtran -scans "$seeds/dc-last.txt" "$variants/base.jpg" > "$seeds/dc-last.jpg"
 jpegtran -scans "$seeds/separate.txt" "$variants/base.jpg" > "$seeds/separate.jpg"
-swift build --build-path .build/asan --product tessera-fuzz -Xswiftc -sanitize=address -Xcc -fsanitize=address
-.build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --work /tmp/tessera-fuzz \
-    Tests/TesseraTests/Fixtures/variants/*.jpg Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$seeds"/*.jpg
+swift build --build-path .build/asan --product tessera-fuzz -Xswiftc -sanitize=address -Xcc -fsanitize=address 2>&1 | tail -1
+# The memory limit: AddressSanitizer's own (its shadow memory rules out ulimit -v); a process whose
+# resident set passes it is stopped and reported as a finding.
+export ASAN_OPTIONS="hard_rss_limit_mb=1024:quarantine_size_mb=64:detect_leaks=0:abort_on_error=1"
+status=0
+# The first seed is a photo that always decodes (drawn beside the fuzzed one in renders).
+.build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --target "$target" --work "$work" \
+    --regressions Fuzz/regressions \
+    Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg || status=$?
+if [ "$status" != 0 ]; then
+    echo "fuzz: FINDING (exit $status, seed $seed); the input is kept in $work (current.jpg or hang-N.jpg)" >&2
+    exit "$status"
+fi
+rm -rf "$work"

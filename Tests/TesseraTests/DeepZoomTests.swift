@@ -252,6 +252,32 @@ extension RenderTests {
         #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
     }
 
+    /// A folder the user put at NAME_files while the render ran (after its first check) is
+    /// still refused at the commit, and kept as it is.
+    @Test func aFolderThatAppearsDuringTheRenderIsNotReplaced() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.stripeHeight = 16
+        var placed = false
+        #expect {
+            try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
+                              cellWidth: 40, cellHeight: 40, settings: settings) { event in
+                guard case .progress = event, !placed else { return }
+                placed = true
+                mkdir(scratch.file("p_files"), 0o755)
+                writeBytes(Array("my notes".utf8), to: scratch.file("p_files/notes.txt"))
+            }
+        } throws: { error in
+            guard case TesseraError.invalidSettings(let message) = error else { return false }
+            return message.contains("not a pyramid tessera wrote")
+        }
+        #expect(placed)
+        #expect(readBytes(scratch.file("p_files/notes.txt")) == Array("my notes".utf8))
+        #expect(scratch.contents() == ["p_files"])
+    }
+
     /// A commit that fails after NAME_files was swapped in (here the descriptor's rename) puts
     /// the old tiles and page back: the old pyramid stays whole, nothing new is left.
     @Test func aFailedCommitLeavesTheOldPyramidWhole() throws {
