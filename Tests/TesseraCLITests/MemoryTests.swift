@@ -80,6 +80,7 @@ let largeProgressivePhotos: String = {
         ("--max-memory 48M", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M"], 48),
         ("--max-memory 48M --workers 8", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M", "--workers", "8"], 48),
         ("large cells", ["--grid", "12x12", "--tile-size", "600"], 64),
+        ("--workers 16", ["--grid", "12x12", "--tile-size", "600", "--workers", "16"], 64),
     ])
     func gridPeakStaysInsideTheBudget(name: String, flags: [String], budgetMiB: Int) throws {
         let folder = testRoot + "/memory-grid-\(UInt32.random(in: 0...UInt32.max))"
