@@ -38,6 +38,35 @@ struct RenderTests {
 
     // MARK: Stripes and workers
 
+    /// The default (parallel) encoder: byte-identical for any worker count at a given stripe
+    /// height (the restart interval is one stripe), and the same pixels at every stripe height
+    /// as the serial encoder's file.
+    @Test func parallelOutputIsIdenticalForAnyWorkersAndItsPixelsForAnyStripeHeight() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8", "Landscape_0"].map { "\(fixturesDirectory)/orientation/\($0).jpg" }
+        func render(_ encoder: EncoderMode, workers: Int, stripeHeight: Int) throws -> String {
+            var settings = RenderSettings()
+            settings.encoder = encoder
+            settings.workers = workers
+            settings.stripeHeight = stripeHeight
+            settings.temporaryDirectory = scratch.path
+            let output = scratch.file("\(encoder)-w\(workers)-s\(stripeHeight).jpg")
+            try renderGrid(paths, to: output, columns: 7, rows: 5, cellWidth: 33, cellHeight: 29, settings: settings)
+            return output
+        }
+        let pixels = try JPEGFile.read(try render(.serial, workers: 1, stripeHeight: 145))
+        for stripeHeight in [16, 48, 145] {
+            let first = readBytes(try render(.parallel, workers: 1, stripeHeight: stripeHeight))
+            #expect(first.count > 1000)
+            for workers in [2, 3, 8] {
+                #expect(readBytes(try render(.parallel, workers: workers, stripeHeight: stripeHeight)) == first,
+                        "\(workers) workers at stripe height \(stripeHeight)")
+            }
+            #expect(try JPEGFile.read(scratch.file("parallel-w1-s\(stripeHeight).jpg")) == pixels, "stripe height \(stripeHeight)")
+        }
+    }
+
     @Test func outputIsIdenticalForAnyWorkersAndStripeHeight() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

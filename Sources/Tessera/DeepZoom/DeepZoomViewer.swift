@@ -13,10 +13,8 @@
 //
 // The page's address can carry a view: NAME.html#z=ZOOM&x=X&y=Y centres full-size pixel
 // (X, Y) at Leaflet zoom ZOOM; the page keeps the address up to date as you move, so a view
-// can be shared. `&probe=SX,SY` (used by the tests) sends a mousemove to window point (SX, SY),
-// or `&probe=center` to the middle of the map, once the view is set, as a mouse would, so the
-// label shows that cell. Without a view in the address the page fits the whole picture. The
-// body's data-view attribute holds the current zoom and centre.
+// can be shared. Without a view in the address the page fits the whole picture. The body's
+// data-view attribute holds the current zoom and centre.
 
 import Glibc
 
@@ -257,19 +255,11 @@ public enum DeepZoomViewer {
           }
           recordView();
           map.on("moveend", recordView);
-          var probe = view.probe;
           map.on("moveend", function () {
             var c = map.project(map.getCenter(), maxLevel);
             var hash = "#z=" + map.getZoom().toFixed(2) + "&x=" + Math.round(c.x) + "&y=" + Math.round(c.y);
-            if (probe) hash += "&probe=" + probe;
             history.replaceState(null, "", hash);
           });
-          if (probe) {
-            var box = map.getContainer().getBoundingClientRect();
-            var xy = probe === "center" ? [box.left + box.width / 2, box.top + box.height / 2] : probe.split(",").map(parseFloat);
-            var event = new MouseEvent("mousemove", { clientX: xy[0], clientY: xy[1], bubbles: true });
-            document.getElementById("map").dispatchEvent(event);
-          }
         })();
         </script>
         </body>
