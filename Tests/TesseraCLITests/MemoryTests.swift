@@ -80,14 +80,21 @@ let largeProgressivePhotos: String = {
         ("--max-memory 48M", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M"], 48),
         ("--max-memory 48M --workers 8", ["--grid", "60x60", "--tile-size", "150", "--max-memory", "48M", "--workers", "8"], 48),
         ("large cells", ["--grid", "12x12", "--tile-size", "600"], 64),
-        ("--workers 16", ["--grid", "12x12", "--tile-size", "600", "--workers", "16"], 64),
+        ("--workers 16", ["--grid", "30x30", "--tile-size", "150", "--workers", "16"], 64),
+        ("--workers 16, too many for the budget: refused, exit 4", ["--grid", "60x60", "--tile-size", "150", "--workers", "16"], 64),
     ])
     func gridPeakStaysInsideTheBudget(name: String, flags: [String], budgetMiB: Int) throws {
         let folder = testRoot + "/memory-grid-\(UInt32.random(in: 0...UInt32.max))"
         mkdir(folder, 0o755)
         defer { _ = system("rm -rf '\(folder)'") }
         let run = runMeasured(["grid", fixtures, "-o", folder + "/out.jpg", "--no-progress", "--temp-dir", folder] + flags)
-        #expect(run.exitCode == 0, "\(name): \(run.output)")
+        if name.contains("refused") {
+            // A plan that cannot fit is refused before any work, not rendered over the budget.
+            #expect(run.exitCode == 4 && run.output.contains("is too small"), "\(name): \(run.output)")
+            #expect(access(folder + "/out.jpg", F_OK) != 0)
+        } else {
+            #expect(run.exitCode == 0, "\(name): \(run.output)")
+        }
         #expect(run.peakBytes > 4 << 20, "\(name): a peak of \(run.peakBytes) bytes is not a measurement")
         #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
     }
