@@ -412,7 +412,7 @@ func runDeepZoomBenchmark() {
     print("   what a user's render meets)")
     let pyramid = scratch + "/zoom"
     var times: [String: [Double]] = [:], peaks: [String: Int64] = [:]
-    var tiles: Int64 = 0, tileBytes: Int64 = 0
+    var tiles: Int64 = 0, cellBytes: Int64 = 0
     var folders: [String] = []
     for attempt in 0...options.runs {
         for mode in ["jpeg", "dzi", "both"] {
@@ -429,7 +429,7 @@ func runDeepZoomBenchmark() {
                 peaks[mode] = max(peaks[mode] ?? 0, result.peakBytes)
             }
             if mode == "dzi" && attempt == 0 {
-                tileBytes = treeBytes(folder + "/wall_files")
+                cellBytes = treeBytes(folder + "/wall_files")
                 let count = scratch + "/count.txt"
                 _ = run(["sh", "-c", "find '\(folder)/wall_files' -name '*_*.jpg' | wc -l"], stdout: count)
                 tiles = Int64(fileLines(count).first ?? "") ?? 0
@@ -443,7 +443,7 @@ func runDeepZoomBenchmark() {
     let sequential = median(zip(times["jpeg"]!, times["dzi"]!).map { $0 + $1 })
     let floorNote = floorAtLargest.map { ", \(fixed(dzi / $0)) x the 1-core JPEG floor" } ?? ""
     print("  tessera --dzi alone       : \(fixed(dzi)) s, \(fixed(megapixels / dzi, 0)) MP/s, peak RSS \(fixed(Double(peaks["dzi"]!) / 1e6, 1)) MB\(floorNote)   runs \(times["dzi"]!.map { fixed($0) }.joined(separator: " "))")
-    print("                              \(tiles) tiles, \(fixed(Double(tileBytes) / 1e6, 1)) MB")
+    print("                              \(tiles) tiles, \(fixed(Double(cellBytes) / 1e6, 1)) MB")
     print("  tessera -o alone          : \(fixed(jpeg)) s, peak RSS \(fixed(Double(peaks["jpeg"]!) / 1e6, 1)) MB   runs \(times["jpeg"]!.map { fixed($0) }.joined(separator: " "))")
     print("  tessera -o --dzi, one pass: \(fixed(both)) s, peak RSS \(fixed(Double(peaks["both"]!) / 1e6, 1)) MB   runs \(times["both"]!.map { fixed($0) }.joined(separator: " "))")
     print("  one after the other (-o, then --dzi, same round): \(fixed(sequential)) s; one pass takes x\(fixed(both / sequential)) of that")

@@ -40,8 +40,8 @@ while !arguments.isEmpty {
         let width = Int(arguments.removeFirst()) ?? 1, height = Int(arguments.removeFirst()) ?? 1
         let pool = Int(arguments.removeFirst()) ?? (64 << 20)
         let started = monotonicSeconds()
-        let decoder = TileDecoder(cellWidth: width, cellHeight: height, maxDecodeMemoryBytes: pool)
-        let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
+        let decoder = CellDecoder(cellWidth: width, cellHeight: height, decodePoolBytes: pool)
+        let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.cellBytes, alignment: 16)
         let result = Result { () throws(TesseraError) in try decoder.decode(path: path, into: tile) }
         print("tessera-fuzz: replay \(path) at \(width)x\(height), pool \(pool): \(result) in \(monotonicSeconds() - started) s")
         exit(0)
@@ -192,9 +192,9 @@ let goodSeed = seedPaths[0]
             // Half the time a small cell, so that multi-scan seeds take the DC decoder (1/8 scale);
             // a third of the time a tiny budget, so that whole-image buffers go to a spill file.
             let side = below(2) == 0 ? 30 : 300
-            let decoder = TileDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
-                                      maxDecodeMemoryBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
-            let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.tileBytes, alignment: 16)
+            let decoder = CellDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
+                                      decodePoolBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
+            let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.cellBytes, alignment: 16)
             defer { tile.deallocate() }
             let notes = try decoder.decode(path: path, into: tile)
             return notes.warningCount > 0 ? "decode: with warnings" : "decode: decoded"

@@ -21,7 +21,7 @@ public enum MosaicCommand {
         OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
         OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos."),
         OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
-        OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each tile's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
+        OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
         OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Write where every photo went: CSV (column,row,photo,cost), or JSON when FILE ends in .json."),
         OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3)."),
         OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),

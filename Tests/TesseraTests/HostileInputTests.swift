@@ -8,8 +8,8 @@ private let baseJPEG = fixturesDirectory + "/variants/base.jpg"
 
 /// Decodes `path` into a 60 x 40 tile; the error, if any.
 private func decodeTile(_ path: String) -> Result<RGBImage, TesseraError> {
-    let decoder = TileDecoder(cellWidth: 60, cellHeight: 40, maxDecodeMemoryBytes: 32 << 20)
-    var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+    let decoder = CellDecoder(cellWidth: 60, cellHeight: 40, decodePoolBytes: 32 << 20)
+    var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
     do throws(TesseraError) {
         try bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: buffer) }
@@ -259,8 +259,8 @@ extension RenderTests {
         let odd = try #require(library.photos.first { $0.file.bytes == file })
         #expect(odd.path.contains("\u{FFFD}"))
         // And it decodes, by its bytes, to the same tile as the plain copy.
-        let decoder = TileDecoder(cellWidth: 30, cellHeight: 20, maxDecodeMemoryBytes: 16 << 20)
-        var a = [UInt8](repeating: 0, count: decoder.tileBytes), b = a
+        let decoder = CellDecoder(cellWidth: 30, cellHeight: 20, decodePoolBytes: 16 << 20)
+        var a = [UInt8](repeating: 0, count: decoder.cellBytes), b = a
         _ = try a.withUnsafeMutableBytes { t in Result { () throws(TesseraError) in try decoder.decode(file: odd.file, into: t) } }.get()
         _ = try b.withUnsafeMutableBytes { t in Result { () throws(TesseraError) in try decoder.decode(path: nfc, into: t) } }.get()
         #expect(a == b)

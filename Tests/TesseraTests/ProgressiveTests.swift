@@ -14,9 +14,9 @@ private let rotated = fixturesDirectory + "/orientation/Landscape_6.jpg"     // 
 
 /// Decodes `path` into a `width` x `height` tile with `decoder` (or a 64 MiB one).
 private func tile(_ path: String, width: Int, height: Int, budget: DecodeBudget? = nil) throws -> (RGBImage, DecodeNotes) {
-    let decoder = TileDecoder(cellWidth: width, cellHeight: height,
+    let decoder = CellDecoder(cellWidth: width, cellHeight: height,
                               budget: budget ?? DecodeBudget(budgetBytes: 256 << 20, workers: 1))
-    var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+    var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
     let notes = try bytes.withUnsafeMutableBytes { buffer in
         Result { () throws(TesseraError) in try decoder.decode(path: path, into: buffer) }
     }.get()
@@ -190,14 +190,14 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         // A pool that fits about two 2/8 decodes of this photo in memory (6.3 MB of coefficients
         // each would spill past half of it), shared by eight threads.
         let budget = DecodeBudget(poolBytes: 3 << 20, spillDirectory: scratch.path)
-        let decoder = TileDecoder(cellWidth: 400, cellHeight: 280, budget: budget)
+        let decoder = CellDecoder(cellWidth: 400, cellHeight: 280, budget: budget)
         let (expected, _) = try tile(landscape, width: 400, height: 280)
         let results = Mutex()
         var differences: [Double] = []
         var threads: [JoinableThread] = []
         for _ in 0..<8 {
             threads.append(try JoinableThread {
-                var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+                var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
                 let ok = bytes.withUnsafeMutableBytes { buffer in
                     (try? decoder.decode(path: progressive, into: buffer)) != nil
                 }
@@ -330,11 +330,11 @@ extension RenderTests {
         #expect(runTool(["jpegtran", "-progressive", fixturesDirectory + "/orientation/Landscape_1.jpg"], stdout: progressive) == 0)
         let spillFolder = scratch.file("spill")
         mkdir(spillFolder, 0o755)
-        let decoder = TileDecoder(cellWidth: 400, cellHeight: 280,
+        let decoder = CellDecoder(cellWidth: 400, cellHeight: 280,
                                   budget: DecodeBudget(poolBytes: 64 << 10, spillDirectory: spillFolder))
         SyscallFaults.inject("pwrite", errno: ENOSPC, pathPrefix: spillFolder, count: 1000)
         defer { SyscallFaults.reset() }
-        var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+        var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
         let result = bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(TesseraError) in try decoder.decode(path: progressive, into: buffer) }
         }
@@ -361,14 +361,14 @@ extension RenderTests {
         #expect(runTool(["jpegtran", "-progressive", noisy], stdout: progressive) == 0)
         for path in [noisy, progressive] {
             let cancellation = RenderCancellation()
-            let decoder = TileDecoder(cellWidth: 4000, cellHeight: 3000,
+            let decoder = CellDecoder(cellWidth: 4000, cellHeight: 3000,
                                       budget: DecodeBudget(poolBytes: 4 << 20, spillDirectory: scratch.path),
                                       cancellation: cancellation)
             let canceller = try JoinableThread {
                 usleep(200_000)
                 cancellation.cancel()
             }
-            var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+            var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
             let result = bytes.withUnsafeMutableBytes { buffer in
                 Result { () throws(TesseraError) in try decoder.decode(path: path, into: buffer) }
             }
@@ -378,9 +378,9 @@ extension RenderTests {
         // Cancelled before it starts: nothing is opened.
         let cancelled = RenderCancellation()
         cancelled.cancel()
-        let decoder = TileDecoder(cellWidth: 150, cellHeight: 100, maxDecodeMemoryBytes: 8 << 20)
-        let early = TileDecoder(cellWidth: 150, cellHeight: 100, budget: decoder.budget, cancellation: cancelled)
-        var bytes = [UInt8](repeating: 0, count: early.tileBytes)
+        let decoder = CellDecoder(cellWidth: 150, cellHeight: 100, decodePoolBytes: 8 << 20)
+        let early = CellDecoder(cellWidth: 150, cellHeight: 100, budget: decoder.budget, cancellation: cancelled)
+        var bytes = [UInt8](repeating: 0, count: early.cellBytes)
         let result = bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(TesseraError) in try early.decode(path: progressive, into: buffer) }
         }

@@ -215,8 +215,8 @@ struct RenderTests {
         bytes[sof + 7] = 0xFF; bytes[sof + 8] = 0xDC  // width 65500
         let bomb = scratch.file("bomb.jpg")
         writeBytes(bytes, to: bomb)
-        let decoder = TileDecoder(cellWidth: 150, cellHeight: 150, maxDecodeMemoryBytes: 32 << 20)
-        var tile = [UInt8](repeating: 0, count: decoder.tileBytes)
+        let decoder = CellDecoder(cellWidth: 150, cellHeight: 150, decodePoolBytes: 32 << 20)
+        var tile = [UInt8](repeating: 0, count: decoder.cellBytes)
         // 65,500^2 RGB would be 12 GiB: refused before any row, as a file far too small for its
         // header. (The memory of such renders is measured on a real child process in MemoryTests.)
         #expect {
@@ -277,7 +277,7 @@ struct RenderTests {
     }
 }
 
-@Suite struct TileCacheTests {
+@Suite struct CellCacheTests {
     @Test func moreDistinctPhotosThanSlotsAreDecodedOnceAndSpilled() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
@@ -287,16 +287,16 @@ struct RenderTests {
             try writeSolidPhoto(path, width: 32, height: 32, colour: RGB(red: UInt8(index * 50), green: 100, blue: 200))
             photos.append(try PhotoLibrary.scan([path]).photos[0])
         }
-        let decoder = TileDecoder(cellWidth: 8, cellHeight: 8, maxDecodeMemoryBytes: 16 << 20)
-        let cache = TileCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path)
+        let decoder = CellDecoder(cellWidth: 8, cellHeight: 8, decodePoolBytes: 16 << 20)
+        let cache = CellCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path)
         var first: [Int: [UInt8]] = [:]
         for round in 0..<3 {
             for index in 0..<5 {
-                guard case .tile(let bytes, let slot) = try cache.acquire(photo: index, wait: true) else {
+                guard case .cell(let bytes, let slot) = try cache.acquire(photo: index, wait: true) else {
                     Issue.record("photo \(index) not decoded")
                     return
                 }
-                let copy = Array(UnsafeRawBufferPointer(start: bytes, count: decoder.tileBytes))
+                let copy = Array(UnsafeRawBufferPointer(start: bytes, count: decoder.cellBytes))
                 if round == 0 { first[index] = copy } else { #expect(copy == first[index], "photo \(index) changed after a spill") }
                 cache.release(slot: slot)
             }
@@ -312,9 +312,9 @@ struct RenderTests {
     @Test(arguments: ["progressive", "arithmetic", "restart", "cmyk", "ycck", "s444", "s422", "s411", "s440"])
     func variantDecodesLikeBaseline(name: String) throws {
         let directory = fixturesDirectory + "/variants"
-        let decoder = TileDecoder(cellWidth: 60, cellHeight: 40, maxDecodeMemoryBytes: 16 << 20)
+        let decoder = CellDecoder(cellWidth: 60, cellHeight: 40, decodePoolBytes: 16 << 20)
         func tile(_ file: String) throws -> RGBImage {
-            var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+            var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
             try bytes.withUnsafeMutableBytes { buffer in
                 Result { () throws(TesseraError) in _ = try decoder.decode(path: directory + "/" + file, into: buffer) }
             }.get()
@@ -327,8 +327,8 @@ struct RenderTests {
     }
 
     @Test func grayscaleIsExpandedToEqualChannels() throws {
-        let decoder = TileDecoder(cellWidth: 60, cellHeight: 40, maxDecodeMemoryBytes: 16 << 20)
-        var bytes = [UInt8](repeating: 0, count: decoder.tileBytes)
+        let decoder = CellDecoder(cellWidth: 60, cellHeight: 40, decodePoolBytes: 16 << 20)
+        var bytes = [UInt8](repeating: 0, count: decoder.cellBytes)
         try bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: fixturesDirectory + "/variants/gray.jpg", into: buffer) }
         }.get()

@@ -92,7 +92,7 @@ import Testing
         #expect(plan.width == 30_000 && plan.height == 40_050)
         #expect(plan.geometry.stripeHeight % 16 == 0)
         #expect(plan.estimatedPeakBytes <= settings.maxMemoryBytes)
-        #expect(plan.tileSlots >= 105)
+        #expect(plan.cellSlots >= 105)
         // Independent of the height: the same plan for a grid a tenth as tall, but for the stripe count.
         let short = try RenderPlan.make(layout: GridLayout.make(photoCount: 105, columns: 200, rows: 27, cellWidth: 150,
                                                                 cellHeight: 150, order: .name), settings: settings)
@@ -137,7 +137,7 @@ import Testing
     /// Whatever the budget, workers, cell size and library, a plan either fits its budget (its
     /// own estimate of the peak, every part counted) or is refused as too small. (A 600 px grid
     /// of 40 photos used to be planned at 66.7 MiB under 64 MiB: the encoder's waiting segments
-    /// were left out of the tile cache's share.)
+    /// were left out of the cell cache's share.)
     @Test func aPlanFitsItsBudgetOrIsRefused() {
         var planned = 0, refused = 0
         for budget in [24 << 20, 48 << 20, 64 << 20, 128 << 20] {

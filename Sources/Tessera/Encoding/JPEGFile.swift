@@ -76,7 +76,7 @@ public enum JPEGFile {
     /// Decodes the whole of `path` to RGB at full size (no EXIF orientation applied).
     /// Refuses images over `maxPixels`.
     public static func read(_ path: String, maxPixels: Int = 200_000_000) throws(TesseraError) -> RGBImage {
-        let reader = try ScaledJPEGReader(path: path, maxMemoryBytes: 1 << 30)
+        let reader = try ScaledJPEGReader(path: path, decoderMemoryBytes: 1 << 30)
         let header = try reader.readHeader()
         guard header.width * header.height <= maxPixels else {
             throw .unreadablePhoto(path: path, reason: "\(header.width) x \(header.height) px is more than \(maxPixels) pixels")

@@ -1,8 +1,8 @@
-// CellTint.swift — `--tint`: move each drawn tile's colours toward its target cell.
+// CellTint.swift — `--tint`: move each drawn cell's colours toward its part of the target.
 //
-// Per sub-cell, the shift is worked out in Oklab: the tile's sub-cell colour moves `strength` of
+// Per sub-cell, the shift is worked out in Oklab: the cell's sub-cell colour moves `strength` of
 // the way to the target's, and the difference, taken back to sRGB, is added to every pixel of
-// that sub-cell as the tile is copied into its stripe. One Oklab round trip per sub-cell, one add
+// that sub-cell as the cell is copied into its stripe. One Oklab round trip per sub-cell, one add
 // per pixel: cheap enough for a gigapixel.
 
 public struct CellTint: Sendable {
@@ -39,7 +39,7 @@ public struct CellTint: Sendable {
         return result
     }
 
-    /// Copies row `row` of a `cellWidth`-pixel tile from `source` to `destination`, shifted by
+    /// Copies row `row` of a `cellWidth`-pixel cell from `source` to `destination`, shifted by
     /// the offsets of the sub-cells it crosses. Pixel x lies in sub-cell x * k / cellWidth; the
     /// loop walks each sub-cell's run of pixels with its three offsets held in registers.
     @inline(__always)

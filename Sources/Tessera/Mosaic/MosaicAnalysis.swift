@@ -2,7 +2,7 @@
 //
 // A photo's feature is the mean Oklab colour of each of k x k sub-cells of its cell-shaped centre
 // crop (upright from EXIF), k*k*3 floats. The target is cut into columns*k x rows*k sub-cells the
-// same way. Both are decoded through TileDecoder, so memory follows the width of one picture at
+// same way. Both are decoded through CellDecoder, so memory follows the width of one picture at
 // a time, never its area: a 100-megapixel target costs its (columns*k) x (rows*k) sub-cells.
 import Dispatch
 
@@ -25,14 +25,14 @@ public enum MosaicAnalysis {
         var fresh = [Result<[Float], TesseraError>?](repeating: nil, count: toAnalyse.count)
         let lanes = max(1, min(workers, toAnalyse.count))
         let side = k * samplesPerSubCell
-        let decoder = TileDecoder(cellWidth: side, cellHeight: side,
+        let decoder = CellDecoder(cellWidth: side, cellHeight: side,
                                   budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect,
                                   cancellation: cancellation)
         let work = toAnalyse
         fresh.withUnsafeMutableBufferPointer { slots in
             let base = UnsafeSendable(slots.baseAddress!)
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                var tile = [UInt8](repeating: 0, count: decoder.tileBytes)
+                var tile = [UInt8](repeating: 0, count: decoder.cellBytes)
                 var i = lane
                 while i < work.count {
                     // Cancelled: the lanes stop; the photos not reached keep nil features.
@@ -70,9 +70,9 @@ public enum MosaicAnalysis {
     public static func targetFeatures(path: String, columns: Int, rows: Int, subCells k: Int,
                                       budget: DecodeBudget? = nil, cancellation: RenderCancellation? = nil) throws(TesseraError) -> [Float] {
         let width = columns * k, height = rows * k
-        let decoder = TileDecoder(cellWidth: width, cellHeight: height, budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: 1),
+        let decoder = CellDecoder(cellWidth: width, cellHeight: height, budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: 1),
                                   cancellation: cancellation)
-        var pixels = [UInt8](repeating: 0, count: decoder.tileBytes)
+        var pixels = [UInt8](repeating: 0, count: decoder.cellBytes)
         try pixels.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: bytes) }
         }.get()

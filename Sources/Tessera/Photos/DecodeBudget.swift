@@ -1,7 +1,7 @@
 // DecodeBudget.swift — the memory every photo decoder of a render shares, and where the large
 // whole-image buffers of progressive photos go when they do not fit it.
 //
-// A decode asks for an estimate of what it will hold (row buffers, its tile, and the whole-image
+// A decode asks for an estimate of what it will hold (row buffers, its cell, and the whole-image
 // buffers of a multi-scan JPEG) before it starts and gives it back when done. Decodes that do
 // not fit wait for others to finish, so the sum stays inside the pool whatever the number of
 // workers; a request larger than the pool is cut to the pool and then runs alone. The pool is a

@@ -43,7 +43,7 @@ public struct PhotoLibrary: Sendable {
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// Throws for a path the user named that does not exist or cannot be listed, and
     /// `.cancelled` once `cancellation` is (checked for every directory entry and header).
-    public static func scan(_ paths: [String], workers: Int = 1, maxDecodeMemoryBytes: Int = 64 << 20,
+    public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil) throws(TesseraError) -> PhotoLibrary {
         var candidates: [(path: PathBytes, named: Bool)] = []
         var skipped: [SkippedPhoto] = []
@@ -84,7 +84,7 @@ public struct PhotoLibrary: Sendable {
                 var index = lane
                 while index < paths.count {
                     if cancellation?.isCancelled == true { return }
-                    base.value[index] = readPhoto(paths[index], maxDecodeMemoryBytes: maxDecodeMemoryBytes)
+                    base.value[index] = readPhoto(paths[index], decoderMemoryBytes: decoderMemoryBytes)
                     index += lanes
                 }
             }
@@ -151,10 +151,10 @@ public struct PhotoLibrary: Sendable {
 
     private static let notJPEGReason = "not a JPEG file"
 
-    private static func readPhoto(_ file: PathBytes, maxDecodeMemoryBytes: Int) -> Result<Photo, TesseraError> {
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int) -> Result<Photo, TesseraError> {
         let path = file.display
         do {
-            let reader = try ScaledJPEGReader(file: file, maxMemoryBytes: maxDecodeMemoryBytes)
+            let reader = try ScaledJPEGReader(file: file, decoderMemoryBytes: decoderMemoryBytes)
             guard try reader.startsLikeJPEG() else {
                 return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
             }

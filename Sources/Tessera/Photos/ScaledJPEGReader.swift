@@ -2,7 +2,7 @@
 //
 // Memory: the file is read through a 64 KiB buffer and rows come out a few at a time. libjpeg's
 // whole-image coefficient buffers (needed only by multi-scan files: progressive, or components
-// in separate scans) are kept in memory up to `maxMemoryBytes` and beyond that in a spill file
+// in separate scans) are kept in memory up to `decoderMemoryBytes` and beyond that in a spill file
 // given by `useCoefficientStorage` (tessera_coefficients.c), so a header that claims 65,500 x
 // 65,500 px never costs gigabytes of memory.
 //
@@ -52,12 +52,12 @@ final class ScaledJPEGReader {
     }
 
     /// Opens `path` (a regular file only; FIFOs and devices are refused before any read).
-    convenience init(path: String, maxMemoryBytes: Int) throws(TesseraError) {
-        try self.init(file: PathBytes(path), maxMemoryBytes: maxMemoryBytes)
+    convenience init(path: String, decoderMemoryBytes: Int) throws(TesseraError) {
+        try self.init(file: PathBytes(path), decoderMemoryBytes: decoderMemoryBytes)
     }
 
     /// Opens the file at `bytes` (any name the kernel allows; `path` is its text for messages).
-    init(file bytes: PathBytes, maxMemoryBytes: Int) throws(TesseraError) {
+    init(file bytes: PathBytes, decoderMemoryBytes: Int) throws(TesseraError) {
         let path = bytes.display
         self.path = path
         let (file, info) = try FileDescriptor.openRegularFileForReading(bytes)
@@ -83,7 +83,7 @@ final class ScaledJPEGReader {
                 return -1
             }
         }
-        guard let decoder = tessera_jpeg_decoder_create(callback, Unmanaged.passUnretained(source).toOpaque(), 64 << 10, maxMemoryBytes) else {
+        guard let decoder = tessera_jpeg_decoder_create(callback, Unmanaged.passUnretained(source).toOpaque(), 64 << 10, decoderMemoryBytes) else {
             file.close()
             throw TesseraError.unreadablePhoto(path: path, reason: "out of memory creating a decoder")
         }

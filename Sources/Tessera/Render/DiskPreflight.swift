@@ -14,7 +14,7 @@ public struct DiskRequirement: Equatable, Sendable {
 
 public enum DiskPreflight {
     /// What `plan` needs on each filesystem it writes to: the JPEG in its folder, the pyramid
-    /// in its folder (bytes and files), the stripe window in `stripeDirectory`, the tile spill
+    /// in its folder (bytes and files), the stripe window in `stripeDirectory`, the cell spill
     /// in `temporaryDirectory`. Needs on the same filesystem are added up and reported under the
     /// first folder named for it. `freeSpace` and `freeFiles` are statvfs by default; tests pass
     /// their own.

@@ -4,8 +4,8 @@
 // for the process (Swift runtime, libraries, code), the encoder's row buffers (proportional to
 // the width), the decoders' shared pool (DecodeBudget: every photo decode, progressive ones
 // with their whole-image buffers, is admitted against it), then the stripe window and the
-// tile cache. Stripes default
-// to 64 rows (beyond that the encoder gains nothing and memory grows); the tile cache gets what
+// cell cache. Stripes default
+// to 64 rows (beyond that the encoder gains nothing and memory grows); the cell cache gets what
 // is left, up to what all distinct photos need.
 
 /// The largest side a baseline JPEG can have (libjpeg's JPEG_MAX_DIMENSION).
@@ -19,8 +19,8 @@ public struct RenderPlan: Equatable, Sendable {
     public let workers: Int
     /// Stripes mapped at once: one per worker, one being encoded, one ready for the encoder.
     public let windowStripes: Int
-    public let tileSlots: Int
-    public let tileBytes: Int
+    public let cellSlots: Int
+    public let cellBytes: Int
     public let distinctPhotos: Int
     /// The memory every photo decode of the render shares (DecodeBudget).
     public let decodePoolBytes: Int
@@ -28,7 +28,7 @@ public struct RenderPlan: Equatable, Sendable {
     public let estimatedPeakBytes: Int
     /// Disk the stripe window needs, in `stripeDirectory`.
     public let stripeDiskBytes: Int64
-    /// Disk the tile spill file may need, in `temporaryDirectory` (0 when every tile fits in memory).
+    /// Disk the cell spill file may need, in `temporaryDirectory` (0 when every cell fits in memory).
     public let spillDiskBytes: Int64
     /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels); 0 without a JPEG.
     public let estimatedOutputBytes: Int64
@@ -42,7 +42,7 @@ public struct RenderPlan: Equatable, Sendable {
     /// A conservative estimate of the pyramid's size on disk, and the inodes it takes.
     public let deepZoomDiskBytes: Int64
     public let deepZoomInodes: Int64
-    /// Where the tile spill file goes: `--temp-dir`, else $TMPDIR, else /tmp.
+    /// Where the cell spill file goes: `--temp-dir`, else $TMPDIR, else /tmp.
     public let temporaryDirectory: String
     /// Where the stripe file goes: `--temp-dir` or $TMPDIR when given, else /dev/shm when it is a
     /// writable tmpfs, else /tmp. The stripe window is small and bounded either way; on a tmpfs,
@@ -112,7 +112,7 @@ public struct RenderPlan: Equatable, Sendable {
         let mcu = settings.subsampling.mcuHeight
         // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
         let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
-        let tileBytes = layout.cellWidth * layout.cellHeight * 3
+        let cellBytes = layout.cellWidth * layout.cellHeight * 3
         let distinct = layout.distinctPhotoCount
         let budget = settings.maxMemoryBytes
         // The parallel encoder runs one libjpeg compressor per worker (and the writer none)
@@ -123,9 +123,9 @@ public struct RenderPlan: Equatable, Sendable {
         // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
         let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + decodePool + layout.storedBytes
             + deepZoomBytes
-        let minimumTiles = workers * 2
+        let minimumCells = workers * 2
         let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
-            + minimumTiles * tileBytes
+            + minimumCells * cellBytes
 
         // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part
         // of each stripe's cost (only one stripe is averaged at a time; this is generous).
@@ -139,12 +139,12 @@ public struct RenderPlan: Equatable, Sendable {
                 stripeHeight = min((requested + mcu - 1) / mcu, maxMcuRows) * mcu
             }
             stripeHeight = min(stripeHeight, height)
-            let need = fixed + window * stripeHeight * stripeRowBytes + minimumTiles * tileBytes
+            let need = fixed + window * stripeHeight * stripeRowBytes + minimumCells * cellBytes
             guard need <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: need) }
         } else {
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
             // Half of what remains may go to stripes, in whole MCU rows, at most the default.
-            let forStripes = (budget - fixed - minimumTiles * tileBytes) / 2
+            let forStripes = (budget - fixed - minimumCells * cellBytes) / 2
             let fitting = forStripes / (window * stripeRowBytes) / mcu * mcu
             stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting, maxMcuRows * mcu)))
         }
@@ -159,21 +159,21 @@ public struct RenderPlan: Equatable, Sendable {
         deepZoomBytes += averagedBytes
         // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
         let segmentBytes = encoder == .parallel ? (deepZoom == nil ? window : 1) * stripeBytes / 3 : 0
-        // The tile cache gets what is left once everything else is counted (the segments too: the
+        // The cell cache gets what is left once everything else is counted (the segments too: the
         // estimate used to exceed the budget by them, e.g. 66.7 MiB planned under 64 MiB).
-        let forTiles = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
-        let tileSlots = max(minimumTiles, min(max(distinct, 1), forTiles / max(tileBytes, 1)))
-        let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(tileSlots, max(distinct, 1)) * tileBytes
-        // The smallest tile cache (two tiles a worker) can still not fit: refuse, as the budget
+        let forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
+        let cellSlots = max(minimumCells, min(max(distinct, 1), forCells / max(cellBytes, 1)))
+        let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(cellSlots, max(distinct, 1)) * cellBytes
+        // The smallest cell cache (two cells a worker) can still not fit: refuse, as the budget
         // promises, rather than plan past it.
         guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
-        let spillBytes: Int64 = tileSlots < distinct ? Int64(distinct) * Int64(tileBytes) : 0
+        let spillBytes: Int64 = cellSlots < distinct ? Int64(distinct) * Int64(cellBytes) : 0
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
         let pixels = Double(width) * Double(height)
         return RenderPlan(
             geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
             encoder: encoder, restartInterval: restartInterval,
-            workers: workers, windowStripes: window, tileSlots: tileSlots, tileBytes: tileBytes,
+            workers: workers, windowStripes: window, cellSlots: cellSlots, cellBytes: cellBytes,
             distinctPhotos: distinct, decodePoolBytes: decodePool, estimatedPeakBytes: estimatedPeak,
             stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
             estimatedOutputBytes: settings.writesJPEG

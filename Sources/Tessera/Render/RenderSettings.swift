@@ -20,9 +20,9 @@ public struct RenderSettings: Equatable, Sendable {
     public var workers: Int?
     /// Canvas rows per stripe; nil: derived from `maxMemoryBytes`.
     public var stripeHeight: Int?
-    /// Budget for everything the renderer holds: stripes, tile cache, decoders, encoder.
+    /// Budget for everything the renderer holds: stripes, cell cache, decoders, encoder.
     public var maxMemoryBytes = 64 << 20
-    /// Where the stripe file and the tile spill file live. nil: the spill file in $TMPDIR or
+    /// Where the stripe file and the cell spill file live. nil: the spill file in $TMPDIR or
     /// /tmp, the stripe file in $TMPDIR if set, else in /dev/shm (see RenderPlan.stripeDirectory).
     public var temporaryDirectory: String?
     /// The encoder; nil: parallel when more than one worker is used, else serial.

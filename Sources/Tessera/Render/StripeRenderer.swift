@@ -1,6 +1,6 @@
 // StripeRenderer.swift — the pipeline: workers fill stripes, one writer encodes them in order.
 //
-//      photos ──decode at draw size──▶ TileCache ──copy rows──▶ stripe slots (mmapped temp file)
+//      photos ──decode at draw size──▶ CellCache ──copy rows──▶ stripe slots (mmapped temp file)
 //                (worker threads)                                   │  window of N stripes
 //                                                                   ▼
 //                  AtomicOutputFile ◀── JPEGScanlineWriter ◀── writer (the caller's thread)
@@ -36,7 +36,7 @@ public final class StripeRenderer: @unchecked Sendable {
     public let settings: RenderSettings
     public let plan: RenderPlan
     private let cancellation: RenderCancellation?
-    /// Per-cell colour shift toward a mosaic's target, applied while tiles are drawn.
+    /// Per-cell colour shift toward a mosaic's target, applied while cells are drawn.
     public let tint: CellTint?
 
     public init(photos: [Photo], layout: CellLayout, settings: RenderSettings,
@@ -102,12 +102,12 @@ public final class StripeRenderer: @unchecked Sendable {
             pyramid?.discard()
             throw error
         }
-        let cache = TileCache(photos: photos,
-                              decoder: TileDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
+        let cache = CellCache(photos: photos,
+                              decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
                                                                         spillDirectory: plan.temporaryDirectory),
                                                    cancellation: cancellation),
-                              slotCount: plan.tileSlots, spillDirectory: plan.temporaryDirectory)
+                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory)
         lock.withLock {
             nextStripe = 0
             encodedCount = 0
@@ -247,7 +247,7 @@ public final class StripeRenderer: @unchecked Sendable {
         }
     }
 
-    private func workerLoop(store: StripeStore, cache: TileCache, label: String) {
+    private func workerLoop(store: StripeStore, cache: CellCache, label: String) {
         let window = plan.windowStripes
         while true {
             // Claim the next stripe and wait until its slot is free.
@@ -289,7 +289,7 @@ public final class StripeRenderer: @unchecked Sendable {
     /// Draws every cell row that stripe `index` crosses into `bytes` (the stripe's rows).
     /// Cells whose photo another worker is decoding are drawn last, so two workers on one cell
     /// row decode different photos instead of waiting on each other.
-    func fill(stripe index: Int, into bytes: UnsafeMutableRawBufferPointer, cache: TileCache) throws(TesseraError) {
+    func fill(stripe index: Int, into bytes: UnsafeMutableRawBufferPointer, cache: CellCache) throws(TesseraError) {
         let rows = plan.geometry.rows(ofStripe: index)
         let cellHeight = layout.cellHeight
         let firstCellRow = rows.lowerBound / cellHeight
@@ -308,9 +308,9 @@ public final class StripeRenderer: @unchecked Sendable {
     }
 
     /// Copies the part of cell (`column`, `row`) that lies in `rows` into the stripe.
-    /// Returns false when the tile was busy and `wait` is false.
+    /// Returns false when the cell was busy and `wait` is false.
     private func drawCell(column: Int, row: Int, rows: Range<Int>, into bytes: UnsafeMutableRawBufferPointer,
-                          cache: TileCache, wait: Bool) throws(TesseraError) -> Bool {
+                          cache: CellCache, wait: Bool) throws(TesseraError) -> Bool {
         let cellWidth = layout.cellWidth, cellHeight = layout.cellHeight
         let top = max(rows.lowerBound, row * cellHeight)
         let bottom = min(rows.upperBound, (row + 1) * cellHeight)
@@ -318,25 +318,25 @@ public final class StripeRenderer: @unchecked Sendable {
         let spanBytes = cellWidth * 3
         let destination = bytes.baseAddress! + column * spanBytes
         let photo = layout.photo(column: column, row: row)
-        var lookup = TileCache.Lookup.failed
+        var lookup = CellCache.Lookup.failed
         if photo >= 0 {
             lookup = try cache.acquire(photo: photo, wait: wait)
         }
         switch lookup {
         case .busy:
             return false
-        case .tile(let tile, let slot):
+        case .cell(let pixels, let slot):
             if let tint {
                 let offsets = tint.offsets(cell: row * layout.columns + column, photo: photo)
                 for y in top..<bottom {
                     tint.apply(offsets, row: y - row * cellHeight, cellWidth: cellWidth, cellHeight: cellHeight,
-                               from: (tile + (y - row * cellHeight) * spanBytes).assumingMemoryBound(to: UInt8.self),
+                               from: (pixels + (y - row * cellHeight) * spanBytes).assumingMemoryBound(to: UInt8.self),
                                to: (destination + (y - rows.lowerBound) * rowBytes).assumingMemoryBound(to: UInt8.self))
                 }
             } else {
                 for y in top..<bottom {
                     (destination + (y - rows.lowerBound) * rowBytes)
-                        .copyMemory(from: tile + (y - row * cellHeight) * spanBytes, byteCount: spanBytes)
+                        .copyMemory(from: pixels + (y - row * cellHeight) * spanBytes, byteCount: spanBytes)
                 }
             }
             cache.release(slot: slot)

@@ -1,4 +1,4 @@
-// TileCache.swift — decoded cell tiles, each photo decoded once per render, in bounded memory.
+// CellCache.swift — decoded cells, each photo decoded once per render, in bounded memory.
 //
 // Threading contract:
 // - Any worker thread calls `acquire` / `release`. Every mutable field below is protected by
@@ -11,16 +11,16 @@
 //   `.loading`); readers only read a `.resident` slot they have pinned; eviction takes only
 //   unpinned slots. So no bytes are read while written.
 //
-// Memory: `slotCount` tiles at most (the budget the plan gave). When a library has more distinct
-// photos than fit, an evicted tile is first written to an anonymous spill file (pwrite, page
+// Memory: `slotCount` cells at most (the budget the plan gave). When a library has more distinct
+// photos than fit, an evicted cell is first written to an anonymous spill file (pwrite, page
 // cache only, not in the process's RSS) and read back with pread when needed again, so no photo
 // is decoded twice.
 import Glibc
 
-final class TileCache: @unchecked Sendable {
+final class CellCache: @unchecked Sendable {
     enum Lookup {
-        /// The tile's bytes, valid until `release(slot:)`.
-        case tile(UnsafeRawPointer, slot: Int)
+        /// The cell's bytes, valid until `release(slot:)`.
+        case cell(UnsafeRawPointer, slot: Int)
         /// The photo could not be decoded: draw the placeholder.
         case failed
         /// Another thread is decoding it right now (only with `wait: false`).
@@ -36,8 +36,8 @@ final class TileCache: @unchecked Sendable {
         case failed
     }
 
-    let decoder: TileDecoder
-    let tileBytes: Int
+    let decoder: CellDecoder
+    let cellBytes: Int
     let slotCount: Int
     private let photos: [Photo]
     private let spillDirectory: String
@@ -58,15 +58,15 @@ final class TileCache: @unchecked Sendable {
     private(set) var decodedCount = 0
     private(set) var failedPhotos: [SkippedPhoto] = []
 
-    init(photos: [Photo], decoder: TileDecoder, slotCount: Int, spillDirectory: String) {
+    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String) {
         precondition(slotCount > 0)
         self.photos = photos
         self.decoder = decoder
-        tileBytes = decoder.tileBytes
+        cellBytes = decoder.cellBytes
         self.slotCount = slotCount
         self.spillDirectory = spillDirectory
         // Reserved, not touched: pages become resident only as slots fill.
-        memory = .allocate(byteCount: tileBytes * slotCount, alignment: 64)
+        memory = .allocate(byteCount: cellBytes * slotCount, alignment: 64)
         changed = Condition(lock)
         states = Array(repeating: .absent, count: photos.count)
         onDisk = Array(repeating: false, count: photos.count)
@@ -81,7 +81,7 @@ final class TileCache: @unchecked Sendable {
         spill?.close()
     }
 
-    /// The tile of photo `index`, decoding (or reading back) it if needed. Pins the slot:
+    /// The cell of photo `index`, decoding (or reading back) it if needed. Pins the slot:
     /// call `release(slot:)` when done with the bytes. Throws only for spill-file I/O errors.
     func acquire(photo index: Int, wait: Bool) throws(TesseraError) -> Lookup {
         var slot = -1
@@ -95,7 +95,7 @@ final class TileCache: @unchecked Sendable {
                     slotPins[resident] += 1
                     clock += 1
                     slotLastUse[resident] = clock
-                    return .tile(UnsafeRawPointer(memory + resident * tileBytes), slot: resident)
+                    return .cell(UnsafeRawPointer(memory + resident * cellBytes), slot: resident)
                 case .failed:
                     return .failed
                 case .decoding, .loading:
@@ -118,11 +118,11 @@ final class TileCache: @unchecked Sendable {
             }
         }
         // Fill the pinned slot outside the lock.
-        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * tileBytes, count: tileBytes)
+        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: cellBytes)
         var outcome: Result<DecodeNotes, TesseraError>
         if fromDisk {
             do throws(TesseraError) {
-                try spill!.readAll(into: bytes, at: Int64(index) * Int64(tileBytes))
+                try spill!.readAll(into: bytes, at: Int64(index) * Int64(cellBytes))
                 outcome = .success(DecodeNotes())
             } catch {
                 outcome = .failure(error)
@@ -150,7 +150,7 @@ final class TileCache: @unchecked Sendable {
                     pendingEvents.append(.photoWarning(path: photos[index].path, message: notes.firstWarning))
                 }
             }
-            return .tile(UnsafeRawPointer(bytes.baseAddress!), slot: slot)
+            return .cell(UnsafeRawPointer(bytes.baseAddress!), slot: slot)
         case .failure(let error):
             slotPins[slot] = 0
             slotPhoto[slot] = -1
@@ -192,7 +192,7 @@ final class TileCache: @unchecked Sendable {
         }
     }
 
-    /// A free slot, evicting the least recently used unpinned tile (spilling it to disk first if
+    /// A free slot, evicting the least recently used unpinned cell (spilling it to disk first if
     /// it has no copy there). nil when every slot is pinned. Called with `lock` held.
     private func takeSlotLocked() throws(TesseraError) -> Int? {
         if let free = freeSlots.popLast() { return free }
@@ -209,8 +209,8 @@ final class TileCache: @unchecked Sendable {
         if !onDisk[photo] {
             // Under the lock: a rare path (libraries larger than the cache), kept simple.
             if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
-            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * tileBytes, count: tileBytes),
-                                at: Int64(photo) * Int64(tileBytes))
+            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * cellBytes, count: cellBytes),
+                                at: Int64(photo) * Int64(cellBytes))
             onDisk[photo] = true
         }
         states[photo] = .spilled

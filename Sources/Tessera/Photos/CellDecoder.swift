@@ -1,8 +1,8 @@
-// TileDecoder.swift — one photo in, one upright, centre-cropped cell-sized RGB tile out.
+// CellDecoder.swift — one photo in, one upright, centre-cropped, cell-sized RGB image out.
 //
 // Pipeline per photo: header (with EXIF orientation) → the smallest DCT scale M/8 whose output
 // still covers the cell → rows streamed (from libjpeg, or from the DC decoder for a multi-scan
-// file at 1/8) through AreaResampler into a tile in the stored orientation →
+// file at 1/8) through AreaResampler into the cell in the stored orientation →
 // OrientationTransform into the caller's buffer. Memory is proportional to the photo's width (a
 // few rows at a time), plus, for a multi-scan file, its whole-image buffer: 2 bytes a block at
 // 1/8, libjpeg's 128 otherwise, in a spill file when it does not fit the budget.
@@ -19,20 +19,20 @@ public enum DecodeMethod: Equatable, Sendable {
 
 /// What decoding one photo noticed that the user may want to hear about.
 public struct DecodeNotes: Equatable, Sendable {
-    /// libjpeg warnings (corrupt data it skipped over); the tile was still produced.
+    /// libjpeg warnings (corrupt data it skipped over); the cell was still drawn.
     public var warningCount = 0
     public var firstWarning = ""
     public var method = DecodeMethod.streamed
 }
 
-public struct TileDecoder: Sendable {
+public struct CellDecoder: Sendable {
     public let cellWidth: Int
     public let cellHeight: Int
     /// The memory all decodes share, and where their spill files go.
     public let budget: DecodeBudget
 
     /// The upright aspect ratio (width / height) of the centre crop; nil: the cell's own. A
-    /// mosaic's analysis uses a k x k tile of a cell-shaped crop.
+    /// mosaic's analysis uses a k x k image of a cell-shaped crop.
     public let cropAspect: Double?
 
     /// When given and cancelled, a decode stops within a scan or a few rows and throws
@@ -49,24 +49,24 @@ public struct TileDecoder: Sendable {
         self.cancellation = cancellation
     }
 
-    /// A decoder with a budget of its own of `maxDecodeMemoryBytes`, spilling to the default
+    /// A decoder with a budget of its own of `decodePoolBytes`, spilling to the default
     /// temporary directory.
-    public init(cellWidth: Int, cellHeight: Int, maxDecodeMemoryBytes: Int, cropAspect: Double? = nil) {
+    public init(cellWidth: Int, cellHeight: Int, decodePoolBytes: Int, cropAspect: Double? = nil) {
         self.init(cellWidth: cellWidth, cellHeight: cellHeight,
-                  budget: DecodeBudget(poolBytes: maxDecodeMemoryBytes, spillDirectory: defaultTemporaryDirectory()),
+                  budget: DecodeBudget(poolBytes: decodePoolBytes, spillDirectory: defaultTemporaryDirectory()),
                   cropAspect: cropAspect)
     }
 
-    public var tileBytes: Int { cellWidth * cellHeight * 3 }
+    public var cellBytes: Int { cellWidth * cellHeight * 3 }
 
     /// What one decode holds besides whole-image buffers, for output rows `outputWidth` px wide:
     /// libjpeg's row buffers (a few MCU rows of samples), ours (16 rows, the resampler's
-    /// accumulators, the tile in its stored orientation) and the file buffers.
+    /// accumulators, the cell in its stored orientation) and the file buffers.
     func workingBytes(outputWidth: Int) -> Int {
-        outputWidth * 3 * 48 + tileBytes + (384 << 10)
+        outputWidth * 3 * 48 + cellBytes + (384 << 10)
     }
 
-    /// Decodes `path` into `tile` (`tileBytes` long), upright and centre-cropped to the cell.
+    /// Decodes `path` into `cell` (`cellBytes` long), upright and centre-cropped to the cell.
     ///
     /// Single-scan (baseline) files stream through libjpeg at the smallest DCT scale M/8 that
     /// covers the cell. Multi-scan files (progressive, or components in separate scans) drawn at
@@ -74,16 +74,16 @@ public struct TileDecoder: Sendable {
     /// or when that decoder declines the file, libjpeg decodes them with its coefficients in
     /// memory when they fit half the budget's pool, else in a spill file. Every decode is
     /// admitted against the budget first.
-    public func decode(path: String, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        try decode(file: PathBytes(path), into: tile)
+    public func decode(path: String, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        try decode(file: PathBytes(path), into: cell)
     }
 
     /// The same for a path given as bytes (a photo's `file`: any name the kernel allows).
-    public func decode(file: PathBytes, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        precondition(tile.count >= tileBytes)
+    public func decode(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        precondition(cell.count >= cellBytes)
         if cancellation?.isCancelled == true { throw .cancelled }
         do {
-            return try decodeUncancelled(file: file, into: tile)
+            return try decodeUncancelled(file: file, into: cell)
         } catch {
             // The decoders fail with "cancelled" when the flag is raised mid-decode.
             if cancellation?.isCancelled == true { throw .cancelled }
@@ -91,15 +91,15 @@ public struct TileDecoder: Sendable {
         }
     }
 
-    private func decodeUncancelled(file: PathBytes, into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+    private func decodeUncancelled(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let path = file.display
-        let reader = try ScaledJPEGReader(file: file, maxMemoryBytes: budget.poolBytes)
+        let reader = try ScaledJPEGReader(file: file, decoderMemoryBytes: budget.poolBytes)
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
         let header = try reader.readHeader()
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
-        // The tile in the stored frame: the cell, turned back when the photo is stored sideways.
-        let storedTileWidth = orientation.swapsAxes ? cellHeight : cellWidth
-        let storedTileHeight = orientation.swapsAxes ? cellWidth : cellHeight
+        // The cell in the stored frame: the cell, turned back when the photo is stored sideways.
+        let storedCellWidth = orientation.swapsAxes ? cellHeight : cellWidth
+        let storedCellHeight = orientation.swapsAxes ? cellWidth : cellHeight
 
         // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
         // and the resampler then enlarges.
@@ -108,15 +108,15 @@ public struct TileDecoder: Sendable {
         for candidate in 1...8 {
             scaled = try reader.scaledSize(numerator: candidate)
             numerator = candidate
-            if scaled.width >= storedTileWidth && scaled.height >= storedTileHeight { break }
+            if scaled.width >= storedCellWidth && scaled.height >= storedCellHeight { break }
         }
         let working = workingBytes(outputWidth: scaled.width)
         let inMemoryShare = budget.poolBytes / 2
         let blockRows = max(1, (header.height + 7) / 8)
         let draw = { (rows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int, components: Int,
                       size: (width: Int, height: Int)) throws(TesseraError) in
-            try self.draw(path: path, header: header, orientation: orientation, storedTileWidth: storedTileWidth,
-                          storedTileHeight: storedTileHeight, scaled: size, components: components, rows: rows, into: tile)
+            try self.draw(path: path, header: header, orientation: orientation, storedCellWidth: storedCellWidth,
+                          storedCellHeight: storedCellHeight, scaled: size, components: components, rows: rows, into: cell)
         }
 
         if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
@@ -158,13 +158,13 @@ public struct TileDecoder: Sendable {
         }
     }
 
-    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped tile.
-    private func draw(path: String, header: JPEGHeader, orientation: OrientationTransform, storedTileWidth: Int,
-                      storedTileHeight: Int, scaled: (width: Int, height: Int), components: Int,
+    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped cell.
+    private func draw(path: String, header: JPEGHeader, orientation: OrientationTransform, storedCellWidth: Int,
+                      storedCellHeight: Int, scaled: (width: Int, height: Int), components: Int,
                       rows readRows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int,
-                      into tile: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+                      into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         // Centre crop to the cell's aspect ratio.
-        var aspect = Double(storedTileWidth) / Double(storedTileHeight)
+        var aspect = Double(storedCellWidth) / Double(storedCellHeight)
         if let cropAspect { aspect = orientation.swapsAxes ? 1 / cropAspect : cropAspect }
         var cropWidth = Double(scaled.width), cropHeight = Double(scaled.height)
         if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
@@ -173,19 +173,19 @@ public struct TileDecoder: Sendable {
 
         var resampler = AreaResampler(inputWidth: scaled.width, cropX: cropX, cropY: cropY,
                                       cropWidth: cropWidth, cropHeight: cropHeight,
-                                      outputWidth: storedTileWidth, outputHeight: storedTileHeight)
+                                      outputWidth: storedCellWidth, outputHeight: storedCellHeight)
         let batch = 16
         let rowBytes = scaled.width * components
         let rows = UnsafeMutableRawPointer.allocate(byteCount: rowBytes * batch, alignment: 16)
         defer { rows.deallocate() }
         let rgbRow = UnsafeMutablePointer<UInt8>.allocate(capacity: scaled.width * 3)
         defer { rgbRow.deallocate() }
-        let storedTile = UnsafeMutableRawBufferPointer.allocate(byteCount: tileBytes, alignment: 16)
-        defer { storedTile.deallocate() }
+        let storedCell = UnsafeMutableRawBufferPointer.allocate(byteCount: cellBytes, alignment: 16)
+        defer { storedCell.deallocate() }
 
         let emit: (Int, UnsafeBufferPointer<UInt8>) -> Void = { row, pixels in
-            let start = row * storedTileWidth * 3
-            UnsafeMutableRawBufferPointer(rebasing: storedTile[start..<(start + storedTileWidth * 3)])
+            let start = row * storedCellWidth * 3
+            UnsafeMutableRawBufferPointer(rebasing: storedCell[start..<(start + storedCellWidth * 3)])
                 .copyMemory(from: UnsafeRawBufferPointer(pixels))
         }
         var inputRow = 0
@@ -206,8 +206,8 @@ public struct TileDecoder: Sendable {
             throw TesseraError.unreadablePhoto(path: path, reason: "image data ends after \(inputRow) of \(scaled.height) rows")
         }
         resampler.finish(emit: emit)
-        orientation.apply(stored: UnsafeRawBufferPointer(storedTile), storedWidth: storedTileWidth,
-                          storedHeight: storedTileHeight, upright: tile)
+        orientation.apply(stored: UnsafeRawBufferPointer(storedCell), storedWidth: storedCellWidth,
+                          storedHeight: storedCellHeight, upright: cell)
     }
 }
 
