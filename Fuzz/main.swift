@@ -220,12 +220,13 @@ let goodSeed = seedPaths[0]
             zoom.tileSize = 16 + below(48)
             zoom.overlap = below(3)
             zoom.viewer = false
-            settings.deepZoom = withPyramid ? zoom : nil
             let layout = GridLayout.make(photoCount: library.photos.count, columns: 1 + below(4), rows: 1 + below(4),
                                          cellWidth: 1 + below(40), cellHeight: 1 + below(40), order: .name)
-            let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
-            let summary = try renderer.render(jpeg: workDirectory + "/render.jpg", deepZoom: withPyramid ? workDirectory + "/render.dzi" : nil,
-                                              labels: nil) { _ in }
+            var outputs: [RenderOutput] = [.jpeg(path: workDirectory + "/render.jpg")]
+            if withPyramid { outputs.append(.deepZoom(path: workDirectory + "/render.dzi", settings: zoom)) }
+            let renderer = try StripeRenderer(request: RenderRequest(photos: library.photos, layout: layout, settings: settings,
+                                                                     outputs: outputs))
+            let summary = try renderer.render()
             _ = system("rm -rf '\(workDirectory)/render.jpg' '\(workDirectory)/render.dzi' '\(workDirectory)/render_files'")
             return summary.failedPhotos.isEmpty ? "render: drawn" : "render: drawn with a placeholder"
         }

@@ -12,6 +12,10 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case unreadablePhoto(path: String, reason: String)
     /// A setting is out of range or inconsistent; the message says which and why.
     case invalidSettings(String)
+    /// An output (or the temporary folder) cannot be written where it is asked for: its folder
+    /// is missing, what stands at its name is not ours to replace, two outputs are one file.
+    /// Checked before any work.
+    case unusableOutput(path: String, reason: String)
     /// The output would exceed what baseline JPEG can store in one dimension.
     case outputTooLarge(width: Int, height: Int, limit: Int)
     /// No usable photo was found in the given paths.
@@ -35,6 +39,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot read photo \(path): \(reason)"
         case let .invalidSettings(message):
             return message
+        case let .unusableOutput(path, reason):
+            return "\(path): \(reason)"
         case let .outputTooLarge(width, height, limit):
             return "output would be \(width) x \(height) px, but a JPEG side is limited to \(limit) px"
         case let .noPhotos(searched):

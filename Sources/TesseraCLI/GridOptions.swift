@@ -15,6 +15,8 @@ public struct GridOptions: Equatable, Sendable {
     public var order = PhotoOrder.name
     public var seed: UInt64?
     public var settings = RenderSettings()
+    /// The pyramid's settings, when --dzi is given.
+    public var deepZoom: DeepZoomSettings?
     public var dryRun = false
     public var showProgress = true
     public var strict = false
@@ -24,6 +26,24 @@ public struct GridOptions: Equatable, Sendable {
 
     /// The JPEG to write, or nil.
     public var jpegPath: String? { outputPath.isEmpty ? nil : outputPath }
+
+    /// What the command writes, as the library takes it.
+    public var outputs: [RenderOutput] {
+        var outputs: [RenderOutput] = []
+        if let jpegPath { outputs.append(.jpeg(path: jpegPath)) }
+        if let deepZoomPath, let deepZoom { outputs.append(.deepZoom(path: deepZoomPath, settings: deepZoom)) }
+        return outputs
+    }
+
+    /// The flag that names `path` (an output, a file an output writes, or the temporary folder),
+    /// for messages; nil when none does.
+    public func flag(naming path: String) -> String? {
+        if path == jpegPath { return "-o" }
+        if let deepZoomPath, let deepZoom,
+           RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
+        if path == settings.temporaryDirectory { return "--temp-dir" }
+        return nil
+    }
 }
 
 /// One entry of an option table: its spellings, the value's name (nil for a flag), its help.
@@ -220,11 +240,10 @@ public enum GridCommand {
             guard deepZoom.overlap <= deepZoom.tileSize / 2 else {
                 throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
             }
-            options.settings.deepZoom = deepZoom
+            options.deepZoom = deepZoom
         } else if let deepZoomOptionGiven {
             throw CommandLineError("\(deepZoomOptionGiven) needs --dzi DIR/NAME.dzi")
         }
-        options.settings.writesJPEG = !options.outputPath.isEmpty
         guard !options.photoPaths.isEmpty else {
             throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
         }

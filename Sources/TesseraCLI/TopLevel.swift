@@ -25,7 +25,7 @@ public enum ExitCode: Int32, Error, Sendable {
     /// The exit code for a library error.
     public init(_ error: TesseraError) {
         switch error {
-        case .invalidSettings, .outputTooLarge: self = .usage
+        case .invalidSettings, .unusableOutput, .outputTooLarge: self = .usage
         case .noPhotos, .unreadablePhoto: self = .badInput
         case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted

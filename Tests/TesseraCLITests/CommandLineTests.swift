@@ -30,13 +30,13 @@ import Tessera
         let both = try GridCommand.parse(["p", "-o", "o.jpg", "--dzi", "z/wall.dzi", "--grid", "2x2", "--tile-size", "5",
                                           "--quality", "80", "--dzi-tile-size", "510", "--dzi-overlap", "2"])
         #expect(both.jpegPath == "o.jpg" && both.deepZoomPath == "z/wall.dzi")
-        #expect(both.settings.writesJPEG)
-        #expect(both.settings.deepZoom?.tileSize == 510 && both.settings.deepZoom?.overlap == 2)
-        #expect(both.settings.deepZoom?.quality == 80)  // follows --quality unless --dzi-quality is given
-        #expect(both.settings.deepZoom?.viewer == true)
+        #expect(both.outputs.count == 2 && both.outputs.first == .jpeg(path: "o.jpg"))
+        #expect(both.deepZoom?.tileSize == 510 && both.deepZoom?.overlap == 2)
+        #expect(both.deepZoom?.quality == 80)  // follows --quality unless --dzi-quality is given
+        #expect(both.deepZoom?.viewer == true)
         let alone = try GridCommand.parse(["p", "--dzi", "wall.dzi", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70", "--no-viewer"])
-        #expect(alone.jpegPath == nil && !alone.settings.writesJPEG)
-        #expect(alone.settings.deepZoom?.quality == 70 && alone.settings.deepZoom?.viewer == false)
+        #expect(alone.jpegPath == nil && alone.outputs.count == 1)
+        #expect(alone.deepZoom?.quality == 70 && alone.deepZoom?.viewer == false)
         #expect(throws: CommandLineError("--dzi-quality needs --dzi DIR/NAME.dzi")) {
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70"])
         }

@@ -32,14 +32,16 @@ func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?, columns
                            cellWidth: Int, cellHeight: Int, zoom: DeepZoomSettings = DeepZoomSettings(),
                            settings base: RenderSettings = RenderSettings(), cancellation: RenderCancellation? = nil,
                            events: ((RenderEvent) -> Void)? = nil) throws -> RenderSummary {
-    var settings = base
-    settings.writesJPEG = jpeg != nil
-    settings.deepZoom = deepZoom == nil ? nil : zoom
+    let settings = base
+    var outputs: [RenderOutput] = []
+    if let jpeg { outputs.append(.jpeg(path: jpeg)) }
+    if let deepZoom { outputs.append(.deepZoom(path: deepZoom, settings: zoom)) }
     let library = try PhotoLibrary.scan(photos)
     let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                  cellWidth: cellWidth, cellHeight: cellHeight, order: .name)
-    let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, cancellation: cancellation)
-    return try renderer.render(jpeg: jpeg, deepZoom: deepZoom, labels: CellLabels(layout: layout, photoPaths: library.photos.map(\.path))) {
+    let renderer = try StripeRenderer(request: RenderRequest(photos: library.photos, layout: layout, settings: settings, outputs: outputs),
+                                      cancellation: cancellation)
+    return try renderer.render {
         events?($0)
     }
 }
@@ -191,9 +193,8 @@ extension RenderTests {
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
         let layout = GridLayout.make(photoCount: 1, columns: 660, rows: 1, cellWidth: 100, cellHeight: 8, order: .name)
-        settings.deepZoom = DeepZoomSettings()
         #expect(throws: TesseraError.outputTooLarge(width: 66_000, height: 8, limit: jpegMaxDimension)) {
-            try RenderPlan.make(layout: layout, settings: settings)
+            try RenderPlan.make(layout: layout, settings: settings, writing: [.jpeg, .deepZoom(DeepZoomSettings())])
         }
         try renderPyramid([landscapes[0]], jpeg: nil, deepZoom: scratch.file("wide.dzi"), columns: 660, rows: 1,
                           cellWidth: 100, cellHeight: 8, settings: settings)
@@ -367,9 +368,7 @@ extension RenderTests {
         let layout = GridLayout.make(photoCount: 1, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150, order: .name)
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
-        settings.writesJPEG = false
-        settings.deepZoom = DeepZoomSettings()
-        let plan = try RenderPlan.make(layout: layout, settings: settings)
+        let plan = try RenderPlan.make(layout: layout, settings: settings, writing: [.deepZoom(DeepZoomSettings())])
         #expect(plan.deepZoom?.tileCount == 25_159)  // what libvips writes for 30,000 x 40,050 at 254/1
         #expect(plan.deepZoomInodes > 25_159)
         #expect(plan.deepZoomDiskBytes > 300_000_000)  // 1.6 GP of tiles at 0.6 B/px, at least

@@ -81,14 +81,13 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
                                      cellHeight: cell, order: .shuffle(seed: 3))
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
-        settings.writesJPEG = false
-        settings.deepZoom = DeepZoomSettings()
-        settings.deepZoom?.quality = 95
+        var zoom = DeepZoomSettings()
+        zoom.quality = 95
         settings.subsampling = .s444
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
         mkdir(scratch.file("out"), 0o755)
-        try renderer.render(jpeg: nil, deepZoom: scratch.file("out/my wall.dzi"),
-                            labels: CellLabels(layout: layout, photoPaths: library.photos.map(\.path)))
+        let renderer = try StripeRenderer(request: RenderRequest(photos: library.photos, layout: layout, settings: settings,
+                                                                 outputs: [.deepZoom(path: scratch.file("out/my wall.dzi"), settings: zoom)]))
+        try renderer.render()
         let geometry = renderer.plan.deepZoom!
         #expect(geometry.maxLevel == 11)
         let page = "file://" + scratch.file("out/my%20wall.html")

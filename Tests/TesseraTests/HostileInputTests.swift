@@ -212,14 +212,14 @@ extension RenderTests {
         settings.temporaryDirectory = mountPoint
         let library = try PhotoLibrary.scan([baseJPEG])
         let layout = GridLayout.make(photoCount: 1, columns: 20, rows: 20, cellWidth: 50, cellHeight: 50, order: .name)
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: output)
         try DiskPreflight.check(plan: renderer.plan, outputPath: output)  // fits: 1000 x 1000 px
         // Another process fills the disk after the check.
         let filler = mountPoint + "/filler"
         let free = try freeDiskBytes(mountPoint)
         writeBytes([UInt8](repeating: 7, count: Int(free) - 64 * 1024), to: filler)
         #expect {
-            try renderer.render(to: output)
+            try renderer.render()
         } throws: { error in
             guard case TesseraError.system(_, let code, let path) = error else { return false }
             return code == ENOSPC && path.hasPrefix(mountPoint)

@@ -223,7 +223,7 @@ extension RenderTests {
         settings.subsampling = .s444
         settings.quality = 95
         let output = scratch.file("mosaic.jpg")
-        try StripeRenderer(photos: photos, layout: layout, settings: settings).render(to: output)
+        try StripeRenderer(photos: photos, layout: layout, settings: settings, jpeg: output).render()
         let rendered = try JPEGFile.read(output)
         #expect(rendered.width == 192 && rendered.height == 128)
         // Every cell shows the flat colour of the photo the matcher chose for it.
@@ -235,8 +235,8 @@ extension RenderTests {
         // Tinting all the way turns each sub-cell into the target's colour there: the mosaic gets
         // closer to the target than the untinted one.
         let tinted = scratch.file("tinted.jpg")
-        try StripeRenderer(photos: photos, layout: layout, settings: settings,
-                           tint: CellTint(strength: 1, subCells: 3, target: targetFeatures, photoFeatures: features)).render(to: tinted)
+        try StripeRenderer(photos: photos, layout: layout, settings: settings, jpeg: tinted,
+                           tint: CellTint(strength: 1, subCells: 3, target: targetFeatures, photoFeatures: features)).render()
         let reference = referenceCell(try JPEGFile.read(target), width: 192, height: 128)
         #expect(meanAbsoluteDifference(try JPEGFile.read(tinted), reference) < meanAbsoluteDifference(rendered, reference) * 0.7)
     }

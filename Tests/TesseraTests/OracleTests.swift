@@ -86,11 +86,11 @@ func halved(_ image: RGBImage) -> RGBImage {
         // 7 x 23 = 161 px wide (not a multiple of any MCU), 9 x 31 = 279 rows: at the default
         // stripe height several stripes and a short last one.
         let layout = GridLayout.make(photoCount: library.photos.count, columns: 7, rows: 9, cellWidth: 23, cellHeight: 31, order: .name)
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+        let parallel = scratch.file("parallel.jpg")
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: parallel)
         #expect(renderer.plan.encoder == .parallel)
         #expect(renderer.plan.geometry.stripeCount >= 3, "stripes of \(renderer.plan.geometry.stripeHeight) rows")
-        let parallel = scratch.file("parallel.jpg")
-        try renderer.render(to: parallel)
+        try renderer.render()
 
         var serial = settings
         serial.encoder = .serial
@@ -98,7 +98,7 @@ func halved(_ image: RGBImage) -> RGBImage {
         serial.stripeHeight = 5  // the serial encoder's rows do not depend on the stripes
         serial.serialRestartInterval = renderer.plan.restartInterval
         let reference = scratch.file("serial.jpg")
-        try StripeRenderer(photos: library.photos, layout: layout, settings: serial).render(to: reference)
+        try StripeRenderer(photos: library.photos, layout: layout, settings: serial, jpeg: reference).render()
         let bytes = readBytes(parallel)
         #expect(bytes.count > 2_000)
         #expect(bytes == readBytes(reference), "\(subsampling) \(workers) workers: differs from libjpeg's serial file")
@@ -224,8 +224,8 @@ func halved(_ image: RGBImage) -> RGBImage {
         // The real output size, rendered where there is room: the estimate must not be below it.
         var roomy = RenderSettings()
         roomy.temporaryDirectory = scratch.path
-        let real = try StripeRenderer(photos: library.photos, layout: layout, settings: roomy).render(to: scratch.file("real.jpg"))
-        let estimate = try StripeRenderer(photos: library.photos, layout: layout, settings: roomy).plan.estimatedOutputBytes
+        let real = try StripeRenderer(photos: library.photos, layout: layout, settings: roomy, jpeg: scratch.file("real.jpg")).render()
+        let estimate = try RenderPlan.make(layout: layout, settings: roomy).estimatedOutputBytes
         #expect(estimate >= real.outputBytes, "estimated \(estimate) bytes for a \(real.outputBytes)-byte JPEG")
 
         // The output's folder on a tmpfs smaller than the JPEG.
@@ -235,9 +235,9 @@ func halved(_ image: RGBImage) -> RGBImage {
         #expect(free < real.outputBytes)
         // As the command line does: the pre-flight, then the render.
         func checkedRender(_ settings: RenderSettings, to output: String) throws {
-            let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
+            let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: output)
             try DiskPreflight.check(plan: renderer.plan, outputPath: output)
-            try renderer.render(to: output)
+            try renderer.render()
         }
         #expect {
             try checkedRender(roomy, to: small + "/out.jpg")

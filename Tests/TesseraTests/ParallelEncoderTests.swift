@@ -30,11 +30,11 @@ extension RenderTests {
         let library = try PhotoLibrary.scan(Self.photos)
         let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                      cellWidth: cellWidth, cellHeight: cellHeight, order: .name)
-        let parallelRenderer = try StripeRenderer(photos: library.photos, layout: layout, settings: parallel)
+        let parallelPath = scratch.file("parallel.jpg")
+        let parallelRenderer = try StripeRenderer(photos: library.photos, layout: layout, settings: parallel, jpeg: parallelPath)
         let interval = parallelRenderer.plan.restartInterval
         #expect(interval == subsampling.mcusPerRow(width: columns * cellWidth))
-        let parallelPath = scratch.file("parallel.jpg")
-        try parallelRenderer.render(to: parallelPath)
+        try parallelRenderer.render()
 
         var serial = parallel
         serial.encoder = .serial
@@ -42,7 +42,7 @@ extension RenderTests {
         serial.stripeHeight = 7  // the serial encoder does not care where stripes end
         serial.serialRestartInterval = interval
         let serialPath = scratch.file("serial.jpg")
-        try StripeRenderer(photos: library.photos, layout: layout, settings: serial).render(to: serialPath)
+        try StripeRenderer(photos: library.photos, layout: layout, settings: serial, jpeg: serialPath).render()
         let parallelBytes = readBytes(parallelPath)
         #expect(parallelBytes.count > 1000)
         #expect(parallelBytes == readBytes(serialPath))
@@ -50,7 +50,7 @@ extension RenderTests {
         // The restart markers change no pixel: same decode as a serial file without them.
         serial.serialRestartInterval = 0
         let plainPath = scratch.file("plain.jpg")
-        try StripeRenderer(photos: library.photos, layout: layout, settings: serial).render(to: plainPath)
+        try StripeRenderer(photos: library.photos, layout: layout, settings: serial, jpeg: plainPath).render()
         #expect(try JPEGFile.read(parallelPath) == JPEGFile.read(plainPath))
         #expect(readBytes(plainPath) != parallelBytes)  // (it is a different file: no DRI, no RSTn)
     }

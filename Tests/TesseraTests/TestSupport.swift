@@ -112,8 +112,8 @@ func renderGrid(_ paths: [String], to output: String, columns: Int, rows: Int, c
     let library = try PhotoLibrary.scan(paths)
     let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                  cellWidth: cellWidth, cellHeight: cellHeight, order: order)
-    let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings)
-    return try renderer.render(to: output) { events?($0) }
+    let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: output)
+    return try renderer.render { events?($0) }
 }
 
 /// Writes a solid-colour JPEG.
@@ -189,3 +189,12 @@ func runTool(_ arguments: [String], stdout: String? = nil) -> Int32 {
 
 /// The names in `directory`, sorted, hidden ones included (none when it cannot be read).
 func listNames(_ directory: String) -> [String] { ((try? listDirectory(directory)) ?? []).sorted() }
+
+extension StripeRenderer {
+    /// A renderer of one JPEG at `jpeg`, as most tests want.
+    convenience init(photos: [Photo], layout: CellLayout, settings: RenderSettings, jpeg: String,
+                     cancellation: RenderCancellation? = nil, tint: CellTint? = nil) throws {
+        try self.init(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: jpeg)], tint: tint),
+                      cancellation: cancellation)
+    }
+}

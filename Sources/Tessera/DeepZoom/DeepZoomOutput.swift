@@ -22,7 +22,7 @@
 // few thousand tiles): the guarantee is against the process dying, not against a power cut.
 import Glibc
 
-final class DeepZoomOutput {
+final class DeepZoomOutput: StripeSink {
     let destination: String
     let name: String
     let folder: String
@@ -64,7 +64,7 @@ final class DeepZoomOutput {
         let folder = parentDirectory(of: destination)
         let file = destination.split(separator: "/").last.map(String.init) ?? ""
         guard file.hasSuffix(".dzi"), file.count > 4, !destination.hasSuffix("/") else {
-            throw .invalidSettings("--dzi expects a path ending in NAME.dzi, got '\(destination)'")
+            throw .unusableOutput(path: destination, reason: "a Deep Zoom pyramid's path must end in NAME.dzi, like out/wall.dzi")
         }
         return (folder, String(file.dropLast(4)))
     }
@@ -102,8 +102,8 @@ final class DeepZoomOutput {
 
     deinit { stagingLock?.close() }
 
-    /// Finishes the pyramid, writes the descriptor and viewer, and moves it all into place.
-    func commit() throws(TesseraError) {
+    /// Finishes the pyramid and writes the descriptor and viewer, all still in the staging folder.
+    func finish() throws(TesseraError) {
         try writer.finish()
         var files: [(path: String, contents: String)] = []
         if viewer {
@@ -119,6 +119,10 @@ final class DeepZoomOutput {
                 Result { () throws(TesseraError) in try writeNewFile(staging + "/" + file.path, raw) }
             }.get()
         }
+    }
+
+    /// Moves the finished pyramid into place.
+    func commit() throws(TesseraError) {
         // Everything that can be refused is checked before the first rename (the names may have
         // changed since the render started).
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
@@ -158,10 +162,18 @@ final class DeepZoomOutput {
 
     var tilesWritten: Int { writer.tilesWritten }
     var bytesWritten: Int64 { writer.bytesWritten }
+
+    // As a sink of the stripe pipeline: each stripe is one batch of jobs on every core, and the
+    // other outputs' work for the stripe runs as one more job of it.
+    var runsBatches: Bool { true }
+
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+        try writer.append(rows: stripe.pixels, stride: stripe.bytesPerRow, count: stripe.rows.count, alongside: alongside)
+    }
+
+    func record(into summary: inout RenderSummary) {
+        summary.deepZoomTiles = tilesWritten
+        summary.deepZoomBytes = bytesWritten
+    }
 }
 
-/// Throws `.invalidSettings` unless a pyramid may be written at `destination` (DIR/NAME.dzi):
-/// see DeepZoomOutput.checkReplaceable. For a caller's early check, before any work.
-public func checkDeepZoomDestination(_ destination: String, viewer: Bool) throws(TesseraError) {
-    try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
-}

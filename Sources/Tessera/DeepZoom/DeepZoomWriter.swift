@@ -30,8 +30,7 @@ final class DeepZoomWriter {
     private let quality: Int32
     private let factors: (h: Int32, v: Int32)
     private let levels: [LevelStream]
-    private let errorLock = Mutex()
-    private var firstError: TesseraError?  // protected by errorLock
+    private let errors = FirstError()
     private let files: TileFileQueue
     /// Runs the batches' jobs (see JobTeam for why not concurrentPerform).
     private let team: JobTeam
@@ -120,17 +119,17 @@ final class DeepZoomWriter {
             do throws(TesseraError) {
                 try table[w].run(job: number - firstJob[w], writer: self)
             } catch {
-                self.errorLock.withLock { if self.firstError == nil { self.firstError = error } }
+                self.errors.record(error)
             }
         }
         if total == 1 {
             job(0)
         } else if total > 1 {
-            // The jobs share nothing mutable (see the file's threading note); errors go through
-            // errorLock.
+            // The jobs share nothing mutable (see the file's threading note); errors go to
+            // `errors`.
             team.run(jobs: total, job)
         }
-        if let error = errorLock.withLock({ firstError }) { throw error }
+        try errors.check()
         for work in works {
             let stream = levels[work.level]
             stream.nextRow += work.count

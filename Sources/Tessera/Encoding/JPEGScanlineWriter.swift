@@ -101,3 +101,31 @@ final class JPEGScanlineWriter {
         return .encodeFailed(path: label, reason: String(cString: tessera_jpeg_encoder_message(encoder)))
     }
 }
+
+/// The JPEG of a render encoded serially: one libjpeg scanline encoder fed every stripe's rows
+/// in order, straight into the output file.
+final class SerialJPEGSink: StripeSink {
+    private let output: AtomicOutputFile
+    private let encoder: JPEGScanlineWriter
+
+    init(path: String, width: Int, height: Int, quality: Int, subsampling: ChromaSubsampling, restartInterval: Int) throws(TesseraError) {
+        output = try AtomicOutputFile(destination: path)
+        do throws(TesseraError) {
+            encoder = try JPEGScanlineWriter(sink: output, label: path, width: width, height: height, quality: quality,
+                                             subsampling: subsampling, restartInterval: restartInterval)
+        } catch {
+            output.discard()
+            throw error
+        }
+    }
+
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+        alongside?()
+        try encoder.write(rows: stripe.pixels, stride: stripe.bytesPerRow, count: stripe.rows.count)
+    }
+
+    func finish() throws(TesseraError) { try encoder.finish() }
+    func commit() throws(TesseraError) { try output.commit() }
+    func discard() { output.discard() }
+    func record(into summary: inout RenderSummary) { summary.outputBytes = output.bytesWritten }
+}

@@ -22,29 +22,19 @@ public enum MosaicAnalysis {
         for (number, photo) in photos.enumerated() {
             if let cached = index?.lookup(photo.path) { results[number] = cached } else { toAnalyse.append(number) }
         }
-        var fresh = [Result<[Float], TesseraError>?](repeating: nil, count: toAnalyse.count)
-        let lanes = max(1, min(workers, toAnalyse.count))
         let side = k * samplesPerSubCell
         let decoder = CellDecoder(cellWidth: side, cellHeight: side,
                                   budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect,
                                   cancellation: cancellation)
         let work = toAnalyse
-        fresh.withUnsafeMutableBufferPointer { slots in
-            let base = UnsafeSendable(slots.baseAddress!)
-            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                var tile = [UInt8](repeating: 0, count: decoder.cellBytes)
-                var i = lane
-                while i < work.count {
-                    // Cancelled: the lanes stop; the photos not reached keep nil features.
-                    if cancellation?.isCancelled == true { return }
-                    let path = photos[work[i]].file
-                    base.value[i] = tile.withUnsafeMutableBytes { bytes in
-                        Result { () throws(TesseraError) in
-                            _ = try decoder.decode(file: path, into: bytes)
-                            return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
-                        }
-                    }
-                    i += lanes
+        // Cancelled: the lanes stop; the photos not reached keep nil features.
+        let fresh = mapInLanes(count: work.count, lanes: workers, cancellation: cancellation,
+                               scratch: { [UInt8](repeating: 0, count: decoder.cellBytes) }) { i, cell in
+            let path = photos[work[i]].file
+            return cell.withUnsafeMutableBytes { bytes in
+                Result { () throws(TesseraError) -> [Float] in
+                    _ = try decoder.decode(file: path, into: bytes)
+                    return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
                 }
             }
         }

@@ -64,44 +64,36 @@ public enum MosaicMatcher {
         let flat = photoFeatures.flatMap { $0 }
         let m = min(candidateCount, n)
 
-        // Phase 1: each cell's m best photos, in parallel. Each cell's slots are written by one lane.
-        var candidates = [Int32](repeating: 0, count: cells * m)
-        let lanes = max(1, min(workers, cells))
-        candidates.withUnsafeMutableBufferPointer { output in
-            let out = UnsafeSendable(output.baseAddress!)
-            flat.withUnsafeBufferPointer { photos in
-                target.withUnsafeBufferPointer { targets in
-                    let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
-                    DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                        var bestCost = [Float](repeating: .infinity, count: m)
-                        var bestPhoto = [Int32](repeating: 0, count: m)
-                        var cell = lane
-                        while cell < cells {
-                            if cancellation?.isCancelled == true { return }
-                            for i in 0..<m { bestCost[i] = .infinity }
-                            let cellTarget = t.value + cell * d
-                            for photo in 0..<n {
-                                let cost = squaredDistance(cellTarget, p.value + photo * d, count: d)
-                                if cost < bestCost[m - 1] {
-                                    var i = m - 1
-                                    while i > 0 && bestCost[i - 1] > cost {
-                                        bestCost[i] = bestCost[i - 1]
-                                        bestPhoto[i] = bestPhoto[i - 1]
-                                        i -= 1
-                                    }
-                                    bestCost[i] = cost
-                                    bestPhoto[i] = Int32(photo)
-                                }
+        // Phase 1: each cell's m best photos, in parallel.
+        let best: [[Int32]?] = flat.withUnsafeBufferPointer { photos in
+            target.withUnsafeBufferPointer { targets in
+                let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
+                return mapInLanes(count: cells, lanes: workers, cancellation: cancellation,
+                                  scratch: { [Float](repeating: .infinity, count: m) }) { cell, bestCost in
+                    var bestPhoto = [Int32](repeating: 0, count: m)
+                    for i in 0..<m { bestCost[i] = .infinity }
+                    let cellTarget = t.value + cell * d
+                    for photo in 0..<n {
+                        let cost = squaredDistance(cellTarget, p.value + photo * d, count: d)
+                        if cost < bestCost[m - 1] {
+                            var i = m - 1
+                            while i > 0 && bestCost[i - 1] > cost {
+                                bestCost[i] = bestCost[i - 1]
+                                bestPhoto[i] = bestPhoto[i - 1]
+                                i -= 1
                             }
-                            for i in 0..<m { out.value[cell * m + i] = bestPhoto[i] }
-                            cell += lanes
+                            bestCost[i] = cost
+                            bestPhoto[i] = Int32(photo)
                         }
                     }
+                    return bestPhoto
                 }
             }
         }
-
         if cancellation?.isCancelled == true { throw .cancelled }
+        var candidates = [Int32]()
+        candidates.reserveCapacity(cells * m)
+        for list in best { candidates += list! }
 
         // Phase 2: greedy in a seeded random order.
         var order = Array(0..<cells)

@@ -39,6 +39,8 @@ public struct PhotoLibrary: Sendable {
     /// Files in searched directories that are not JPEGs and not named like one (sidecars, notes):
     /// left out silently. A non-JPEG named .jpg is in `skipped`, with a warning.
     public var ignoredNonJPEGCount: Int
+    /// The paths that were searched.
+    public var searched: [String] = []
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// Throws for a path the user named that does not exist or cannot be listed, and
@@ -75,19 +77,9 @@ public struct PhotoLibrary: Sendable {
         }
         candidates = unique
         // Read headers in parallel; each slot is written by exactly one iteration.
-        var results = [Result<Photo, TesseraError>?](repeating: nil, count: candidates.count)
-        let paths = candidates.map(\.path)
-        let lanes = max(1, min(workers, paths.count))
-        results.withUnsafeMutableBufferPointer { slots in
-            let base = UnsafeSendable(slots.baseAddress!)
-            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                var index = lane
-                while index < paths.count {
-                    if cancellation?.isCancelled == true { return }
-                    base.value[index] = readPhoto(paths[index], decoderMemoryBytes: decoderMemoryBytes)
-                    index += lanes
-                }
-            }
+        let files = candidates.map(\.path)
+        let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
+            readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes)
         }
         if cancellation?.isCancelled == true { throw .cancelled }
         var photos: [Photo] = []
@@ -104,7 +96,7 @@ public struct PhotoLibrary: Sendable {
         }
         photos.sort { $0.file < $1.file }
         skipped.sort { $0.path < $1.path }
-        return PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored)
+        return PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored, searched: paths)
     }
 
     private struct DirectoryIdentity: Hashable {
@@ -178,10 +170,4 @@ public struct PhotoLibrary: Sendable {
         let lower = name.lowercased()
         return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".jpe") || lower.hasSuffix(".jfif")
     }
-}
-
-/// A pointer handed to concurrentPerform iterations that each write their own elements.
-struct UnsafeSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

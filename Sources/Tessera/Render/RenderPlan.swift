@@ -11,9 +11,37 @@
 /// The largest side a baseline JPEG can have (libjpeg's JPEG_MAX_DIMENSION).
 public let jpegMaxDimension = 65_500
 
+/// How the JPEG's stripes are compressed: decided once, by the plan; the renderer and the
+/// memory accounting read it and nothing else.
+public enum StripeCompression: Equatable, Sendable {
+    /// No JPEG (a Deep Zoom pyramid alone).
+    case none
+    /// One libjpeg scanline encoder on the writer, fed each stripe's rows in order.
+    case scanlinesOnWriter
+    /// The same encoder, its rows for each stripe run as one more job of the pyramid's batch (two
+    /// busy threads on two cores, not three).
+    case scanlinesInPyramidBatch
+    /// Each worker compresses the stripe it filled on its own; the writer joins the segments
+    /// with restart markers (RestartMarkerJPEG.swift).
+    case segmentsOnWorkers
+    /// With a pyramid, the writer compresses each stripe as one more job of the pyramid's batch
+    /// instead: workers compressing as well would make four busy threads on two cores.
+    case segmentsInPyramidBatch
+
+    /// The encoder this is a form of (nil without a JPEG).
+    public var encoder: EncoderMode? {
+        switch self {
+        case .none: return nil
+        case .scanlinesOnWriter, .scanlinesInPyramidBatch: return .serial
+        case .segmentsOnWorkers, .segmentsInPyramidBatch: return .parallel
+        }
+    }
+}
+
 public struct RenderPlan: Equatable, Sendable {
     public let geometry: StripeGeometry
-    public let encoder: EncoderMode
+    /// How the JPEG is compressed (see StripeCompression).
+    public let compression: StripeCompression
     /// The restart interval in MCUs written to the file (0: none).
     public let restartInterval: Int
     public let workers: Int
@@ -32,10 +60,9 @@ public struct RenderPlan: Equatable, Sendable {
     public let spillDiskBytes: Int64
     /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels); 0 without a JPEG.
     public let estimatedOutputBytes: Int64
-    /// Whether a JPEG is written (see RenderSettings.writesJPEG).
-    public let writesJPEG: Bool
-    /// The Deep Zoom pyramid's shape, when one is written.
+    /// The Deep Zoom pyramid's shape and settings, when one is written.
     public let deepZoom: DeepZoomGeometry?
+    public let deepZoomSettings: DeepZoomSettings?
     /// Memory the pyramid's writer holds: an encoder and a partly written tile per tile column,
     /// and the rows averaged for the levels below.
     public let deepZoomMemoryBytes: Int
@@ -56,6 +83,10 @@ public struct RenderPlan: Equatable, Sendable {
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
     public var stripeBytes: Int { geometry.stripeHeight * geometry.bytesPerRow }
+    /// Whether a JPEG is written.
+    public var writesJPEG: Bool { compression != .none }
+    /// The JPEG's encoder (serial when there is no JPEG: nothing is encoded).
+    public var encoder: EncoderMode { compression.encoder ?? .serial }
 
     /// What the process needs besides the renderer's own buffers (runtime, libjpeg, code).
     public static let processAllowanceBytes = 12 << 20
@@ -77,26 +108,32 @@ public struct RenderPlan: Equatable, Sendable {
         }
     }
 
-    public static func make(layout: CellLayout, settings: RenderSettings) throws(TesseraError) -> RenderPlan {
+    /// The plan for rendering `layout` with `settings` into outputs of the kinds in `outputs`
+    /// (a JPEG, a pyramid, or both). Refuses settings out of range, a canvas too large for the
+    /// outputs, and a budget that cannot hold the smallest working set.
+    public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg]) throws(TesseraError) -> RenderPlan {
+        let writesJPEG = outputs.contains(.jpeg)
+        let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
+            if case .deepZoom(let settings) = kind { return settings } else { return nil }
+        }.first
         guard (1...100).contains(settings.quality) else {
             throw .invalidSettings("quality must be 1...100, got \(settings.quality)")
         }
         let width = layout.width, height = layout.height
-        guard settings.writesJPEG || settings.deepZoom != nil else {
+        guard writesJPEG || deepZoomSettings != nil else {
             throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
         }
-        let sideLimit = settings.writesJPEG ? jpegMaxDimension : maxDeepZoomSide
+        let sideLimit = writesJPEG ? jpegMaxDimension : maxDeepZoomSide
         guard width <= sideLimit && height <= sideLimit else {
             throw .outputTooLarge(width: width, height: height, limit: sideLimit)
         }
-        try settings.deepZoom?.validate()
+        try deepZoomSettings?.validate()
         let workers = settings.workers ?? onlineCoreCount()
         guard workers >= 1 && workers <= 256 else { throw .invalidSettings("workers must be 1...256, got \(workers)") }
         let window = workers + 2
         let rowBytes = width * 3
         // Without a JPEG, workers only fill stripes and the writer only feeds the pyramid.
-        let encoder = settings.writesJPEG ? settings.encoder ?? (workers > 1 ? .parallel : .serial) : .serial
-        let deepZoom = settings.deepZoom.map {
+        let deepZoom = deepZoomSettings.map {
             DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
         }
         // Encoders and tiles in progress (about an eighth of a raw tile compressed, half done on
@@ -115,13 +152,22 @@ public struct RenderPlan: Equatable, Sendable {
         let cellBytes = layout.cellWidth * layout.cellHeight * 3
         let distinct = layout.distinctPhotoCount
         let budget = settings.maxMemoryBytes
-        // The parallel encoder runs one libjpeg compressor per worker (and the writer none)
-        // (With a pyramid too, the writer compresses one stripe at a time in the pyramid's batch.)
-        let compressors = encoder == .parallel && deepZoom == nil ? workers : 1
+        // The one decision about compression, which everything below and the renderer read.
+        let compression: StripeCompression
+        switch (writesJPEG, settings.encoder ?? (workers > 1 ? .parallel : .serial), deepZoom != nil) {
+        case (false, _, _): compression = .none
+        case (true, .serial, false): compression = .scanlinesOnWriter
+        case (true, .serial, true): compression = .scanlinesInPyramidBatch
+        case (true, .parallel, false): compression = .segmentsOnWorkers
+        case (true, .parallel, true): compression = .segmentsInPyramidBatch
+        }
+        let encoder = compression.encoder ?? .serial
+        // One libjpeg compressor per worker when the workers compress; else one, on the writer.
+        let compressors = compression == .segmentsOnWorkers ? workers : 1
         let encoderBytes = (rowBytes * 32 + (256 << 10)) * compressors
         let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
         // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
-        let fixed = processAllowanceBytes + (settings.writesJPEG ? encoderBytes : 0) + decodePool + layout.storedBytes
+        let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes : 0) + decodePool + layout.storedBytes
             + deepZoomBytes
         let minimumCells = workers * 2
         let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
@@ -148,7 +194,7 @@ public struct RenderPlan: Equatable, Sendable {
             let fitting = forStripes / (window * stripeRowBytes) / mcu * mcu
             stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting, maxMcuRows * mcu)))
         }
-        let restartInterval = !settings.writesJPEG ? 0 : encoder == .parallel
+        let restartInterval = !writesJPEG ? 0 : encoder == .parallel
             ? settings.subsampling.mcusPerRow(width: width) * ((stripeHeight + mcu - 1) / mcu)
             : settings.serialRestartInterval
         guard (0...65_535).contains(restartInterval) else {
@@ -158,7 +204,8 @@ public struct RenderPlan: Equatable, Sendable {
         let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
         deepZoomBytes += averagedBytes
         // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
-        let segmentBytes = encoder == .parallel ? (deepZoom == nil ? window : 1) * stripeBytes / 3 : 0
+        let segmentBytes = compression == .segmentsOnWorkers ? window * stripeBytes / 3
+            : compression == .segmentsInPyramidBatch ? stripeBytes / 3 : 0
         // The cell cache gets what is left once everything else is counted (the segments too: the
         // estimate used to exceed the budget by them, e.g. 66.7 MiB planned under 64 MiB).
         let forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
@@ -172,17 +219,17 @@ public struct RenderPlan: Equatable, Sendable {
         let pixels = Double(width) * Double(height)
         return RenderPlan(
             geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
-            encoder: encoder, restartInterval: restartInterval,
+            compression: compression, restartInterval: restartInterval,
             workers: workers, windowStripes: window, cellSlots: cellSlots, cellBytes: cellBytes,
             distinctPhotos: distinct, decodePoolBytes: decodePool, estimatedPeakBytes: estimatedPeak,
             stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
-            estimatedOutputBytes: settings.writesJPEG
+            estimatedOutputBytes: writesJPEG
                 ? Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536 : 0,
-            writesJPEG: settings.writesJPEG, deepZoom: deepZoom, deepZoomMemoryBytes: deepZoomBytes,
+            deepZoom: deepZoom, deepZoomSettings: deepZoomSettings, deepZoomMemoryBytes: deepZoomBytes,
             deepZoomDiskBytes: deepZoom.map {
-                $0.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: settings.deepZoom!.quality, subsampling: settings.subsampling))
+                $0.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: deepZoomSettings!.quality, subsampling: settings.subsampling))
                     // The viewer's cells.js: up to 8 bytes a cell ("1234567,").
-                    + (settings.deepZoom!.viewer ? Int64(layout.cellCount) * 8 : 0)
+                    + (deepZoomSettings!.viewer ? Int64(layout.cellCount) * 8 : 0)
             } ?? 0,
             deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),

@@ -11,7 +11,8 @@ public struct RGB: Equatable, Sendable {
     }
 }
 
-/// Choices for one render. Defaults are what `tessera grid` uses.
+/// Choices for one render, whatever it writes (the outputs are RenderRequest.outputs). Defaults
+/// are what `tessera grid` uses.
 public struct RenderSettings: Equatable, Sendable {
     /// JPEG quality, 1...100.
     public var quality = 90
@@ -30,13 +31,11 @@ public struct RenderSettings: Equatable, Sendable {
     /// Restart interval (MCUs) for the serial encoder, 0 for none. The parallel encoder always
     /// uses one stripe's MCUs; setting this to the same value makes the serial output identical.
     public var serialRestartInterval = 0
+    /// Where the stripe workers run (StripePipeline.swift). The default is the faster of the two
+    /// on the 1.2-gigapixel benchmark (README, Performance).
+    public var workerThreads = WorkerThreads.dedicated
     /// Colour of empty cells and of cells whose photo failed to decode.
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
-    /// Whether the render writes one JPEG. Without it (a Deep Zoom pyramid only) the canvas may
-    /// be larger than a JPEG can be.
-    public var writesJPEG = true
-    /// A Deep Zoom pyramid to write in the same pass over the stripes, or nil.
-    public var deepZoom: DeepZoomSettings?
 
     public init() {}
 }

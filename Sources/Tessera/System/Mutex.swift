@@ -56,4 +56,5 @@ public final class Condition: @unchecked Sendable {
     public func wait() { pthread_cond_wait(condition, mutex.mutex) }
 
     public func broadcast() { pthread_cond_broadcast(condition) }
+    public func signal() { pthread_cond_signal(condition) }
 }

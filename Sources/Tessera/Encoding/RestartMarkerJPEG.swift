@@ -1,5 +1,5 @@
-// StripeSegments.swift — one baseline JPEG encoded in parallel, stripe by stripe, joined with
-// restart markers.
+// RestartMarkerJPEG.swift — one baseline JPEG encoded in parallel, stripe by stripe, joined with
+// restart markers: the whole of the restart-marker logic (segments, header, DRI, RSTn, EOI).
 //
 // A restart marker resets what the entropy coder carries from one MCU to the next (the DC
 // predictions start again from zero and the bit stream is padded to a byte), which is exactly the
@@ -15,6 +15,10 @@
 // puts it (after the DHTs, before SOS), so the file is byte-identical to libjpeg's serial output
 // with the same restart interval. Chroma downsampling never reads across a stripe boundary:
 // libjpeg averages within an MCU row only, and smoothing is off.
+//
+// `RestartMarkerJPEGSink` is the output: the workers compress their stripes (`prepare`), or,
+// with a pyramid, the writer does in the pyramid's batch (`take`); either way the writer appends
+// the segments in order with the header first and RST0...RST7 cycling between them.
 //
 // Segment format for distributed rendering: an `EncodedStripe` is self-contained (entropy bytes
 // plus the index and MCU geometry they were made for); any process that renders stripes
@@ -80,6 +84,62 @@ struct EncodedStripe: Sendable {
         header += [0xFF, 0xDD, 0x00, 0x04, UInt8(restartInterval >> 8), UInt8(restartInterval & 0xFF)]
         header += jpeg[scanHeaderStart..<entropy.lowerBound]
         return header
+    }
+}
+
+/// The JPEG of a render whose stripes are compressed one by one and joined with restart markers.
+final class RestartMarkerJPEGSink: StripeSink {
+    private let output: AtomicOutputFile
+    private let geometry: StripeGeometry
+    private let quality: Int
+    private let subsampling: ChromaSubsampling
+    private let restartInterval: Int
+    /// Whether the workers compress their stripes (else `take` does, in the pyramid's batch).
+    private let onWorkers: Bool
+
+    init(path: String, geometry: StripeGeometry, quality: Int, subsampling: ChromaSubsampling, restartInterval: Int,
+         compressOnWorkers: Bool) throws(TesseraError) {
+        output = try AtomicOutputFile(destination: path)
+        self.geometry = geometry
+        self.quality = quality
+        self.subsampling = subsampling
+        self.restartInterval = restartInterval
+        onWorkers = compressOnWorkers
+    }
+
+    func prepare(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe? {
+        guard onWorkers else { return nil }
+        return try encode(stripe)
+    }
+
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+        alongside?()
+        let segment: EncodedStripe
+        if let prepared { segment = prepared } else { segment = try encode(stripe) }
+        if stripe.index == 0 {
+            let header = try segment.fileHeader(height: geometry.height, restartInterval: restartInterval, label: output.destination)
+            try append(header[...])
+        }
+        try segment.jpeg.withUnsafeBytes { bytes in
+            Result { () throws(TesseraError) in try output.append(UnsafeRawBufferPointer(rebasing: bytes[segment.entropy])) }
+        }.get()
+        // RST0...RST7 cycling between stripes, EOI after the last.
+        let trailer: [UInt8] = stripe.index + 1 < geometry.stripeCount ? [0xFF, 0xD0 + UInt8(stripe.index % 8)] : [0xFF, 0xD9]
+        try append(trailer[...])
+    }
+
+    func finish() throws(TesseraError) {}
+    func commit() throws(TesseraError) { try output.commit() }
+    func discard() { output.discard() }
+    func record(into summary: inout RenderSummary) { summary.outputBytes = output.bytesWritten }
+
+    private func encode(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe {
+        try EncodedStripe.encode(rows: stripe.pixels, stride: stripe.bytesPerRow, width: stripe.width, rowCount: stripe.rows.count,
+                                 quality: quality, subsampling: subsampling, label: output.destination)
+    }
+
+    private func append(_ bytes: ArraySlice<UInt8>) throws(TesseraError) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
     }
 }
 

@@ -1,0 +1,124 @@
+// MosaicJob.swift — a photomosaic, from a photo library and a target picture to a render
+// request: the target's shape decides the rows, every photo is analysed (or found in the
+// feature index), the target is analysed, the cells are matched under the constraints, and the
+// tint is worked out. The request then renders like any other (StripeRenderer).
+//
+// Decodes share the render's budget: analysis and the target's decode are admitted against one
+// DecodeBudget sized from `RenderSettings.maxMemoryBytes`, the same way a render's are.
+import Glibc
+
+/// A mosaic's choices, besides the render's.
+public struct MosaicSettings: Equatable, Sendable {
+    /// The picture the mosaic rebuilds.
+    public var targetPath: String
+    public var columns: Int
+    /// nil: from the target's upright shape.
+    public var rows: Int?
+    public var cellWidth: Int
+    public var cellHeight: Int
+    /// Features per cell: `subCells` x `subCells` mean Oklab colours.
+    public var subCells = 3
+    /// No identical photos within this many cells of each other (a chess king's moves).
+    public var minDistance = 1
+    /// Each photo at most this many times; nil: no limit.
+    public var maxUses: Int?
+    public var seed: UInt64 = 1
+    /// How far each cell's colours move toward its part of the target, 0...100.
+    public var tintPercent = 0
+    /// Where the feature index lives; nil: defaultCacheDirectory().
+    public var cacheDirectory: String?
+
+    public init(targetPath: String, columns: Int, rows: Int? = nil, cellWidth: Int, cellHeight: Int) {
+        self.targetPath = targetPath
+        self.columns = columns
+        self.rows = rows
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+    }
+}
+
+/// A mosaic ready to render, and how it was made.
+public struct PreparedMosaic: Sendable {
+    public let request: RenderRequest
+    public let match: MosaicMatch
+    /// Photos analysis could not read (not in the mosaic).
+    public let failed: [SkippedPhoto]
+    /// Photos analysed now, and found in the feature index.
+    public let analysed: Int
+    public let reused: Int
+    public let analysisSeconds: Double
+    public let targetSeconds: Double
+    public let matchSeconds: Double
+    /// Why the feature index could not be saved (the mosaic is made all the same), or nil.
+    public let indexNotSaved: TesseraError?
+}
+
+public enum MosaicJob {
+    /// The mosaic's rows: as given, or from the target's upright shape.
+    public static func rows(for mosaic: MosaicSettings) throws(TesseraError) -> Int {
+        if let rows = mosaic.rows { return rows }
+        guard let target = try PhotoLibrary.scan([mosaic.targetPath]).photos.first else {
+            throw .unreadablePhoto(path: mosaic.targetPath, reason: "not a readable JPEG")
+        }
+        let turned = OrientationTransform(exifOrientation: target.header.exifOrientation).swapsAxes
+        let aspect = turned ? Double(target.header.height) / Double(target.header.width)
+                            : Double(target.header.width) / Double(target.header.height)
+        return max(1, Int((Double(mosaic.columns * mosaic.cellWidth) / aspect / Double(mosaic.cellHeight)).rounded()))
+    }
+
+    /// Analyses, matches and tints: the render request for the mosaic of `library` into
+    /// `outputs`. Refuses a canvas too large for the outputs before any analysis.
+    public static func prepare(library: PhotoLibrary, mosaic: MosaicSettings, settings: RenderSettings, outputs: [RenderOutput],
+                               cancellation: RenderCancellation? = nil) throws(TesseraError) -> PreparedMosaic {
+        let rows = try rows(for: mosaic)
+        let columns = mosaic.columns
+        try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                      outputs: outputs.map(\.kind))
+        let workers = settings.workers ?? onlineCoreCount()
+        let k = mosaic.subCells
+        let cellAspect = Double(mosaic.cellWidth) / Double(mosaic.cellHeight)
+        let decodeBudget = DecodeBudget(budgetBytes: settings.maxMemoryBytes, workers: workers, spillDirectory: settings.temporaryDirectory)
+
+        var started = monotonicSeconds()
+        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
+        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
+                                                    budget: decodeBudget, cancellation: cancellation)
+        if cancellation?.isCancelled == true { throw .cancelled }
+        var indexNotSaved: TesseraError?
+        do throws(TesseraError) { try index.save() } catch { indexNotSaved = error }
+        let analysisSeconds = monotonicSeconds() - started
+        var photos: [Photo] = []
+        var features: [[Float]] = []
+        for (photo, feature) in zip(library.photos, analysis.features) {
+            if let feature {
+                photos.append(photo)
+                features.append(feature)
+            }
+        }
+        guard !photos.isEmpty else { throw .noPhotos(searched: library.searched) }
+
+        started = monotonicSeconds()
+        let target = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
+                                                       budget: decodeBudget, cancellation: cancellation)
+        let targetSeconds = monotonicSeconds() - started
+        started = monotonicSeconds()
+        let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: features,
+                                            minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
+                                            workers: workers, cancellation: cancellation)
+        let matchSeconds = monotonicSeconds() - started
+        let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                photoIndices: match.assignment)
+        let tint = mosaic.tintPercent > 0
+            ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, photoFeatures: features)
+            : nil
+        return PreparedMosaic(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
+                              match: match, failed: analysis.failed, analysed: analysis.analysed, reused: index.hits,
+                              analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
+                              indexNotSaved: indexNotSaved)
+    }
+
+    /// Writes where every photo went (CSV, or JSON for a path ending in .json).
+    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
+        try MosaicManifest.write(match: mosaic.match, photoPaths: mosaic.request.photos.map(\.path), to: path)
+    }
+}

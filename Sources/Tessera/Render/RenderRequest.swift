@@ -1,0 +1,186 @@
+// RenderRequest.swift — what to render and where: photos, their layout, the settings, and the
+// outputs as values. Validated once, here, before any work; the renderer takes only a request.
+//
+// An output is a value (`RenderOutput`), not a path plus flags to reconcile: the plan reads
+// what is written from the outputs, the renderer makes one sink per output. Adding an output
+// kind means a case here, its sink, and its share of the plan.
+import Glibc
+
+/// One thing a render writes.
+public enum RenderOutput: Equatable, Sendable {
+    /// A baseline JPEG (at most 65,500 px a side).
+    case jpeg(path: String)
+    /// A Deep Zoom pyramid at DIR/NAME.dzi, with NAME_files and (with its viewer) NAME.html.
+    case deepZoom(path: String, settings: DeepZoomSettings)
+
+    /// The path the output is named by.
+    public var path: String {
+        switch self {
+        case .jpeg(let path), .deepZoom(let path, _): return path
+        }
+    }
+
+    /// What kind of output, without where: what the plan needs.
+    public var kind: OutputKind {
+        switch self {
+        case .jpeg: return .jpeg
+        case .deepZoom(_, let settings): return .deepZoom(settings)
+        }
+    }
+
+    /// Every name the output writes, with what each is: the JPEG; the pyramid's descriptor, tile
+    /// folder and viewer page.
+    public var files: [OutputFile] {
+        switch self {
+        case .jpeg(let path):
+            return [OutputFile(path: path, role: "the JPEG", isFolder: false)]
+        case .deepZoom(let path, let settings):
+            var files = [OutputFile(path: path, role: "the Deep Zoom descriptor", isFolder: false)]
+            if path.hasSuffix(".dzi") {
+                let base = String(path.dropLast(4))
+                files.append(OutputFile(path: base + "_files", role: "the Deep Zoom tiles", isFolder: true))
+                if settings.viewer { files.append(OutputFile(path: base + ".html", role: "the Deep Zoom viewer", isFolder: false)) }
+            }
+            return files
+        }
+    }
+}
+
+/// What an output is, without its path.
+public enum OutputKind: Equatable, Sendable {
+    case jpeg
+    case deepZoom(DeepZoomSettings)
+}
+
+/// A name an output writes.
+public struct OutputFile: Equatable, Sendable {
+    public let path: String
+    /// What it is, for messages ("the JPEG", "the Deep Zoom tiles").
+    public let role: String
+    public let isFolder: Bool
+
+    public init(path: String, role: String, isFolder: Bool) {
+        self.path = path
+        self.role = role
+        self.isFolder = isFolder
+    }
+}
+
+/// Everything a render needs.
+public struct RenderRequest: Sendable {
+    public var photos: [Photo]
+    public var layout: CellLayout
+    public var settings: RenderSettings
+    /// At most one of each kind; at least one.
+    public var outputs: [RenderOutput]
+    /// A mosaic's per-cell colour shift toward its target, applied as cells are drawn.
+    public var tint: CellTint?
+
+    public init(photos: [Photo], layout: CellLayout, settings: RenderSettings = RenderSettings(), outputs: [RenderOutput],
+                tint: CellTint? = nil) {
+        self.photos = photos
+        self.layout = layout
+        self.settings = settings
+        self.outputs = outputs
+        self.tint = tint
+    }
+
+    public var jpegPath: String? {
+        for case .jpeg(let path) in outputs { return path }
+        return nil
+    }
+
+    public var deepZoomPath: String? {
+        for case .deepZoom(let path, _) in outputs { return path }
+        return nil
+    }
+
+    /// Checks the request as a whole: its outputs (`checkDestinations`) and that none of them is
+    /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
+    public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
+        try RenderRequest.checkDestinations(outputs, alsoWriting: extra, temporaryDirectory: settings.temporaryDirectory)
+        try RenderRequest.checkNotInputs(outputs, alsoWriting: extra, inputs: photos.map(\.path))
+    }
+
+    /// Checks, before any work (a mosaic analyses and matches before it renders): one output of
+    /// each kind at most and one at least; a Deep Zoom path of the form DIR/NAME.dzi; the
+    /// temporary folder, if given, exists; each output's folder exists and can be written; its
+    /// name leaves room for the hidden name it is written under first; what stands at each name
+    /// may be replaced (a regular file, or a pyramid tessera wrote); and no two outputs, or
+    /// `extra` files the caller writes beside them (a mosaic's manifest), are one file.
+    public static func checkDestinations(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
+                                         temporaryDirectory: String?) throws(TesseraError) {
+        guard !outputs.isEmpty else {
+            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
+        }
+        guard outputs.filter({ $0.kind == .jpeg }).count <= 1,
+              outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1 else {
+            throw .invalidSettings("at most one JPEG and one Deep Zoom pyramid per render")
+        }
+        if let temporaryDirectory {
+            guard case .success(let info) = fileStatus(temporaryDirectory), (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw .unusableOutput(path: temporaryDirectory, reason: "not an existing folder (create it first)")
+            }
+        }
+        let files = outputs.flatMap(\.files) + extra
+        for file in files {
+            // Written first under a hidden name beside it (".NAME.tessera-PID-XXXXXX", or a staging
+            // folder ".NAME.dzi.tessera-PID-XXXXXX"): that name must fit the file system's 255 bytes.
+            let name = file.path.split(separator: "/").last.map(String.init) ?? file.path
+            guard name.utf8.count <= 255 - 32 else {
+                throw .unusableOutput(path: file.path, reason: "the name is \(name.utf8.count) bytes long; at most \(255 - 32) "
+                                      + "(it is written under a longer hidden name first, and a name holds 255)")
+            }
+            let folder = parentDirectory(of: file.path)
+            guard case .success(let info) = fileStatus(folder), (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw .unusableOutput(path: file.path, reason: "the folder \(folder) does not exist (create it first)")
+            }
+            guard access(folder, W_OK) == 0 else {
+                throw .unusableOutput(path: file.path, reason: "the folder \(folder) cannot be written (\(String(cString: strerror(errno))))")
+            }
+            if !file.isFolder { try OutputDestination.checkReplaceable(file.path, role: file.role) }
+        }
+        for case .deepZoom(let path, let settings) in outputs {
+            _ = try DeepZoomOutput.split(path)
+            try DeepZoomOutput.checkReplaceable(destination: path, viewer: settings.viewer)
+        }
+        var seen: [String: OutputFile] = [:]
+        for file in files {
+            let canonical = OutputDestination.canonicalPath(file.path)
+            if let other = seen[canonical] {
+                throw .unusableOutput(path: file.path, reason: "\(other.role) (\(other.path)) and \(file.role) name the same file: "
+                                      + "each output needs a name of its own")
+            }
+            seen[canonical] = file
+        }
+    }
+
+    /// Refuses outputs that are one of the files read (writing one would destroy a photo).
+    public static func checkNotInputs(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
+                                      inputs: [String]) throws(TesseraError) {
+        var existing: [OutputDestination.Identity: OutputFile] = [:]
+        for file in outputs.flatMap(\.files) + extra where !file.isFolder {
+            if let identity = OutputDestination.identity(file.path) { existing[identity] = file }
+        }
+        guard !existing.isEmpty else { return }
+        for input in inputs {
+            if let identity = OutputDestination.identity(input), let file = existing[identity] {
+                throw .unusableOutput(path: file.path, reason: "it is one of the photos (\(input)); writing \(file.role) there "
+                                      + "would destroy the photo: choose another name")
+            }
+        }
+    }
+
+    /// The canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, refused before a
+    /// layout is made when a side exceeds what the outputs can hold: 65,500 px with a JPEG,
+    /// RenderPlan.maxDeepZoomSide for a pyramid alone. Overflow-safe whatever the numbers.
+    public static func checkCanvas(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
+                                   outputs: [OutputKind]) throws(TesseraError) {
+        let limit = outputs.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+        let (width, wide) = columns.multipliedReportingOverflow(by: cellWidth)
+        let (height, tall) = rows.multipliedReportingOverflow(by: cellHeight)
+        guard !wide, !tall, width <= limit, height <= limit else {
+            throw .outputTooLarge(width: wide ? Int.max : width, height: tall ? Int.max : height, limit: limit)
+        }
+    }
+}
