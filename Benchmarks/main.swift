@@ -44,6 +44,8 @@ struct Options {
     var deepZoom = true
     var largeDeepZoomGigapixels = 20.0
     var target: String?
+    var compareBinary: String?
+    var compareWorkerThreads = true
     var progressive = true
 }
 
@@ -77,9 +79,11 @@ while !arguments.isEmpty {
     case "--no-progressive": options.progressive = false
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
+    case "--compare-binary": options.compareBinary = value()
+    case "--no-worker-threads-comparison": options.compareWorkerThreads = false
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -257,6 +261,45 @@ if options.compareEncoders, let size = options.sizes.max() {
     }
     let cost = Double(parallelBytes - serialBytes) / Double(serialBytes) * 100
     print("  restart markers: parallel file \(parallelBytes) bytes, serial \(serialBytes) bytes: \(cost >= 0 ? "+" : "")\(fixed(cost, 3))%")
+}
+
+/// Runs `a` and `b` alternately (one warm-up each, then `options.runs` each), so that both see the
+/// same machine state; returns their medians and peaks.
+@MainActor func alternate(_ a: [String], _ b: [String]) -> (a: Double, b: Double, peakA: Int64, peakB: Int64, runsA: [Double], runsB: [Double]) {
+    var timesA: [Double] = [], timesB: [Double] = [], peakA: Int64 = 0, peakB: Int64 = 0
+    for attempt in 0...options.runs {
+        for (command, first) in [(a, true), (b, false)] {
+            let result = run(command)
+            guard result.status == 0 else { fail("\(command.joined(separator: " ")) failed with status \(result.status)") }
+            unlink(output)
+            guard attempt > 0 else { continue }
+            if first { timesA.append(result.seconds); peakA = max(peakA, result.peakBytes) } else { timesB.append(result.seconds); peakB = max(peakB, result.peakBytes) }
+        }
+    }
+    return (median(timesA), median(timesB), peakA, peakB, timesA, timesB)
+}
+
+// Where the stripe workers run, on the largest grid: threads of the render's own against
+// Dispatch's pool (same bytes; only the time and memory differ).
+if options.compareWorkerThreads, let size = options.sizes.max() {
+    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
+    let grid = [tessera, "grid", photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags
+    print("\nworker threads on grid \(columns)x\(rows): dedicated vs dispatch, alternating, median of \(options.runs) after 1 warm-up")
+    let compared = alternate(grid + ["--worker-threads", "dedicated"], grid + ["--worker-threads", "dispatch"])
+    print("  dedicated: \(fixed(compared.a)) s, peak RSS \(fixed(Double(compared.peakA) / 1e6, 1)) MB   runs \(compared.runsA.map { fixed($0) }.joined(separator: " "))")
+    print("  dispatch : \(fixed(compared.b)) s, peak RSS \(fixed(Double(compared.peakB) / 1e6, 1)) MB   runs \(compared.runsB.map { fixed($0) }.joined(separator: " "))")
+    print("  dispatch / dedicated: x\(fixed(compared.b / compared.a, 3)) time, x\(fixed(Double(compared.peakB) / Double(compared.peakA), 3)) peak RSS")
+}
+
+// This build against another (`--compare-binary`, e.g. the last release), on the largest grid.
+if let old = options.compareBinary, let size = options.sizes.max() {
+    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
+    let arguments = ["grid", photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags
+    print("\nthis build against \(old) on grid \(columns)x\(rows), alternating, median of \(options.runs) after 1 warm-up")
+    let compared = alternate([tessera] + arguments, [old] + arguments)
+    print("  this build: \(fixed(compared.a)) s, peak RSS \(fixed(Double(compared.peakA) / 1e6, 1)) MB   runs \(compared.runsA.map { fixed($0) }.joined(separator: " "))")
+    print("  other     : \(fixed(compared.b)) s, peak RSS \(fixed(Double(compared.peakB) / 1e6, 1)) MB   runs \(compared.runsB.map { fixed($0) }.joined(separator: " "))")
+    print("  this / other: x\(fixed(compared.a / compared.b, 3)) time, x\(fixed(Double(compared.peakA) / Double(compared.peakB), 3)) peak RSS")
 }
 
 if options.progressive {

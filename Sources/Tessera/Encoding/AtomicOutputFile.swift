@@ -91,11 +91,3 @@ final class AtomicOutputFile {
         if let named = namedTemporary { removeFile(named) }
     }
 }
-
-/// The directory part of `path` ("." for a bare file name).
-func parentDirectory(of path: String) -> String {
-    guard let slash = path.lastIndex(of: "/") else { return "." }
-    if slash == path.startIndex { return "/" }
-    return String(path[..<slash])
-}
-

@@ -20,22 +20,19 @@ public final class FeatureIndex: @unchecked Sendable {
     /// Opens (or starts) the index for `k` sub-cells and `cellAspect` in `directory`, creating the
     /// directory if needed. A missing or unreadable file is an empty index.
     public init(directory: String, subCells k: Int, cellAspect: Double) {
-        _ = mkdir(directory, 0o755)
+        try? makeDirectory(directory)  // (an existing one is fine; a failure shows when saving)
         path = directory + "/features-k\(k)-a\(formatDecimal(cellAspect, places: 4)).tsv"
         valuesPerPhoto = k * k * 3
-        guard let file = fopen(path, "r") else { return }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 1 << 16)
-        while fgets(&buffer, Int32(buffer.count), file) != nil {
-            let line = String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // (A missing or unreadable file is an empty index.)
+        try? forEachLine(of: path) { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard fields.count == 3 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { continue }
+            guard fields.count == 3 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { return }
             let values = fields[3...].compactMap { Float($0) }
             // Oklab from sRGB stays within [0, 1] for L and about ±0.33 for a and b. A value
             // that is not a finite number in a generous range (a damaged or edited cache: "nan"
             // parses as a Float) drops the entry, so the photo is analysed again and the entry
             // rewritten when the index is saved.
-            guard values.count == valuesPerPhoto, values.allSatisfy({ $0.isFinite && abs($0) <= 2 }) else { continue }
+            guard values.count == valuesPerPhoto, values.allSatisfy({ $0.isFinite && abs($0) <= 2 }) else { return }
             entries[String(fields[0])] = (size, mtime, values)
         }
     }
@@ -86,7 +83,7 @@ public func defaultCacheDirectory() -> String {
     if let value = getenv("XDG_CACHE_HOME"), value.pointee != 0 { return String(cString: value) + "/tessera" }
     if let home = getenv("HOME"), home.pointee != 0 {
         let cache = String(cString: home) + "/.cache"
-        _ = mkdir(cache, 0o755)
+        try? makeDirectory(cache)
         return cache + "/tessera"
     }
     return "/tmp/tessera-cache"

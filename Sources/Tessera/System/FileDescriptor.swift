@@ -264,3 +264,27 @@ public func readWholeFile(_ path: String) throws(TesseraError) -> [UInt8] {
         bytes.append(contentsOf: chunk[0..<count])
     }
 }
+
+/// Calls `body` with each line of the regular file at `path` (without its newline), reading 64 KiB
+/// at a time: a large file is never held whole.
+func forEachLine(of path: String, _ body: (Substring) -> Void) throws(TesseraError) {
+    let (file, _) = try FileDescriptor.openRegularFileForReading(path)
+    defer { file.close() }
+    var pending: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = try chunk.withUnsafeMutableBytes { buffer in
+            Result { () throws(TesseraError) in try file.read(into: buffer) }
+        }.get()
+        if count == 0 { break }
+        var start = 0
+        for i in 0..<count where chunk[i] == 10 {
+            pending.append(contentsOf: chunk[start..<i])
+            body(Substring(String(decoding: pending, as: UTF8.self)))
+            pending.removeAll(keepingCapacity: true)
+            start = i + 1
+        }
+        pending.append(contentsOf: chunk[start..<count])
+    }
+    if !pending.isEmpty { body(Substring(String(decoding: pending, as: UTF8.self))) }
+}

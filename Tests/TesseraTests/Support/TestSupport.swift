@@ -5,9 +5,13 @@ import Testing
 
 /// The folder of this test target's fixtures (copied into the repository, with their license).
 let fixturesDirectory: String = {
-    let file = #filePath
-    return String(file[..<file.lastIndex(of: "/")!]) + "/Fixtures"
+    let file = #filePath  // Tests/TesseraTests/Support/TestSupport.swift
+    let support = file[..<file.lastIndex(of: "/")!]
+    return String(support[..<support.lastIndex(of: "/")!]) + "/Fixtures"
 }()
+
+/// The fixture every hostile-input test starts from (a small baseline JPEG).
+let baseJPEG = fixturesDirectory + "/variants/base.jpg"
 
 /// $TMPDIR, or /tmp when it is not set.
 let temporaryRoot: String = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
@@ -197,4 +201,64 @@ extension StripeRenderer {
         try self.init(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: jpeg)], tint: tint),
                       cancellation: cancellation)
     }
+}
+
+// Oracles shared by the tests: small filesystems, image differences, an independent downscale.
+
+func mayMount() -> Bool {
+    if geteuid() == 0 { return true }
+    if getenv("TESSERA_TESTS_NEED_ROOT") != nil { Issue.record("TESSERA_TESTS_NEED_ROOT is set (.ci/run) but the tests do not run as root") }
+    return false
+}
+
+/// Mounts a tmpfs of `size` (mount(8) syntax: "640k") at a new folder in `scratch`; returns its
+/// path, or nil when it cannot (the caller's test then fails).
+func mountTmpfs(size: String, in scratch: ScratchDirectory, name: String) -> String? {
+    let mountPoint = scratch.file(name)
+    mkdir(mountPoint, 0o755)
+    guard system("mount -t tmpfs -o size=\(size) tessera-test '\(mountPoint)'") == 0 else {
+        Issue.record("mount -t tmpfs -o size=\(size) failed")
+        return nil
+    }
+    return mountPoint
+}
+
+/// Free bytes for an unprivileged writer, from statvfs directly.
+func statvfsFreeBytes(_ path: String) -> Int64 {
+    var info = statvfs()
+    #expect(statvfs(path, &info) == 0)
+    return Int64(info.f_bavail) * Int64(info.f_frsize)
+}
+
+/// Per-channel mean absolute difference, and the largest single difference.
+func differences(_ a: RGBImage, _ b: RGBImage) -> (mean: Double, max: Int) {
+    var total = 0, largest = 0
+    for i in 0..<a.pixels.count {
+        let d = abs(Int(a.pixels[i]) - Int(b.pixels[i]))
+        total += d
+        largest = max(largest, d)
+    }
+    return (Double(total) / Double(max(1, a.pixels.count)), largest)
+}
+
+/// The level below `image` in a Deep Zoom pyramid, written plainly: half the size rounded up,
+/// each pixel the rounded mean of the 2 x 2 block it covers (fewer at an odd edge).
+func halved(_ image: RGBImage) -> RGBImage {
+    let width = (image.width + 1) / 2, height = (image.height + 1) / 2
+    var out = RGBImage(width: width, height: height)
+    for y in 0..<height {
+        for x in 0..<width {
+            for c in 0..<3 {
+                var sum = 0, count = 0
+                for sy in (2 * y)..<min(2 * y + 2, image.height) {
+                    for sx in (2 * x)..<min(2 * x + 2, image.width) {
+                        sum += Int(image.pixels[(sy * image.width + sx) * 3 + c])
+                        count += 1
+                    }
+                }
+                out.pixels[(y * width + x) * 3 + c] = UInt8((sum + count / 2) / count)
+            }
+        }
+    }
+    return out
 }

@@ -1,0 +1,115 @@
+// DiskTests.swift — what a render leaves on disk: stale temporaries of dead processes, the
+// free-space pre-flight, a disk that fills mid-render (injected and real), interrupted system calls.
+import Glibc
+import Testing
+@testable import Tessera
+
+extension RenderTests {
+    @Test func staleTemporariesOfDeadProcessesAreRemoved() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let pid = deadProcessID()  // a pid that just ended
+        let dead = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd"]
+        let kept = [".out.jpg.tessera-1-77.tmp",          // pid 1 is alive
+                    "out.tessera-\(pid)-1",                // not hidden: not ours
+                    "holiday.jpg"]
+        for name in dead + kept { writeBytes([1, 2, 3], to: scratch.file(name)) }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        var removed: [String] = []
+        try renderGrid([baseJPEG], to: scratch.file("out.jpg"), columns: 1, rows: 1, cellWidth: 16, cellHeight: 16,
+                       settings: settings) { event in
+            if case .staleTemporaryRemoved(let path) = event { removed.append(path) }
+        }
+        #expect(removed == dead.map { scratch.file($0) }.sorted())
+        #expect(scratch.contents() == (kept + ["out.jpg"]).sorted())
+    }
+
+    @Test func preflightNamesTheDirectoryAndTheShortfall() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let layout = GridLayout.make(photoCount: 1, columns: 100, rows: 100, cellWidth: 100, cellHeight: 100, order: .name)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        let plan = try RenderPlan.make(layout: layout, settings: settings)
+        let output = scratch.file("big.jpg")
+        let requirements = try DiskPreflight.requirements(plan: plan, outputPath: output) { _ in 1 << 20 }
+        #expect(requirements.count == 1)  // output and temporaries share a filesystem
+        #expect(requirements[0].neededBytes == plan.estimatedOutputBytes + plan.temporaryDiskBytes)
+        #expect(requirements[0].neededBytes > 50_000_000)  // 100 megapixels at 0.6 B/px
+        #expect(throws: TesseraError.insufficientDiskSpace(directory: scratch.path, neededBytes: requirements[0].neededBytes,
+                                                           freeBytes: 1 << 20)) {
+            try DiskPreflight.check(plan: plan, outputPath: output) { _ in 1 << 20 }
+        }
+        try DiskPreflight.check(plan: plan, outputPath: output) { _ in 1 << 40 }
+    }
+
+    @Test func diskFillingDuringTheRenderFailsCleanly() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let output = scratch.file("existing.jpg")
+        writeBytes(Array("keep me".utf8), to: output)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        // The pre-flight passed; then the output's second write finds the disk full.
+        SyscallFaults.inject("write", errno: ENOSPC, pathPrefix: output, skip: 1)
+        defer { SyscallFaults.reset() }
+        #expect(throws: TesseraError.system(operation: "write", errno: ENOSPC, path: output)) {
+            try renderGrid([baseJPEG], to: output, columns: 40, rows: 40, cellWidth: 32, cellHeight: 32, settings: settings)
+        }
+        #expect(SyscallFaults.fired("write", pathPrefix: output) == 1)
+        #expect(readBytes(output) == Array("keep me".utf8))
+        #expect(scratch.contents() == ["existing.jpg"])
+    }
+
+    @Test func interruptedSystemCallsAreRetried() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        let clean = scratch.file("clean.jpg")
+        try renderGrid([baseJPEG, fixturesDirectory + "/variants/cmyk.jpg"], to: clean, columns: 30, rows: 30,
+                       cellWidth: 32, cellHeight: 32, settings: settings)
+        let interrupted = scratch.file("interrupted.jpg")
+        SyscallFaults.inject("write", errno: EINTR, pathPrefix: interrupted, count: 5)
+        defer { SyscallFaults.reset() }
+        try renderGrid([baseJPEG, fixturesDirectory + "/variants/cmyk.jpg"], to: interrupted, columns: 30, rows: 30,
+                       cellWidth: 32, cellHeight: 32, settings: settings)
+        // All five interruptions were met (and retried): the file is whole all the same.
+        #expect(SyscallFaults.fired("write", pathPrefix: interrupted) == 5)
+        #expect(readBytes(interrupted) == readBytes(clean))
+    }
+
+    /// A real full filesystem: a 3 MiB tmpfs, mounted only where the tests run as root (CI does).
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func realFullFilesystemFailsCleanly() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let mountPoint = scratch.file("small-disk")
+        mkdir(mountPoint, 0o755)
+        #expect(system("mount -t tmpfs -o size=3m tessera-test '\(mountPoint)'") == 0)
+        defer { _ = system("umount '\(mountPoint)'") }
+        let output = mountPoint + "/existing.jpg"
+        writeBytes(Array("keep me".utf8), to: output)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = mountPoint
+        let library = try PhotoLibrary.scan([baseJPEG])
+        let layout = GridLayout.make(photoCount: 1, columns: 20, rows: 20, cellWidth: 50, cellHeight: 50, order: .name)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: output)
+        try DiskPreflight.check(plan: renderer.plan, outputPath: output)  // fits: 1000 x 1000 px
+        // Another process fills the disk after the check.
+        let filler = mountPoint + "/filler"
+        let free = try freeDiskBytes(mountPoint)
+        writeBytes([UInt8](repeating: 7, count: Int(free) - 64 * 1024), to: filler)
+        #expect {
+            try renderer.render()
+        } throws: { error in
+            guard case TesseraError.system(_, let code, let path) = error else { return false }
+            return code == ENOSPC && path.hasPrefix(mountPoint)
+        }
+        #expect(readBytes(output) == Array("keep me".utf8))
+        var names = (try? listDirectory(mountPoint).sorted()) ?? []
+        names.removeAll { $0 == "lost+found" }
+        #expect(names == ["existing.jpg", "filler"])
+    }
+}
