@@ -22,11 +22,14 @@ let package = Package(
         .target(name: "TesseraCLI", dependencies: ["Tessera"], path: "Sources/TesseraCLI"),
         // The thin executable: parse, call the library, draw progress, map errors to exit codes.
         .executableTarget(name: "tessera", dependencies: ["TesseraCLI", "Tessera"], path: "Sources/tessera"),
+        // Helpers for the tests and the benchmark that the library does not ship: whole-image JPEG
+        // files in memory, generated sample photos.
+        .target(name: "TesseraTestSupport", dependencies: ["Tessera"], path: "Tests/TesseraTestSupport"),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
-        .executableTarget(name: "tessera-bench", dependencies: ["Tessera"], path: "Benchmarks"),
+        .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport"], path: "Benchmarks"),
         // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
-        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims"], path: "Tests/TesseraTests",
+        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
         .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera"], path: "Tests/TesseraCLITests"),
     ]

@@ -11,6 +11,7 @@
 //     twins against progressive.
 import Glibc
 import Tessera
+import TesseraTestSupport
 
 /// The 40 baseline photos and their progressive twins, generated once beside the build.
 @MainActor

@@ -23,6 +23,7 @@
 //                                      [--workers N] [--temp-dir DIR] [-- extra tessera flags]
 import Glibc
 import Tessera
+import TesseraTestSupport
 
 #if DEBUG
 print("""

@@ -2,6 +2,7 @@
 // box filter written here.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 @Suite struct DeepZoomOracleTests {

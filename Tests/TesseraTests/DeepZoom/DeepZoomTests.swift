@@ -4,6 +4,7 @@ import Foundation
 import FoundationXML
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 private let landscapes = (1...8).map { fixturesDirectory + "/orientation/Landscape_\($0).jpg" }

@@ -5,6 +5,7 @@
 // and .ci/run install both.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 /// Six photos, each four flat quadrants of its own colours, so that every point away from a

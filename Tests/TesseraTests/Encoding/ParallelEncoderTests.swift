@@ -2,6 +2,7 @@
 // must be the very file libjpeg writes serially with the same restart interval.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 extension RenderTests {

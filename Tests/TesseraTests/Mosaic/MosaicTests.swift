@@ -2,6 +2,7 @@
 // the feature index, the manifest and a whole mosaic render.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 /// `count` photos of distinct flat colours, in `directory`; returns the paths and colours.

@@ -1,6 +1,7 @@
 // HostilePhotoTests.swift — damaged and hostile photos: bit flips, garbage EXIF, decoding bombs.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 /// Decodes `path` into a 60 x 40 tile; the error, if any.

@@ -1,6 +1,7 @@
 // JPEGVariantTests.swift — every kind of JPEG a camera or a program writes, against a baseline.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 @Suite struct JPEGVariantTests {

@@ -7,6 +7,7 @@
 // libjpeg decoding the baseline file, not the code under test.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 private let landscape = fixturesDirectory + "/orientation/Landscape_1.jpg"   // 1800 x 1200, 4:2:0

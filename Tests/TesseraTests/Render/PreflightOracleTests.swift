@@ -1,6 +1,7 @@
 // PreflightOracleTests.swift — the free-space pre-flight against real small filesystems.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 @Suite struct PreflightOracleTests {

@@ -4,6 +4,7 @@
 // test that renders lives in this suite so none can trip over it.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 @Suite(.serialized)

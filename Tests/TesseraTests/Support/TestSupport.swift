@@ -1,6 +1,7 @@
 // TestSupport.swift — temporary directories, fixtures and an independent reference resampler.
 import Glibc
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 /// The folder of this test target's fixtures (copied into the repository, with their license).

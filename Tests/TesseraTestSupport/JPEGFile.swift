@@ -1,8 +1,10 @@
-// JPEGFile.swift — whole-image JPEG reading and writing, for tools, tests and the benchmark.
+// JPEGFile.swift — whole-image JPEG reading and writing, for the tests and the benchmark (not
+// shipped in the library: the TesseraTestSupport target).
 //
 // The renderer never uses these for its canvas: they hold a whole image in memory and are meant
 // for small pictures (generated sample photos, decoding a test's output) and for the benchmark's
 // encode-only floor, which pushes rows from one in-memory band through the same encoder.
+import Tessera
 
 /// An RGB image held in memory, rows top to bottom, 3 bytes a pixel.
 public struct RGBImage: Equatable, Sendable {
@@ -38,26 +40,21 @@ public enum JPEGFile {
     /// Encodes `image` as a baseline JPEG at `path` (written atomically).
     public static func write(_ image: RGBImage, to path: String, quality: Int = 90,
                              subsampling: ChromaSubsampling = .s420) throws(TesseraError) {
-        let output = try AtomicOutputFile(destination: path)
-        let writer = try JPEGScanlineWriter(sink: output, label: path, width: image.width, height: image.height,
-                                            quality: quality, subsampling: subsampling)
+        let writer = try JPEGFileWriter(path: path, width: image.width, height: image.height, quality: quality, subsampling: subsampling)
         try image.pixels.withUnsafeBytes { bytes in
             Result { () throws(TesseraError) in
                 try writer.write(rows: bytes.baseAddress!, stride: image.width * 3, count: image.height)
             }
         }.get()
         try writer.finish()
-        try output.commit()
     }
 
     /// Encodes a `band.width` x `height` image whose rows repeat `band`'s rows cyclically, to
-    /// `path` — the same encoder, settings and output path as a render, with no tile work: the
+    /// `path` — the same encoder, settings and output path as a render, with no cell work: the
     /// benchmark's floor. Returns the bytes written.
     public static func encodeRepeating(band: RGBImage, height: Int, to path: String, quality: Int,
                                        subsampling: ChromaSubsampling) throws(TesseraError) -> Int64 {
-        let output = try AtomicOutputFile(destination: path)
-        let writer = try JPEGScanlineWriter(sink: output, label: path, width: band.width, height: height,
-                                            quality: quality, subsampling: subsampling)
+        let writer = try JPEGFileWriter(path: path, width: band.width, height: height, quality: quality, subsampling: subsampling)
         try band.pixels.withUnsafeBytes { bytes in
             Result { () throws(TesseraError) in
                 var row = 0
@@ -68,47 +65,27 @@ public enum JPEGFile {
                 }
             }
         }.get()
-        try writer.finish()
-        try output.commit()
-        return output.bytesWritten
+        return try writer.finish()
     }
 
     /// Decodes the whole of `path` to RGB at full size (no EXIF orientation applied).
     /// Refuses images over `maxPixels`.
     public static func read(_ path: String, maxPixels: Int = 200_000_000) throws(TesseraError) -> RGBImage {
-        let reader = try ScaledJPEGReader(path: path, decoderMemoryBytes: 1 << 30)
-        let header = try reader.readHeader()
-        guard header.width * header.height <= maxPixels else {
-            throw .unreadablePhoto(path: path, reason: "\(header.width) x \(header.height) px is more than \(maxPixels) pixels")
+        let reader = try JPEGFileReader(path: path)
+        guard reader.width * reader.height <= maxPixels else {
+            throw .unreadablePhoto(path: path, reason: "\(reader.width) x \(reader.height) px is more than \(maxPixels) pixels")
         }
-        _ = try reader.scaledSize(numerator: 8)
-        let size = try reader.start()
-        let components = reader.outputComponents
-        var pixels = [UInt8](repeating: 0, count: size.width * size.height * 3)
+        var pixels = [UInt8](repeating: 0, count: reader.width * reader.height * 3)
         var row = 0
-        var scratch = [UInt8](repeating: 0, count: size.width * components * 16)
-        while row < size.height {
-            let count = try scratch.withUnsafeMutableBytes { bytes in
+        while row < reader.height {
+            let count = try pixels.withUnsafeMutableBytes { bytes in
                 Result { () throws(TesseraError) in
-                    try reader.readRows(into: bytes.baseAddress!, stride: size.width * components, maxRows: 16)
+                    try reader.readRows(into: bytes.baseAddress! + row * reader.width * 3, stride: reader.width * 3, maxRows: 16)
                 }
             }.get()
             if count == 0 { throw .unreadablePhoto(path: path, reason: "image data ends after \(row) rows") }
-            pixels.withUnsafeMutableBufferPointer { target in
-                scratch.withUnsafeMutableBufferPointer { source in
-                    for i in 0..<count {
-                        let from = source.baseAddress! + i * size.width * components
-                        let to = target.baseAddress! + (row + i) * size.width * 3
-                        if components == 4 {
-                            convertCMYKRow(from, into: to, width: size.width, inverted: header.adobeInverted)
-                        } else {
-                            to.update(from: from, count: size.width * 3)
-                        }
-                    }
-                }
-            }
             row += count
         }
-        return RGBImage(width: size.width, height: size.height, pixels: pixels)
+        return RGBImage(width: reader.width, height: reader.height, pixels: pixels)
     }
 }

@@ -4,6 +4,7 @@
 // after downscaling to a cell it has photo-like detail (and costs the encoder what a photo does).
 // Deterministic for a seed.
 import Glibc
+import Tessera
 
 public enum SamplePhotos {
     /// Writes `count` JPEGs named photo-0000.jpg... into `directory` (which must exist), alternately
