@@ -1,10 +1,6 @@
-// Threads.swift — a plain POSIX thread for long-running pipeline work.
-//
-// Why not Dispatch for the render's workers: a worker spends much of its time blocked on the
-// pipeline's condition variable (waiting for a free stripe slot), and Dispatch's global pool,
-// as wide as the cores, counts a blocked block as a busy thread. Parallel work started from the
-// writer (the Deep Zoom jobs) then finds the pool taken. Workers on their own threads, and the
-// Deep Zoom jobs on a JobTeam, keep the pipeline's threads out of each other's way.
+// Threads.swift — threads with an owner: a plain POSIX thread (JoinableThread), a team that runs
+// batches of jobs (JobTeam), and a pool that runs submitted jobs (ThreadPool). See
+// Concurrency.swift for which part of Tessera uses which, and why.
 import Glibc
 
 final class JoinableThread {
@@ -44,15 +40,23 @@ final class JoinableThread {
 /// Threading: one caller at a time. The team parks on `changed` between batches. The owner must
 /// call `stop()` to end the threads: they hold the team until then, so deinit cannot.
 final class JobTeam: @unchecked Sendable {
+    /// One batch: its jobs, how many were handed out and how many are running.
+    private struct Batch {
+        let number: Int
+        let body: (Int) -> Void
+        let jobs: Int
+        var next = 0
+        var running = 0
+        var handedOut: Bool { next >= jobs }
+        var done: Bool { handedOut && running == 0 }
+    }
+
     private let lock = Mutex()
     private let changed: Condition
     private var threads: [JoinableThread] = []
     // Protected by `lock`.
-    private var body: ((Int) -> Void)?
-    private var batch = 0
-    private var nextJob = 0
-    private var jobCount = 0
-    private var running = 0
+    private var batch: Batch?
+    private var batchesStarted = 0
     private var stopping = false
 
     /// A team of `helpers` threads (the caller of `run` makes one more).
@@ -77,16 +81,14 @@ final class JobTeam: @unchecked Sendable {
     func run(jobs: Int, _ body: @escaping (Int) -> Void) {
         guard jobs > 0 else { return }
         lock.withLock {
-            self.body = body
-            nextJob = 0
-            jobCount = jobs
-            batch += 1
+            batchesStarted += 1
+            batch = Batch(number: batchesStarted, body: body, jobs: jobs)
             changed.broadcast()
         }
         work()
         lock.withLock {
-            while running > 0 || nextJob < jobCount { changed.wait() }
-            self.body = nil
+            while batch?.done == false { changed.wait() }
+            batch = nil
         }
     }
 
@@ -94,16 +96,18 @@ final class JobTeam: @unchecked Sendable {
     private func work() {
         while true {
             let taken: (Int, (Int) -> Void)? = lock.withLock {
-                guard let body, nextJob < jobCount else { return nil }
-                nextJob += 1
-                running += 1
-                return (nextJob - 1, body)
+                guard var current = batch, !current.handedOut else { return nil }
+                let job = current.next
+                current.next += 1
+                current.running += 1
+                batch = current
+                return (job, current.body)
             }
             guard let (job, body) = taken else { return }
             body(job)
             lock.withLock {
-                running -= 1
-                if running == 0 && nextJob >= jobCount { changed.broadcast() }
+                batch?.running -= 1
+                if batch?.done == true { changed.broadcast() }
             }
         }
     }
@@ -112,11 +116,12 @@ final class JobTeam: @unchecked Sendable {
         var seen = 0
         while true {
             let proceed: Bool = lock.withLock {
-                while !stopping && (batch == seen || body == nil || nextJob >= jobCount) {
-                    if batch != seen && (body == nil || nextJob >= jobCount) { seen = batch }
+                // Park until a batch this thread has not seen yet has jobs to hand out.
+                while !stopping && (batch == nil || batch!.number == seen || batch!.handedOut) {
+                    if let current = batch, current.handedOut { seen = current.number }
                     changed.wait()
                 }
-                seen = batch
+                seen = batch?.number ?? seen
                 return !stopping
             }
             guard proceed else { return }
