@@ -143,18 +143,18 @@ public enum GridCommand {
             switch spec.names.last! {
             case "--output": options.outputPath = value
             case "--dzi":
-                guard value.hasSuffix(".dzi"), value.split(separator: "/").last.map({ $0.count > 4 }) == true else {
+                guard RenderOutput.isDeepZoomPath(value) else {
                     throw CommandLineError("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(value)'", argumentIndex: valuePosition)
                 }
                 options.deepZoomPath = value
             case "--dzi-tile-size":
-                deepZoom.tileSize = try integer(16...8192)
+                deepZoom.tileSize = try integer(DeepZoomSettings.tileSizes)
                 deepZoomOptionGiven = name
             case "--dzi-overlap":
-                deepZoom.overlap = try integer(0...4096)
+                deepZoom.overlap = try integer(DeepZoomSettings.overlaps(forTileSize: DeepZoomSettings.tileSizes.upperBound))
                 deepZoomOptionGiven = name
             case "--dzi-quality":
-                deepZoomQuality = try integer(1...100)
+                deepZoomQuality = try integer(RenderSettings.qualities)
                 deepZoomOptionGiven = name
             case "--no-viewer":
                 deepZoom.viewer = false
@@ -187,13 +187,13 @@ public enum GridCommand {
                     throw CommandLineError("--tile-size is larger than a JPEG can be (\(jpegMaxDimension) px)", argumentIndex: valuePosition)
                 }
                 sawTileSize = true
-            case "--quality": options.settings.quality = try integer(1...100)
+            case "--quality": options.settings.quality = try integer(RenderSettings.qualities)
             case "--subsampling":
                 guard let mode = ChromaSubsampling(rawValue: value) else {
                     throw CommandLineError("--subsampling expects 420, 422 or 444, got '\(value)'", argumentIndex: valuePosition)
                 }
                 options.settings.subsampling = mode
-            case "--workers": options.settings.workers = try integer(1...256)
+            case "--workers": options.settings.workers = try integer(RenderSettings.workerCounts)
             case "--stripe-height": options.settings.stripeHeight = try integer(1...jpegMaxDimension)
             case "--max-memory":
                 guard let bytes = parseByteSize(value), bytes >= 1 << 20 else {
@@ -243,7 +243,7 @@ public enum GridCommand {
         if options.help { return options }
         if options.deepZoomPath != nil {
             deepZoom.quality = deepZoomQuality ?? options.settings.quality
-            guard deepZoom.overlap <= deepZoom.tileSize / 2 else {
+            guard DeepZoomSettings.overlaps(forTileSize: deepZoom.tileSize).contains(deepZoom.overlap) else {
                 throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
             }
             options.deepZoom = deepZoom

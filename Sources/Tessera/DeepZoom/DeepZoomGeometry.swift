@@ -25,16 +25,20 @@ public struct DeepZoomSettings: Equatable, Sendable {
 
     public init() {}
 
+    /// The valid ranges, for the library's checks and any front end's (one source of truth).
+    public static let tileSizes = 16...8192
+    public static func overlaps(forTileSize tileSize: Int) -> ClosedRange<Int> { 0...(tileSize / 2) }
+
     /// Throws for out-of-range values.
     public func validate() throws(TesseraError) {
-        guard (16...8192).contains(tileSize) else {
-            throw .invalidSettings("Deep Zoom tile size must be 16...8192 px, got \(tileSize)")
+        guard Self.tileSizes.contains(tileSize) else {
+            throw .invalidSettings("Deep Zoom tile size must be \(Self.tileSizes) px, got \(tileSize)")
         }
-        guard (0...tileSize / 2).contains(overlap) else {
-            throw .invalidSettings("Deep Zoom overlap must be 0...\(tileSize / 2) px (half the tile size), got \(overlap)")
+        guard Self.overlaps(forTileSize: tileSize).contains(overlap) else {
+            throw .invalidSettings("Deep Zoom overlap must be \(Self.overlaps(forTileSize: tileSize)) px (half the tile size), got \(overlap)")
         }
-        guard (1...100).contains(quality) else {
-            throw .invalidSettings("Deep Zoom quality must be 1...100, got \(quality)")
+        guard RenderSettings.qualities.contains(quality) else {
+            throw .invalidSettings("Deep Zoom quality must be \(RenderSettings.qualities), got \(quality)")
         }
     }
 }

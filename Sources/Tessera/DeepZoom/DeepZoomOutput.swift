@@ -63,7 +63,7 @@ final class DeepZoomOutput: StripeSink {
     static func split(_ destination: String) throws(TesseraError) -> (folder: String, name: String) {
         let folder = parentDirectory(of: destination)
         let file = destination.split(separator: "/").last.map(String.init) ?? ""
-        guard file.hasSuffix(".dzi"), file.count > 4, !destination.hasSuffix("/") else {
+        guard RenderOutput.isDeepZoomPath(destination) else {
             throw .unusableOutput(path: destination, reason: "a Deep Zoom pyramid's path must end in NAME.dzi, like out/wall.dzi")
         }
         return (folder, String(file.dropLast(4)))

@@ -82,7 +82,7 @@ final class SpillFile {
         var cause = error.description
         if case .system(let operation, let code, _) = error { cause = "\(operation): \(errnoDescription(code))" }
         return "a progressive JPEG this large keeps its decoding data in a temporary file, and that failed in "
-            + "\(directory) (\(cause)); free some space there or choose another folder (--temp-dir)"
+            + "\(directory) (\(cause)); free some space there or choose another temporary folder"
     }
 
     /// Whether the decode put anything in the file.

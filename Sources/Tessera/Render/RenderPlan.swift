@@ -116,8 +116,8 @@ public struct RenderPlan: Equatable, Sendable {
         let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
             if case .deepZoom(let settings) = kind { return settings } else { return nil }
         }.first
-        guard (1...100).contains(settings.quality) else {
-            throw .invalidSettings("quality must be 1...100, got \(settings.quality)")
+        guard RenderSettings.qualities.contains(settings.quality) else {
+            throw .invalidSettings("quality must be \(RenderSettings.qualities), got \(settings.quality)")
         }
         let width = layout.width, height = layout.height
         guard writesJPEG || deepZoomSettings != nil else {
@@ -129,7 +129,9 @@ public struct RenderPlan: Equatable, Sendable {
         }
         try deepZoomSettings?.validate()
         let workers = settings.workers ?? onlineCoreCount()
-        guard workers >= 1 && workers <= 256 else { throw .invalidSettings("workers must be 1...256, got \(workers)") }
+        guard RenderSettings.workerCounts.contains(workers) else {
+            throw .invalidSettings("workers must be \(RenderSettings.workerCounts), got \(workers)")
+        }
         let window = workers + 2
         let rowBytes = width * 3
         // Without a JPEG, workers only fill stripes and the writer only feeds the pyramid.

@@ -20,6 +20,12 @@ public enum RenderOutput: Equatable, Sendable {
         }
     }
 
+    /// Whether `path` has a Deep Zoom pyramid's form, DIR/NAME.dzi (NAME not empty).
+    public static func isDeepZoomPath(_ path: String) -> Bool {
+        let file = path.split(separator: "/").last.map(String.init) ?? ""
+        return file.hasSuffix(".dzi") && file.count > 4 && !path.hasSuffix("/")
+    }
+
     /// What kind of output, without where: what the plan needs.
     public var kind: OutputKind {
         switch self {

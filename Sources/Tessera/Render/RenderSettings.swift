@@ -38,6 +38,10 @@ public struct RenderSettings: Equatable, Sendable {
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
 
     public init() {}
+
+    /// The valid ranges, for the plan's checks and any front end's (one source of truth).
+    public static let qualities = 1...100
+    public static let workerCounts = 1...256
 }
 
 /// Something the caller may want to show while a render runs. Delivered on the thread that

@@ -345,7 +345,7 @@ extension RenderTests {
         }
         #expect(SyscallFaults.fired("pwrite", pathPrefix: spillFolder) >= 1)
         #expect(path == progressive)
-        #expect(reason.contains(spillFolder) && reason.contains("No space left on device") && reason.contains("--temp-dir"), "\(reason)")
+        #expect(reason.contains(spillFolder) && reason.contains("No space left on device") && reason.contains("temporary folder"), "\(reason)")
         #expect(listNames(spillFolder).isEmpty)
     }
 }
