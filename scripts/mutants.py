@@ -79,7 +79,7 @@ MUTANTS = [
      WINDOW_TESTS, "the writer frees a slot while the outputs still read it"),
     ("window-worker-count", "Sources/Tessera/Render/StripePipeline.swift",
      "while filling < plan.workers && nextToStart", "while nextToStart",
-     "MemoryTests", "more stripes filled at once than --workers"),
+     "MemoryTests|RenderCancellation", "more stripes filled at once than --workers"),
     # EXIF orientation cases.
     ("orient-rot90", "Sources/Tessera/Photos/OrientationTransform.swift",
      "case .rotate90Clockwise: return (y, h - 1 - x)", "case .rotate90Clockwise: return (w - 1 - y, x)",

@@ -307,3 +307,57 @@ struct RenderTests {
         #expect(scratch.contents().count == 5)            // the spill file is anonymous
     }
 }
+
+/// A cancellation stops the pipeline at once: nothing is started after it, and no stripe is
+/// written after the one during which it came.
+@Suite struct RenderCancellationTests {
+    static let photos = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8"].map { "\(fixturesDirectory)/orientation/\($0).jpg" }
+
+    @Test(arguments: [WorkerThreads.dedicated, .dispatch])
+    func aRenderCancelledBeforeItStartsWritesNothing(threads: WorkerThreads) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.workerThreads = threads
+        settings.stripeHeight = 16
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        let library = try PhotoLibrary.scan(Self.photos)
+        let layout = GridLayout.make(photoCount: library.photos.count, columns: 8, rows: 8, cellWidth: 24, cellHeight: 24, order: .name)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
+                                          cancellation: cancellation)
+        var progress = 0
+        #expect(throws: TesseraError.cancelled) {
+            try renderer.render { event in if case .progress = event { progress += 1 } }
+        }
+        #expect(progress == 0, "\(progress) stripes written after the cancellation")
+        #expect(scratch.contents().isEmpty)
+    }
+
+    @Test(arguments: [WorkerThreads.dedicated, .dispatch])
+    func noStripeIsWrittenAfterTheOneDuringWhichTheCancellationCame(threads: WorkerThreads) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.workerThreads = threads
+        settings.workers = 2
+        settings.stripeHeight = 16
+        let cancellation = RenderCancellation()
+        let library = try PhotoLibrary.scan(Self.photos)
+        let layout = GridLayout.make(photoCount: library.photos.count, columns: 8, rows: 12, cellWidth: 24, cellHeight: 24, order: .name)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
+                                          cancellation: cancellation)
+        var progress = 0
+        #expect(throws: TesseraError.cancelled) {
+            try renderer.render { event in
+                guard case .progress = event else { return }
+                progress += 1
+                cancellation.cancel()  // during the first stripe's event
+            }
+        }
+        #expect(progress == 1, "\(progress - 1) stripes written after the cancellation")
+        #expect(scratch.contents().isEmpty)
+    }
+}
