@@ -19,6 +19,21 @@ import Testing
         #expect(short.estimatedPeakBytes == plan.estimatedPeakBytes)
     }
 
+    /// A library with more distinct photos than the cell cache can hold still fits the default
+    /// budget: the cache takes what is left after everything else (the parallel encoder's
+    /// waiting segments included), and the rest spills to disk.
+    @Test(arguments: [1, 2, 3])
+    func aLargeLibraryFitsTheDefaultBudgetWithASmallerCache(workers: Int) throws {
+        let layout = GridLayout.make(photoCount: 10_000, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150, order: .name)
+        var settings = RenderSettings()
+        settings.workers = workers
+        let plan = try RenderPlan.make(layout: layout, settings: settings)
+        #expect(plan.estimatedPeakBytes <= settings.maxMemoryBytes)
+        #expect(plan.cellSlots < 10_000 && plan.spillDiskBytes == Int64(10_000 * 150 * 150 * 3))
+        // Nearly all of the budget is used: the cache is not smaller than it needs to be.
+        #expect(settings.maxMemoryBytes - plan.estimatedPeakBytes < plan.cellBytes, "\(plan.estimatedPeakBytes)")
+    }
+
     @Test func tooSmallBudgetIsRefused() {
         let layout = GridLayout.make(photoCount: 10, columns: 400, rows: 10, cellWidth: 150, cellHeight: 150, order: .name)
         var settings = RenderSettings()
