@@ -156,7 +156,7 @@ MUTANTS = [
     ("work-limit-dc", "Sources/CTesseraShims/tessera_dc.c",
      "if (d->work_limit_blocks != 0 && d->work_blocks > d->work_limit_blocks) {",
      "if (d->work_limit_blocks != 0 && d->work_blocks > 1000 * d->work_limit_blocks) {",
-     "ScanBomb|scansOutOfProportion|Bomb", "the DC decoder decodes a work bomb"),
+     "ScanBomb|scansOutOfProportion|Bomb|repeatedChromaScans", "the DC decoder decodes a work bomb"),
     # Colour conversion.
     ("colour-dc-green", "Sources/CTesseraShims/tessera_dc.c",
      "clamp255(yv + ((-22554 * u - 46802 * v + 32768) >> 16))", "clamp255(yv + ((-22554 * u - 36802 * v + 32768) >> 16))",

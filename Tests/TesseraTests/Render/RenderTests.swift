@@ -360,4 +360,24 @@ struct RenderTests {
         #expect(progress == 1, "\(progress - 1) stripes written after the cancellation")
         #expect(scratch.contents().isEmpty)
     }
+
+    /// A cancellation during the last stripe's event still cancels: nothing is committed, even
+    /// though every stripe was already drawn (here the only one).
+    @Test func aCancellationAfterTheLastStripeStillCommitsNothing() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.stripeHeight = 64
+        let cancellation = RenderCancellation()
+        let library = try PhotoLibrary.scan(Self.photos)
+        let layout = GridLayout.make(photoCount: library.photos.count, columns: 4, rows: 2, cellWidth: 24, cellHeight: 24, order: .name)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
+                                          cancellation: cancellation)
+        #expect(renderer.plan.geometry.stripeCount == 1)
+        #expect(throws: TesseraError.cancelled) {
+            try renderer.render { event in if case .progress = event { cancellation.cancel() } }
+        }
+        #expect(scratch.contents().isEmpty)
+    }
 }
