@@ -267,16 +267,7 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         // 187,500 blocks: six EOB14 runs of 32,767 (code 0 and 14 one bits each), padded with ones.
         var bits = ""
         for _ in 0..<6 { bits += "0" + String(repeating: "1", count: 14) }
-        while bits.count % 8 != 0 { bits += "1" }
-        var data: [UInt8] = []
-        var index = bits.startIndex
-        while index < bits.endIndex {
-            let next = bits.index(index, offsetBy: 8)
-            let byte = UInt8(bits[index..<next], radix: 2)!
-            data.append(byte)
-            if byte == 0xFF { data.append(0) }
-            index = next
-        }
+        let data = entropyCodedBytes(bits)
         let scan: [UInt8] = [0xFF, 0xDA, 0, 8, 1, luma, 0x00, 1, 63, 0x00] + data
         var bomb = Array(progressive[..<(progressive.count - 2)]) + table
         for _ in 0..<450 { bomb += scan }
@@ -307,17 +298,8 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         let blue = progressive[sof + 13]  // Cb, 2000 x 1500: 250 x 188 blocks
         // AC table 0: EOB14 ("00") and EOB13 ("01"); 47,000 blocks = 32,767 + 14,233.
         let table: [UInt8] = [0xFF, 0xC4, 0, 21, 0x10, 0, 2] + Array(repeating: 0, count: 14) + [0xE0, 0xD0]
-        var bits = "00" + String(repeating: "1", count: 14) + "01" + String(6041, radix: 2).leftPadded(to: 13)
-        while bits.count % 8 != 0 { bits += "1" }
-        var data: [UInt8] = []
-        var index = bits.startIndex
-        while index < bits.endIndex {
-            let next = bits.index(index, offsetBy: 8)
-            let byte = UInt8(bits[index..<next], radix: 2)!
-            data.append(byte)
-            if byte == 0xFF { data.append(0) }
-            index = next
-        }
+        let bits = "00" + String(repeating: "1", count: 14) + "01" + String(6041, radix: 2).leftPadded(to: 13)
+        let data = entropyCodedBytes(bits)
         let scan: [UInt8] = [0xFF, 0xDA, 0, 8, 1, blue, 0x00, 1, 63, 0x00] + data
         var bomb = Array(progressive[..<(progressive.count - 2)]) + table
         for _ in 0..<450 { bomb += scan }
@@ -475,6 +457,23 @@ extension ProgressiveTests {
         #expect(library.photos.isEmpty)
         #expect(library.skipped.first?.reason.contains("sparse file") == true, "\(library.skipped)")
     }
+}
+
+/// A scan's entropy-coded bytes from its bits ("0" and "1"): padded with one bits to a whole
+/// byte, 0xFF stuffed with 0x00.
+private func entropyCodedBytes(_ bits: String) -> [UInt8] {
+    var bits = bits
+    while bits.count % 8 != 0 { bits += "1" }
+    var data: [UInt8] = []
+    var index = bits.startIndex
+    while index < bits.endIndex {
+        let next = bits.index(index, offsetBy: 8)
+        let byte = UInt8(bits[index..<next], radix: 2)!
+        data.append(byte)
+        if byte == 0xFF { data.append(0) }
+        index = next
+    }
+    return data
 }
 
 private extension String {
