@@ -119,7 +119,7 @@ public struct Runner {
             return .failure(.badInput)
         }
         do throws(TesseraError) {
-            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, inputs: library.photos.map(\.path) + inputs)
+            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
         } catch {
             return .failure(report(error, options: options, manifest: extra.first?.path))
         }

@@ -16,11 +16,15 @@ public struct Photo: Equatable, Sendable {
     public let header: JPEGHeader
     /// The path as the kernel knows it: what the photo is opened by.
     public let file: PathBytes
+    /// The file's device and inode when it was scanned (nil for a photo made by hand), so that
+    /// checking the outputs against the photos needs no second stat per photo.
+    public let identity: OutputDestination.Identity?
 
-    public init(path: String, header: JPEGHeader, file: PathBytes? = nil) {
+    public init(path: String, header: JPEGHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil) {
         self.path = path
         self.header = header
         self.file = file ?? PathBytes(path)
+        self.identity = identity
     }
 }
 
@@ -154,7 +158,7 @@ public struct PhotoLibrary: Sendable {
             guard header.width > 0, header.height > 0 else {
                 return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
             }
-            return .success(Photo(path: path, header: header, file: file))
+            return .success(Photo(path: path, header: header, file: file, identity: reader.identity))
         } catch {
             return .failure(error)
         }

@@ -41,6 +41,8 @@ final class ScaledJPEGReader {
     private let source: SourceBox
     /// The file's size in bytes when opened.
     let fileBytes: Int64
+    /// The opened file's device and inode.
+    let identity: OutputDestination.Identity
     private var spill: SpillFile?
     /// Bytes a pixel in the rows `readRows` returns: 3 (RGB) or 4 (CMYK).
     private(set) var outputComponents = 3
@@ -63,6 +65,7 @@ final class ScaledJPEGReader {
         let (file, info) = try FileDescriptor.openRegularFileForReading(bytes)
         self.file = file
         fileBytes = Int64(info.st_size)
+        identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         // A file with most of its length unstored (a sparse file: a header over terabytes of
         // holes reads as zeros forever) is not a photo; a real JPEG is stored whole. Small files
         // are exempt (a filesystem may keep a small file's bytes inline, with no blocks).

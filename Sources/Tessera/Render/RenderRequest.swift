@@ -105,7 +105,7 @@ public struct RenderRequest: Sendable {
     /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
     public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
         try RenderRequest.checkDestinations(outputs, alsoWriting: extra, temporaryDirectory: settings.temporaryDirectory)
-        try RenderRequest.checkNotInputs(outputs, alsoWriting: extra, inputs: photos.map(\.path))
+        try RenderRequest.checkNotInputs(outputs, alsoWriting: extra, photos: photos)
     }
 
     /// Checks, before any work (a mosaic analyses and matches before it renders): one output of
@@ -161,16 +161,19 @@ public struct RenderRequest: Sendable {
         }
     }
 
-    /// Refuses outputs that are one of the files read (writing one would destroy a photo).
+    /// Refuses outputs that are one of the files read: `photos` (by the identity their scan
+    /// recorded; stat'ed here only when they have none) or `otherInputs` (a mosaic's target).
+    /// Writing one would destroy a photo.
     public static func checkNotInputs(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
-                                      inputs: [String]) throws(TesseraError) {
+                                      photos: [Photo], otherInputs: [String] = []) throws(TesseraError) {
         var existing: [OutputDestination.Identity: OutputFile] = [:]
         for file in outputs.flatMap(\.files) + extra where !file.isFolder {
             if let identity = OutputDestination.identity(file.path) { existing[identity] = file }
         }
         guard !existing.isEmpty else { return }
-        for input in inputs {
-            if let identity = OutputDestination.identity(input), let file = existing[identity] {
+        let inputs = photos.map { ($0.path, $0.identity) } + otherInputs.map { ($0, nil) }
+        for (input, known) in inputs {
+            if let identity = known ?? OutputDestination.identity(input), let file = existing[identity] {
                 throw .unusableOutput(path: file.path, reason: "it is one of the photos (\(input)); writing \(file.role) there "
                                       + "would destroy the photo: choose another name")
             }
