@@ -313,20 +313,28 @@ struct RenderTests {
 @Suite struct RenderCancellationTests {
     static let photos = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8"].map { "\(fixturesDirectory)/orientation/\($0).jpg" }
 
+    /// A renderer of 8 columns x `rows` cells of 24 px into `scratch`, with a cancellation of its own.
+    private func renderer(rows: Int, stripeHeight: Int, threads: WorkerThreads = .dedicated,
+                          in scratch: ScratchDirectory) throws -> (StripeRenderer, RenderCancellation) {
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.workerThreads = threads
+        settings.workers = 2
+        settings.stripeHeight = stripeHeight
+        let cancellation = RenderCancellation()
+        let library = try PhotoLibrary.scan(Self.photos)
+        let layout = GridLayout.make(photoCount: library.photos.count, columns: 8, rows: rows, cellWidth: 24, cellHeight: 24, order: .name)
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
+                                          cancellation: cancellation)
+        return (renderer, cancellation)
+    }
+
     @Test(arguments: [WorkerThreads.dedicated, .dispatch])
     func aRenderCancelledBeforeItStartsWritesNothing(threads: WorkerThreads) throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        var settings = RenderSettings()
-        settings.temporaryDirectory = scratch.path
-        settings.workerThreads = threads
-        settings.stripeHeight = 16
-        let cancellation = RenderCancellation()
+        let (renderer, cancellation) = try renderer(rows: 8, stripeHeight: 16, threads: threads, in: scratch)
         cancellation.cancel()
-        let library = try PhotoLibrary.scan(Self.photos)
-        let layout = GridLayout.make(photoCount: library.photos.count, columns: 8, rows: 8, cellWidth: 24, cellHeight: 24, order: .name)
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
-                                          cancellation: cancellation)
         var progress = 0
         #expect(throws: TesseraError.cancelled) {
             try renderer.render { event in if case .progress = event { progress += 1 } }
@@ -339,16 +347,7 @@ struct RenderTests {
     func noStripeIsWrittenAfterTheOneDuringWhichTheCancellationCame(threads: WorkerThreads) throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        var settings = RenderSettings()
-        settings.temporaryDirectory = scratch.path
-        settings.workerThreads = threads
-        settings.workers = 2
-        settings.stripeHeight = 16
-        let cancellation = RenderCancellation()
-        let library = try PhotoLibrary.scan(Self.photos)
-        let layout = GridLayout.make(photoCount: library.photos.count, columns: 8, rows: 12, cellWidth: 24, cellHeight: 24, order: .name)
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
-                                          cancellation: cancellation)
+        let (renderer, cancellation) = try renderer(rows: 12, stripeHeight: 16, threads: threads, in: scratch)
         var progress = 0
         #expect(throws: TesseraError.cancelled) {
             try renderer.render { event in
@@ -366,14 +365,7 @@ struct RenderTests {
     @Test func aCancellationAfterTheLastStripeStillCommitsNothing() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        var settings = RenderSettings()
-        settings.temporaryDirectory = scratch.path
-        settings.stripeHeight = 64
-        let cancellation = RenderCancellation()
-        let library = try PhotoLibrary.scan(Self.photos)
-        let layout = GridLayout.make(photoCount: library.photos.count, columns: 4, rows: 2, cellWidth: 24, cellHeight: 24, order: .name)
-        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: settings, jpeg: scratch.file("out.jpg"),
-                                          cancellation: cancellation)
+        let (renderer, cancellation) = try renderer(rows: 2, stripeHeight: 64, in: scratch)
         #expect(renderer.plan.geometry.stripeCount == 1)
         #expect(throws: TesseraError.cancelled) {
             try renderer.render { event in if case .progress = event { cancellation.cancel() } }
