@@ -92,7 +92,7 @@ public struct PhotoLibrary: Sendable {
             case .success(let photo): photos.append(photo)
             case .failure(.unreadablePhoto(_, let reason))
                 where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
-                // Sidecars, notes, other formats under their own names: not photos, no warning.
+                // Sidecars, notes, other files under their own names: not photos, no warning.
                 ignored += 1
             case .failure(let error):
                 skipped.append(SkippedPhoto(path: candidate.path.display, reason: reason(of: error)))
@@ -152,6 +152,11 @@ public struct PhotoLibrary: Sendable {
         do {
             let reader = try ScaledJPEGReader(file: file, decoderMemoryBytes: decoderMemoryBytes)
             guard try reader.startsLikeJPEG() else {
+                // An image in another format is named in a warning (and refused by --strict),
+                // never left out silently; anything else is not a photo.
+                if let format = try reader.otherImageFormat() {
+                    return .failure(.unreadablePhoto(path: path, reason: "\(format), and Tessera reads only JPEG photos (for now)"))
+                }
                 return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
             }
             let header = try reader.readHeader()

@@ -111,6 +111,17 @@ final class ScaledJPEGReader {
         return count == 3 && magic == (0xFF, 0xD8, 0xFF)
     }
 
+    /// The name of the image format the file's first bytes show, when it is an image but not a
+    /// JPEG (PNG, GIF, WebP, HEIF/HEIC, AVIF, TIFF and the camera RAW files built on it, BMP);
+    /// nil for anything else. Uses pread.
+    func otherImageFormat() throws(TesseraError) -> String? {
+        var magic = [UInt8](repeating: 0, count: 16)
+        let count = try magic.withUnsafeMutableBytes { bytes in
+            Result { () throws(TesseraError) in try file.read(into: bytes, at: 0) }
+        }.get()
+        return imageFormat(startingWith: Array(magic[0..<count]))
+    }
+
     /// jpeg_read_header, with EXIF orientation and Adobe marker (tessera_jpeg_decoder_read_header).
     func readHeader() throws(TesseraError) -> JPEGHeader {
         var raw = tessera_jpeg_header()
@@ -199,4 +210,23 @@ final class ScaledJPEGReader {
         if let reason = spill?.failureReason { return .unreadablePhoto(path: path, reason: reason) }
         return .unreadablePhoto(path: path, reason: String(cString: tessera_jpeg_decoder_message(decoder)))
     }
+}
+
+/// The image format `bytes` (a file's first 16 or fewer) begin with, if it is one Tessera can
+/// name but not read; nil otherwise.
+func imageFormat(startingWith bytes: [UInt8]) -> String? {
+    func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
+        bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
+    }
+    if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "a PNG image" }
+    if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return "a GIF image" }
+    if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return "a WebP image" }
+    if starts(Array("ftyp".utf8), at: 4), bytes.count >= 12 {
+        let brand = String(decoding: bytes[8..<12], as: UTF8.self)
+        if ["avif", "avis"].contains(brand) { return "an AVIF image" }
+        if ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"].contains(brand) { return "a HEIF/HEIC image" }
+    }
+    if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return "a TIFF image (or a camera RAW file)" }
+    if starts([0x42, 0x4D]) && bytes.count >= 14 { return "a BMP image" }
+    return nil
 }
