@@ -8,14 +8,18 @@ let package = Package(
         .executable(name: "tessera", targets: ["tessera"]),
     ],
     targets: [
-        // C libraries from Debian: libjpeg62-turbo-dev and libexif-dev.
+        // C libraries from Debian: libjpeg62-turbo-dev and libexif-dev; for the other formats and
+        // colour, libspng-dev, libwebp-dev, libheif-dev and liblcms2-dev (used from C only).
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
         .systemLibrary(name: "CExif", path: "Sources/CExif"),
-        // The setjmp-guarded libjpeg calls and the libexif accessors Swift cannot import.
+        // The setjmp-guarded libjpeg calls, the libexif accessors Swift cannot import, and the PNG,
+        // WebP, HEIF and Little CMS readers behind plain C structs.
         // The system-library targets' `link` lines reach only Swift importers, so the libraries are
         // named here as well for this C target.
         .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif"], path: "Sources/CTesseraShims",
-                linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif")]),
+                linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif"), .linkedLibrary("spng"),
+                                 .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
+                                 .linkedLibrary("lcms2")]),
         // The engine: photos in, stripes, encoder out. Never prints.
         .target(name: "Tessera", dependencies: ["CTesseraShims"], path: "Sources/Tessera"),
         // Command-line parsing and help, testable without running a process.

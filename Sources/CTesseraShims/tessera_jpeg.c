@@ -170,6 +170,7 @@ static int is_exif_app1(const jpeg_saved_marker_ptr m) {
 int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_header *header) {
     if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
     jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 2, 0xFFFF);
     int status = jpeg_read_header(&d->cinfo, TRUE);
     if (status != JPEG_HEADER_OK) {
         snprintf(d->err.message, sizeof d->err.message, "no image in JPEG file");
@@ -219,6 +220,20 @@ int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_heade
         }
     }
     return TESSERA_JPEG_OK;
+}
+
+const uint8_t *tessera_jpeg_decoder_icc_profile(tessera_jpeg_decoder *d, size_t *length) {
+    *length = 0;
+    if (d->icc == NULL) {
+        JOCTET *icc = NULL;
+        unsigned int icc_length = 0;
+        if (setjmp(d->err.jump)) return NULL;
+        if (!jpeg_read_icc_profile(&d->cinfo, &icc, &icc_length) || icc == NULL) return NULL;
+        d->icc = icc;
+        d->icc_length = icc_length;
+    }
+    *length = d->icc_length;
+    return d->icc;
 }
 
 int tessera_jpeg_decoder_scaled_size(tessera_jpeg_decoder *d, int scale_num,
@@ -291,6 +306,7 @@ const char *tessera_jpeg_decoder_message(const tessera_jpeg_decoder *d) { return
 void tessera_jpeg_decoder_destroy(tessera_jpeg_decoder *d) {
     if (d == NULL) return;
     if (d->created) jpeg_destroy_decompress(&d->cinfo);  // never calls error_exit
+    free(d->icc);
     free(d->buffer);
     free(d);
 }

@@ -86,6 +86,8 @@ struct tessera_jpeg_decoder {
     int counted_scan;            // the last scan counted
     const int *cancel_flag;      // NULL: none
     int created;
+    uint8_t *icc;                // the APP2 ICC profile, once asked for (malloc'd by libjpeg)
+    unsigned int icc_length;
 };
 
 #endif

@@ -269,10 +269,13 @@ public enum GridCommand {
         USAGE
           tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
 
-        PHOTOS are JPEG files or directories (searched recursively; JPEGs are recognised by
-        content, not extension). Photos fill the grid row by row and repeat when there are more
-        cells than photos. Each photo is turned upright from its EXIF orientation, decoded at the
-        size it is drawn and centre-cropped to fill its cell.
+        PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP and
+        HEIF/HEIC (and AVIF) are read, recognised by content, not extension; other images (GIF,
+        TIFF, camera RAW) are named in a warning. Photos fill the grid row by row and repeat when
+        there are more cells than photos. Each photo is turned upright from its EXIF orientation
+        (a HEIC's own rotation counts once), converted to sRGB from its colour profile (Display P3,
+        Adobe RGB...), decoded at the size it is drawn and centre-cropped to fill its cell;
+        transparent pixels show the background colour.
 
         OPTIONS
 

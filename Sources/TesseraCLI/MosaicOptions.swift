@@ -18,7 +18,7 @@ public struct MosaicOptions: Equatable, Sendable {
 
 public enum MosaicCommand {
     public static let options: [OptionSpec] = [
-        OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
+        OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
         OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos."),
         OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
         OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),

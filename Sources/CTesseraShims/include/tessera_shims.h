@@ -235,6 +235,111 @@ void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);
 /// (starting with "Exif\0\0"), or 0 when there is none or libexif cannot parse it.
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
 
+/// The ICC profile a JPEG's APP2 markers carry (after read_header), or NULL. Valid until the
+/// decoder is destroyed.
+const uint8_t *tessera_jpeg_decoder_icc_profile(tessera_jpeg_decoder *d, size_t *length);
+
+// MARK: Colour (tessera_color.c, Little CMS)
+
+/// A transform from the ICC profile `icc` to sRGB (8-bit RGB in place), or NULL: with
+/// `*is_srgb` set when the profile is sRGB in all but name (nothing to convert), else with the
+/// reason in `message`. Free with tessera_color_transform_free; usable from any thread.
+void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *is_srgb, char *message,
+                                       size_t message_bytes);
+
+/// The same from H.273 colour primaries and transfer characteristics (HEIF nclx, PNG cICP).
+void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srgb, char *message, size_t message_bytes);
+
+void tessera_color_transform_apply(void *transform, uint8_t *rgb, size_t pixels);
+void tessera_color_transform_free(void *transform);
+
+// MARK: PNG (tessera_png.c, libspng)
+
+typedef struct tessera_png tessera_png;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t bit_depth;
+    int32_t color_type;
+    int32_t interlaced;
+    int32_t has_alpha;
+    int32_t exif_orientation;  // from eXIf; 0 when absent
+    int32_t cicp_primaries;    // cICP, -1 when absent
+    int32_t cicp_transfer;
+    int32_t cicp_matrix;
+    int32_t cicp_full_range;
+} tessera_png_info;
+
+/// Reads the chunks before the image data of the PNG open as `fd` (read by pread from 0).
+tessera_png *tessera_png_open(int fd, uint64_t file_bytes, tessera_png_info *info, char *message, size_t message_bytes);
+const uint8_t *tessera_png_icc(tessera_png *png, size_t *length);
+/// Starts the row-by-row decode to RGBA8.
+int tessera_png_start(tessera_png *png);
+/// Decodes the next row into `rgba` (a whole row's length): returns 1 with its row number and
+/// Adam7 pass (0 when not interlaced), 0 at the end of the image, -1 on error.
+int tessera_png_read_row(tessera_png *png, uint8_t *rgba, size_t length, uint32_t *row, int *pass);
+const char *tessera_png_message(const tessera_png *png);
+void tessera_png_close(tessera_png *png);
+
+// MARK: WebP (tessera_webp.c, libwebp)
+
+typedef struct tessera_webp tessera_webp;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t has_alpha;
+    int32_t lossless;          // VP8L: decoded whole (4 bytes a pixel) whatever the output size
+    int32_t animated;          // the first frame is drawn
+    int32_t exif_orientation;
+} tessera_webp_info;
+
+tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *info, char *message, size_t message_bytes);
+const uint8_t *tessera_webp_icc(tessera_webp *webp, size_t *length);
+/// Decodes the (first) picture scaled to `width` x `height`, RGBA, rows `stride` bytes apart.
+int tessera_webp_decode(tessera_webp *webp, int width, int height, uint8_t *rgba, size_t stride, char *message,
+                        size_t message_bytes);
+void tessera_webp_close(tessera_webp *webp);
+
+// MARK: HEIF (tessera_heif.c, libheif)
+
+typedef struct tessera_heif tessera_heif;
+
+typedef struct {
+    uint32_t width;            // after the file's own transforms (irot, imir, clap)
+    uint32_t height;
+    int32_t has_alpha;
+    int32_t luma_bits;
+    int32_t has_transform;     // the primary image has irot or imir
+    int32_t exif_orientation;
+    uint32_t thumbnail_width;  // the largest embedded thumbnail; 0 when none
+    uint32_t thumbnail_height;
+    int32_t cicp_primaries;    // nclx, -1 when absent
+    int32_t cicp_transfer;
+    int32_t cicp_matrix;
+    int32_t cicp_full_range;
+} tessera_heif_info;
+
+typedef struct {
+    int32_t width;
+    int32_t height;
+    int32_t layout;            // 0 grey (Y only), 420, 422, 444 YCbCr, or 3 planar RGB (y, cb, cr = R, G, B)
+    int32_t bits;              // 8, or more (samples are then 16-bit)
+    int32_t matrix;            // H.273 matrix coefficients
+    int32_t full_range;
+    const uint8_t *y, *cb, *cr, *alpha;
+    int32_t y_stride, cb_stride, cr_stride, alpha_stride, alpha_bits;
+} tessera_heif_planes;
+
+tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *info, char *message, size_t message_bytes);
+const uint8_t *tessera_heif_icc(tessera_heif *heif, size_t *length);
+/// Decodes the primary image (or the largest thumbnail) into its own planes, valid until the
+/// next decode, tessera_heif_release_image or close.
+int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *planes, char *message, size_t message_bytes);
+void tessera_heif_release_image(tessera_heif *heif);
+void tessera_heif_close(tessera_heif *heif);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,8 +57,9 @@ public enum MosaicJob {
     /// The mosaic's rows: as given, or from the target's upright shape.
     public static func rows(for mosaic: MosaicSettings) throws(TesseraError) -> Int {
         if let rows = mosaic.rows { return rows }
-        guard let target = try PhotoLibrary.scan([mosaic.targetPath]).photos.first else {
-            throw .unreadablePhoto(path: mosaic.targetPath, reason: "not a readable JPEG")
+        let scanned = try PhotoLibrary.scan([mosaic.targetPath])
+        guard let target = scanned.photos.first else {
+            throw .unreadablePhoto(path: mosaic.targetPath, reason: scanned.skipped.first?.reason ?? "not a picture Tessera reads")
         }
         let turned = OrientationTransform(exifOrientation: target.header.exifOrientation).swapsAxes
         let aspect = turned ? Double(target.header.height) / Double(target.header.width)

@@ -15,6 +15,10 @@ public enum DecodeMethod: Equatable, Sendable {
     case dcOnly(spilled: Bool)
     /// A multi-scan file through libjpeg with its coefficients in memory or in a spill file.
     case coefficients(spilled: Bool)
+    /// A HEIF's embedded thumbnail (it covers the cell).
+    case thumbnail
+    /// A format decoded whole (a HEIF's primary image).
+    case wholeImage
 }
 
 /// What decoding one photo noticed that the user may want to hear about.
@@ -39,14 +43,18 @@ public struct CellDecoder: Sendable {
     /// `.cancelled` (the C decoders poll its flag).
     public let cancellation: RenderCancellation?
 
+    /// What transparent pixels (PNG, WebP and HEIF alpha) are drawn over.
+    public let background: RGB
+
     public init(cellWidth: Int, cellHeight: Int, budget: DecodeBudget, cropAspect: Double? = nil,
-                cancellation: RenderCancellation? = nil) {
+                cancellation: RenderCancellation? = nil, background: RGB = RenderSettings().background) {
         precondition(cellWidth > 0 && cellHeight > 0)
         self.cellWidth = cellWidth
         self.cellHeight = cellHeight
         self.budget = budget
         self.cropAspect = cropAspect
         self.cancellation = cancellation
+        self.background = background
     }
 
     /// A decoder with a budget of its own of `decodePoolBytes`, spilling to the default
@@ -92,14 +100,50 @@ public struct CellDecoder: Sendable {
     }
 
     private func decodeUncancelled(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        let path = file.display
-        let reader = try ScaledJPEGReader(file: file, decoderMemoryBytes: budget.poolBytes)
+        let photo = try PhotoFile.open(file)
+        switch try photo.sniff() {
+        case .readable(.png): return try decodePNG(PNGReader(photo: photo), into: cell)
+        case .readable(.webp): return try decodeWebP(WebPReader(photo: photo), into: cell)
+        case .readable(.heif): return try decodeHEIF(HEIFReader(photo: photo), into: cell)
+        case .unreadable(let name):
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "\(name), which Tessera does not read")
+        case .readable(.jpeg), .notAnImage:
+            // Anything else is handed to libjpeg, whose message says what it found.
+            return try decodeJPEG(photo, into: cell)
+        }
+    }
+
+    /// The cell in the frame the photo is stored in: turned back when it is stored sideways.
+    private func storedCell(_ orientation: OrientationTransform) -> (width: Int, height: Int) {
+        orientation.swapsAxes ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
+    }
+
+    /// The centre crop of a `width` x `height` picture (stored frame) to the cell's aspect ratio.
+    private func crop(width: Int, height: Int, orientation: OrientationTransform)
+        -> (x: Double, y: Double, width: Double, height: Double) {
+        let stored = storedCell(orientation)
+        var aspect = Double(stored.width) / Double(stored.height)
+        if let cropAspect { aspect = orientation.swapsAxes ? 1 / cropAspect : cropAspect }
+        var cropWidth = Double(width), cropHeight = Double(height)
+        if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
+        return ((Double(width) - cropWidth) / 2, (Double(height) - cropHeight) / 2, cropWidth, cropHeight)
+    }
+
+    /// Notes for a decode whose colour profile could not be used.
+    private func notes(_ conversion: ColorConversion, method: DecodeMethod = .streamed) -> DecodeNotes {
+        guard let problem = conversion.problem else { return DecodeNotes(method: method) }
+        return DecodeNotes(warningCount: 1, firstWarning: "\(problem); drawn as if it were sRGB", method: method)
+    }
+
+    private func decodeJPEG(_ photo: PhotoFile, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let path = photo.path
+        let reader = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: budget.poolBytes)
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
         let header = try reader.readHeader()
+        let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile) : .none
+        defer { conversion.release() }
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
-        // The cell in the stored frame: the cell, turned back when the photo is stored sideways.
-        let storedCellWidth = orientation.swapsAxes ? cellHeight : cellWidth
-        let storedCellHeight = orientation.swapsAxes ? cellWidth : cellHeight
+        let stored = storedCell(orientation)
 
         // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
         // and the resampler then enlarges.
@@ -108,15 +152,15 @@ public struct CellDecoder: Sendable {
         for candidate in 1...8 {
             scaled = try reader.scaledSize(numerator: candidate)
             numerator = candidate
-            if scaled.width >= storedCellWidth && scaled.height >= storedCellHeight { break }
+            if scaled.width >= stored.width && scaled.height >= stored.height { break }
         }
         let working = workingBytes(outputWidth: scaled.width)
         let inMemoryShare = budget.poolBytes / 2
         let blockRows = max(1, (header.height + 7) / 8)
         let draw = { (rows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int, components: Int,
                       size: (width: Int, height: Int)) throws(TesseraError) in
-            try self.draw(path: path, header: header, orientation: orientation, storedCellWidth: storedCellWidth,
-                          storedCellHeight: storedCellHeight, scaled: size, components: components, rows: rows, into: cell)
+            try self.draw(path: path, orientation: orientation, scaled: size, components: components,
+                          adobeInverted: header.adobeInverted, conversion: conversion, rows: rows, into: cell)
         }
 
         if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
@@ -124,16 +168,16 @@ public struct CellDecoder: Sendable {
             let planeBytes = Int(clamping: header.dcDecoderBytes)
             let inMemory = planeBytes + working <= inMemoryShare
             let limit = inMemory ? planeBytes : max(16 << 10, 8 * planeBytes / blockRows)
-            let notes = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
+            let done = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
                 let dc = try reader.dcReader(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory,
                                              storedRGB: header.storedRGB)
                 if let cancellation { dc.setCancelFlag(cancellation.flag) }
                 guard case .decoded(let width, let height) = try dc.decode() else { return nil }
                 try draw({ buffer, stride, count throws(TesseraError) in try dc.readRows(into: buffer, stride: stride, maxRows: count) },
                          3, (width, height))
-                return DecodeNotes(method: .dcOnly(spilled: dc.spilled))
+                return notes(conversion, method: .dcOnly(spilled: dc.spilled))
             }
-            if let notes { return notes }
+            if let done { return done }
             // Declined (a kind of file it does not handle, or data it finds corrupt): libjpeg
             // decodes it below, from where the header left off.
         }
@@ -153,26 +197,201 @@ public struct CellDecoder: Sendable {
             try draw({ buffer, stride, count throws(TesseraError) in try reader.readRows(into: buffer, stride: stride, maxRows: count) },
                      reader.outputComponents, output)
             let warnings = reader.warnings
-            return DecodeNotes(warningCount: warnings.count, firstWarning: warnings.count > 0 ? warnings.first : "",
-                               method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
+            var result = notes(conversion, method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
+            if warnings.count > 0 {
+                result.warningCount += warnings.count
+                result.firstWarning = warnings.first
+            }
+            return result
         }
     }
 
-    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped cell.
-    private func draw(path: String, header: JPEGHeader, orientation: OrientationTransform, storedCellWidth: Int,
-                      storedCellHeight: Int, scaled: (width: Int, height: Int), components: Int,
+    private func decodePNG(_ reader: PNGReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let width = Int(reader.info.width), height = Int(reader.info.height)
+        let orientation = OrientationTransform(exifOrientation: Int(reader.info.exif_orientation))
+        let conversion = reader.conversion
+        defer { conversion.release() }
+        let stored = storedCell(orientation)
+        let region = crop(width: width, height: height, orientation: orientation)
+        let interlaced = reader.info.interlaced != 0
+        // An interlaced picture larger than the cell is binned pass by pass; one smaller is
+        // decoded whole (it is small) and resampled like any other.
+        let binned = interlaced && region.width >= Double(stored.width) && region.height >= Double(stored.height)
+        let whole = interlaced && !binned ? width * height * 4 : 0
+        let request = workingBytes(outputWidth: width) + width * 4 + whole
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            try reader.start()
+            let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
+            defer { rgba.deallocate() }
+            if binned {
+                try drawBinned(reader: reader, rgba: rgba, region: region, orientation: orientation,
+                               conversion: conversion, into: cell)
+            } else if interlaced {
+                let image = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, whole))
+                defer { image.deallocate() }
+                let passColumns = [(0, 8), (4, 8), (0, 4), (2, 4), (0, 2), (1, 2), (0, 1)]
+                while let (row, pass) = try reader.readRow(into: rgba) {
+                    guard row < height, pass >= 0, pass < 7 else { continue }
+                    let (first, step) = passColumns[pass]
+                    for x in Swift.stride(from: first, to: width, by: step) {
+                        for c in 0..<4 { image[(row * width + x) * 4 + c] = rgba[x * 4 + c] }
+                    }
+                    if cancellation?.isCancelled == true { throw .cancelled }
+                }
+                var next = 0
+                try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                         adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                    let rows = min(count, height - next)
+                    for i in 0..<rows {
+                        compositeRGBA(image + (next + i) * width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
+                                      width: width, background: background)
+                    }
+                    next += rows
+                    return rows
+                }, into: cell)
+            } else {
+                try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                         adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                    var rows = 0
+                    while rows < count, try reader.readRow(into: rgba) != nil {
+                        compositeRGBA(rgba, into: (buffer + rows * stride).assumingMemoryBound(to: UInt8.self),
+                                      width: width, background: background)
+                        rows += 1
+                    }
+                    if cancellation?.isCancelled == true { throw .cancelled }
+                    return rows
+                }, into: cell)
+            }
+            return notes(conversion)
+        }
+    }
+
+    /// An Adam7 PNG, pass by pass: every pixel of the crop added to the cell pixel it falls in.
+    private func drawBinned(reader: PNGReader, rgba: UnsafeMutablePointer<UInt8>,
+                            region: (x: Double, y: Double, width: Double, height: Double), orientation: OrientationTransform,
+                            conversion: ColorConversion, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        let width = Int(reader.info.width), height = Int(reader.info.height)
+        let stored = storedCell(orientation)
+        func bins(_ count: Int, start: Double, length: Double, cells: Int) -> [Int32] {
+            (0..<count).map { i in
+                let position = (Double(i) + 0.5 - start) / length
+                return position < 0 || position >= 1 ? -1 : Int32(min(cells - 1, Int(position * Double(cells))))
+            }
+        }
+        let columnBins = bins(width, start: region.x, length: region.width, cells: stored.width)
+        let rowBins = bins(height, start: region.y, length: region.height, cells: stored.height)
+        var sums = [UInt32](repeating: 0, count: stored.width * stored.height * 3)
+        var counts = [UInt32](repeating: 0, count: stored.width * stored.height)
+        let passColumns = [(0, 8), (4, 8), (0, 4), (2, 4), (0, 2), (1, 2), (0, 1)]
+        let rgb = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 3)
+        defer { rgb.deallocate() }
+        while let (row, pass) = try reader.readRow(into: rgba) {
+            guard row < height, pass >= 0, pass < 7 else { continue }
+            let outRow = Int(rowBins[row])
+            if outRow < 0 { continue }
+            compositeRGBA(rgba, into: rgb, width: width, background: background)
+            let (first, step) = passColumns[pass]
+            for x in Swift.stride(from: first, to: width, by: step) {
+                let outColumn = Int(columnBins[x])
+                if outColumn < 0 { continue }
+                let target = outRow * stored.width + outColumn
+                counts[target] += 1
+                sums[target * 3] += UInt32(rgb[x * 3])
+                sums[target * 3 + 1] += UInt32(rgb[x * 3 + 1])
+                sums[target * 3 + 2] += UInt32(rgb[x * 3 + 2])
+            }
+            if row & 63 == 0, cancellation?.isCancelled == true { throw .cancelled }
+        }
+        let storedPixels = UnsafeMutableRawBufferPointer.allocate(byteCount: cellBytes, alignment: 16)
+        defer { storedPixels.deallocate() }
+        for i in 0..<(stored.width * stored.height) {
+            let n = max(1, counts[i])
+            for c in 0..<3 { storedPixels[i * 3 + c] = UInt8((sums[i * 3 + c] + n / 2) / n) }
+        }
+        conversion.apply(storedPixels.baseAddress!, pixels: stored.width * stored.height)
+        orientation.apply(stored: UnsafeRawBufferPointer(storedPixels), storedWidth: stored.width,
+                          storedHeight: stored.height, upright: cell)
+    }
+
+    private func decodeWebP(_ reader: WebPReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let width = Int(reader.info.width), height = Int(reader.info.height)
+        let orientation = OrientationTransform(exifOrientation: Int(reader.info.exif_orientation))
+        let conversion = reader.conversion
+        defer { conversion.release() }
+        let stored = storedCell(orientation)
+        // libwebp scales as it decodes: to twice the cell (the resampler makes the last step by
+        // area), or full size when the picture is smaller than that.
+        let region = crop(width: width, height: height, orientation: orientation)
+        let factor = min(1, 2 * Double(stored.width) / region.width)
+        let scaled = (width: max(1, min(width, Int((Double(width) * factor).rounded(.up)))),
+                      height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
+        let output = scaled.width * scaled.height * 4
+        let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: output)
+            defer { rgba.deallocate() }
+            try reader.decode(width: scaled.width, height: scaled.height, into: rgba)
+            if cancellation?.isCancelled == true { throw .cancelled }
+            var next = 0
+            try draw(path: reader.photo.path, orientation: orientation, scaled: scaled, components: 3, adobeInverted: false,
+                     conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                let rows = min(count, scaled.height - next)
+                for i in 0..<rows {
+                    compositeRGBA(rgba + (next + i) * scaled.width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
+                                  width: scaled.width, background: background)
+                }
+                next += rows
+                return rows
+            }, into: cell)
+            return notes(conversion)
+        }
+    }
+
+    private func decodeHEIF(_ reader: HEIFReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let orientation = OrientationTransform(exifOrientation: reader.orientation)
+        let conversion = reader.conversion
+        defer { conversion.release() }
+        let stored = storedCell(orientation)
+        // The thumbnail when its crop covers the cell: a few hundred pixels instead of millions.
+        let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
+        var useThumbnail = false
+        if thumbnail.width > 0 && thumbnail.height > 0 {
+            let region = crop(width: thumbnail.width, height: thumbnail.height, orientation: orientation)
+            useThumbnail = region.width >= Double(stored.width) - 1e-9 && region.height >= Double(stored.height) - 1e-9
+        }
+        let size = useThumbnail ? thumbnail : (Int(reader.info.width), Int(reader.info.height))
+        let whole = HEIFReader.decodeBytes(width: size.0, height: size.1, bits: Int(reader.info.luma_bits))
+        let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            let planes = try reader.decode(thumbnail: useThumbnail)
+            defer { reader.release() }
+            if cancellation?.isCancelled == true { throw .cancelled }
+            let rows = PlanarRows(planes: planes, background: background)
+            let width = Int(planes.width), height = Int(planes.height)
+            var next = 0
+            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                     adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                let made = min(count, height - next)
+                for i in 0..<made {
+                    rows.row(next + i, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self))
+                }
+                next += made
+                return made
+            }, into: cell)
+            return notes(conversion, method: useThumbnail ? .thumbnail : .wholeImage)
+        }
+    }
+
+    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped
+    /// cell, converted to sRGB.
+    private func draw(path: String, orientation: OrientationTransform, scaled: (width: Int, height: Int), components: Int,
+                      adobeInverted: Bool, conversion: ColorConversion,
                       rows readRows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int,
                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
-        // Centre crop to the cell's aspect ratio.
-        var aspect = Double(storedCellWidth) / Double(storedCellHeight)
-        if let cropAspect { aspect = orientation.swapsAxes ? 1 / cropAspect : cropAspect }
-        var cropWidth = Double(scaled.width), cropHeight = Double(scaled.height)
-        if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
-        let cropX = (Double(scaled.width) - cropWidth) / 2
-        let cropY = (Double(scaled.height) - cropHeight) / 2
-
-        var resampler = AreaResampler(inputWidth: scaled.width, cropX: cropX, cropY: cropY,
-                                      cropWidth: cropWidth, cropHeight: cropHeight,
+        let (storedCellWidth, storedCellHeight) = storedCell(orientation)
+        let region = crop(width: scaled.width, height: scaled.height, orientation: orientation)
+        var resampler = AreaResampler(inputWidth: scaled.width, cropX: region.x, cropY: region.y,
+                                      cropWidth: region.width, cropHeight: region.height,
                                       outputWidth: storedCellWidth, outputHeight: storedCellHeight)
         let batch = 16
         let rowBytes = scaled.width * components
@@ -195,7 +414,7 @@ public struct CellDecoder: Sendable {
             for i in 0..<count {
                 var pixels = (rows + i * rowBytes).assumingMemoryBound(to: UInt8.self)
                 if components == 4 {
-                    convertCMYKRow(pixels, into: rgbRow, width: scaled.width, inverted: header.adobeInverted)
+                    convertCMYKRow(pixels, into: rgbRow, width: scaled.width, inverted: adobeInverted)
                     pixels = rgbRow
                 }
                 resampler.push(row: inputRow + i, pixels: UnsafePointer(pixels), emit: emit)
@@ -206,6 +425,7 @@ public struct CellDecoder: Sendable {
             throw TesseraError.unreadablePhoto(path: path, reason: "image data ends after \(inputRow) of \(scaled.height) rows")
         }
         resampler.finish(emit: emit)
+        conversion.apply(storedCell.baseAddress!, pixels: storedCellWidth * storedCellHeight)
         orientation.apply(stored: UnsafeRawBufferPointer(storedCell), storedWidth: storedCellWidth,
                           storedHeight: storedCellHeight, upright: cell)
     }

@@ -1,6 +1,7 @@
-// PhotoLibrary.swift — finds the JPEG photos under the paths a user gives.
+// PhotoLibrary.swift — finds the photos (JPEG, PNG, WebP, HEIF/HEIC, AVIF) under the paths a
+// user gives.
 //
-// Files are recognised by content (a JPEG starts with FF D8 FF), not by extension. Directories
+// Files are recognised by content (their first bytes), not by extension. Directories
 // are searched recursively; symlinks are followed, but each directory is entered once (by device
 // and inode), so a symlink loop ends. Only regular files are opened, with O_NONBLOCK, so a FIFO
 // named like a photo is never read. Every candidate's header is read once here, so unreadable
@@ -13,14 +14,14 @@ public struct Photo: Equatable, Sendable {
     /// The path as text, for messages, manifests and the viewer (bytes that are not UTF-8
     /// shown as U+FFFD).
     public let path: String
-    public let header: JPEGHeader
+    public let header: PhotoHeader
     /// The path as the kernel knows it: what the photo is opened by.
     public let file: PathBytes
     /// The file's device and inode when it was scanned (nil for a photo made by hand), so that
     /// checking the outputs against the photos needs no second stat per photo.
     public let identity: OutputDestination.Identity?
 
-    public init(path: String, header: JPEGHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil) {
+    public init(path: String, header: PhotoHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil) {
         self.path = path
         self.header = header
         self.file = file ?? PathBytes(path)
@@ -38,10 +39,10 @@ public struct SkippedPhoto: Equatable, Sendable {
 public struct PhotoLibrary: Sendable {
     /// Usable photos, sorted by path.
     public var photos: [Photo]
-    /// Files that look like photos (a JPEG start, or given by name) but cannot be used.
+    /// Files that look like photos (an image's first bytes, or given by name) but cannot be used.
     public var skipped: [SkippedPhoto]
-    /// Files in searched directories that are not JPEGs and not named like one (sidecars, notes):
-    /// left out silently. A non-JPEG named .jpg is in `skipped`, with a warning.
+    /// Files in searched directories that are not images and not named like one (sidecars,
+    /// notes): left out silently. A non-image named .jpg is in `skipped`, with a warning.
     public var ignoredNonJPEGCount: Int
     /// The paths that were searched.
     public var searched: [String] = []
@@ -145,25 +146,30 @@ public struct PhotoLibrary: Sendable {
         }
     }
 
-    private static let notJPEGReason = "not a JPEG file"
+    private static let notJPEGReason = "not an image Tessera reads (JPEG, PNG, WebP, HEIF/HEIC, AVIF)"
 
     private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int) -> Result<Photo, TesseraError> {
         let path = file.display
         do {
-            let reader = try ScaledJPEGReader(file: file, decoderMemoryBytes: decoderMemoryBytes)
-            guard try reader.startsLikeJPEG() else {
-                // An image in another format is named in a warning (and refused by --strict),
-                // never left out silently; anything else is not a photo.
-                if let format = try reader.otherImageFormat() {
-                    return .failure(.unreadablePhoto(path: path, reason: "\(format), and Tessera reads only JPEG photos (for now)"))
-                }
+            let opened = try PhotoFile.open(file)
+            let header: PhotoHeader
+            switch try opened.sniff() {
+            case .readable(.jpeg):
+                header = try ScaledJPEGReader(photo: opened, decoderMemoryBytes: decoderMemoryBytes).readHeader()
+            case .readable(.png): header = try PNGReader(photo: opened).header
+            case .readable(.webp): header = try WebPReader(photo: opened).header
+            case .readable(.heif): header = try HEIFReader(photo: opened).header
+            case .unreadable(let format):
+                // An image in a format Tessera cannot read is named in a warning (and refused by
+                // --strict), never left out silently.
+                return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
+            case .notAnImage:
                 return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
             }
-            let header = try reader.readHeader()
             guard header.width > 0, header.height > 0 else {
                 return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
             }
-            return .success(Photo(path: path, header: header, file: file, identity: reader.identity))
+            return .success(Photo(path: path, header: header, file: file, identity: opened.identity))
         } catch {
             return .failure(error)
         }
@@ -177,6 +183,7 @@ public struct PhotoLibrary: Sendable {
 
     private static func looksLikePhotoName(_ name: String) -> Bool {
         let lower = name.lowercased()
-        return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".jpe") || lower.hasSuffix(".jfif")
+        return [".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".heic", ".heif", ".hif", ".avif"]
+            .contains { lower.hasSuffix($0) }
     }
 }

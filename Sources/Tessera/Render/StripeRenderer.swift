@@ -54,7 +54,7 @@ public final class StripeRenderer: Sendable {
                               decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
                                                                         spillDirectory: plan.temporaryDirectory),
-                                                   cancellation: cancellation),
+                                                   cancellation: cancellation, background: settings.background),
                               slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory)
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)

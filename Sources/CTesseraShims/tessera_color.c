@@ -1,0 +1,166 @@
+// tessera_color.c — colour profiles to sRGB with Little CMS: one transform per profile (the
+// caller caches them), applied to RGB pixels in place.
+//
+// A shim because lcms2's pixel formats (TYPE_RGB_8) are macros built from shifts that Swift
+// cannot import. Transforms are made with cmsFLAGS_NOCACHE, so one transform serves every
+// worker at once (lcms2 keeps no per-call state in it then).
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <lcms2.h>
+
+#include "tessera_shims.h"
+
+static void quiet(cmsContext context, cmsUInt32Number code, const char *text) {
+    (void)context; (void)code; (void)text;
+}
+
+static cmsHPROFILE srgb_profile(void) {
+    return cmsCreate_sRGBProfile();
+}
+
+/// Whether `profile` is sRGB in all but name: its colorants within 0.0015 of sRGB's (D50
+/// adapted) and each curve within half a level of the sRGB curve. Converting such a photo
+/// would only add rounding, so it is drawn as is (and stays byte-identical to an untagged one).
+static int is_srgb_equivalent(cmsHPROFILE profile) {
+    if (cmsGetColorSpace(profile) != cmsSigRgbData || !cmsIsMatrixShaper(profile)) return 0;
+    cmsHPROFILE srgb = srgb_profile();
+    if (srgb == NULL) return 0;
+    static const cmsTagSignature colorants[3] = { cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag };
+    static const cmsTagSignature curves[3] = { cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag };
+    int same = 1;
+    for (int i = 0; i < 3 && same; i++) {
+        const cmsCIEXYZ *a = cmsReadTag(profile, colorants[i]);
+        const cmsCIEXYZ *b = cmsReadTag(srgb, colorants[i]);
+        if (a == NULL || b == NULL || fabs(a->X - b->X) > 0.0015 || fabs(a->Y - b->Y) > 0.0015 || fabs(a->Z - b->Z) > 0.0015) {
+            same = 0;
+            break;
+        }
+        const cmsToneCurve *ca = cmsReadTag(profile, curves[i]);
+        const cmsToneCurve *cb = cmsReadTag(srgb, curves[i]);
+        if (ca == NULL || cb == NULL) { same = 0; break; }
+        for (int step = 0; step <= 64; step++) {
+            float x = (float)step / 64.0f;
+            if (fabsf(cmsEvalToneCurveFloat(ca, x) - cmsEvalToneCurveFloat(cb, x)) > 0.5f / 255.0f) { same = 0; break; }
+        }
+    }
+    cmsCloseProfile(srgb);
+    return same;
+}
+
+static void *transform_to_srgb(cmsHPROFILE input, char *message, size_t message_bytes) {
+    cmsHPROFILE output = srgb_profile();
+    if (output == NULL) {
+        cmsCloseProfile(input);
+        snprintf(message, message_bytes, "out of memory making the sRGB profile");
+        return NULL;
+    }
+    cmsHTRANSFORM transform = cmsCreateTransform(input, TYPE_RGB_8, output, TYPE_RGB_8, INTENT_RELATIVE_COLORIMETRIC,
+                                                 cmsFLAGS_NOCACHE);
+    cmsCloseProfile(input);
+    cmsCloseProfile(output);
+    if (transform == NULL) snprintf(message, message_bytes, "Little CMS cannot convert this profile to sRGB");
+    return transform;
+}
+
+void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *is_srgb, char *message,
+                                       size_t message_bytes) {
+    *is_srgb = 0;
+    cmsSetLogErrorHandler(quiet);
+    if (length < 132 || length > (64u << 20)) {
+        snprintf(message, message_bytes, "an ICC profile of %zu bytes is not a profile", length);
+        return NULL;
+    }
+    cmsHPROFILE profile = cmsOpenProfileFromMem(icc, (cmsUInt32Number)length);
+    if (profile == NULL) {
+        snprintf(message, message_bytes, "its ICC profile is damaged");
+        return NULL;
+    }
+    if (cmsGetColorSpace(profile) != cmsSigRgbData) {
+        // A grey or CMYK profile on an image delivered as RGB: not something to apply to RGB.
+        cmsCloseProfile(profile);
+        snprintf(message, message_bytes, "its ICC profile is not an RGB profile");
+        return NULL;
+    }
+    if (is_srgb_equivalent(profile)) {
+        cmsCloseProfile(profile);
+        *is_srgb = 1;
+        return NULL;
+    }
+    return transform_to_srgb(profile, message, message_bytes);
+}
+
+/// H.273 colour primaries as CIE xy: red, green, blue, white.
+static int cicp_primaries(int code, cmsCIExyYTRIPLE *primaries, cmsCIExyY *white) {
+    double p[8];
+    switch (code) {
+    case 1: { double v[8] = { 0.640, 0.330, 0.300, 0.600, 0.150, 0.060, 0.3127, 0.3290 }; memcpy(p, v, sizeof v); break; }
+    case 4: { double v[8] = { 0.67, 0.33, 0.21, 0.71, 0.14, 0.08, 0.310, 0.316 }; memcpy(p, v, sizeof v); break; }
+    case 5: { double v[8] = { 0.64, 0.33, 0.29, 0.60, 0.15, 0.06, 0.3127, 0.3290 }; memcpy(p, v, sizeof v); break; }
+    case 6: case 7: { double v[8] = { 0.630, 0.340, 0.310, 0.595, 0.155, 0.070, 0.3127, 0.3290 }; memcpy(p, v, sizeof v); break; }
+    case 9: { double v[8] = { 0.708, 0.292, 0.170, 0.797, 0.131, 0.046, 0.3127, 0.3290 }; memcpy(p, v, sizeof v); break; }
+    case 11: { double v[8] = { 0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.314, 0.351 }; memcpy(p, v, sizeof v); break; }
+    case 12: { double v[8] = { 0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290 }; memcpy(p, v, sizeof v); break; }
+    default: return 0;
+    }
+    primaries->Red = (cmsCIExyY){ p[0], p[1], 1 };
+    primaries->Green = (cmsCIExyY){ p[2], p[3], 1 };
+    primaries->Blue = (cmsCIExyY){ p[4], p[5], 1 };
+    *white = (cmsCIExyY){ p[6], p[7], 1 };
+    return 1;
+}
+
+/// H.273 transfer characteristics as an lcms2 curve (decoding: encoded value to linear).
+static cmsToneCurve *cicp_curve(int code) {
+    switch (code) {
+    case 1: case 6: case 14: case 15: {
+        // BT.709: V = 1.099 L^0.45 - 0.099 above 0.018, 4.5 L below.
+        double params[5] = { 1 / 0.45, 1 / 1.099, 0.099 / 1.099, 1 / 4.5, 0.081 };
+        return cmsBuildParametricToneCurve(NULL, 4, params);
+    }
+    case 13: {
+        double params[5] = { 2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045 };
+        return cmsBuildParametricToneCurve(NULL, 4, params);
+    }
+    case 4: { double gamma = 2.2; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
+    case 5: { double gamma = 2.8; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
+    case 8: { double gamma = 1.0; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
+    default: return NULL;
+    }
+}
+
+void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srgb, char *message, size_t message_bytes) {
+    *is_srgb = 0;
+    cmsSetLogErrorHandler(quiet);
+    // 2 is "unspecified": read as sRGB's, like an untagged photo.
+    if (primaries == 2) primaries = 1;
+    if (transfer == 2) transfer = 13;
+    if (primaries == 1 && transfer == 13) { *is_srgb = 1; return NULL; }
+    cmsCIExyYTRIPLE xy;
+    cmsCIExyY white;
+    if (!cicp_primaries(primaries, &xy, &white)) {
+        snprintf(message, message_bytes, "colour primaries %d (H.273) are not supported", primaries);
+        return NULL;
+    }
+    cmsToneCurve *curve = cicp_curve(transfer);
+    if (curve == NULL) {
+        snprintf(message, message_bytes, "transfer characteristics %d (H.273: HDR or unknown) are not supported", transfer);
+        return NULL;
+    }
+    cmsToneCurve *curves[3] = { curve, curve, curve };
+    cmsHPROFILE profile = cmsCreateRGBProfile(&white, &xy, curves);
+    cmsFreeToneCurve(curve);
+    if (profile == NULL) {
+        snprintf(message, message_bytes, "Little CMS cannot build a profile for primaries %d, transfer %d", primaries, transfer);
+        return NULL;
+    }
+    return transform_to_srgb(profile, message, message_bytes);
+}
+
+void tessera_color_transform_apply(void *transform, uint8_t *rgb, size_t pixels) {
+    cmsDoTransform((cmsHTRANSFORM)transform, rgb, rgb, (cmsUInt32Number)pixels);
+}
+
+void tessera_color_transform_free(void *transform) {
+    if (transform != NULL) cmsDeleteTransform((cmsHTRANSFORM)transform);
+}

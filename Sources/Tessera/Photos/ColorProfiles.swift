@@ -1,0 +1,110 @@
+// ColorProfiles.swift — photos in other colour spaces (Display P3 from phones, Adobe RGB from
+// cameras) converted to sRGB before they are drawn, with Little CMS (tessera_color.c).
+//
+// One transform per distinct profile, made on first use and kept for the process (keyed by a
+// hash of the ICC bytes, or by the H.273 tags). A conversion runs on a photo's pixels once they
+// are reduced to the cell, not on the full-size rows: a cell of 150 x 150 px costs 22,500 pixel
+// conversions whatever the camera. (Reducing first averages encoded values rather than
+// converted ones; for a matrix profile the difference is a fraction of a level.) Photos without
+// a profile, or with a profile that is sRGB in all but name, are drawn as they are, so their
+// output stays byte-identical to a build without colour management.
+import CTesseraShims
+
+/// What a decode does to its pixels to make them sRGB.
+struct ColorConversion: @unchecked Sendable {
+    /// An lcms2 transform (shared; never freed while cached), or nil: nothing to do.
+    fileprivate let transform: UnsafeMutableRawPointer?
+    /// Freed after use: made when the cache was full.
+    fileprivate let owned: Bool
+    /// Why a profile the photo carries could not be used (drawn unconverted, with a warning).
+    let problem: String?
+
+    static let none = ColorConversion(transform: nil, owned: false, problem: nil)
+
+    var converts: Bool { transform != nil }
+
+    /// Converts `pixels` RGB pixels in place.
+    func apply(_ rgb: UnsafeMutableRawPointer, pixels: Int) {
+        guard let transform, pixels > 0 else { return }
+        tessera_color_transform_apply(transform, rgb.assumingMemoryBound(to: UInt8.self), pixels)
+    }
+
+    /// Lets go of a transform made outside the cache.
+    func release() {
+        if owned { tessera_color_transform_free(transform) }
+    }
+}
+
+enum ColorProfiles {
+    /// Distinct profiles kept; past this (a hostile folder of unique profiles) each decode
+    /// makes and frees its own.
+    static let cacheLimit = 256
+
+    private final class Cache: @unchecked Sendable {
+        let lock = Mutex()
+        var entries: [UInt64: (transform: UnsafeMutableRawPointer?, problem: String?)] = [:]
+    }
+    private static let cache = Cache()
+
+    /// FNV-1a, 64 bits: a profile's key (ICC profiles are a few kilobytes).
+    static func fingerprint(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xcbf29ce484222325
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x100000001b3
+        }
+        return hash ^ UInt64(bytes.count)
+    }
+
+    private static func cicpKey(primaries: Int, transfer: Int) -> UInt64 {
+        0xC1C9_0000_0000_0000 | UInt64(primaries & 0xFF) << 8 | UInt64(transfer & 0xFF)
+    }
+
+    /// The conversion for an embedded ICC profile (empty: none).
+    static func conversion(icc: UnsafeRawBufferPointer) -> ColorConversion {
+        guard icc.count > 0, let base = icc.baseAddress else { return .none }
+        return conversion(key: fingerprint(icc)) { isSRGB, message in
+            tessera_color_transform_from_icc(base.assumingMemoryBound(to: UInt8.self), icc.count, &isSRGB, message, 200)
+        }
+    }
+
+    /// The conversion for H.273 colour primaries and transfer characteristics.
+    static func conversion(primaries: Int, transfer: Int) -> ColorConversion {
+        conversion(key: cicpKey(primaries: primaries, transfer: transfer)) { isSRGB, message in
+            tessera_color_transform_from_cicp(Int32(primaries), Int32(transfer), &isSRGB, message, 200)
+        }
+    }
+
+    /// The tag a photo's header keeps: nil when nothing is converted.
+    static func tag(icc: UnsafeRawBufferPointer) -> UInt64? {
+        let made = conversion(icc: icc)
+        defer { made.release() }
+        return made.converts ? fingerprint(icc) : nil
+    }
+
+    static func tag(primaries: Int, transfer: Int) -> UInt64? {
+        let made = conversion(primaries: primaries, transfer: transfer)
+        defer { made.release() }
+        return made.converts ? cicpKey(primaries: primaries, transfer: transfer) : nil
+    }
+
+    private static func conversion(key: UInt64,
+                                   make: (inout Int32, UnsafeMutablePointer<CChar>) -> UnsafeMutableRawPointer?) -> ColorConversion {
+        if let entry = cache.lock.withLock({ cache.entries[key] }) {
+            return ColorConversion(transform: entry.transform, owned: false, problem: entry.problem)
+        }
+        var isSRGB: Int32 = 0
+        var message = [CChar](repeating: 0, count: 200)
+        let transform = message.withUnsafeMutableBufferPointer { make(&isSRGB, $0.baseAddress!) }
+        let problem: String? = transform == nil && isSRGB == 0
+            ? String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        let kept: (transform: UnsafeMutableRawPointer?, problem: String?)? = cache.lock.withLock {
+            if let existing = cache.entries[key] { return existing }  // another worker made it first
+            guard cache.entries.count < cacheLimit else { return nil }
+            cache.entries[key] = (transform, problem)
+            return (transform, problem)
+        }
+        guard let kept else { return ColorConversion(transform: transform, owned: true, problem: problem) }
+        if kept.transform != transform { tessera_color_transform_free(transform) }
+        return ColorConversion(transform: kept.transform, owned: false, problem: kept.problem)
+    }
+}
