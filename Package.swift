@@ -29,11 +29,15 @@ let package = Package(
         // Helpers for the tests and the benchmark that the library does not ship: whole-image JPEG
         // files in memory, generated sample photos.
         .target(name: "TesseraTestSupport", dependencies: ["Tessera"], path: "Tests/TesseraTestSupport"),
+        // What the tests make with libheif and Little CMS that Debian's tools cannot: HEICs turned
+        // by irot/imir boxes, a Display P3 profile.
+        .target(name: "CTesseraTestShims", path: "Tests/CTesseraTestShims",
+                linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
         .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport"], path: "Benchmarks"),
         // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
-        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport"], path: "Tests/TesseraTests",
+        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
         .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera"], path: "Tests/TesseraCLITests"),
     ]

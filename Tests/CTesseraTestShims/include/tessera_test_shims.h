@@ -1,0 +1,22 @@
+// tessera_test_shims.h — what the tests make with libheif and Little CMS that Debian's tools
+// cannot: HEIF files whose rotation is in irot/imir boxes (heif-enc 1.15 leaves it in EXIF),
+// and a Display P3 ICC profile (Debian ships none).
+#ifndef TESSERA_TEST_SHIMS_H
+#define TESSERA_TEST_SHIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Writes `rgb` (`width` x `height`, 3 bytes a pixel, stored frame) as a HEIC at `path`:
+/// `orientation` (1-8, EXIF meaning) as irot/imir boxes, an EXIF block saying
+/// `exif_orientation` (0: none), a thumbnail fitting `thumbnail_box` px (0: none), and an nclx
+/// colour box with `nclx_primaries` and the sRGB transfer curve (0: none). Returns 0, or -1
+/// with the reason in `message`.
+int tessera_test_write_heic(const char *path, const uint8_t *rgb, int width, int height, int orientation,
+                            int exif_orientation, int thumbnail_box, int nclx_primaries, int quality, char *message,
+                            size_t message_bytes);
+
+/// A Display P3 profile (P3 primaries, D65, the sRGB curve) written to `path`. 0 or -1.
+int tessera_test_write_display_p3_profile(const char *path);
+
+#endif
