@@ -19,7 +19,7 @@ public struct MosaicOptions: Equatable, Sendable {
 public enum MosaicCommand {
     public static let options: [OptionSpec] = [
         OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
-        OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos."),
+        OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them."),
         OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
         OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
         OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Write where every photo went: CSV (column,row,photo,cost), or JSON when FILE ends in .json."),

@@ -58,11 +58,12 @@ public enum Report {
 
     /// The mosaic's own summary: fit, repeats, and where the time went before rendering.
     public static func mosaic(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int,
-                              analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double) -> String {
+                              analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double, duplicates: Int = 0) -> String {
         let distinct = Set(match.assignment).count
         var line = "mosaic: mean Oklab error \(formatDecimal(match.meanError, places: 4)) per sub-cell, "
         line += match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" } ?? "no photo repeated"
         line += ", \(distinct) of \(photoCount) photos used"
+        if duplicates > 0 { line += " (\(duplicates) duplicate photo(s) of pictures already counted left out)" }
         if match.constraintViolations > 0 { line += ", \(match.constraintViolations) cell(s) could not meet the constraints" }
         line += "\n        analysis \(analysed) photo(s) analysed, \(reused) from the index in \(formatDecimal(analysisSeconds, places: 2)) s; "
         line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s"

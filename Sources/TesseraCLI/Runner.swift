@@ -70,10 +70,14 @@ public struct Runner {
                                                  cancellation: cancellation)
             for failed in prepared.failed { console.message("warning: skipping \(failed.path): \(failed.reason)") }
             if let error = prepared.indexNotSaved { console.message("warning: cannot save the feature index: \(error)") }
+            if options.dryRun {
+                for duplicate in prepared.duplicates { console.message("\(duplicate.photo): the same picture as \(duplicate.sameAs)") }
+            }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation)
             let matching = Report.mosaic(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
                                          reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
-                                         targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds)
+                                         targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
+                                         duplicates: prepared.duplicates.count)
             guard let summary = try render(renderer, options: options, photoCount: prepared.request.photos.count) else {
                 console.result(matching)
                 return .success

@@ -20,7 +20,11 @@ public enum MosaicAnalysis {
         var results = [[Float]?](repeating: nil, count: photos.count)
         var toAnalyse: [Int] = []
         for (number, photo) in photos.enumerated() {
-            if let cached = index?.lookup(photo.path) { results[number] = cached } else { toAnalyse.append(number) }
+            if let cached = index?.lookup(photo.path, decoded: FeatureIndex.decodeKey(photo.header)) {
+                results[number] = cached
+            } else {
+                toAnalyse.append(number)
+            }
         }
         let side = k * samplesPerSubCell
         let decoder = CellDecoder(cellWidth: side, cellHeight: side,
@@ -45,7 +49,7 @@ public enum MosaicAnalysis {
             switch result {
             case .success(let features):
                 results[number] = features
-                index?.store(photos[number].path, features: features)
+                index?.store(photos[number].path, decoded: FeatureIndex.decodeKey(photos[number].header), features: features)
             case .failure(let error):
                 let reason: String
                 if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }

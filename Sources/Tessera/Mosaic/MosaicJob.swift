@@ -51,6 +51,9 @@ public struct PreparedMosaic: Sendable {
     public let matchSeconds: Double
     /// Why the feature index could not be saved (the mosaic is made all the same), or nil.
     public let indexNotSaved: TesseraError?
+    /// Photos left out because an earlier photo shows the same picture (DuplicatePictures):
+    /// each picture counts once for --min-distance and --max-uses.
+    public var duplicates: [(photo: String, sameAs: String)] = []
 }
 
 public enum MosaicJob {
@@ -88,15 +91,28 @@ public enum MosaicJob {
         var indexNotSaved: TesseraError?
         do throws(TesseraError) { try index.save() } catch { indexNotSaved = error }
         let analysisSeconds = monotonicSeconds() - started
-        var photos: [Photo] = []
-        var features: [[Float]] = []
+        var analysed: [Photo] = []
+        var analysedFeatures: [[Float]] = []
         for (photo, feature) in zip(library.photos, analysis.features) {
             if let feature {
-                photos.append(photo)
-                features.append(feature)
+                analysed.append(photo)
+                analysedFeatures.append(feature)
             }
         }
-        guard !photos.isEmpty else { throw .noPhotos(searched: library.searched) }
+        guard !analysed.isEmpty else { throw .noPhotos(searched: library.searched) }
+        // One photo per picture: a duplicate would let the same picture touch itself.
+        let representatives = DuplicatePictures.representatives(analysedFeatures)
+        var photos: [Photo] = []
+        var features: [[Float]] = []
+        var duplicates: [(photo: String, sameAs: String)] = []
+        for (index, representative) in representatives.enumerated() {
+            if representative == index {
+                photos.append(analysed[index])
+                features.append(analysedFeatures[index])
+            } else {
+                duplicates.append((analysed[index].path, analysed[representative].path))
+            }
+        }
 
         started = monotonicSeconds()
         let target = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
@@ -112,10 +128,12 @@ public enum MosaicJob {
         let tint = mosaic.tintPercent > 0
             ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, photoFeatures: features)
             : nil
-        return PreparedMosaic(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
-                              match: match, failed: analysis.failed, analysed: analysis.analysed, reused: index.hits,
-                              analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
-                              indexNotSaved: indexNotSaved)
+        var prepared = PreparedMosaic(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
+                                      match: match, failed: analysis.failed, analysed: analysis.analysed, reused: index.hits,
+                                      analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
+                                      indexNotSaved: indexNotSaved)
+        prepared.duplicates = duplicates
+        return prepared
     }
 
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).

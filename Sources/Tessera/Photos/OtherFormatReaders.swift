@@ -18,8 +18,11 @@
 import CTesseraShims
 import Glibc
 
+/// A C message buffer as one line (libheif's end in a newline).
 private func text(_ message: [CChar]) -> String {
-    String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var line = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while line.last?.isWhitespace == true { line.removeLast() }
+    return line.split(separator: "\n").joined(separator: "; ")
 }
 
 /// Alpha over the background: RGBA8 row to RGB8 row.

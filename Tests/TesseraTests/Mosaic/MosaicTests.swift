@@ -178,6 +178,32 @@ extension RenderTests {
 
     /// A damaged cache (nan, inf, absurd values) is not trusted: those photos are analysed again
     /// and the index is rewritten without the bad values.
+    /// An entry analysed from another decode (another format or colour profile behind the same
+    /// name and time, or a line from before colour conversion, with no decode key) is analysed again.
+    @Test func featureIndexKeysOnWhatWasDecoded() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = try flatLibrary(scratch.path, colours: (0..<3).map { RGB(red: UInt8($0 * 60), green: 90, blue: 200) })
+        let cache = scratch.file("cache")
+        let photos = try PhotoLibrary.scan(paths).photos
+        #expect(FeatureIndex.decodeKey(photos[0].header) == "jpeg-srgb-d2")
+        let index = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1)
+        _ = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: index)
+        try index.save()
+        var lines = String(decoding: readBytes(index.path), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        var first = lines[0].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        first[3] = "jpeg-3fa0c2d1-d2"  // the same file once converted from a profile
+        lines[0] = first.joined(separator: "\t")
+        var second = lines[1].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        second.remove(at: 3)  // the old format: no decode key
+        lines[1] = second.joined(separator: "\t")
+        writeBytes(Array((lines.joined(separator: "\n") + "\n").utf8), to: index.path)
+        let reopened = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1)
+        let again = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: reopened)
+        #expect(again.analysed == 2 && reopened.hits == 1)
+    }
+
     @Test func featureIndexEntriesThatAreNotColoursAreAnalysedAgain() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
