@@ -34,11 +34,11 @@ let package = Package(
         .target(name: "CTesseraTestShims", path: "Tests/CTesseraTestShims",
                 linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
-        .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport"], path: "Benchmarks"),
+        .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport", "CTesseraTestShims"], path: "Benchmarks"),
         // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
         .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
-        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera"], path: "Tests/TesseraCLITests"),
+        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "CTesseraTestShims"], path: "Tests/TesseraCLITests"),
     ]
 )

@@ -12,6 +12,8 @@
 // width, 16.7 x the height) to show that memory does not grow with the height.
 // Then a library of 40 large progressive photos (12-48 MP) against their baseline twins
 // (Benchmarks/ProgressiveBenchmark.swift), and the 1.2 GP grid with them in its folder.
+// Then every format a phone library holds against baseline JPEG, and a folder of 32 camera-sized
+// photos in those formats (Benchmarks/FormatBenchmark.swift).
 // Then `tessera mosaic` on the same grid against a real photo (end to end, ratio to the floor,
 // peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
@@ -48,6 +50,7 @@ struct Options {
     var compareBinary: String?
     var compareWorkerThreads = true
     var progressive = true
+    var formats = true
 }
 
 func fail(_ message: String) -> Never {
@@ -78,13 +81,14 @@ while !arguments.isEmpty {
     case "--no-mosaic": options.mosaic = false
     case "--no-deep-zoom": options.deepZoom = false
     case "--no-progressive": options.progressive = false
+    case "--no-formats": options.formats = false
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--compare-binary": options.compareBinary = value()
     case "--no-worker-threads-comparison": options.compareWorkerThreads = false
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -305,6 +309,10 @@ if let old = options.compareBinary, let size = options.sizes.max() {
 
 if options.progressive {
     runProgressiveBenchmark()
+}
+
+if options.formats {
+    runFormatBenchmark()
 }
 
 if options.mosaic {

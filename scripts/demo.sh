@@ -9,7 +9,8 @@ export PATH="/opt/swift/usr/bin:$PATH"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev libexif-dev \
-    libjpeg-turbo-progs libvips-tools imagemagick chromium libxml2 >/dev/null
+    libspng-dev libwebp-dev libheif-dev liblcms2-dev \
+    libjpeg-turbo-progs libvips-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data >/dev/null
 swift build -c release
 mkdir -p demo-zoom
 .build/release/tessera grid Tests/TesseraTests/Fixtures/orientation -o demo.jpg --dzi demo-zoom/demo.dzi \

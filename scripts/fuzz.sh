@@ -24,6 +24,19 @@ for name in base s422 s444 s440 gray; do
     jpegtran -progressive "$variants/$name.jpg" > "$seeds/$name-progressive.jpg"
     jpegtran -progressive -optimize -restart 2B "$variants/$name.jpg" > "$seeds/$name-restart.jpg"
 done
+# The other formats Tessera reads (recognised by content, so the fuzzer's current.jpg name does not
+# matter): PNG (RGB, palette, Adam7, alpha, an ICC profile), WebP (lossy, lossless), HEIC (with a
+# thumbnail), AVIF, and a JPEG with an ICC profile, through libspng, libwebp, libheif and Little CMS.
+convert "$variants/base.jpg" PNG24:"$seeds/rgb.png"
+convert "$variants/base.jpg" -dither None -colors 64 PNG8:"$seeds/palette.png"
+convert "$variants/base.jpg" -interlace PNG PNG24:"$seeds/adam7.png"
+convert "$variants/base.jpg" -alpha set -channel A -evaluate set 60% +channel PNG32:"$seeds/alpha.png"
+convert "$variants/base.jpg" -profile /usr/share/color/icc/sRGB.icc -profile /usr/share/color/icc/colord/AdobeRGB1998.icc PNG24:"$seeds/adobe.png"
+convert "$variants/base.jpg" -profile /usr/share/color/icc/sRGB.icc -profile /usr/share/color/icc/colord/AdobeRGB1998.icc "$seeds/adobe.jpg"
+cwebp -quiet -q 70 "$seeds/rgb.png" -o "$seeds/lossy.webp"
+cwebp -quiet -lossless "$seeds/alpha.png" -o "$seeds/lossless.webp"
+heif-enc -q 50 -t 32 "$seeds/rgb.png" -o "$seeds/small.heic" >/dev/null
+heif-enc -A -q 50 "$seeds/rgb.png" -o "$seeds/small.avif" >/dev/null
 jpegtran -scans "$seeds/dc-last.txt" "$variants/base.jpg" > "$seeds/dc-last.jpg"
 jpegtran -scans "$seeds/separate.txt" "$variants/base.jpg" > "$seeds/separate.jpg"
 swift build --build-path .build/asan --product tessera-fuzz -Xswiftc -sanitize=address -Xcc -fsanitize=address 2>&1 | tail -1
@@ -34,7 +47,8 @@ status=0
 # The first seed is a photo that always decodes (drawn beside the fuzzed one in renders).
 .build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --target "$target" --work "$work" \
     --regressions Fuzz/regressions \
-    Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg || status=$?
+    Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg "$seeds"/*.png "$seeds"/*.webp \
+    "$seeds"/*.heic "$seeds"/*.avif || status=$?
 if [ "$status" != 0 ]; then
     echo "fuzz: FINDING (exit $status, seed $seed); the input is kept in $work (current.jpg or hang-N.jpg)" >&2
     exit "$status"

@@ -25,6 +25,7 @@ struct tessera_heif {
     struct heif_image *image;
     uint8_t *icc;
     size_t icc_bytes;
+    int is_grid;
 };
 
 // MARK: Reader over pread
@@ -92,8 +93,10 @@ static int find_box(const uint8_t *data, size_t start, size_t end, const char *t
     return 0;
 }
 
-/// Whether the primary item of the 'meta' box has an irot or imir property.
-static int primary_has_transform(struct tessera_heif *heif) {
+/// Whether the primary item of the 'meta' box has an irot or imir property, and whether it is
+/// a grid of tiles (`*grid`: its item type in 'iinf' is "grid").
+static int primary_has_transform(struct tessera_heif *heif, int *grid) {
+    *grid = 0;
     // The top-level boxes up to 'meta', which a HEIF file puts first (after 'ftyp').
     int64_t at = 0;
     for (int boxes = 0; boxes < 64 && at + 8 <= heif->file_bytes; boxes++) {
@@ -114,6 +117,22 @@ static int primary_has_transform(struct tessera_heif *heif) {
                 find_box(meta, iprp, iprp + iprp_size, "ipco", &ipco, &ipco_size) &&
                 find_box(meta, iprp, iprp + iprp_size, "ipma", &ipma, &ipma_size) && ipma_size >= 8) {
                 uint32_t primary = meta[pitm] == 0 ? be16(meta + pitm + 4) : (pitm_size >= 8 ? be32(meta + pitm + 4) : 0);
+                // The primary item's type, from its 'infe' (version 2 or 3) in 'iinf'.
+                size_t iinf, iinf_size;
+                if (find_box(meta, 12, end, "iinf", &iinf, &iinf_size) && iinf_size >= 6) {
+                    size_t q = iinf + (meta[iinf] == 0 ? 6 : 8), iinf_end = iinf + iinf_size;
+                    while (q + 8 <= iinf_end) {
+                        uint32_t size = be32(meta + q);
+                        if (size < 8 || size > iinf_end - q) break;
+                        if (memcmp(meta + q + 4, "infe", 4) == 0 && size >= 20 && meta[q + 8] >= 2) {
+                            int wide = meta[q + 8] == 3;
+                            uint32_t id = wide ? be32(meta + q + 12) : be16(meta + q + 12);
+                            const uint8_t *type = meta + q + 12 + (wide ? 4 : 2) + 2;
+                            if (id == primary && type + 4 <= meta + q + size && memcmp(type, "grid", 4) == 0) *grid = 1;
+                        }
+                        q += size;
+                    }
+                }
                 // The property types, in order (1-based in ipma).
                 char types[256][4];
                 int count = 0;
@@ -179,7 +198,10 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     info->height = (uint32_t)heif_image_handle_get_height(heif->primary);
     info->has_alpha = heif_image_handle_has_alpha_channel(heif->primary);
     info->luma_bits = heif_image_handle_get_luma_bits_per_pixel(heif->primary);
-    info->has_transform = primary_has_transform(heif);
+    int grid = 0;
+    info->has_transform = primary_has_transform(heif, &grid);
+    info->is_grid = grid;
+    heif->is_grid = grid;
     info->cicp_primaries = info->cicp_transfer = info->cicp_matrix = info->cicp_full_range = -1;
     struct heif_color_profile_nclx *nclx = NULL;
     if (heif_image_handle_get_nclx_color_profile(heif->primary, &nclx).code == heif_error_Ok && nclx != NULL) {
@@ -249,8 +271,14 @@ int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *
     if (options == NULL) { snprintf(message, message_bytes, "out of memory"); return -1; }
     options->convert_hdr_to_8bit = 1;
     if (heif->image != NULL) { heif_image_release(heif->image); heif->image = NULL; }
-    // Undefined colour space and chroma: the codec's own planes, no conversion.
-    struct heif_error error = heif_decode_image(handle, &heif->image, heif_colorspace_undefined, heif_chroma_undefined, options);
+    // One HEVC picture: YCbCr 4:2:0, the codec's own planes (1.5 bytes a pixel; "undefined"
+    // would make libheif 1.15 convert them to planar RGB). A grid: libheif 1.15 assembles its
+    // tiles in planar RGB whatever is asked (3 bytes a pixel), so that is asked for: asking for
+    // YCbCr would add a converted copy. (A 4:4:4 or grey single picture is converted to 4:2:0 by
+    // libheif, which costs a copy; they are rare.)
+    int grid_image = !thumbnail && heif->is_grid;
+    struct heif_error error = heif_decode_image(handle, &heif->image, grid_image ? heif_colorspace_undefined : heif_colorspace_YCbCr,
+                                                grid_image ? heif_chroma_undefined : heif_chroma_420, options);
     heif_decoding_options_free(options);
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); return -1; }
     memset(planes, 0, sizeof *planes);

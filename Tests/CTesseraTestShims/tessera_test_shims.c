@@ -83,3 +83,251 @@ int tessera_test_write_display_p3_profile(const char *path) {
     cmsCloseProfile(profile);
     return ok ? 0 : -1;
 }
+
+// MARK: A grid HEIC, as phones write them
+
+#include <stdlib.h>
+
+typedef struct { uint8_t *bytes; size_t count, capacity; } buffer;
+
+static void put(buffer *b, const void *data, size_t count) {
+    if (b->count + count > b->capacity) {
+        b->capacity = (b->count + count) * 2 + 256;
+        b->bytes = realloc(b->bytes, b->capacity);
+    }
+    memcpy(b->bytes + b->count, data, count);
+    b->count += count;
+}
+static void put8(buffer *b, uint32_t v) { uint8_t x = (uint8_t)v; put(b, &x, 1); }
+static void put16(buffer *b, uint32_t v) { put8(b, v >> 8); put8(b, v); }
+static void put32(buffer *b, uint32_t v) { put16(b, v >> 16); put16(b, v); }
+static void put4cc(buffer *b, const char *type) { put(b, type, 4); }
+/// Starts a box: returns where its size goes (patched by end_box).
+static size_t begin_box(buffer *b, const char *type) { size_t at = b->count; put32(b, 0); put4cc(b, type); return at; }
+static size_t begin_full_box(buffer *b, const char *type, int version, uint32_t flags) {
+    size_t at = begin_box(b, type);
+    put32(b, (uint32_t)version << 24 | flags);
+    return at;
+}
+static void end_box(buffer *b, size_t at) {
+    uint32_t size = (uint32_t)(b->count - at);
+    b->bytes[at] = size >> 24; b->bytes[at + 1] = size >> 16; b->bytes[at + 2] = size >> 8; b->bytes[at + 3] = size;
+}
+
+static struct heif_error collect(struct heif_context *context, const void *data, size_t size, void *user) {
+    (void)context;
+    put(user, data, size);
+    return (struct heif_error){ heif_error_Ok, heif_suberror_Unspecified, "" };
+}
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint64_t rdn(const uint8_t *p, int n) { uint64_t v = 0; for (int i = 0; i < n; i++) v = v << 8 | p[i]; return v; }
+
+/// The child box `type` of [start, end): its whole box (offset, size).
+static int child(const uint8_t *d, size_t start, size_t end, const char *type, size_t *at, size_t *size) {
+    for (size_t p = start; p + 8 <= end;) {
+        uint32_t s = rd32(d + p);
+        if (s < 8 || s > end - p) return 0;
+        if (memcmp(d + p + 4, type, 4) == 0) { *at = p; *size = s; return 1; }
+        p += s;
+    }
+    return 0;
+}
+
+typedef struct { buffer hvcc, colr, data; } coded;
+
+/// One image through libheif's HEVC encoder, then its hvcC, colr and coded data out of the file.
+static int encode_one(const uint8_t *rgb, int width, int height, int stride, int quality, coded *out, char *message, size_t message_bytes) {
+    memset(out, 0, sizeof *out);
+    struct heif_context *context = heif_context_alloc();
+    struct heif_image *image = NULL;
+    struct heif_encoder *encoder = NULL;
+    buffer file = { 0 };
+    int result = -1;
+    if (failed(heif_image_create(width, height, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image), message, message_bytes)) goto done;
+    if (failed(heif_image_add_plane(image, heif_channel_interleaved, width, height, 8), message, message_bytes)) goto done;
+    int plane_stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &plane_stride);
+    for (int y = 0; y < height; y++) memcpy(plane + (size_t)y * plane_stride, rgb + (size_t)y * stride, (size_t)width * 3);
+    if (failed(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder), message, message_bytes)) goto done;
+    heif_encoder_set_lossy_quality(encoder, quality);
+    if (failed(heif_context_encode_image(context, image, encoder, NULL, NULL), message, message_bytes)) goto done;
+    struct heif_writer writer = { .writer_api_version = 1, .write = collect };
+    if (failed(heif_context_write(context, &writer, &file), message, message_bytes)) goto done;
+    // meta > iprp > ipco > hvcC, colr; meta > iloc: the one item's one extent.
+    const uint8_t *d = file.bytes;
+    size_t meta, meta_size, iprp, iprp_size, ipco, ipco_size, box, box_size, iloc, iloc_size;
+    if (!child(d, 0, file.count, "meta", &meta, &meta_size) ||
+        !child(d, meta + 12, meta + meta_size, "iprp", &iprp, &iprp_size) ||
+        !child(d, iprp + 8, iprp + iprp_size, "ipco", &ipco, &ipco_size) ||
+        !child(d, ipco + 8, ipco + ipco_size, "hvcC", &box, &box_size)) { snprintf(message, message_bytes, "no hvcC"); goto done; }
+    put(&out->hvcc, d + box, box_size);
+    if (child(d, ipco + 8, ipco + ipco_size, "colr", &box, &box_size)) put(&out->colr, d + box, box_size);
+    if (!child(d, meta + 12, meta + meta_size, "iloc", &iloc, &iloc_size)) { snprintf(message, message_bytes, "no iloc"); goto done; }
+    const uint8_t *p = d + iloc + 8;
+    int version = p[0];
+    p += 4;
+    int offset_size = p[0] >> 4, length_size = p[0] & 15, base_size = p[1] >> 4, index_size = version > 0 ? p[1] & 15 : 0;
+    p += 2;
+    uint32_t items = version < 2 ? (uint32_t)rdn(p, 2) : rd32(p);
+    p += version < 2 ? 2 : 4;
+    if (items < 1) { snprintf(message, message_bytes, "no item"); goto done; }
+    p += version < 2 ? 2 : 4;      // item_ID
+    if (version > 0) p += 2;       // construction_method
+    p += 2;                        // data_reference_index
+    uint64_t base = rdn(p, base_size);
+    p += base_size;
+    uint32_t extents = (uint32_t)rdn(p, 2);
+    p += 2;
+    for (uint32_t e = 0; e < extents; e++) {
+        p += index_size;
+        uint64_t offset = rdn(p, offset_size); p += offset_size;
+        uint64_t length = rdn(p, length_size); p += length_size;
+        if (base + offset + length > file.count) { snprintf(message, message_bytes, "bad extent"); goto done; }
+        put(&out->data, d + base + offset, (size_t)length);
+    }
+    result = 0;
+done:
+    free(file.bytes);
+    if (encoder != NULL) heif_encoder_release(encoder);
+    if (image != NULL) heif_image_release(image);
+    heif_context_free(context);
+    return result;
+}
+
+int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                 int quality, char *message, size_t message_bytes) {
+    int columns = (width + tile - 1) / tile, rows = (height + tile - 1) / tile, tiles = columns * rows;
+    if (tiles + 3 > 127 || columns > 256 || rows > 256) { snprintf(message, message_bytes, "too many tiles"); return -1; }
+    coded *parts = calloc((size_t)tiles + 1, sizeof *parts);
+    uint8_t *block = malloc((size_t)tile * tile * 3);
+    int result = -1, coded_parts = 0;
+    // Tiles, edge pixels repeated past the picture.
+    for (int t = 0; t < tiles; t++) {
+        int x0 = (t % columns) * tile, y0 = (t / columns) * tile;
+        for (int y = 0; y < tile; y++) {
+            int sy = y0 + y < height ? y0 + y : height - 1;
+            for (int x = 0; x < tile; x++) {
+                int sx = x0 + x < width ? x0 + x : width - 1;
+                memcpy(block + ((size_t)y * tile + x) * 3, rgb + ((size_t)sy * width + sx) * 3, 3);
+            }
+        }
+        if (encode_one(block, tile, tile, tile * 3, quality, &parts[t], message, message_bytes) != 0) goto done;
+        coded_parts++;
+    }
+    // The thumbnail: every `step`-th pixel (tests only need a picture of the right shape).
+    int thumb_w = 0, thumb_h = 0;
+    if (thumbnail_box > 0) {
+        int step = (width > height ? width : height + thumbnail_box - 1) / thumbnail_box;
+        if (step < 1) step = 1;
+        thumb_w = width / step; thumb_h = height / step;
+        uint8_t *small = malloc((size_t)thumb_w * thumb_h * 3);
+        for (int y = 0; y < thumb_h; y++)
+            for (int x = 0; x < thumb_w; x++) memcpy(small + ((size_t)y * thumb_w + x) * 3, rgb + ((size_t)y * step * width + x * step) * 3, 3);
+        int ok = encode_one(small, thumb_w, thumb_h, thumb_w * 3, quality, &parts[tiles], message, message_bytes);
+        free(small);
+        if (ok != 0) goto done;
+        coded_parts++;
+    }
+    int has_thumb = thumbnail_box > 0;
+    uint32_t grid_id = (uint32_t)tiles + 1, thumb_id = (uint32_t)tiles + 2;
+    buffer out = { 0 };
+    size_t box = begin_box(&out, "ftyp");
+    put4cc(&out, "heic"); put32(&out, 0); put4cc(&out, "mif1"); put4cc(&out, "heic");
+    end_box(&out, box);
+    size_t meta = begin_full_box(&out, "meta", 0, 0);
+    box = begin_full_box(&out, "hdlr", 0, 0);
+    put32(&out, 0); put4cc(&out, "pict"); put32(&out, 0); put32(&out, 0); put32(&out, 0); put8(&out, 0);
+    end_box(&out, box);
+    box = begin_full_box(&out, "pitm", 0, 0); put16(&out, grid_id); end_box(&out, box);
+    box = begin_full_box(&out, "iinf", 0, 0);
+    put16(&out, (uint32_t)tiles + 1 + has_thumb);
+    for (int t = 0; t <= tiles + has_thumb - (has_thumb ? 0 : 0); t++) {
+        if (t == tiles && !has_thumb) break;
+        uint32_t id = t < tiles ? (uint32_t)t + 1 : thumb_id;
+        size_t infe = begin_full_box(&out, "infe", 2, t < tiles ? 1 : 0);
+        put16(&out, id); put16(&out, 0); put4cc(&out, "hvc1"); put8(&out, 0);
+        end_box(&out, infe);
+    }
+    size_t infe = begin_full_box(&out, "infe", 2, 0);
+    put16(&out, grid_id); put16(&out, 0); put4cc(&out, "grid"); put8(&out, 0);
+    end_box(&out, infe);
+    end_box(&out, box);
+    box = begin_full_box(&out, "iref", 0, 0);
+    size_t dimg = begin_box(&out, "dimg");
+    put16(&out, grid_id); put16(&out, (uint32_t)tiles);
+    for (int t = 0; t < tiles; t++) put16(&out, (uint32_t)t + 1);
+    end_box(&out, dimg);
+    if (has_thumb) {
+        size_t thmb = begin_box(&out, "thmb");
+        put16(&out, thumb_id); put16(&out, 1); put16(&out, grid_id);
+        end_box(&out, thmb);
+    }
+    end_box(&out, box);
+    // Properties: 1..tiles hvcC, then tile ispe, grid ispe, colr, thumbnail hvcC and ispe.
+    size_t iprp = begin_box(&out, "iprp");
+    size_t ipco = begin_box(&out, "ipco");
+    for (int t = 0; t < tiles; t++) put(&out, parts[t].hvcc.bytes, parts[t].hvcc.count);
+    size_t ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)tile); put32(&out, (uint32_t)tile); end_box(&out, ispe);
+    ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)width); put32(&out, (uint32_t)height); end_box(&out, ispe);
+    int has_colr = parts[0].colr.count > 0;
+    if (has_colr) put(&out, parts[0].colr.bytes, parts[0].colr.count);
+    if (has_thumb) {
+        put(&out, parts[tiles].hvcc.bytes, parts[tiles].hvcc.count);
+        ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)thumb_w); put32(&out, (uint32_t)thumb_h); end_box(&out, ispe);
+    }
+    end_box(&out, ipco);
+    int tile_ispe = tiles + 1, grid_ispe = tiles + 2, colr = tiles + 3;
+    int thumb_hvcc = tiles + 3 + has_colr, thumb_ispe = thumb_hvcc + 1;
+    size_t ipma = begin_full_box(&out, "ipma", 0, 0);
+    put32(&out, (uint32_t)tiles + 1 + has_thumb);
+    for (int t = 0; t < tiles; t++) {
+        put16(&out, (uint32_t)t + 1); put8(&out, 2 + has_colr);
+        put8(&out, 0x80 | (t + 1)); put8(&out, tile_ispe);
+        if (has_colr) put8(&out, colr);
+    }
+    put16(&out, grid_id); put8(&out, 1 + has_colr); put8(&out, grid_ispe);
+    if (has_colr) put8(&out, colr);
+    if (has_thumb) {
+        put16(&out, thumb_id); put8(&out, 2 + has_colr); put8(&out, 0x80 | thumb_hvcc); put8(&out, thumb_ispe);
+        if (has_colr) put8(&out, colr);
+    }
+    end_box(&out, ipma);
+    end_box(&out, iprp);
+    box = begin_box(&out, "idat");
+    put8(&out, 0); put8(&out, 0); put8(&out, (uint32_t)rows - 1); put8(&out, (uint32_t)columns - 1);
+    put16(&out, (uint32_t)width); put16(&out, (uint32_t)height);
+    end_box(&out, box);
+    // iloc v1, 4-byte offsets and lengths; offsets patched once the meta box's size is known.
+    size_t iloc = begin_full_box(&out, "iloc", 1, 0);
+    put8(&out, 0x44); put8(&out, 0x00);
+    put16(&out, (uint32_t)tiles + 1 + has_thumb);
+    size_t *offset_at = calloc((size_t)tiles + 1, sizeof *offset_at);
+    for (int t = 0; t < tiles + has_thumb; t++) {
+        put16(&out, t < tiles ? (uint32_t)t + 1 : thumb_id); put16(&out, 0); put16(&out, 0); put16(&out, 1);
+        offset_at[t] = out.count;
+        put32(&out, 0); put32(&out, (uint32_t)parts[t].data.count);
+    }
+    put16(&out, grid_id); put16(&out, 1); put16(&out, 0); put16(&out, 1); put32(&out, 0); put32(&out, 8);
+    end_box(&out, iloc);
+    end_box(&out, meta);
+    size_t mdat = begin_box(&out, "mdat");
+    for (int t = 0; t < tiles + has_thumb; t++) {
+        uint32_t offset = (uint32_t)out.count;
+        uint8_t *p = out.bytes + offset_at[t];
+        p[0] = offset >> 24; p[1] = offset >> 16; p[2] = offset >> 8; p[3] = offset;
+        put(&out, parts[t].data.bytes, parts[t].data.count);
+    }
+    end_box(&out, mdat);
+    free(offset_at);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(out.bytes, 1, out.count, f) != out.count) { snprintf(message, message_bytes, "write failed"); }
+    else result = 0;
+    if (f != NULL) fclose(f);
+    free(out.bytes);
+done:
+    for (int t = 0; t < coded_parts; t++) { free(parts[t].hvcc.bytes); free(parts[t].colr.bytes); free(parts[t].data.bytes); }
+    free(parts);
+    free(block);
+    return result;
+}

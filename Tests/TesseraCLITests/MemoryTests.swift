@@ -5,6 +5,7 @@
 //
 // (Not wait4's ru_maxrss: Linux carries the parent's high-water mark across posix_spawn's exec
 // into the child's, so every child of a 111 MiB test process "peaked" at 111 MiB.)
+import CTesseraTestShims
 import Glibc
 import Testing
 
@@ -72,6 +73,55 @@ let largeProgressivePhotos: String = {
     return folder
 }()
 
+/// Photos in every format Tessera reads, made once per test process from the fixtures with
+/// Debian's tools (and CTesseraTestShims for what they cannot write: a HEIC of 512 x 512 tiles,
+/// as phones write them, with and without a thumbnail): PNG (8 and 16 bit, Adam7, alpha),
+/// WebP (lossy, lossless with alpha), HEIC (tiled, and one HEVC picture as heif-enc writes
+/// it), AVIF, and JPEGs tagged Display P3 and Adobe RGB. Mostly 3900 x 2700 px (10.5 MP).
+let mixedFormatPhotos: String = {
+    let folder = testRoot + "/mixed-formats"
+    let made = system("mkdir -p '\(folder)/work'") == 0
+    precondition(made, "cannot make \(folder)")
+    let work = folder + "/work"
+    func large(_ index: Int) -> String {
+        let path = work + "/large-\(index).png"
+        _ = system("convert '\(fixtures)/Landscape_\(index % 9).jpg' -auto-orient -resize 3900x2700! PNG24:'\(path)'")
+        return path
+    }
+    let commands = [
+        "convert '\(large(1))' PNG24:'\(folder)/rgb8.png'",
+        "convert '\(large(2))' -depth 16 PNG48:'\(folder)/rgb16.png'",
+        "convert '\(large(3))' -interlace PNG PNG24:'\(folder)/adam7.png'",
+        "convert '\(large(4))' -resize 1600x1100! -alpha set -channel A -fx '0.3+0.7*i/w' +channel PNG32:'\(folder)/alpha.png'",
+        "cwebp -quiet -q 85 '\(large(5))' -o '\(folder)/lossy.webp'",
+        "cwebp -quiet -lossless -m 0 '\(folder)/alpha.png' -o '\(folder)/lossless-alpha.webp'",
+        "convert '\(large(6))' -resize 2000x1400! PNG24:'\(work)/medium.png' && heif-enc -q 80 '\(work)/medium.png' -o '\(folder)/one-picture.heic'",
+        "convert '\(large(7))' -resize 1200x800! PNG24:'\(work)/small.png' && heif-enc -A -q 80 '\(work)/small.png' -o '\(folder)/small.avif'",
+        "convert '\(large(8))' -profile /usr/share/color/icc/sRGB.icc -profile /usr/share/color/icc/colord/AdobeRGB1998.icc "
+            + "-quality 90 '\(folder)/adobe.jpg'",
+        "convert '\(large(0))' -profile /usr/share/color/icc/sRGB.icc -profile /usr/share/color/icc/colord/ProPhotoRGB.icc "
+            + "-quality 90 '\(folder)/prophoto.jpg'",
+    ]
+    for command in commands { precondition(system(command) == 0, "failed: \(command)") }
+    // Two tiled HEICs, like a phone's: with a thumbnail and without.
+    for (index, thumbnail) in [(1, 320), (2, 0)] {
+        let ppm = work + "/tiles-\(index).ppm"
+        precondition(system("convert '\(fixtures)/Landscape_\(index + 4).jpg' -auto-orient -resize 3000x2000! '\(ppm)'") == 0)
+        let bytes = readFile(ppm)
+        // "P6\n3000 2000\n255\n"
+        let header = Array("P6\n3000 2000\n255\n".utf8)
+        precondition(Array(bytes.prefix(header.count)) == header, "unexpected PPM header")
+        var message = [CChar](repeating: 0, count: 200)
+        let written = Array(bytes[header.count...]).withUnsafeBufferPointer {
+            tessera_test_write_grid_heic(folder + "/phone-\(index).heic", $0.baseAddress, 3000, 2000, 512, Int32(thumbnail), 80,
+                                         &message, 200)
+        }
+        precondition(written == 0, "grid HEIC: \(String(cString: message))")
+    }
+    _ = system("rm -rf '\(work)'")
+    return folder
+}()
+
 @Suite struct MemoryTests {
     /// One render per case, its peak against the budget it was given (64 MiB by default).
     @Test(arguments: [
@@ -115,6 +165,21 @@ let largeProgressivePhotos: String = {
         #expect(run.exitCode == 0, "\(name): \(run.output)")
         #expect(!run.output.contains("warning"), "\(name): \(run.output)")
         #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
+    }
+
+    /// A folder mixing every format: every photo drawn (no warning, no placeholder) at 150 px
+    /// (HEIC thumbnails) and at 600 px (every HEIC decoded whole), inside the default 64 MiB.
+    @Test(arguments: ["150", "600"])
+    func mixedFormatsStayInsideTheBudget(tileSize: String) throws {
+        let folder = testRoot + "/memory-mixed-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", mixedFormatPhotos, "-o", folder + "/out.jpg", "--columns", "4", "--tile-size", tileSize,
+                               "--no-progress", "--temp-dir", folder])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(!run.output.contains("warning") && !run.output.contains("placeholder"), "\(tileSize) px: \(run.output)")
+        #expect(access(folder + "/out.jpg", F_OK) == 0)
+        #expect(run.peakBytes <= 64 << 20, "\(tileSize) px: peak \(run.peakMiB) MiB over the 64 MiB budget")
     }
 
     /// A mosaic with a cold cache: every photo (the large progressive ones too) and the target

@@ -312,6 +312,7 @@ typedef struct {
     int32_t has_alpha;
     int32_t luma_bits;
     int32_t has_transform;     // the primary image has irot or imir
+    int32_t is_grid;           // the primary image is a grid of tiles (phones: 512 x 512 each)
     int32_t exif_orientation;
     uint32_t thumbnail_width;  // the largest embedded thumbnail; 0 when none
     uint32_t thumbnail_height;

@@ -326,6 +326,12 @@ public struct CellDecoder: Sendable {
         let scaled = (width: max(1, min(width, Int((Double(width) * factor).rounded(.up)))),
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
+        if reader.info.lossless != 0 && reader.wholeImageBytes > Int64(budget.wholeImageLimitBytes) {
+            throw TesseraError.unreadablePhoto(
+                path: reader.photo.path, reason: "libwebp decodes a lossless WebP whole: this \(width) x \(height) one takes about "
+                    + "\(formatBytes(reader.wholeImageBytes)), more than half of --max-memory; give --max-memory "
+                    + "\(formatBytes(reader.wholeImageBytes * 2 + (8 << 20))) or more to draw it")
+        }
         let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: output)
@@ -359,8 +365,26 @@ public struct CellDecoder: Sendable {
             let region = crop(width: thumbnail.width, height: thumbnail.height, orientation: orientation)
             useThumbnail = region.width >= Double(stored.width) - 1e-9 && region.height >= Double(stored.height) - 1e-9
         }
+        let bits = Int(reader.info.luma_bits)
+        let fullBytes = HEIFReader.decodeBytes(width: Int(reader.info.width), height: Int(reader.info.height), bits: bits,
+                                               grid: reader.info.is_grid != 0)
+        var warning: String?
+        if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
+            let needed = formatBytes(fullBytes * 2 + (8 << 20))
+            if thumbnail.width > 0 {
+                useThumbnail = true
+                warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "
+                    + "\(reader.info.height) image takes about \(formatBytes(fullBytes)), more than half of --max-memory "
+                    + "(\(needed) or more would draw it sharp)"
+            } else {
+                throw TesseraError.unreadablePhoto(
+                    path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
+                        + "(one HEVC picture, no thumbnail) takes about \(formatBytes(fullBytes)), more than half of --max-memory; "
+                        + "give --max-memory \(needed) or more to draw it")
+            }
+        }
         let size = useThumbnail ? thumbnail : (Int(reader.info.width), Int(reader.info.height))
-        let whole = HEIFReader.decodeBytes(width: size.0, height: size.1, bits: Int(reader.info.luma_bits))
+        let whole = useThumbnail ? HEIFReader.decodeBytes(width: size.0, height: size.1, bits: bits, grid: false) : fullBytes
         let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let planes = try reader.decode(thumbnail: useThumbnail)
@@ -378,7 +402,12 @@ public struct CellDecoder: Sendable {
                 next += made
                 return made
             }, into: cell)
-            return notes(conversion, method: useThumbnail ? .thumbnail : .wholeImage)
+            var result = notes(conversion, method: useThumbnail ? .thumbnail : .wholeImage)
+            if let warning {
+                result.warningCount += 1
+                if result.firstWarning.isEmpty { result.firstWarning = warning }
+            }
+            return result
         }
     }
 

@@ -23,10 +23,16 @@ public final class DecodeBudget: @unchecked Sendable {
     private var inUseBytes = 0
     private var peakBytes = 0
 
-    public init(poolBytes: Int, spillDirectory: String) {
+    /// The most one decode that cannot spill (a HEIF decoded whole, a lossless WebP) may hold:
+    /// half of the process budget. Such a photo needing more is drawn from its thumbnail if it
+    /// has one, else refused with the --max-memory that would draw it.
+    public let wholeImageLimitBytes: Int
+
+    public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil) {
         precondition(poolBytes > 0)
         self.poolBytes = poolBytes
         self.spillDirectory = spillDirectory
+        self.wholeImageLimitBytes = wholeImageLimitBytes ?? poolBytes * 4
         released = Condition(lock)
     }
 
@@ -40,7 +46,7 @@ public final class DecodeBudget: @unchecked Sendable {
     /// or the default temporary directory.
     public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
-                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory())
+                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory(), wholeImageLimitBytes: budgetBytes / 2)
     }
 
     /// The most that decodes held at once so far (their estimates).

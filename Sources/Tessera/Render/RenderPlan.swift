@@ -80,6 +80,10 @@ public struct RenderPlan: Equatable, Sendable {
 
     /// Disk the temporaries need at most.
     public var temporaryDiskBytes: Int64 { stripeDiskBytes + spillDiskBytes }
+    /// The most one decode that cannot spill (a HEIF decoded whole, a lossless WebP) may hold:
+    /// what `--max-memory` leaves beside everything else the plan counts. Such a decode runs
+    /// alone, so it has the decode pool to itself.
+    public var wholeImageLimitBytes: Int = 0
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
     public var stripeBytes: Int { geometry.stripeHeight * geometry.bytesPerRow }
@@ -219,7 +223,7 @@ public struct RenderPlan: Equatable, Sendable {
         let spillBytes: Int64 = cellSlots < distinct ? Int64(distinct) * Int64(cellBytes) : 0
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
         let pixels = Double(width) * Double(height)
-        return RenderPlan(
+        var plan = RenderPlan(
             geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
             compression: compression, restartInterval: restartInterval,
             workers: workers, windowStripes: window, cellSlots: cellSlots, cellBytes: cellBytes,
@@ -236,5 +240,7 @@ public struct RenderPlan: Equatable, Sendable {
             deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
+        plan.wholeImageLimitBytes = max(decodePool, budget - (estimatedPeak - decodePool))
+        return plan
     }
 }

@@ -53,7 +53,8 @@ public final class StripeRenderer: Sendable {
         let cache = CellCache(photos: photos,
                               decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
-                                                                        spillDirectory: plan.temporaryDirectory),
+                                                                        spillDirectory: plan.temporaryDirectory,
+                                                                        wholeImageLimitBytes: plan.wholeImageLimitBytes),
                                                    cancellation: cancellation, background: settings.background),
                               slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory)
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,

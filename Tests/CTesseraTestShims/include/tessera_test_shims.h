@@ -16,6 +16,13 @@ int tessera_test_write_heic(const char *path, const uint8_t *rgb, int width, int
                             int exif_orientation, int thumbnail_box, int nclx_primaries, int quality, char *message,
                             size_t message_bytes);
 
+/// Writes `rgb` as a HEIC the way phones do: a 'grid' item of `tile` x `tile` HEVC tiles (each
+/// its own hidden item, edge pixels repeated past the picture), and a thumbnail fitting
+/// `thumbnail_box` px (0: none). libheif 1.15 cannot write grids; the boxes are written here
+/// around tiles libheif encodes. Returns 0, or -1 with the reason in `message`.
+int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                 int quality, char *message, size_t message_bytes);
+
 /// A Display P3 profile (P3 primaries, D65, the sRGB curve) written to `path`. 0 or -1.
 int tessera_test_write_display_p3_profile(const char *path);
 
