@@ -35,6 +35,8 @@ print("""
 """)
 #endif
 
+useBoundedMemoryAllocator()
+
 struct Options {
     var photos: String?
     var runs = 3

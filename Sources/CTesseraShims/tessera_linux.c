@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -44,3 +45,5 @@ int tessera_is_immutable(const char *path) {
     if (status != 0) return 0;  // no such flags on this filesystem
     return (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)) != 0;
 }
+
+int tessera_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

@@ -85,6 +85,9 @@ public enum TopLevel {
     of temporary space. With --dzi the same stripes also feed a Deep Zoom pyramid, level by
     level, with a viewer (NAME.html) that opens from the disk; about 55 MB for that grid.
 
+    Photos may be JPEG, PNG, WebP or HEIF/HEIC (and AVIF), recognised by content; each is
+    decoded at the size it is drawn, turned upright and converted to sRGB from its colour profile.
+
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
       tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150

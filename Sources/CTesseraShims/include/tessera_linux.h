@@ -35,6 +35,9 @@ int tessera_is_immutable(const char *path);
 /// renameat2(2) with RENAME_EXCHANGE: atomically swaps two existing paths (files or directories).
 int tessera_rename_exchange(const char *from, const char *to);
 
+/// mallopt(M_MMAP_THRESHOLD, bytes): a fixed threshold (see Allocator.swift). Returns mallopt's result.
+int tessera_set_mmap_threshold(int bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -329,7 +329,7 @@ public struct CellDecoder: Sendable {
         if reader.info.lossless != 0 && reader.wholeImageBytes > Int64(budget.wholeImageLimitBytes) {
             throw TesseraError.unreadablePhoto(
                 path: reader.photo.path, reason: "libwebp decodes a lossless WebP whole: this \(width) x \(height) one takes about "
-                    + "\(formatBytes(reader.wholeImageBytes)), more than half of --max-memory; give --max-memory "
+                    + "\(formatBytes(reader.wholeImageBytes)), more than --max-memory leaves for it; give --max-memory "
                     + "\(formatBytes(reader.wholeImageBytes * 2 + (8 << 20))) or more to draw it")
         }
         let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
@@ -374,12 +374,12 @@ public struct CellDecoder: Sendable {
             if thumbnail.width > 0 {
                 useThumbnail = true
                 warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "
-                    + "\(reader.info.height) image takes about \(formatBytes(fullBytes)), more than half of --max-memory "
+                    + "\(reader.info.height) image takes about \(formatBytes(fullBytes)), more than --max-memory leaves for it "
                     + "(\(needed) or more would draw it sharp)"
             } else {
                 throw TesseraError.unreadablePhoto(
                     path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
-                        + "(one HEVC picture, no thumbnail) takes about \(formatBytes(fullBytes)), more than half of --max-memory; "
+                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one HEVC picture"), no thumbnail) takes about \(formatBytes(fullBytes)), more than --max-memory leaves for it; "
                         + "give --max-memory \(needed) or more to draw it")
             }
         }

@@ -24,8 +24,10 @@ public final class DecodeBudget: @unchecked Sendable {
     private var peakBytes = 0
 
     /// The most one decode that cannot spill (a HEIF decoded whole, a lossless WebP) may hold:
-    /// half of the process budget. Such a photo needing more is drawn from its thumbnail if it
-    /// has one, else refused with the --max-memory that would draw it.
+    /// what the budget leaves beside everything else (a render's plan says; a budget made from
+    /// a process budget alone, as mosaic analysis makes it, gives it three quarters). Such a
+    /// photo needing more is drawn from its thumbnail if it has one, else refused with the
+    /// --max-memory that would draw it.
     public let wholeImageLimitBytes: Int
 
     public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil) {
@@ -46,7 +48,7 @@ public final class DecodeBudget: @unchecked Sendable {
     /// or the default temporary directory.
     public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
-                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory(), wholeImageLimitBytes: budgetBytes / 2)
+                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory(), wholeImageLimitBytes: budgetBytes * 3 / 4)
     }
 
     /// The most that decodes held at once so far (their estimates).

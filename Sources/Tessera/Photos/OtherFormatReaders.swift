@@ -210,19 +210,22 @@ final class HEIFReader {
             : info.cicp_primaries >= 0 ? ColorProfiles.tag(primaries: Int(info.cicp_primaries), transfer: Int(info.cicp_transfer)) : nil
         header.wholeImageBytes = Self.decodeBytes(width: Int(info.width), height: Int(info.height), bits: Int(info.luma_bits),
                                                   grid: info.is_grid != 0)
+        header.thumbnailWidth = Int(info.thumbnail_width)
+        header.thumbnailHeight = Int(info.thumbnail_height)
         return header
     }
 
     /// What a whole decode of a `width` x `height` image holds, measured with libheif 1.15 and
-    /// libde265 on this machine (4000 x 3000, 8 bits). A grid (what phones write: 512 x 512
-    /// tiles) is decoded a tile at a time into one planar RGB image, which libheif 1.15 always
-    /// assembles grids in: 3 bytes a pixel plus a tile's decoder (37 MB measured). One HEVC
-    /// picture of the whole size costs libde265's picture and its per-block tables, and
-    /// libheif's copy (73 MB measured): about 6.1 bytes a pixel.
+    /// libde265 on this machine (4000 x 3000, 8 bits, in the tessera process: its peak RSS over
+    /// a render of nothing else). A grid (what phones write: 512 x 512 tiles) is decoded a tile
+    /// at a time into one planar RGB image, which libheif 1.15 always assembles grids in: 3 bytes
+    /// a pixel, plus a tile's decoder and our rows (42 MB measured). One HEVC picture of the
+    /// whole size costs libde265's picture and its per-block tables, and libheif's copy (73 MB
+    /// measured): about 6.1 bytes a pixel.
     static func decodeBytes(width: Int, height: Int, bits: Int, grid: Bool) -> Int64 {
         let pixels = Int64(width) * Int64(height)
         let depth: Int64 = bits > 8 ? 2 : 1
-        return grid ? pixels * 3 * depth + (2 << 20) : pixels * 13 / 2 * depth + (2 << 20)
+        return grid ? pixels * 3 * depth + (8 << 20) : pixels * 13 / 2 * depth + (2 << 20)
     }
 
     var iccProfile: UnsafeRawBufferPointer {

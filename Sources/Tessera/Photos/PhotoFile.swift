@@ -47,6 +47,26 @@ public struct PhotoHeader: Equatable, Sendable {
     public var wholeImageBytes: Int64 = 0
     /// Transparent pixels are drawn over the background colour.
     public var hasAlpha = false
+    /// A HEIF's largest embedded thumbnail (0 x 0: none), as stored (after its own transforms).
+    public var thumbnailWidth = 0
+    public var thumbnailHeight = 0
+
+    /// What drawing this photo into a `cellWidth` x `cellHeight` cell must hold at once beyond
+    /// streaming: `wholeImageBytes`, unless a thumbnail covers the cell (then it is drawn from
+    /// that, which costs little).
+    public func wholeImageBytes(cellWidth: Int, cellHeight: Int) -> Int {
+        guard wholeImageBytes > 0 else { return 0 }
+        let swapped = OrientationTransform(exifOrientation: exifOrientation).swapsAxes
+        let (width, height) = swapped ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
+        if thumbnailWidth > 0 && thumbnailHeight > 0 {
+            // The thumbnail's centre crop to the cell's shape must cover the cell.
+            let aspect = Double(width) / Double(height)
+            let cropWidth = min(Double(thumbnailWidth), Double(thumbnailHeight) * aspect)
+            let cropHeight = cropWidth / aspect
+            if cropWidth >= Double(width) - 1e-9 && cropHeight >= Double(height) - 1e-9 { return 0 }
+        }
+        return Int(clamping: wholeImageBytes)
+    }
 
     public init(width: Int, height: Int, colorModel: ColorModel, isProgressive: Bool, exifOrientation: Int,
                 adobeInverted: Bool, isArithmetic: Bool = false, storedRGB: Bool = false, minimumDataBytes: Int64 = 0,

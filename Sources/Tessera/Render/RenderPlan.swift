@@ -115,7 +115,11 @@ public struct RenderPlan: Equatable, Sendable {
     /// The plan for rendering `layout` with `settings` into outputs of the kinds in `outputs`
     /// (a JPEG, a pyramid, or both). Refuses settings out of range, a canvas too large for the
     /// outputs, and a budget that cannot hold the smallest working set.
-    public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg]) throws(TesseraError) -> RenderPlan {
+    /// `wholeImageBytes`: the most one photo of this render must hold to be decoded at all (a HEIF
+    /// decoded whole, a lossless WebP; 0 when every photo streams or spills): that much beyond
+    /// the decode pool is kept from the cell cache, as far as the budget allows.
+    public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg],
+                            wholeImageBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         let writesJPEG = outputs.contains(.jpeg)
         let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
             if case .deepZoom(let settings) = kind { return settings } else { return nil }
@@ -214,9 +218,14 @@ public struct RenderPlan: Equatable, Sendable {
             : compression == .segmentsInPyramidBatch ? stripeBytes / 3 : 0
         // The cell cache gets what is left once everything else is counted (the segments too: the
         // estimate used to exceed the budget by them, e.g. 66.7 MiB planned under 64 MiB).
-        let forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
+        var forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
+        // A photo that must be decoded whole beyond the pool: its room comes out of the cache's
+        // (what the smallest cache leaves, at most).
+        let reserve = max(0, min(wholeImageBytes - decodePool, forCells - minimumCells * cellBytes))
+        forCells -= reserve
         let cellSlots = max(minimumCells, min(max(distinct, 1), forCells / max(cellBytes, 1)))
         let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(cellSlots, max(distinct, 1)) * cellBytes
+            + reserve
         // The smallest cell cache (two cells a worker) can still not fit: refuse, as the budget
         // promises, rather than plan past it.
         guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
@@ -240,7 +249,7 @@ public struct RenderPlan: Equatable, Sendable {
             deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
-        plan.wholeImageLimitBytes = max(decodePool, budget - (estimatedPeak - decodePool))
+        plan.wholeImageLimitBytes = max(decodePool, budget - estimatedPeak + decodePool + reserve)
         return plan
     }
 }

@@ -22,7 +22,10 @@ public final class StripeRenderer: Sendable {
         try request.validate()
         self.request = request
         self.cancellation = cancellation
-        plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind))
+        plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
+                                   wholeImageBytes: request.photos.map {
+                                       $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
+                                   }.max() ?? 0)
     }
 
     /// Removes what dead renders left in the folders this render uses (their hidden temporaries
