@@ -190,7 +190,9 @@ let mixedFormatPhotos: String = {
         mkdir(folder, 0o755)
         defer { _ = system("rm -rf '\(folder)'") }
         let run = runMeasured(["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", largeProgressivePhotos, fixtures,
+                               // (Two pictures, stored many times: no minimum distance can hold.)
                                "-o", folder + "/m.jpg", "--columns", "80", "--tile-size", "40", "--cache-dir", folder + "/cache",
+                               "--min-distance", "0",
                                "--max-memory", "\(budgetMiB)M", "--no-progress", "--temp-dir", folder])
         #expect(run.exitCode == 0, "\(run.output)")
         #expect(access(folder + "/cache", F_OK) == 0, "the cache was not cold: nothing was analysed")
