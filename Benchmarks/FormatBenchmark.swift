@@ -127,13 +127,17 @@ func runFormatBenchmark() {
     print("\nformats: a folder of 32 photos of 4000 x 3000 (JPEG baseline, progressive, Display P3, Adobe RGB; PNG, Adam7, 16-bit; "
           + "WebP; HEIC tiled with and without thumbnails), `tessera grid --columns 8`, default flags")
     for cell in [150, 600] {
-        let output = scratch + "/formats.jpg", log = scratch + "/formats.txt"
+        let output = scratch + "/formats.jpg", log = scratch + "/formats.txt", errors = scratch + "/formats-errors.txt"
         let result = run([tessera, "grid", folder, "-o", output, "--columns", "8", "--tile-size", "\(cell)", "--no-progress",
-                          "--temp-dir", options.temporaryDirectory], stdout: log, stderr: log)
-        let text = fileLines(log)
-        let warnings = text.filter { $0.contains("warning") || $0.contains("placeholder") }.count
+                          "--temp-dir", options.temporaryDirectory], stdout: log, stderr: errors)
+        let text = fileLines(log) + fileLines(errors)
+        let placeholders = text.filter { $0.hasPrefix("  placeholder") }.count
+        let thumbnails = text.filter { $0.contains("warning") && $0.contains("thumbnail:") }.count
+        let other = text.filter { $0.contains("warning") && !$0.contains("thumbnail:") && !$0.contains("placeholder") }
         print("  \(cell) px: \(fixed(result.seconds)) s, peak RSS \(fixed(Double(result.peakBytes) / 1e6, 1)) MB, exit \(result.status >> 8), "
-              + (warnings == 0 ? "every photo drawn" : "\(warnings) warning line(s): \(text.joined(separator: " | "))"))
+              + (placeholders + thumbnails + other.count == 0 ? "every photo drawn"
+                 : "\(placeholders) placeholder(s) (more memory asked for), \(thumbnails) drawn from their thumbnails"
+                   + (other.isEmpty ? "" : ", other warnings: \(other.joined(separator: " | "))")))
     }
 }
 

@@ -68,9 +68,13 @@ import TesseraTestSupport
             writeBytes(readBytes(fixturesDirectory + "/orientation/" + name), to: orientation + "/" + name)
             group[orientation + "/" + name] = name.hasPrefix("Landscape") ? 100 : 101
         }
-        let library = try PhotoLibrary.scan([scratch.path])
+        let library = try PhotoLibrary.scan(originals + (0..<10).flatMap { n in (0..<3).map { scratch.file("copy-\(n)-\($0).jpg") } }
+                                            + [orientation])
         #expect(library.photos.count == 40 + 18)
-        var mosaic = MosaicSettings(targetPath: originals[3], columns: 24, rows: 18, cellWidth: 12, cellHeight: 12)
+        // The target a PNG (a screenshot, an export): read like any photo.
+        let target = scratch.file("target.png")
+        #expect(runTool(["convert", originals[3], "PNG24:" + target]) == 0)
+        var mosaic = MosaicSettings(targetPath: target, columns: 24, rows: 18, cellWidth: 12, cellHeight: 12)
         mosaic.minDistance = 1
         mosaic.cacheDirectory = scratch.file("cache")
         let prepared = try MosaicJob.prepare(library: library, mosaic: mosaic, settings: RenderSettings(),
