@@ -33,6 +33,33 @@ private let memoryControllers = "/sys/fs/cgroup/memory"
             unlink(output)
         }
     }
+
+    /// A folder mixing every format Tessera reads (MemoryTests.swift: PNG, WebP, tiled and
+    /// single-picture HEIC, AVIF, profile-tagged JPEGs), default flags, inside 64 MiB: at 150 px
+    /// (HEIC thumbnails) and 600 px (every HEIC decoded whole), every photo drawn.
+    @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
+                   "needs root and a cgroup-v1 memory controller"))
+    func mixedFormatsRenderInside64MiB() throws {
+        let scratch = "\(testRoot)/tessera-cgroup-mixed-\(getpid())"
+        let photos = mixedFormatPhotos
+        #expect(system("mkdir -p '\(scratch)'") == 0)
+        defer { _ = system("rm -rf '\(scratch)'") }
+        let group = memoryControllers + "/tessera-test-mixed-\(getpid())"
+        #expect(mkdir(group, 0o755) == 0)
+        defer { rmdir(group) }
+        #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
+        for cell in [150, 600] {
+            let output = scratch + "/out.jpg", log = scratch + "/log.txt"
+            let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
+                + "-o '\(output)' --columns 4 --tile-size \(cell) --no-progress >'\(log)' 2>&1"
+            let status = system(command)
+            let text = String(decoding: readFile(log), as: UTF8.self)
+            #expect((status >> 8) & 0xFF == 0 && status & 0x7F == 0, "\(cell) px: status \(status): \(text)")
+            #expect(!text.contains("placeholder") && !text.contains("warning"), "\(cell) px: \(text)")
+            #expect(access(output, F_OK) == 0)
+            unlink(output)
+        }
+    }
 }
 
 @Suite struct ProgressiveMosaicTests {
