@@ -56,7 +56,7 @@ public enum MosaicMatcher {
         guard n > 0 else { throw .noPhotos(searched: []) }
         let window = (2 * minDistance + 1) * (2 * minDistance + 1)
         if minDistance > 0 && n < window && cells > 1 {
-            throw .invalidSettings("a minimum distance of \(minDistance) needs at least \(window) usable photos (a \(2 * minDistance + 1) x \(2 * minDistance + 1) block holds no repeat), found \(n)")
+            throw .invalidSettings("a minimum distance of \(minDistance) needs at least \(window) different pictures (a \(2 * minDistance + 1) x \(2 * minDistance + 1) block holds no repeat; copies of one picture count once), found \(n)")
         }
         if let maxUses, maxUses * n < cells {
             throw .invalidSettings("at most \(maxUses) uses of each of \(n) photos fill at most \(maxUses * n) of \(cells) cells")

@@ -102,7 +102,7 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
         let photos = randomFeatures(count: 8, k: 3, seed: 1)
         let target = randomFeatures(count: 100, k: 3, seed: 2).flatMap { $0 }
         #expect(throws: TesseraError.invalidSettings(
-            "a minimum distance of 1 needs at least 9 usable photos (a 3 x 3 block holds no repeat), found 8")) {
+            "a minimum distance of 1 needs at least 9 different pictures (a 3 x 3 block holds no repeat; copies of one picture count once), found 8")) {
             try MosaicMatcher.match(target: target, columns: 10, rows: 10, subCells: 3, photoFeatures: photos,
                                     minDistance: 1, maxUses: nil, seed: 1, workers: 1)
         }
