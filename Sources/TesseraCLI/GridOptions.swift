@@ -21,6 +21,8 @@ public struct GridOptions: Equatable, Sendable {
     public var showProgress = true
     public var strict = false
     public var help = false
+    /// Which files the folders' search takes (hidden ones, --exclude patterns).
+    public var selection = PhotoSelection()
 
     public init() {}
 
@@ -76,6 +78,8 @@ public enum GridCommand {
         OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
         OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
         OptionSpec(names: ["--strict"], valueName: nil, help: "Fail before rendering if any photo would be skipped."),
+        OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched."),
+        OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out."),
         OptionSpec(names: ["--dry-run"], valueName: nil, help: "Print the plan (size, stripes, workers, memory and disk) and render nothing."),
         OptionSpec(names: ["--no-progress"], valueName: nil, help: "No progress bar (it is drawn only when stderr is a terminal)."),
         OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
@@ -228,6 +232,10 @@ public enum GridCommand {
                 }
                 options.settings.background = colour
             case "--strict": options.strict = true
+            case "--exclude":
+                guard !value.isEmpty else { throw CommandLineError("--exclude expects a pattern like '*.png'", argumentIndex: valuePosition) }
+                options.selection.excludes.append(value)
+            case "--include-hidden": options.selection.includeHidden = true
             case "--dry-run": options.dryRun = true
             case "--no-progress": options.showProgress = false
             case "--help": options.help = true
@@ -271,7 +279,8 @@ public enum GridCommand {
 
         PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP and
         HEIF/HEIC (and AVIF) are read, recognised by content, not extension; other images (GIF,
-        TIFF, camera RAW) are named in a warning. Photos fill the grid row by row and repeat when
+        TIFF, camera RAW) are named in a warning. Hidden files and folders and thumbnail folders
+        (@eaDir, .thumbnails...) are left out (see --include-hidden, --exclude). Photos fill the grid row by row and repeat when
         there are more cells than photos. Each photo is turned upright from its EXIF orientation
         (a HEIC's own rotation counts once), converted to sRGB from its colour profile (Display P3,
         Adobe RGB...), decoded at the size it is drawn and centre-cropped to fill its cell;

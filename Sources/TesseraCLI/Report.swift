@@ -70,6 +70,16 @@ public enum Report {
         return line
     }
 
+    /// What the photo search left out on purpose, as a dry run shows it; nil when nothing was.
+    public static func leftOut(_ leftOut: LeftOut) -> String? {
+        guard leftOut.total > 0 else { return nil }
+        var parts: [String] = []
+        if leftOut.hidden > 0 { parts.append("\(leftOut.hidden) hidden (--include-hidden takes them)") }
+        if leftOut.thumbnailFolders > 0 { parts.append("\(leftOut.thumbnailFolders) thumbnail folder(s)") }
+        if leftOut.excluded > 0 { parts.append("\(leftOut.excluded) by --exclude") }
+        return "left out    " + parts.joined(separator: ", ")
+    }
+
     /// A progress bar line (no newline) for `done` of `total` rows after `seconds`.
     public static func progressBar(done: Int, total: Int, pixelsPerRow: Int, seconds: Double, width: Int = 30) -> String {
         let fraction = total > 0 ? Double(done) / Double(total) : 1

@@ -105,7 +105,7 @@ public struct Runner {
         let library: PhotoLibrary
         do throws(TesseraError) {
             library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount(),
-                                            cancellation: cancellation)
+                                            cancellation: cancellation, selection: options.selection)
         } catch .cancelled {
             return .failure(report(.cancelled, options: options))
         } catch {
@@ -114,6 +114,7 @@ public struct Runner {
             return .failure(.badInput)
         }
         for skipped in library.skipped { console.message("warning: skipping \(skipped.path): \(skipped.reason)") }
+        if options.dryRun, let line = Report.leftOut(library.leftOut) { console.result(line) }
         if options.strict && !library.skipped.isEmpty {
             console.message("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
             return .failure(.badInput)

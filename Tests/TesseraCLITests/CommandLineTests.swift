@@ -52,6 +52,22 @@ import Tessera
         #expect(GridCommand.help.contains("--dzi DIR/NAME.dzi") && MosaicCommand.help.contains("--dzi DIR/NAME.dzi"))
     }
 
+    /// --exclude repeats; --include-hidden; a dry run counts what the search left out.
+    @Test func selectionFlagsAndTheDryRunCount() throws {
+        let options = try GridCommand.parse(["p", "-o", "o.jpg", "--columns", "2", "--tile-size", "5", "--exclude", "*.png",
+                                             "--exclude", "*/drafts", "--include-hidden"])
+        #expect(options.selection == PhotoSelection(includeHidden: true, excludes: ["*.png", "*/drafts"]))
+        let folder = "\(testRoot)/tessera-selection-\(getpid())"
+        #expect(system("mkdir -p '\(folder)/photos/@eaDir' && cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photos/' && "
+                       + "cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photos/.copy.jpg' && "
+                       + "cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photos/@eaDir/thumb.jpg'") == 0)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runTessera(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--columns", "2", "--tile-size", "10", "--dry-run"])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("left out    1 hidden (--include-hidden takes them), 1 thumbnail folder(s)"), "\(run.output)")
+        #expect(run.output.contains("photos      1 usable"), "\(run.output)")
+    }
+
     @Test func columnsAloneLeaveRowsToThePhotoCount() throws {
         let options = try GridCommand.parse(["p", "-o", "o.jpg", "--columns", "10", "--tile-size=200x150"])
         #expect(options.columns == 10 && options.rows == nil)

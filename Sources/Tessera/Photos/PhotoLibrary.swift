@@ -29,6 +29,41 @@ public struct Photo: Equatable, Sendable {
     }
 }
 
+/// Which files a scan takes from the folders it searches.
+public struct PhotoSelection: Equatable, Sendable {
+    /// Hidden files and folders (names starting with "."): left out unless this is set.
+    public var includeHidden = false
+    /// Shell patterns (fnmatch): a file or folder whose name or whole path matches one is left
+    /// out (a folder is not entered). Applies to named paths too.
+    public var excludes: [String] = []
+
+    public init(includeHidden: Bool = false, excludes: [String] = []) {
+        self.includeHidden = includeHidden
+        self.excludes = excludes
+    }
+
+    /// Folders of generated thumbnails, never photos of their own: the freedesktop cache, NAS
+    /// indexers (Synology, QNAP), macOS archive and network-share leftovers.
+    public static let thumbnailFolders: Set<String> = ["@eaDir", ".@__thumb", "@__thumb", ".thumbnails", "__MACOSX",
+                                                       ".AppleDouble", "#recycle", "#snapshot"]
+
+    func excludes(name: String, path: String) -> Bool {
+        excludes.contains { pattern in fnmatch(pattern, name, 0) == 0 || fnmatch(pattern, path, 0) == 0 }
+    }
+}
+
+/// What a scan left out on purpose (not errors): counted for the dry run and the summary.
+public struct LeftOut: Equatable, Sendable {
+    /// Hidden files and folders (each folder counts once, its contents are not looked at).
+    public var hidden = 0
+    /// Thumbnail folders (`PhotoSelection.thumbnailFolders`).
+    public var thumbnailFolders = 0
+    /// Files and folders matching an `--exclude` pattern.
+    public var excluded = 0
+
+    public var total: Int { hidden + thumbnailFolders + excluded }
+}
+
 /// A photo left out, and why.
 public struct SkippedPhoto: Equatable, Sendable {
     public let path: String
@@ -46,23 +81,31 @@ public struct PhotoLibrary: Sendable {
     public var ignoredNonJPEGCount: Int
     /// The paths that were searched.
     public var searched: [String] = []
+    /// What the selection left out (hidden, thumbnail folders, excluded).
+    public var leftOut = LeftOut()
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// Throws for a path the user named that does not exist or cannot be listed, and
     /// `.cancelled` once `cancellation` is (checked for every directory entry and header).
     public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
-                            cancellation: RenderCancellation? = nil) throws(TesseraError) -> PhotoLibrary {
+                            cancellation: RenderCancellation? = nil,
+                            selection: PhotoSelection = PhotoSelection()) throws(TesseraError) -> PhotoLibrary {
         var candidates: [(path: PathBytes, named: Bool)] = []
         var skipped: [SkippedPhoto] = []
         var ignored = 0
         var visited = Set<DirectoryIdentity>()
+        var leftOut = LeftOut()
         for path in paths {
+            if selection.excludes(name: String(path.split(separator: "/").last ?? Substring(path)), path: path) {
+                leftOut.excluded += 1
+                continue
+            }
             switch fileStatus(path) {
             case .failure(let code):
                 throw TesseraError.system(operation: "stat", errno: code.rawValue, path: path)
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
                 try collect(directory: PathBytes(path), info: info, into: &candidates, skipped: &skipped, visited: &visited,
-                            cancellation: cancellation)
+                            selection: selection, leftOut: &leftOut, cancellation: cancellation)
             case .success:
                 candidates.append((PathBytes(path), true))
             }
@@ -101,7 +144,9 @@ public struct PhotoLibrary: Sendable {
         }
         photos.sort { $0.file < $1.file }
         skipped.sort { $0.path < $1.path }
-        return PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored, searched: paths)
+        var library = PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored, searched: paths)
+        library.leftOut = leftOut
+        return library
     }
 
     private struct DirectoryIdentity: Hashable {
@@ -111,6 +156,7 @@ public struct PhotoLibrary: Sendable {
 
     private static func collect(directory: PathBytes, info: stat, into candidates: inout [(path: PathBytes, named: Bool)],
                                 skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>,
+                                selection: PhotoSelection, leftOut: inout LeftOut,
                                 cancellation: RenderCancellation?) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
@@ -119,6 +165,16 @@ public struct PhotoLibrary: Sendable {
         for name in names {
             if cancellation?.isCancelled == true { throw .cancelled }
             let path = directory.appending(name)
+            // Hidden entries (".DS_Store", ".trash/", editors' copies) are not looked at.
+            if !selection.includeHidden && name.first == UInt8(ascii: ".") {
+                leftOut.hidden += 1
+                continue
+            }
+            let text = String(decoding: name, as: UTF8.self)
+            if selection.excludes(name: text, path: path.display) {
+                leftOut.excluded += 1
+                continue
+            }
             switch fileStatus(path) {
             case .failure(let code):
                 if code.rawValue == ENOENT || code.rawValue == ELOOP {
@@ -126,10 +182,12 @@ public struct PhotoLibrary: Sendable {
                 } else {
                     skipped.append(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
                 }
+            case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && PhotoSelection.thumbnailFolders.contains(text):
+                leftOut.thumbnailFolders += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
                 do {
                     try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited,
-                                cancellation: cancellation)
+                                selection: selection, leftOut: &leftOut, cancellation: cancellation)
                 } catch .cancelled {
                     throw .cancelled
                 } catch {

@@ -38,4 +38,34 @@ import Testing
             #expect(skipped.reason.hasPrefix(reason), "\(skipped.path): \(skipped.reason)")
         }
     }
+
+    /// Hidden files and folders and thumbnail folders are left out and counted; --include-hidden
+    /// takes the hidden ones; --exclude patterns match names and paths, and a folder left out is
+    /// not searched. A hidden file named on the command line is still a photo.
+    @Test func selectionLeavesOutHiddenThumbnailsAndExcluded() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        for folder in [".trash", "@eaDir", "drafts", "trip", "trip/.thumbnails"] { #expect(mkdir(scratch.file(folder), 0o755) == 0) }
+        for name in ["a.jpg", ".hidden.jpg", ".trash/b.jpg", "@eaDir/c.jpg", "drafts/d.jpg", "trip/e.jpg", "trip/f.jpg",
+                     "trip/.thumbnails/g.jpg", "trip/skip-me.jpg"] {
+            writeBytes(jpeg, to: scratch.file(name))
+        }
+        func names(_ library: PhotoLibrary) -> [String] {
+            library.photos.map { String($0.path.dropFirst(scratch.path.count + 1)) }
+        }
+        let plain = try PhotoLibrary.scan([scratch.path])
+        #expect(names(plain) == ["a.jpg", "drafts/d.jpg", "trip/e.jpg", "trip/f.jpg", "trip/skip-me.jpg"])
+        #expect(plain.leftOut == LeftOut(hidden: 3, thumbnailFolders: 1, excluded: 0))
+        let hidden = try PhotoLibrary.scan([scratch.path], selection: PhotoSelection(includeHidden: true))
+        #expect(names(hidden) == [".hidden.jpg", ".trash/b.jpg", "a.jpg", "drafts/d.jpg", "trip/e.jpg", "trip/f.jpg",
+                                  "trip/skip-me.jpg"])
+        // .thumbnails is a thumbnail folder even when hidden ones are searched.
+        #expect(hidden.leftOut == LeftOut(hidden: 0, thumbnailFolders: 2, excluded: 0))
+        let excluded = try PhotoLibrary.scan([scratch.path], selection: PhotoSelection(excludes: ["*/drafts", "skip-*"]))
+        #expect(names(excluded) == ["a.jpg", "trip/e.jpg", "trip/f.jpg"])
+        #expect(excluded.leftOut.excluded == 2)
+        let named = try PhotoLibrary.scan([scratch.file(".hidden.jpg")])
+        #expect(named.photos.count == 1)
+    }
 }
