@@ -99,6 +99,10 @@ public enum GridCommand {
         var deepZoom = DeepZoomSettings()
         var deepZoomQuality: Int?
         var deepZoomOptionGiven: String?
+        // Options given so far (by their long name): a second value would silently replace the
+        // first (two -o: which file?), so only --exclude may repeat.
+        var given: Set<String> = []
+        var seedPosition: Int?
         while index < arguments.count {
             let argument = arguments[index]
             let position = firstIndex + index
@@ -137,6 +141,15 @@ public enum GridCommand {
                 throw CommandLineError("\(name) takes no value", argumentIndex: position)
             }
             let valuePosition = inlineValue == nil ? firstIndex + index : position
+            let key = spec.names.last!
+            if spec.valueName != nil && key != "--exclude" && !given.insert(key).inserted {
+                throw CommandLineError("\(name) is given twice; give it once", argumentIndex: position)
+            }
+            if (key == "--grid" && given.contains("--columns")) || (key == "--columns" && given.contains("--grid")) {
+                throw CommandLineError("--grid and --columns both set the columns: give --grid CxR, or --columns C alone (rows then follow)",
+                                       argumentIndex: position)
+            }
+            if key == "--seed" { seedPosition = position }
             func integer(_ range: ClosedRange<Int>) throws(CommandLineError) -> Int {
                 guard let number = Int(value), range.contains(number) else {
                     throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
@@ -145,7 +158,13 @@ public enum GridCommand {
                 return number
             }
             switch spec.names.last! {
-            case "--output": options.outputPath = value
+            case "--output":
+                // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
+                let lower = value.lowercased()
+                if let other = [".png", ".webp", ".heic", ".heif", ".avif", ".gif", ".tif", ".tiff", ".bmp"].first(where: lower.hasSuffix) {
+                    throw CommandLineError("-o writes a JPEG, but '\(value)' ends in \(other): name it .jpg", argumentIndex: valuePosition)
+                }
+                options.outputPath = value
             case "--dzi":
                 guard RenderOutput.isDeepZoomPath(value) else {
                     throw CommandLineError("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(value)'", argumentIndex: valuePosition)
@@ -248,6 +267,10 @@ public enum GridCommand {
             index += 1
         }
         if case .shuffle = options.order, let seed = options.seed { options.order = .shuffle(seed: seed) }
+        if command == "grid", let seedPosition, case .name = options.order {
+            throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a grid in name order has nothing to seed)",
+                                   argumentIndex: seedPosition)
+        }
         if options.help { return options }
         if options.deepZoomPath != nil {
             deepZoom.quality = deepZoomQuality ?? options.settings.quality

@@ -2,6 +2,7 @@
 // options and the library: check the outputs, scan the photos, (for a mosaic, analyse and match),
 // plan, dry-run or pre-flight, render, report. Everything it shows goes through a `Console`, so
 // the flows run in tests without a process; the executable supplies the terminal.
+import Glibc
 import Tessera
 
 /// Where a command's messages go.
@@ -101,6 +102,15 @@ public struct Runner {
             try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
         } catch {
             return .failure(report(error, options: options, manifest: extra.first?.path))
+        }
+        // A named input besides the photos (a mosaic's target) that is not there is a command
+        // line naming nothing (exit 2), said before any photo is read.
+        for input in inputs {
+            var info = stat()
+            if stat(input, &info) != 0 {
+                console.message(TesseraError.system(operation: "stat", errno: errno, path: input).description)
+                return .failure(.usage)
+            }
         }
         let library: PhotoLibrary
         do throws(TesseraError) {

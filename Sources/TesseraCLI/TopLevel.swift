@@ -54,6 +54,10 @@ public enum TopLevel {
                 options.render.help = true
                 return .mosaic(options)
             }
+            if arguments.count > 1 {
+                throw CommandLineError("no help for '\(arguments[1])': the commands are grid and mosaic (try 'tessera help grid')",
+                                       argumentIndex: 2)
+            }
             return .help
         case "--version", "-V": return .version
         case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))

@@ -88,6 +88,30 @@ import Tessera
         #expect(throws: CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
     }
 
+    /// Flags that conflict, repeat or do nothing are refused, not silently resolved (issue 13).
+    @Test func conflictingRepeatedAndUselessFlagsAreRefused() throws {
+        func message(_ arguments: [String]) -> String? {
+            do { _ = try GridCommand.parse(arguments); return nil } catch { return error.message }
+        }
+        #expect(message(["p", "-o", "a.jpg", "-o", "b.jpg", "--columns", "2", "--tile-size", "5"]) == "-o is given twice; give it once")
+        #expect(message(["p", "-o", "a.jpg", "--grid", "2x2", "--columns", "2", "--tile-size", "5"])?.hasPrefix("--grid and --columns") == true)
+        #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--grid", "2x2", "--tile-size", "5"])?.hasPrefix("--grid and --columns") == true)
+        #expect(message(["p", "-o", "a.PNG", "--columns", "2", "--tile-size", "5"]) == "-o writes a JPEG, but 'a.PNG' ends in .png: name it .jpg")
+        #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4"])?.hasPrefix("--seed orders a shuffle") == true)
+        // What stays allowed: --seed with a shuffle (either order), --exclude repeated, a mosaic's --seed.
+        #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4", "--order", "shuffle"]) == nil)
+        #expect(message(["p", "-o", "a", "--columns", "2", "--tile-size", "5", "--exclude", "x", "--exclude", "y"]) == nil)
+        _ = try MosaicCommand.parse(["p", "--target", "t.jpg", "-o", "m.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4"])
+        #expect(throws: CommandLineError("no help for 'foo': the commands are grid and mosaic (try 'tessera help grid')", argumentIndex: 2)) {
+            try TopLevel.parse(["help", "foo"])
+        }
+        // Through the binary: exit 2, and a missing --target named before any photo is read.
+        #expect(runTessera(["help", "foo"]).status == 2)
+        let missing = runTessera(["mosaic", "--target", "/nonexistent/target.jpg", fixtures, "-o", "\(testRoot)/m.jpg",
+                                  "--columns", "4", "--tile-size", "8"])
+        #expect(missing.status == 2 && missing.output.contains("/nonexistent/target.jpg"), "\(missing)")
+    }
+
     @Test func sizesAndColours() {
         #expect(parseByteSize("64M") == 64 << 20)
         #expect(parseByteSize("64MiB") == 64 << 20)
