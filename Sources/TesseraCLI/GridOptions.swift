@@ -74,7 +74,7 @@ public enum GridCommand {
         OptionSpec(names: ["--encoder"], valueName: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers."),
         OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the cell cache."),
         OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default $TMPDIR or /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (best on a disk). Both are never visible; the stripes need a few stripes of space."),
-        OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default), or shuffled."),
+        OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on)."),
         OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
         OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
         OptionSpec(names: ["--strict"], valueName: nil, help: "Fail before rendering if any photo would be skipped."),

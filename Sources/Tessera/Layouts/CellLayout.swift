@@ -82,8 +82,10 @@ public enum PhotoOrder: Equatable, Sendable {
     case shuffle(seed: UInt64)
 }
 
-/// A plain photo grid: photos fill the cells row by row, in `order`, repeating from the first
-/// when there are more cells than photos.
+/// A plain photo grid: photos fill the cells row by row, in `order`. In name order they repeat
+/// from the first when there are more cells than photos. Shuffled, every pass through the
+/// photos is shuffled anew (no period shows, however many passes), and a photo is never put next
+/// to itself (the 8 cells around it) when there are at least 5 photos.
 public enum GridLayout {
     /// Rows needed for `photoCount` photos in `columns` columns (at least 1).
     public static func rows(forPhotoCount photoCount: Int, columns: Int) -> Int {
@@ -93,16 +95,56 @@ public enum GridLayout {
     public static func make(photoCount: Int, columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
                             order: PhotoOrder) -> CellLayout {
         precondition(photoCount > 0)
-        var sequence = (0..<photoCount).map { Int32($0) }
-        if case .shuffle(let seed) = order {
-            var random = SplitMix64(seed: seed)
-            // Fisher–Yates with a generator whose output is fixed for a seed on every platform.
-            for i in stride(from: sequence.count - 1, to: 0, by: -1) {
-                let j = Int(random.next() % UInt64(i + 1))
-                sequence.swapAt(i, j)
-            }
+        guard case .shuffle(let seed) = order else {
+            return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight,
+                              repeating: (0..<photoCount).map { Int32($0) })
         }
-        return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, repeating: sequence)
+        var random = SplitMix64(seed: seed)
+        // Fisher–Yates with a generator whose output is fixed for a seed on every platform.
+        func shuffled() -> [Int32] {
+            var deck = (0..<photoCount).map { Int32($0) }
+            for i in stride(from: deck.count - 1, to: 0, by: -1) {
+                deck.swapAt(i, Int(random.next() % UInt64(i + 1)))
+            }
+            return deck
+        }
+        let cells = columns * rows
+        // One pass (the usual case): the shuffle itself, stored as a repeating sequence.
+        guard cells > photoCount else {
+            return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, repeating: shuffled())
+        }
+        // Several passes: dealt cell by cell from a fresh deck each pass; a card equal to an
+        // already placed neighbour (left, and the three above) is swapped with the first later
+        // card that is not. When none is left in this deck (its last few cards), the next deck is
+        // shuffled in behind them: with 5 photos or more one of them fits (4 neighbours are
+        // placed), at the cost of those few photos appearing once more than the rest.
+        var table = [Int32](repeating: 0, count: cells)
+        var deck: [Int32] = []
+        var next = 0
+        for cell in 0..<cells {
+            if next == deck.count {
+                deck = shuffled()
+                next = 0
+            }
+            let row = cell / columns, column = cell % columns
+            func conflicts(_ photo: Int32) -> Bool {
+                if column > 0 && table[cell - 1] == photo { return true }
+                guard row > 0 else { return false }
+                let above = cell - columns
+                return table[above] == photo || (column > 0 && table[above - 1] == photo)
+                    || (column + 1 < columns && table[above + 1] == photo)
+            }
+            if conflicts(deck[next]) {
+                if (next + 1..<deck.count).first(where: { !conflicts(deck[$0]) }) == nil {
+                    deck = Array(deck[next...]) + shuffled()
+                    next = 0
+                }
+                if let swap = (next + 1..<deck.count).first(where: { !conflicts(deck[$0]) }) { deck.swapAt(next, swap) }
+            }
+            table[cell] = deck[next]
+            next += 1
+        }
+        return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, photoIndices: table)
     }
 }
 
