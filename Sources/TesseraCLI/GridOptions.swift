@@ -63,6 +63,7 @@ public enum GridCommand {
         OptionSpec(names: ["--dzi-overlap"], valueName: "N", help: "Pixels each Deep Zoom tile shares with its neighbours, 0 to half the tile size (default 1)."),
         OptionSpec(names: ["--dzi-quality"], valueName: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality)."),
         OptionSpec(names: ["--no-viewer"], valueName: nil, help: "Write the Deep Zoom pyramid without NAME.html and its Leaflet files."),
+        OptionSpec(names: ["--viewer-labels"], valueName: "name|path|none", help: "What the viewer names under the mouse: the photo's file name (default), its path as given (this reveals your folders to whoever gets the pyramid), or nothing."),
         OptionSpec(names: ["--grid"], valueName: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos."),
         OptionSpec(names: ["--columns"], valueName: "C", help: "Columns only; rows follow from the photo count (each photo once, the last row filled by repeats)."),
         OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it."),
@@ -178,6 +179,12 @@ public enum GridCommand {
                 deepZoomOptionGiven = name
             case "--dzi-quality":
                 deepZoomQuality = try integer(RenderSettings.qualities)
+                deepZoomOptionGiven = name
+            case "--viewer-labels":
+                guard let labels = ViewerLabels(rawValue: value) else {
+                    throw CommandLineError("--viewer-labels expects name, path or none, got '\(value)'", argumentIndex: valuePosition)
+                }
+                deepZoom.labels = labels
                 deepZoomOptionGiven = name
             case "--no-viewer":
                 deepZoom.viewer = false

@@ -686,7 +686,19 @@ let fixtures: String = {
                 continue
             }
             let photo = fields[2].hasPrefix("\"") ? String(fields[2].dropFirst().dropLast()) : fields[2]
-            #expect(names[cells[line * 30 + column]] == photo, "cell \(column),\(line)")
+            // The viewer names the file, not the folders it came from.
+            #expect(names[cells[line * 30 + column]] == String(photo.split(separator: "/").last!), "cell \(column),\(line)")
+        }
+        #expect(!script.contains(fixtures) && !String(decoding: readFile(directory + "/m.html"), as: UTF8.self).contains(fixtures))
+        // --viewer-labels path writes the paths as given; none, no names at all.
+        for (labels, expectPaths) in [("path", true), ("none", false)] {
+            let again = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "--dzi", directory + "/m.dzi",
+                                    "--columns", "30", "--tile-size", "8", "--min-distance", "0", "--viewer-labels", labels,
+                                    "--cache-dir", directory + "/cache", "--no-progress"])
+            #expect(again.status == 0, "\(again.output)")
+            let text = String(decoding: readFile(directory + "/m_files/viewer/cells.js"), as: UTF8.self)
+            #expect(text.contains(fixtures + "/") == expectPaths, "\(labels): \(text.prefix(300))")
+            if !expectPaths { #expect(text.contains("names: []") && !text.contains(".jpg"), "\(text.prefix(300))") }
         }
     }
 

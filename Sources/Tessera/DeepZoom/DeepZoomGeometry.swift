@@ -11,6 +11,16 @@
 // side that has a neighbour, clipped to the level. This is what libvips's dzsave writes for
 // `--layout dz`, and what OpenSeadragon expects.
 
+/// What a Deep Zoom viewer shows of the photo under the mouse.
+public enum ViewerLabels: String, Equatable, Sendable, CaseIterable {
+    /// The file name ("IMG_0042.HEIC").
+    case name
+    /// The path as the photos were named on the command line (reveals folders).
+    case path
+    /// Nothing: no photo names are written at all.
+    case none
+}
+
 /// Choices for a Deep Zoom pyramid.
 public struct DeepZoomSettings: Equatable, Sendable {
     /// Tile side without the overlap (the DZI TileSize), 16...8192. 254 + 2 x 1 overlap gives
@@ -22,6 +32,9 @@ public struct DeepZoomSettings: Equatable, Sendable {
     public var quality = 90
     /// Writes NAME.html, a viewer that opens from the local disk.
     public var viewer = true
+    /// What the viewer says of the photo under the mouse. A pyramid is made to be shared: the
+    /// default names the file only, never the folders it was found in.
+    public var labels = ViewerLabels.name
 
     public init() {}
 

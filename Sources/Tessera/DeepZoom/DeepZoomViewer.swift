@@ -24,11 +24,24 @@ public struct CellLabels: Equatable, Sendable {
     public let rows: Int
     public let cellWidth: Int
     public let cellHeight: Int
-    /// The photos' names as shown: paths as given on the command line.
+    /// The photos' names as shown: file names, or paths as given on the command line.
     public let names: [String]
     /// Which photo is in each cell (an index into `names`, or -1 for an empty cell); not copied
     /// into a table: a grid's cells are a function of their index.
     public let layout: CellLayout
+
+    /// The labels `shown` asks for: file names, paths, or nil for none.
+    public init?(layout: CellLayout, photos: [Photo], shown: ViewerLabels) {
+        switch shown {
+        case .none: return nil
+        case .path: self.init(layout: layout, photoPaths: photos.map(\.path))
+        case .name:
+            self.init(layout: layout, photoPaths: photos.map { photo in
+                let parts = photo.path.split(separator: "/", omittingEmptySubsequences: true)
+                return parts.last.map(String.init) ?? photo.path
+            })
+        }
+    }
 
     public init(layout: CellLayout, photoPaths: [String]) {
         columns = layout.columns

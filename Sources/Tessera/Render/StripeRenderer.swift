@@ -100,7 +100,7 @@ public final class StripeRenderer: Sendable {
                 case .deepZoom(let path, let zoom):
                     sinks.append(try DeepZoomOutput(destination: path, geometry: plan.deepZoom!, settings: zoom,
                                                     subsampling: settings.subsampling,
-                                                    labels: CellLabels(layout: layout, photoPaths: photos.map(\.path)),
+                                                    labels: CellLabels(layout: layout, photos: photos, shown: zoom.labels),
                                                     threads: plan.workers))
                 case .jpeg(let path):
                     switch plan.compression {
