@@ -74,7 +74,7 @@ public enum GridCommand {
         OptionSpec(names: ["--worker-threads"], valueName: "dedicated|dispatch", help: "Where the stripe workers run: threads of the render's own (the default, measured faster: see the README) or Dispatch's pool. Output is identical."),
         OptionSpec(names: ["--encoder"], valueName: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers."),
         OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the cell cache."),
-        OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default $TMPDIR or /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (best on a disk). Both are never visible; the stripes need a few stripes of space."),
+        OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default: $TMPDIR if set, else /dev/shm when it has room for the stripes, else /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (default $TMPDIR or /tmp; best on a disk). Both are never visible; the stripes need a few stripes of space."),
         OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on)."),
         OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
         OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
@@ -289,7 +289,8 @@ public enum GridCommand {
             throw CommandLineError("\(deepZoomOptionGiven) needs --dzi DIR/NAME.dzi")
         }
         guard !options.photoPaths.isEmpty else {
-            throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
+            throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) "
+                                   + (command == "mosaic" ? "--target portrait.jpg " : "") + "~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
         }
         guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
             throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
@@ -333,8 +334,8 @@ public enum GridCommand {
           tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150
           xdg-open zoom/wall.html
 
-          # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid
-          tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150
+          # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid (its rows need more memory)
+          tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150 --max-memory 192M
 
           # what would it take? (memory, disk, stripes), without rendering
           tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --dry-run

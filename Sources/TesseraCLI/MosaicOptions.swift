@@ -76,8 +76,16 @@ public enum MosaicCommand {
 
         """
         text += describe(options)
-        text += "\nRENDERING OPTIONS (as for tessera grid; --seed seeds the matching order)\n\n"
-        text += describe(GridCommand.options.filter { !$0.names.contains("--order") && !$0.names.contains("--grid") })
+        text += "\nRENDERING OPTIONS (as for tessera grid, but these three)\n\n"
+        // The grid's own words for the shape and the seed do not hold for a mosaic.
+        let mosaicWords = [
+            "--grid": "Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.",
+            "--columns": "Columns only; rows follow from the target's shape (upright).",
+            "--seed": "Seed of the matching order (default 1); the same seed gives the same mosaic.",
+        ]
+        text += describe(GridCommand.options.filter { !$0.names.contains("--order") }.map { spec in
+            mosaicWords[spec.names.last!].map { OptionSpec(names: spec.names, valueName: spec.valueName, help: $0) } ?? spec
+        })
         text += """
 
         EXAMPLES
@@ -89,7 +97,7 @@ public enum MosaicCommand {
               --max-uses 10 --min-distance 2 --tint 20 --manifest placements.csv
 
           # the mosaic and a Deep Zoom viewer that names the photo under the mouse, in one pass
-          tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --dzi zoom/mosaic.dzi \
+          tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --dzi zoom/mosaic.dzi \\
               --grid 200x267 --tile-size 150
           xdg-open zoom/mosaic.html
         """

@@ -112,6 +112,20 @@ import Tessera
         #expect(missing.status == 2 && missing.output.contains("/nonexistent/target.jpg"), "\(missing)")
     }
 
+    /// Help says what the commands do (issue 13): a mosaic's --grid, --columns and --seed in its
+    /// own words, example lines that continue with a backslash, the big pyramid example with
+    /// the memory it needs, and a mosaic without photos suggests a --target.
+    @Test func helpMatchesBehaviour() {
+        let mosaic = MosaicCommand.help
+        #expect(mosaic.contains("  --grid CxR\n") && mosaic.contains("rows follow from the target's shape"))
+        #expect(mosaic.contains("the same seed gives the same mosaic") && !mosaic.contains("--order shuffle"))
+        #expect(mosaic.contains("--dzi zoom/mosaic.dzi \\\n"))
+        #expect(GridCommand.help.contains("--grid 1000x1000 --tile-size 150 --max-memory 192M"))
+        #expect(throws: CommandLineError("no photos given: name files or directories, e.g. tessera mosaic --target portrait.jpg ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")) {
+            try MosaicCommand.parse(["--target", "t.jpg", "-o", "m.jpg", "--columns", "3", "--tile-size", "5"])
+        }
+    }
+
     @Test func sizesAndColours() {
         #expect(parseByteSize("64M") == 64 << 20)
         #expect(parseByteSize("64MiB") == 64 << 20)
