@@ -23,6 +23,8 @@ public struct GridOptions: Equatable, Sendable {
     public var help = false
     /// Which files the folders' search takes (hidden ones, --exclude patterns).
     public var selection = PhotoSelection()
+    /// Where every photo went (`--manifest`), or nil.
+    public var manifestPath: String?
 
     public init() {}
 
@@ -79,6 +81,7 @@ public enum GridCommand {
         OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
         OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
         OptionSpec(names: ["--strict"], valueName: nil, help: "Fail before rendering if any photo would be skipped."),
+        OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture."),
         OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched."),
         OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out."),
         OptionSpec(names: ["--dry-run"], valueName: nil, help: "Print the plan (size, stripes, workers, memory and disk) and render nothing."),
@@ -262,6 +265,7 @@ public enum GridCommand {
                 guard !value.isEmpty else { throw CommandLineError("--exclude expects a pattern like '*.png'", argumentIndex: valuePosition) }
                 options.selection.excludes.append(value)
             case "--include-hidden": options.selection.includeHidden = true
+            case "--manifest": options.manifestPath = value
             case "--dry-run": options.dryRun = true
             case "--no-progress": options.showProgress = false
             case "--help": options.help = true

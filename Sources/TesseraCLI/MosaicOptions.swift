@@ -8,7 +8,11 @@ public struct MosaicOptions: Equatable, Sendable {
     public var minDistance = 1
     public var maxUses: Int?
     public var tintPercent = 0
-    public var manifestPath: String?
+    /// Where the placements go (`--manifest`, a rendering option grid shares).
+    public var manifestPath: String? {
+        get { render.manifestPath }
+        set { render.manifestPath = newValue }
+    }
     public var subCells = 3
     public var cacheDirectory: String?
     public var seed: UInt64 = 1
@@ -22,7 +26,6 @@ public enum MosaicCommand {
         OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them."),
         OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
         OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
-        OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Write where every photo went: CSV (column,row,photo,cost), or JSON when FILE ends in .json."),
         OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3)."),
         OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),
     ]
@@ -45,7 +48,6 @@ public enum MosaicCommand {
             case "--min-distance": mosaic.minDistance = try integer(0...100)
             case "--max-uses": mosaic.maxUses = try integer(1...Int(Int32.max))
             case "--tint": mosaic.tintPercent = try integer(0...100)
-            case "--manifest": mosaic.manifestPath = value
             case "--sub-cells": mosaic.subCells = try integer(3...8)
             case "--cache-dir": mosaic.cacheDirectory = value
             default: break
@@ -76,12 +78,13 @@ public enum MosaicCommand {
 
         """
         text += describe(options)
-        text += "\nRENDERING OPTIONS (as for tessera grid, but these three)\n\n"
+        text += "\nRENDERING OPTIONS (as for tessera grid; --grid, --columns, --seed and --manifest in a mosaic's words)\n\n"
         // The grid's own words for the shape and the seed do not hold for a mosaic.
         let mosaicWords = [
             "--grid": "Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.",
             "--columns": "Columns only; rows follow from the target's shape (upright).",
             "--seed": "Seed of the matching order (default 1); the same seed gives the same mosaic.",
+            "--manifest": "Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.",
         ]
         text += describe(GridCommand.options.filter { !$0.names.contains("--order") }.map { spec in
             mosaicWords[spec.names.last!].map { OptionSpec(names: spec.names, valueName: spec.valueName, help: $0) } ?? spec

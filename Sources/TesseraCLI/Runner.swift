@@ -29,7 +29,8 @@ public struct Runner {
 
     public func grid(_ options: GridOptions) -> ExitCode {
         let library: PhotoLibrary
-        switch scanPhotos(options) {
+        let manifest = options.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
+        switch scanPhotos(options, alsoWriting: manifest) {
         case .success(let found): library = found
         case .failure(let code): return code
         }
@@ -43,10 +44,13 @@ public struct Runner {
             let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.outputs)
             let renderer = try StripeRenderer(request: request, cancellation: cancellation)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
+            if let path = options.manifestPath {
+                try MosaicManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
+            }
             console.result(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: library.skipped))
             return .success
         } catch {
-            return report(error, options: options)
+            return report(error, options: options, manifest: options.manifestPath)
         }
     }
 

@@ -126,6 +126,34 @@ import Tessera
         }
     }
 
+    /// `grid --manifest` says where every photo went, in CSV or JSON, and a manifest that cannot
+    /// be written is refused before any photo is read.
+    @Test func gridManifestNamesEveryCell() {
+        let directory = "\(testRoot)/tessera-grid-manifest-\(getpid())"
+        mkdir(directory, 0o755)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.map { fixtures + "/" + $0 }
+        for name in ["m.csv", "m.json"] {
+            let result = runTessera(["grid", fixtures, "-o", directory + "/g.jpg", "--grid", "5x4", "--tile-size", "8",
+                                     "--manifest", directory + "/" + name, "--no-progress"])
+            #expect(result.status == 0, "\(result.output)")
+            let text = String(decoding: readFile(directory + "/" + name), as: UTF8.self)
+            if name == "m.csv" {
+                let lines = text.split(separator: "\n").map(String.init)
+                #expect(lines.count == 21 && lines[0] == "column,row,photo")
+                // Name order, repeating: cell i holds photo i mod 18.
+                for cell in 0..<20 { #expect(lines[cell + 1] == "\(cell % 5),\(cell / 5),\(photos[cell % photos.count])") }
+            } else {
+                #expect(text.hasPrefix("[\n  {\"column\": 0, \"row\": 0, \"photo\": \"\(photos[0])\"}"), "\(text.prefix(200))")
+                #expect(text.hasSuffix("\"}\n]\n") && text.split(separator: "\"column\"", omittingEmptySubsequences: false).count == 21)
+            }
+        }
+        let refused = runTessera(["grid", fixtures, "-o", directory + "/h.jpg", "--grid", "5x4", "--tile-size", "8",
+                                  "--manifest", directory + "/missing/m.csv", "--no-progress"])
+        #expect(refused.status == 2 && refused.output.contains("--manifest"), "\(refused.output)")
+        #expect(access(directory + "/h.jpg", F_OK) != 0)
+    }
+
     @Test func sizesAndColours() {
         #expect(parseByteSize("64M") == 64 << 20)
         #expect(parseByteSize("64MiB") == 64 << 20)

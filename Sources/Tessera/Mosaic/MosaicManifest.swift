@@ -28,9 +28,33 @@ public enum MosaicManifest {
         return text
     }
 
+    /// A grid's manifest: CSV `column,row,photo`, or JSON objects with those fields (empty
+    /// cells left out).
+    public static func text(layout: CellLayout, photoPaths: [String], format: Format) -> String {
+        var lines: [String] = []
+        for cell in 0..<layout.cellCount {
+            let photo = layout.photo(at: cell)
+            guard photo >= 0 else { continue }
+            let column = cell % layout.columns, row = cell / layout.columns, path = photoPaths[photo]
+            lines.append(format == .csv ? "\(column),\(row),\(csvField(path))"
+                                        : "  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path))}")
+        }
+        return format == .csv ? "column,row,photo\n" + lines.map { $0 + "\n" }.joined()
+                              : "[\n" + lines.joined(separator: ",\n") + (lines.isEmpty ? "" : "\n") + "]\n"
+    }
+
+    /// Writes a grid's manifest to `path` atomically.
+    public static func write(layout: CellLayout, photoPaths: [String], to path: String) throws(TesseraError) {
+        try write(text: text(layout: layout, photoPaths: photoPaths, format: format(for: path)), to: path)
+    }
+
     /// Writes the manifest to `path` atomically.
     public static func write(match: MosaicMatch, photoPaths: [String], to path: String) throws(TesseraError) {
-        let bytes = Array(text(match: match, photoPaths: photoPaths, format: format(for: path)).utf8)
+        try write(text: text(match: match, photoPaths: photoPaths, format: format(for: path)), to: path)
+    }
+
+    private static func write(text: String, to path: String) throws(TesseraError) {
+        let bytes = Array(text.utf8)
         let output = try AtomicOutputFile(destination: path)
         try bytes.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
         try output.commit()
