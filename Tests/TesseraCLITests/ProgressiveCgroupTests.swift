@@ -6,32 +6,41 @@ import Testing
 
 private let memoryControllers = "/sys/fs/cgroup/memory"
 
+/// Runs `tessera grid PHOTOS -o OUT ARGS` once for each `runs` entry inside one memory cgroup of
+/// 64 MiB: each must exit 0, draw every photo (no placeholder, no warning) and write its output.
+private func renderInside64MiB(_ photos: String, name: String, runs: [(label: String, arguments: String)]) {
+    let scratch = "\(testRoot)/tessera-cgroup-\(name)-\(getpid())"
+    #expect(system("mkdir -p '\(scratch)'") == 0)
+    defer { _ = system("rm -rf '\(scratch)'") }
+    let group = memoryControllers + "/tessera-test-\(name)-\(getpid())"
+    #expect(mkdir(group, 0o755) == 0)
+    defer { rmdir(group) }
+    #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
+    for run in runs {
+        let output = scratch + "/out.jpg", log = scratch + "/log.txt"
+        let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
+            + "-o '\(output)' \(run.arguments) --no-progress >'\(log)' 2>&1"
+        let status = system(command)
+        let text = String(decoding: readFile(log), as: UTF8.self)
+        #expect((status >> 8) & 0xFF == 0 && status & 0x7F == 0, "\(run.label): status \(status): \(text)")
+        #expect(!text.contains("placeholder"), "\(run.label): \(text)")
+        #expect(!text.contains("warning"), "\(run.label): \(text)")
+        #expect(access(output, F_OK) == 0)
+        unlink(output)
+    }
+}
+
 @Suite(.serialized) struct ProgressiveCgroupTests {
+    /// Ten progressive photos of 3900 x 2700 px with default flags, then eight workers on two
+    /// cores; 150 px cells (the photos drawn at 1/8 by the DC decoder) and 600 px cells (at 2/8
+    /// by libjpeg, its coefficients spilled).
     @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
                    "needs root and a cgroup-v1 memory controller"))
     func largeProgressivePhotosRenderInside64MiB() throws {
-        let scratch = "\(testRoot)/tessera-cgroup-test-\(getpid())"
-        let photos = largeProgressivePhotos  // ten progressive photos of 3900 x 2700 px
-        #expect(system("mkdir -p '\(scratch)'") == 0)
-        defer { _ = system("rm -rf '\(scratch)'") }
-        let group = memoryControllers + "/tessera-test-\(getpid())"
-        #expect(mkdir(group, 0o755) == 0)
-        defer { rmdir(group) }
-        #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
-        // Default flags, then eight workers on two cores; 150 px cells (the photos drawn at 1/8
-        // by the DC decoder) and 600 px cells (at 2/8 by libjpeg, its coefficients spilled).
-        for (cell, extra) in [(150, ""), (150, " --workers 8"), (600, ""), (600, " --workers 8")] {
-            let output = scratch + "/out.jpg", log = scratch + "/log.txt"
-            let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
-                + "-o '\(output)' --grid 6x6 --tile-size \(cell) --no-progress\(extra) >'\(log)' 2>&1"
-            let status = system(command)
-            let text = String(decoding: readFile(log), as: UTF8.self)
-            #expect((status >> 8) & 0xFF == 0 && status & 0x7F == 0, "\(cell) px\(extra): status \(status): \(text)")
-            #expect(!text.contains("placeholder"), "\(cell) px\(extra): \(text)")
-            #expect(!text.contains("warning"), "\(cell) px\(extra): \(text)")
-            #expect(access(output, F_OK) == 0)
-            unlink(output)
-        }
+        renderInside64MiB(largeProgressivePhotos, name: "progressive", runs: [
+            ("150 px", "--grid 6x6 --tile-size 150"), ("150 px --workers 8", "--grid 6x6 --tile-size 150 --workers 8"),
+            ("600 px", "--grid 6x6 --tile-size 600"), ("600 px --workers 8", "--grid 6x6 --tile-size 600 --workers 8"),
+        ])
     }
 
     /// A folder mixing every format Tessera reads (MemoryTests.swift: PNG, WebP, tiled and
@@ -40,25 +49,8 @@ private let memoryControllers = "/sys/fs/cgroup/memory"
     @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
                    "needs root and a cgroup-v1 memory controller"))
     func mixedFormatsRenderInside64MiB() throws {
-        let scratch = "\(testRoot)/tessera-cgroup-mixed-\(getpid())"
-        let photos = mixedFormatPhotos
-        #expect(system("mkdir -p '\(scratch)'") == 0)
-        defer { _ = system("rm -rf '\(scratch)'") }
-        let group = memoryControllers + "/tessera-test-mixed-\(getpid())"
-        #expect(mkdir(group, 0o755) == 0)
-        defer { rmdir(group) }
-        #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
-        for cell in [150, 600] {
-            let output = scratch + "/out.jpg", log = scratch + "/log.txt"
-            let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
-                + "-o '\(output)' --columns 4 --tile-size \(cell) --no-progress >'\(log)' 2>&1"
-            let status = system(command)
-            let text = String(decoding: readFile(log), as: UTF8.self)
-            #expect((status >> 8) & 0xFF == 0 && status & 0x7F == 0, "\(cell) px: status \(status): \(text)")
-            #expect(!text.contains("placeholder") && !text.contains("warning"), "\(cell) px: \(text)")
-            #expect(access(output, F_OK) == 0)
-            unlink(output)
-        }
+        renderInside64MiB(mixedFormatPhotos, name: "mixed", runs: [("150 px", "--columns 4 --tile-size 150"),
+                                                                   ("600 px", "--columns 4 --tile-size 600")])
     }
 }
 

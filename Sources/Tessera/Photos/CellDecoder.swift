@@ -238,17 +238,9 @@ public struct CellDecoder: Sendable {
                     }
                     if cancellation?.isCancelled == true { throw .cancelled }
                 }
-                var next = 0
                 try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
-                         adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
-                    let rows = min(count, height - next)
-                    for i in 0..<rows {
-                        compositeRGBA(image + (next + i) * width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
-                                      width: width, background: background)
-                    }
-                    next += rows
-                    return rows
-                }, into: cell)
+                         adobeInverted: false, conversion: conversion, rows: rows(ofRGBA: image, width: width, height: height),
+                         into: cell)
             } else {
                 try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
                          adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
@@ -263,6 +255,21 @@ public struct CellDecoder: Sendable {
                 }, into: cell)
             }
             return notes(conversion)
+        }
+    }
+
+    /// The rows of an RGBA image held in memory, laid over the background, as `draw` reads them.
+    private func rows(ofRGBA image: UnsafePointer<UInt8>, width: Int, height: Int)
+        -> (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int {
+        var next = 0
+        return { buffer, stride, count throws(TesseraError) in
+            let rows = min(count, height - next)
+            for i in 0..<rows {
+                compositeRGBA(image + (next + i) * width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
+                              width: width, background: self.background)
+            }
+            next += rows
+            return rows
         }
     }
 
@@ -338,17 +345,8 @@ public struct CellDecoder: Sendable {
             defer { rgba.deallocate() }
             try reader.decode(width: scaled.width, height: scaled.height, into: rgba)
             if cancellation?.isCancelled == true { throw .cancelled }
-            var next = 0
             try draw(path: reader.photo.path, orientation: orientation, scaled: scaled, components: 3, adobeInverted: false,
-                     conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
-                let rows = min(count, scaled.height - next)
-                for i in 0..<rows {
-                    compositeRGBA(rgba + (next + i) * scaled.width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
-                                  width: scaled.width, background: background)
-                }
-                next += rows
-                return rows
-            }, into: cell)
+                     conversion: conversion, rows: rows(ofRGBA: rgba, width: scaled.width, height: scaled.height), into: cell)
             return notes(conversion)
         }
     }

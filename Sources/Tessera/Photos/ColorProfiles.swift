@@ -74,6 +74,24 @@ enum ColorProfiles {
         }
     }
 
+    /// The conversion for a photo tagged with an ICC profile (empty: none) and/or H.273 code
+    /// points (`primaries` < 0: none); the profile wins when it has both, as in browsers.
+    static func conversion(icc: UnsafeRawBufferPointer, primaries: Int32, transfer: Int32) -> ColorConversion {
+        if icc.count > 0 { return conversion(icc: icc) }
+        return primaries >= 0 ? conversion(primaries: Int(primaries), transfer: Int(transfer)) : .none
+    }
+
+    /// The tag a photo's header keeps for the same: nil when nothing is converted.
+    static func tag(icc: UnsafeRawBufferPointer, primaries: Int32, transfer: Int32) -> UInt64? {
+        if icc.count > 0 { return tag(icc: icc) }
+        return primaries >= 0 ? tag(primaries: Int(primaries), transfer: Int(transfer)) : nil
+    }
+
+    /// A profile a C reader hands over (NULL: none), as bytes.
+    static func bytes(_ start: UnsafePointer<UInt8>?, count: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : count)
+    }
+
     /// The tag a photo's header keeps: nil when nothing is converted.
     static func tag(icc: UnsafeRawBufferPointer) -> UInt64? {
         let made = conversion(icc: icc)
@@ -95,8 +113,7 @@ enum ColorProfiles {
         var isSRGB: Int32 = 0
         var message = [CChar](repeating: 0, count: 200)
         let transform = message.withUnsafeMutableBufferPointer { make(&isSRGB, $0.baseAddress!) }
-        let problem: String? = transform == nil && isSRGB == 0
-            ? String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        let problem: String? = transform == nil && isSRGB == 0 ? cMessage(message) : nil
         let kept: (transform: UnsafeMutableRawPointer?, problem: String?)? = cache.lock.withLock {
             if let existing = cache.entries[key] { return existing }  // another worker made it first
             guard cache.entries.count < cacheLimit else { return nil }

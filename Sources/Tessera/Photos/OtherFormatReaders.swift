@@ -19,7 +19,7 @@ import CTesseraShims
 import Glibc
 
 /// A C message buffer as one line (libheif's end in a newline).
-private func text(_ message: [CChar]) -> String {
+func cMessage(_ message: [CChar]) -> String {
     var line = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     while line.last?.isWhitespace == true { line.removeLast() }
     return line.split(separator: "\n").joined(separator: "; ")
@@ -56,7 +56,7 @@ final class PNGReader {
         var info = tessera_png_info()
         var message = [CChar](repeating: 0, count: 200)
         guard let png = tessera_png_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
-            throw TesseraError.unreadablePhoto(path: photo.path, reason: "PNG: \(text(message))")
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "PNG: \(cMessage(message))")
         }
         self.png = png
         self.info = info
@@ -84,23 +84,17 @@ final class PNGReader {
                                  adobeInverted: false)
         header.format = .png
         header.hasAlpha = info.has_alpha != 0
-        header.colorTag = iccProfile.count > 0 ? ColorProfiles.tag(icc: iccProfile)
-            : info.cicp_primaries >= 0 ? ColorProfiles.tag(primaries: Int(info.cicp_primaries), transfer: Int(info.cicp_transfer)) : nil
+        header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
         return header
     }
 
     var iccProfile: UnsafeRawBufferPointer {
         var length = 0
-        let bytes = tessera_png_icc(png, &length)
-        return UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length)
+        return ColorProfiles.bytes(tessera_png_icc(png, &length), count: length)
     }
 
     var conversion: ColorConversion {
-        if iccProfile.count > 0 { return ColorProfiles.conversion(icc: iccProfile) }
-        if info.cicp_primaries >= 0 {
-            return ColorProfiles.conversion(primaries: Int(info.cicp_primaries), transfer: Int(info.cicp_transfer))
-        }
-        return .none
+        ColorProfiles.conversion(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
     }
 
     func start() throws(TesseraError) {
@@ -134,7 +128,7 @@ final class WebPReader {
         var info = tessera_webp_info()
         var message = [CChar](repeating: 0, count: 200)
         guard let webp = tessera_webp_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
-            throw TesseraError.unreadablePhoto(path: photo.path, reason: "WebP: \(text(message))")
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "WebP: \(cMessage(message))")
         }
         self.webp = webp
         self.info = info
@@ -159,8 +153,7 @@ final class WebPReader {
 
     var iccProfile: UnsafeRawBufferPointer {
         var length = 0
-        let bytes = tessera_webp_icc(webp, &length)
-        return UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length)
+        return ColorProfiles.bytes(tessera_webp_icc(webp, &length), count: length)
     }
 
     var conversion: ColorConversion { ColorProfiles.conversion(icc: iccProfile) }
@@ -169,7 +162,7 @@ final class WebPReader {
     func decode(width: Int, height: Int, into rgba: UnsafeMutablePointer<UInt8>) throws(TesseraError) {
         var message = [CChar](repeating: 0, count: 200)
         guard tessera_webp_decode(webp, Int32(width), Int32(height), rgba, width * 4, &message, 200) == 0 else {
-            throw TesseraError.unreadablePhoto(path: photo.path, reason: "WebP: \(text(message))")
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "WebP: \(cMessage(message))")
         }
     }
 }
@@ -186,7 +179,7 @@ final class HEIFReader {
         var info = tessera_heif_info()
         var message = [CChar](repeating: 0, count: 200)
         guard let heif = tessera_heif_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
-            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(text(message))")
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
         }
         self.heif = heif
         self.info = info
@@ -206,8 +199,7 @@ final class HEIFReader {
                                  exifOrientation: orientation, adobeInverted: false)
         header.format = .heif
         header.hasAlpha = info.has_alpha != 0
-        header.colorTag = iccProfile.count > 0 ? ColorProfiles.tag(icc: iccProfile)
-            : info.cicp_primaries >= 0 ? ColorProfiles.tag(primaries: Int(info.cicp_primaries), transfer: Int(info.cicp_transfer)) : nil
+        header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
         header.wholeImageBytes = Self.decodeBytes(width: Int(info.width), height: Int(info.height), bits: Int(info.luma_bits),
                                                   grid: info.is_grid != 0)
         header.thumbnailWidth = Int(info.thumbnail_width)
@@ -230,16 +222,11 @@ final class HEIFReader {
 
     var iccProfile: UnsafeRawBufferPointer {
         var length = 0
-        let bytes = tessera_heif_icc(heif, &length)
-        return UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length)
+        return ColorProfiles.bytes(tessera_heif_icc(heif, &length), count: length)
     }
 
     var conversion: ColorConversion {
-        if iccProfile.count > 0 { return ColorProfiles.conversion(icc: iccProfile) }
-        if info.cicp_primaries >= 0 {
-            return ColorProfiles.conversion(primaries: Int(info.cicp_primaries), transfer: Int(info.cicp_transfer))
-        }
-        return .none
+        ColorProfiles.conversion(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
     }
 
     /// Decodes the primary image, or the largest thumbnail; its planes live until the next
@@ -248,7 +235,7 @@ final class HEIFReader {
         var planes = tessera_heif_planes()
         var message = [CChar](repeating: 0, count: 200)
         guard tessera_heif_decode(heif, thumbnail ? 1 : 0, &planes, &message, 200) == 0 else {
-            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(text(message))")
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
         }
         return planes
     }
@@ -340,13 +327,15 @@ struct PlanarRows {
         if let alpha = planes.alpha {
             let alphaMax = Float((1 << max(8, Int(planes.alpha_bits))) - 1)
             let alphaWide = planes.alpha_bits > 8
-            let back = [Float(background.red), Float(background.green), Float(background.blue)]
+            let back = (Float(background.red), Float(background.green), Float(background.blue))
             for x in 0..<width {
                 let raw = alphaWide ? Float(UnsafeRawPointer(alpha + Int(planes.alpha_stride) * y).load(fromByteOffset: x * 2, as: UInt16.self))
                                     : Float(alpha[Int(planes.alpha_stride) * y + x])
                 let a = raw / alphaMax
                 if a >= 1 { continue }
-                for c in 0..<3 { rgb[x * 3 + c] = clamp(Float(rgb[x * 3 + c]) * a + back[c] * (1 - a)) }
+                rgb[x * 3] = clamp(Float(rgb[x * 3]) * a + back.0 * (1 - a))
+                rgb[x * 3 + 1] = clamp(Float(rgb[x * 3 + 1]) * a + back.1 * (1 - a))
+                rgb[x * 3 + 2] = clamp(Float(rgb[x * 3 + 2]) * a + back.2 * (1 - a))
             }
         }
     }

@@ -100,10 +100,7 @@ final class ScaledJPEGReader {
     /// reader lives.
     var iccProfile: UnsafeRawBufferPointer {
         var length = 0
-        guard let bytes = tessera_jpeg_decoder_icc_profile(decoder, &length), length > 0 else {
-            return UnsafeRawBufferPointer(start: nil, count: 0)
-        }
-        return UnsafeRawBufferPointer(start: bytes, count: length)
+        return ColorProfiles.bytes(tessera_jpeg_decoder_icc_profile(decoder, &length), count: length)
     }
 
     /// Where a multi-scan file's coefficients go: in memory up to `memoryLimitBytes`, beyond that
