@@ -324,7 +324,29 @@ struct tessera_jpeg_encoder {
     size_t memory_bytes;  // memory output: length of the last finished image
     size_t initial_bytes; // memory output: the buffer's size to return to between images
     int created;
+    unsigned int dpi;     // JFIF density in dots per inch; 0: libjpeg's default (aspect 1:1)
+    char comment[128];    // a COM marker written after the JFIF header of every image; "" none
 };
+
+void tessera_jpeg_encoder_set_marks(tessera_jpeg_encoder *e, unsigned int dpi, const char *comment) {
+    e->dpi = dpi > 65535 ? 65535 : dpi;
+    snprintf(e->comment, sizeof e->comment, "%s", comment ? comment : "");
+}
+
+// The density, then (once jpeg_start_compress has written SOI and JFIF) the comment.
+static void apply_density(tessera_jpeg_encoder *e) {
+    if (e->dpi > 0) {
+        e->cinfo.density_unit = 1;
+        e->cinfo.X_density = (UINT16)e->dpi;
+        e->cinfo.Y_density = (UINT16)e->dpi;
+    }
+}
+
+static void write_comment(tessera_jpeg_encoder *e) {
+    if (e->comment[0] != 0) {
+        jpeg_write_marker(&e->cinfo, JPEG_COM, (const JOCTET *)e->comment, (unsigned int)strlen(e->comment));
+    }
+}
 
 static void dest_init(j_compress_ptr cinfo) {
     tessera_jpeg_encoder *e = (tessera_jpeg_encoder *)cinfo->client_data;
@@ -416,7 +438,9 @@ int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t
     e->cinfo.comp_info[2].h_samp_factor = 1;
     e->cinfo.comp_info[2].v_samp_factor = 1;
     e->cinfo.restart_interval = restart_interval;
+    apply_density(e);
     jpeg_start_compress(&e->cinfo, TRUE);
+    write_comment(e);
     return TESSERA_JPEG_OK;
 }
 
@@ -436,6 +460,7 @@ int tessera_jpeg_encoder_restart(tessera_jpeg_encoder *e, uint32_t width, uint32
     e->cinfo.image_width = width;
     e->cinfo.image_height = height;
     jpeg_start_compress(&e->cinfo, TRUE);
+    write_comment(e);
     return TESSERA_JPEG_OK;
 }
 

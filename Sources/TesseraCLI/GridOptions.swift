@@ -18,7 +18,10 @@ public struct GridOptions: Equatable, Sendable {
     /// The pyramid's settings, when --dzi is given.
     public var deepZoom: DeepZoomSettings?
     public var dryRun = false
-    public var showProgress = true
+    /// How progress shows (`--progress`, `--no-progress`).
+    public var progress = ProgressStyle.bar
+    /// Only errors (`--quiet`).
+    public var quiet = false
     public var strict = false
     public var help = false
     /// Which files the folders' search takes (hidden ones, --exclude patterns).
@@ -79,13 +82,16 @@ public enum GridCommand {
         OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default: $TMPDIR if set, else /dev/shm when it has room for the stripes, else /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (default $TMPDIR or /tmp; best on a disk). Both are never visible; the stripes need a few stripes of space."),
         OptionSpec(names: ["--order"], valueName: "name|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on)."),
         OptionSpec(names: ["--seed"], valueName: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid."),
+        OptionSpec(names: ["--dpi"], valueName: "N", help: "Write N dots per inch into the JPEG (JFIF density), so a print shop or a layout program sizes it: 30,000 px at --dpi 300 print 254 cm wide. Default: none (1:1 aspect)."),
         OptionSpec(names: ["--background"], valueName: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080)."),
         OptionSpec(names: ["--strict"], valueName: nil, help: "Fail before rendering if any photo would be skipped."),
         OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture."),
         OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched."),
         OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out."),
         OptionSpec(names: ["--dry-run"], valueName: nil, help: "Print the plan (size, stripes, workers, memory and disk) and render nothing."),
-        OptionSpec(names: ["--no-progress"], valueName: nil, help: "No progress bar (it is drawn only when stderr is a terminal)."),
+        OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr: a bar naming the phase (the default; drawn only when stderr is a terminal), JSON Lines for programs (every stderr line is one event: phase, progress with done/total/eta_s at most 4 a second, skipped, placeholder, warning, error, and a final summary with the sizes, time, peak RSS and outputs), or nothing."),
+        OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
+        OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors: no progress, warnings or summary (a --dry-run's plan still prints). With --progress json, the events still go to stderr."),
         OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
     ]
 
@@ -267,7 +273,22 @@ public enum GridCommand {
             case "--include-hidden": options.selection.includeHidden = true
             case "--manifest": options.manifestPath = value
             case "--dry-run": options.dryRun = true
-            case "--no-progress": options.showProgress = false
+            case "--no-progress":
+                if given.contains("--progress") && options.progress != .none {
+                    throw CommandLineError("--no-progress contradicts --progress \(options.progress.rawValue): give one", argumentIndex: position)
+                }
+                options.progress = .none
+                given.insert("--no-progress")
+            case "--progress":
+                guard let style = ProgressStyle(rawValue: value) else {
+                    throw CommandLineError("--progress expects bar, json or none, got '\(value)'", argumentIndex: valuePosition)
+                }
+                if given.contains("--no-progress") && style != .none {
+                    throw CommandLineError("--progress \(value) contradicts --no-progress: give one", argumentIndex: position)
+                }
+                options.progress = style
+            case "--quiet": options.quiet = true
+            case "--dpi": options.settings.dotsPerInch = try integer(1...65_535)
             case "--help": options.help = true
             default:
                 guard extraOptions.contains(where: { $0.names.contains(name) }) else {
@@ -298,6 +319,9 @@ public enum GridCommand {
         }
         guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
             throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        }
+        if options.settings.dotsPerInch != nil && options.outputPath.isEmpty {
+            throw CommandLineError("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
         }
         guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
         guard sawTileSize else { throw CommandLineError("--tile-size N is required") }

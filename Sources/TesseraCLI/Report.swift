@@ -4,7 +4,7 @@ import Tessera
 public enum Report {
     /// `--dry-run`'s plan, several lines.
     public static func plan(_ plan: RenderPlan, layout: CellLayout, photoCount: Int, disk: [DiskRequirement],
-                            settings: RenderSettings) -> String {
+                            settings: RenderSettings, preparationBytes: Int = 0) -> String {
         let megapixels = Double(plan.width) * Double(plan.height) / 1e6
         var lines = [
             "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
@@ -16,7 +16,8 @@ public enum Report {
             "workers     \(plan.workers)",
             "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (HEIF, lossless WebP) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
             "cell cache  \(plan.cellSlots) cells of \(formatBytes(Int64(plan.cellBytes)))",
-            "memory      about \(formatBytes(Int64(plan.estimatedPeakBytes))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))",
+            "memory      about \(formatBytes(Int64(max(plan.estimatedPeakBytes, preparationBytes)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))"
+                + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(plan.estimatedPeakBytes)))" : ""),
             "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), " : "")
                 + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", cell spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
@@ -33,8 +34,8 @@ public enum Report {
         return lines.joined(separator: "\n")
     }
 
-    /// The summary after a render: one line, then one line for each photo that was skipped before
-    /// rendering (`skipped`) or drawn as a placeholder.
+    /// The summary after a render: one line, counting the photos skipped before rendering
+    /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
                                skipped: [SkippedPhoto] = []) -> String {
         var names: [String] = [], sizes: [String] = []
@@ -51,8 +52,8 @@ public enum Report {
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
-        for photo in skipped { line += "\n  skipped      \(photo.path): \(photo.reason)" }
-        for photo in summary.failedPhotos { line += "\n  placeholder  \(photo.path): \(photo.reason)" }
+        // Each was named in a warning when it happened; not a second time here.
+        if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (named in the warnings above)" }
         return line
     }
 
@@ -77,17 +78,64 @@ public enum Report {
         if leftOut.hidden > 0 { parts.append("\(leftOut.hidden) hidden (--include-hidden takes them)") }
         if leftOut.thumbnailFolders > 0 { parts.append("\(leftOut.thumbnailFolders) thumbnail folder(s)") }
         if leftOut.excluded > 0 { parts.append("\(leftOut.excluded) by --exclude") }
+        if leftOut.ownOutputs > 0 { parts.append("\(leftOut.ownOutputs) Tessera output(s) (JPEGs it rendered, pyramid tile folders)") }
         return "left out    " + parts.joined(separator: ", ")
     }
 
-    /// A progress bar line (no newline) for `done` of `total` rows after `seconds`.
-    public static func progressBar(done: Int, total: Int, pixelsPerRow: Int, seconds: Double, width: Int = 30) -> String {
-        let fraction = total > 0 ? Double(done) / Double(total) : 1
+    /// Seconds left, or nil while the rate so far says little: before a second has passed and a
+    /// tenth is done (the first stripes wait for the slowest photos; an early guess was 30 times
+    /// too long).
+    public static func eta(done: Int, total: Int, seconds: Double) -> Double? {
+        guard total > 0, done > 0, seconds >= 1, done * 10 >= total else { return nil }
+        return Double(total - done) * seconds / Double(done)
+    }
+
+    /// One line of progress (no newline) fitting `columns`: the phase, a bar as wide as the
+    /// terminal leaves, the percentage, the speed of a render and the time left once known.
+    public static func progressLine(phase: Phase, done: Int, total: Int, seconds: Double, rowWidth: Int, columns: Int) -> String {
+        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
+        var tail = " \(Int(fraction * 100))%"
+        if phase == .render && seconds > 0 && rowWidth > 0 {
+            tail += "  \(formatDecimal(Double(done) * Double(rowWidth) / seconds / 1e6, places: 0)) MP/s"
+        } else if phase != .render {
+            tail += "  \(done)/\(total)"
+        }
+        if let eta = eta(done: done, total: total, seconds: seconds) { tail += "  ETA \(formatDecimal(eta, places: 0)) s" }
+        let head = phase.rawValue + " "
+        // The cursor must not reach the last column (some terminals wrap there).
+        let room = columns - 1 - head.count - tail.count - 2
+        guard room >= 10 else { return String((head + tail.dropFirst()).prefix(max(0, columns - 1))) }
+        let width = min(room, 50)
         let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let rate = seconds > 0 ? Double(done) / seconds : 0
-        let eta = rate > 0 ? Double(total - done) / rate : 0
-        let megapixelsPerSecond = rate * Double(pixelsPerRow) / 1e6
-        return "[\(bar)] \(Int(fraction * 100))%  \(formatDecimal(megapixelsPerSecond, places: 0)) MP/s  ETA \(formatDecimal(eta, places: 0)) s"
+        return head + "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]" + tail
+    }
+
+    /// The figures of a finished render for `--progress json`'s summary event.
+    public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, manifest: String?,
+                                     skipped: Int) -> [(String, String)] {
+        var outputs: [String] = []
+        if let jpeg { outputs.append("\"jpeg\": \(jsonStringLiteral(jpeg))") }
+        if let deepZoom { outputs.append("\"dzi\": \(jsonStringLiteral(deepZoom))") }
+        if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
+        return [("width", "\(summary.width)"), ("height", "\(summary.height)"),
+                ("bytes", "\(summary.outputBytes + summary.deepZoomBytes)"),
+                ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
+                ("dzi_bytes", "\(summary.deepZoomBytes)"),
+                ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
+                ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
+                ("outputs", "{" + outputs.joined(separator: ", ") + "}")]
+    }
+
+    /// A mosaic's figures for the summary event.
+    public static func mosaicFields(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int, duplicates: Int,
+                                    analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double) -> (String, String) {
+        let fields = ["\"mean_error\": \(formatDecimal(match.meanError, places: 5))",
+                      "\"photos_used\": \(Set(match.assignment).count)", "\"photos\": \(photoCount)",
+                      "\"duplicates\": \(duplicates)", "\"analysed\": \(analysed)", "\"reused\": \(reused)",
+                      "\"smallest_repeat_distance\": \(match.smallestRepeatDistance.map(String.init) ?? "null")",
+                      "\"constraint_violations\": \(match.constraintViolations)",
+                      "\"analysis_s\": \(formatDecimal(analysisSeconds, places: 3))", "\"target_s\": \(formatDecimal(targetSeconds, places: 3))",
+                      "\"matching_s\": \(formatDecimal(matchSeconds, places: 3))"]
+        return ("mosaic", "{" + fields.joined(separator: ", ") + "}")
     }
 }

@@ -1,19 +1,9 @@
 // Runner.swift — what `tessera grid` and `tessera mosaic` do, step by step, between the parsed
 // options and the library: check the outputs, scan the photos, (for a mosaic, analyse and match),
-// plan, dry-run or pre-flight, render, report. Everything it shows goes through a `Console`, so
-// the flows run in tests without a process; the executable supplies the terminal.
+// plan, dry-run or pre-flight, render, report. Everything it shows goes through a `Console`
+// (Console.swift), so the flows run in tests without a process.
 import Glibc
 import Tessera
-
-/// Where a command's messages go.
-public protocol Console {
-    /// A line of the command's result (standard output).
-    func result(_ text: String)
-    /// A warning or an error line (standard error), already worded ("warning: ...").
-    func message(_ text: String)
-    /// The render's progress: `done` of `total` rows of `width` px, `seconds` since it started.
-    func progress(done: Int, total: Int, width: Int, seconds: Double)
-}
 
 public struct Runner {
     let console: Console
@@ -48,6 +38,8 @@ public struct Runner {
                 try MosaicManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
             }
             console.result(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: library.skipped))
+            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
+                                                  manifest: options.manifestPath, skipped: library.skipped.count))
             return .success
         } catch {
             return report(error, options: options, manifest: options.manifestPath)
@@ -71,19 +63,26 @@ public struct Runner {
             settings.seed = mosaic.seed
             settings.tintPercent = mosaic.tintPercent
             settings.cacheDirectory = mosaic.cacheDirectory
+            let started = monotonicSeconds()
+            let console = self.console
             let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.outputs,
-                                                 cancellation: cancellation)
-            for failed in prepared.failed { console.message("warning: skipping \(failed.path): \(failed.reason)") }
-            if let error = prepared.indexNotSaved { console.message("warning: cannot save the feature index: \(error)") }
+                                                 cancellation: cancellation) { step, done, total in
+                let phase: Phase = step == .analysis ? .analysis : step == .target ? .target : .matching
+                if done == 0 { console.phase(phase) }
+                console.progress(phase, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
+            }
+            for failed in prepared.failed { console.photo(failed, placeholder: false) }
+            if let error = prepared.indexNotSaved { console.warning("cannot save the feature index: \(error)") }
             if options.dryRun {
-                for duplicate in prepared.duplicates { console.message("\(duplicate.photo): the same picture as \(duplicate.sameAs)") }
+                for duplicate in prepared.duplicates { console.result("duplicate   \(duplicate.photo): the same picture as \(duplicate.sameAs)") }
             }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation)
             let matching = Report.mosaic(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
                                          reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
                                          targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
                                          duplicates: prepared.duplicates.count)
-            guard let summary = try render(renderer, options: options, photoCount: prepared.request.photos.count) else {
+            guard let summary = try render(renderer, options: options, photoCount: prepared.request.photos.count,
+                                           preparationBytes: prepared.preparationBytes) else {
                 console.result(matching)
                 return .success
             }
@@ -91,6 +90,12 @@ public struct Runner {
             console.result(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath,
                                           skipped: library.skipped + prepared.failed))
             console.result(matching)
+            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
+                                                  manifest: mosaic.manifestPath, skipped: library.skipped.count + prepared.failed.count)
+                             + [Report.mosaicFields(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
+                                                    reused: prepared.reused, duplicates: prepared.duplicates.count,
+                                                    analysisSeconds: prepared.analysisSeconds, targetSeconds: prepared.targetSeconds,
+                                                    matchSeconds: prepared.matchSeconds)])
             return .success
         } catch {
             return report(error, options: options, manifest: mosaic.manifestPath)
@@ -98,8 +103,9 @@ public struct Runner {
     }
 
     /// Checks the outputs, then scans the photo paths and reports what was skipped. The exit code
-    /// when the run must stop: an output that cannot be written, a named path that does not
-    /// exist, --strict with skipped photos, no photo at all, an output that is one of the inputs.
+    /// when the run must stop: an output that cannot be written, a missing target, --strict with
+    /// skipped photos (a named path that is not there is one), no photo at all, an output that is
+    /// one of the inputs.
     func scanPhotos(_ options: GridOptions, alsoWriting extra: [OutputFile] = [],
                     alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
         do throws(TesseraError) {
@@ -117,6 +123,7 @@ public struct Runner {
             }
         }
         let library: PhotoLibrary
+        console.phase(.scan)
         do throws(TesseraError) {
             library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount(),
                                             cancellation: cancellation, selection: options.selection)
@@ -127,7 +134,7 @@ public struct Runner {
             console.message(error.description)
             return .failure(.badInput)
         }
-        for skipped in library.skipped { console.message("warning: skipping \(skipped.path): \(skipped.reason)") }
+        for skipped in library.skipped { console.photo(skipped, placeholder: false) }
         if options.dryRun, let line = Report.leftOut(library.leftOut) { console.result(line) }
         if options.strict && !library.skipped.isEmpty {
             console.message("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
@@ -147,11 +154,14 @@ public struct Runner {
 
     /// The shared end of grid and mosaic: dry run or pre-flight, then the render with progress
     /// and warnings. Returns the summary, or nil after a dry run.
-    func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int) throws(TesseraError) -> RenderSummary? {
+    /// `preparationBytes`: what a mosaic held before the render (analysis, target, matching).
+    func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int,
+                preparationBytes: Int = 0) throws(TesseraError) -> RenderSummary? {
         let plan = renderer.plan
         let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
         if options.dryRun {
-            console.result(Report.plan(plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings))
+            console.result(Report.plan(plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings,
+                                       preparationBytes: preparationBytes))
             if !disk.allSatisfy(\.fits) {
                 try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
             }
@@ -159,21 +169,20 @@ public struct Runner {
         }
         // What dead renders left (a SIGKILLed pyramid's staging folder can be most of a small disk)
         // goes before the pre-flight counts the free space.
-        for path in renderer.removeStaleTemporaries() { console.message("removed \(path), left by an earlier run that was killed") }
+        for path in renderer.removeStaleTemporaries() { console.warning("removed \(path), left by an earlier run that was killed") }
         try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
+        console.phase(.render)
         let started = monotonicSeconds()
         return try renderer.render { event in
             switch event {
             case .progress(let done, let total):
-                if options.showProgress {
-                    console.progress(done: done, total: total, width: renderer.layout.width, seconds: monotonicSeconds() - started)
-                }
+                console.progress(.render, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: renderer.layout.width)
             case .photoFailed(let skipped):
-                console.message("warning: \(skipped.path): \(skipped.reason); drawn as a placeholder")
+                console.photo(skipped, placeholder: true)
             case .staleTemporaryRemoved(let path):
-                console.message("removed \(path), left by an earlier run that was killed")
+                console.warning("removed \(path), left by an earlier run that was killed")
             case .photoWarning(let path, let message):
-                console.message("warning: \(path): \(message)")
+                console.warning("\(path): \(message)")
             }
         }
     }

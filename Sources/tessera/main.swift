@@ -22,35 +22,6 @@ func printError(_ message: String) {
     writeStandardError("tessera: " + message + "\n")
 }
 
-/// The terminal: results on standard output; messages on standard error; a progress bar, drawn
-/// at most ten times a second and only when standard error is a terminal, moved out of the way
-/// of any message.
-final class Terminal: Console {
-    private let drawsBar = isatty(STDERR_FILENO) != 0
-    private var lastDrawn = 0.0
-    private var barVisible = false
-
-    func result(_ text: String) { print(text) }
-
-    func message(_ text: String) {
-        endBar()
-        printError(text)
-    }
-
-    func progress(done: Int, total: Int, width: Int, seconds: Double) {
-        guard drawsBar, seconds - lastDrawn >= 0.1 || done == total else { return }
-        lastDrawn = seconds
-        writeStandardError("\r" + Report.progressBar(done: done, total: total, pixelsPerRow: width, seconds: seconds))
-        barVisible = true
-        if done == total { endBar() }
-    }
-
-    func endBar() {
-        if barVisible { writeStandardError("\n") }
-        barVisible = false
-    }
-}
-
 /// Stops the render on SIGINT, SIGTERM or SIGHUP and remembers which arrived first.
 final class SignalWatch: @unchecked Sendable {
     let cancellation = RenderCancellation()
@@ -102,13 +73,17 @@ do {
     exit(ExitCode.usage.rawValue)
 }
 
-let terminal = Terminal()
-func runner(_ terminal: Terminal) -> Runner {
+func runner(_ console: StreamConsole) -> Runner {
     let signals = SignalWatch()
-    return Runner(console: terminal, cancellation: signals.cancellation) {
-        terminal.endBar()
-        return signals.exitCode
-    }
+    return Runner(console: console, cancellation: signals.cancellation) { signals.exitCode }
+}
+
+/// Results on standard output; messages, warnings and progress on standard error, unbuffered,
+/// so that they interleave in order.
+func console(_ options: GridOptions) -> StreamConsole {
+    StreamConsole(style: options.progress, quiet: options.quiet, standardOutput: { text in print(text, terminator: "") },
+                  standardError: { text in writeStandardError(text) },
+                  errorIsTerminal: isatty(STDERR_FILENO) != 0, terminalWidth: standardErrorColumns)
 }
 
 switch invocation {
@@ -123,15 +98,11 @@ case .grid(let options):
         print(GridCommand.help)
         exit(ExitCode.success.rawValue)
     }
-    let code = runner(terminal).grid(options)
-    terminal.endBar()
-    exit(code.rawValue)
+    exit(runner(console(options)).grid(options).rawValue)
 case .mosaic(let options):
     if options.render.help {
         print(MosaicCommand.help)
         exit(ExitCode.success.rawValue)
     }
-    let code = runner(terminal).mosaic(options)
-    terminal.endBar()
-    exit(code.rawValue)
+    exit(runner(console(options.render)).mosaic(options).rawValue)
 }

@@ -199,6 +199,11 @@ typedef int (*tessera_jpeg_sink)(void *context, const uint8_t *bytes, size_t cou
 tessera_jpeg_encoder *tessera_jpeg_encoder_create(tessera_jpeg_sink sink, void *context,
                                                   size_t buffer_bytes);
 
+/// Before tessera_jpeg_encoder_start: the JFIF density in dots per inch (0: none, the 1:1 aspect
+/// libjpeg writes by default), and a comment (COM marker, at most 127 bytes; NULL or "": none)
+/// written right after the JFIF header of every image this encoder makes.
+void tessera_jpeg_encoder_set_marks(tessera_jpeg_encoder *e, unsigned int dpi, const char *comment);
+
 /// jpeg_set_defaults, quality and sampling, then jpeg_start_compress for an RGB image.
 /// `restart_interval` is the DRI interval in MCUs (0: no restart markers).
 int tessera_jpeg_encoder_start(tessera_jpeg_encoder *e, uint32_t width, uint32_t height,

@@ -348,6 +348,7 @@ private final class TileColumn {
         if encoder == nil {
             encoder = tessera_jpeg_encoder_create(nil, nil, 64 << 10)
             guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
+            tessera_jpeg_encoder_set_marks(encoder, 0, JPEGMarks.outputComment)
             let settings = writer.encoderSettings
             try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
                                                  settings.h, settings.v, 0))

@@ -53,7 +53,8 @@ final class JPEGScanlineWriter {
 
     /// Starts an encode of a `width` x `height` RGB image (tessera_jpeg_encoder_start).
     init(sink: EncodedByteSink, label: String, width: Int, height: Int, quality: Int,
-         subsampling: ChromaSubsampling, restartInterval: Int = 0, bufferBytes: Int = 256 << 10) throws(TesseraError) {
+         subsampling: ChromaSubsampling, restartInterval: Int = 0, bufferBytes: Int = 256 << 10,
+         marks: JPEGMarks = JPEGMarks()) throws(TesseraError) {
         self.label = label
         self.height = height
         sinkBox = SinkBox(sink)
@@ -71,6 +72,7 @@ final class JPEGScanlineWriter {
             throw TesseraError.encodeFailed(path: label, reason: "out of memory creating the encoder")
         }
         self.encoder = encoder
+        tessera_jpeg_encoder_set_marks(encoder, UInt32(marks.dotsPerInch), marks.comment)
         let factors = subsampling.lumaFactors
         if tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), Int32(quality), factors.h, factors.v,
                                       UInt32(restartInterval)) != TESSERA_JPEG_OK {
@@ -108,11 +110,12 @@ final class SerialJPEGSink: StripeSink {
     private let output: AtomicOutputFile
     private let encoder: JPEGScanlineWriter
 
-    init(path: String, width: Int, height: Int, quality: Int, subsampling: ChromaSubsampling, restartInterval: Int) throws(TesseraError) {
+    init(path: String, width: Int, height: Int, quality: Int, subsampling: ChromaSubsampling, restartInterval: Int,
+         marks: JPEGMarks) throws(TesseraError) {
         output = try AtomicOutputFile(destination: path)
         do throws(TesseraError) {
             encoder = try JPEGScanlineWriter(sink: output, label: path, width: width, height: height, quality: quality,
-                                             subsampling: subsampling, restartInterval: restartInterval)
+                                             subsampling: subsampling, restartInterval: restartInterval, marks: marks)
         } catch {
             output.discard()
             throw error
@@ -128,4 +131,36 @@ final class SerialJPEGSink: StripeSink {
     func commit() throws(TesseraError) { try output.commit() }
     func discard() { output.discard() }
     func record(into summary: inout RenderSummary) { summary.outputBytes = output.bytesWritten }
+}
+
+/// What a JPEG says about itself besides its pixels: its density (JFIF, dots per inch; 0 leaves
+/// libjpeg's 1:1 aspect) and a comment (COM marker) right after the JFIF header.
+public struct JPEGMarks: Equatable, Sendable {
+    public var dotsPerInch = 0
+    public var comment = ""
+
+    public init(dotsPerInch: Int = 0, comment: String = "") {
+        self.dotsPerInch = dotsPerInch
+        self.comment = comment
+    }
+
+    /// The comment every JPEG and Deep Zoom tile Tessera renders carries, so that a later run
+    /// given the folder it was written into does not draw it as a photo (`isOwnOutput`).
+    public static let outputComment = "Tessera output: not a photo"
+
+    /// The marks of a rendered JPEG: the output comment, and `dotsPerInch` when given.
+    public static func output(dotsPerInch: Int?) -> JPEGMarks {
+        JPEGMarks(dotsPerInch: dotsPerInch ?? 0, comment: outputComment)
+    }
+
+    /// Whether a JPEG starting with `prefix` (its first 64 bytes or more) is one Tessera rendered:
+    /// SOI, the 18-byte JFIF APP0 libjpeg writes, then the output comment.
+    public static func isOwnOutput(_ prefix: UnsafeRawBufferPointer) -> Bool {
+        let comment = Array(outputComment.utf8)
+        let start = 2 + 18
+        guard prefix.count >= start + 4 + comment.count, prefix[0] == 0xFF, prefix[1] == 0xD8, prefix[2] == 0xFF, prefix[3] == 0xE0,
+              prefix[start] == 0xFF, prefix[start + 1] == 0xFE,
+              Int(prefix[start + 2]) << 8 | Int(prefix[start + 3]) == comment.count + 2 else { return false }
+        return comment.indices.allSatisfy { prefix[start + 4 + $0] == comment[$0] }
+    }
 }

@@ -5,7 +5,7 @@
 /// characters), `<` and U+2028/U+2029 are escaped too, so that the literal is also safe inside
 /// an HTML script element (no name can close it) and in older JavaScript. Used by the manifest
 /// and by the Deep Zoom viewer's cells.js.
-func jsonStringLiteral(_ text: String) -> String {
+public func jsonStringLiteral(_ text: String) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {
         switch scalar {

@@ -44,10 +44,10 @@ struct EncodedStripe: Sendable {
     /// Encodes `rowCount` RGB rows of `width` pixels as a standalone baseline JPEG and locates
     /// its parts.
     static func encode(rows: UnsafeRawPointer, stride: Int, width: Int, rowCount: Int, quality: Int,
-                       subsampling: ChromaSubsampling, label: String) throws(TesseraError) -> EncodedStripe {
+                       subsampling: ChromaSubsampling, label: String, marks: JPEGMarks = JPEGMarks()) throws(TesseraError) -> EncodedStripe {
         let sink = MemoryByteSink(reservingCapacity: width * rowCount / 2)
         let writer = try JPEGScanlineWriter(sink: sink, label: label, width: width, height: rowCount, quality: quality,
-                                            subsampling: subsampling, bufferBytes: 64 << 10)
+                                            subsampling: subsampling, bufferBytes: 64 << 10, marks: marks)
         try writer.write(rows: rows, stride: stride, count: rowCount)
         try writer.finish()
         return try locate(sink.bytes, label: label)
@@ -96,9 +96,12 @@ final class RestartMarkerJPEGSink: StripeSink {
     private let restartInterval: Int
     /// Whether the workers compress their stripes (else `take` does, in the pyramid's batch).
     private let onWorkers: Bool
+    /// Stripe 0's header is the file's: its density and comment are the file's.
+    private let marks: JPEGMarks
 
     init(path: String, geometry: StripeGeometry, quality: Int, subsampling: ChromaSubsampling, restartInterval: Int,
-         compressOnWorkers: Bool) throws(TesseraError) {
+         compressOnWorkers: Bool, marks: JPEGMarks) throws(TesseraError) {
+        self.marks = marks
         output = try AtomicOutputFile(destination: path)
         self.geometry = geometry
         self.quality = quality
@@ -135,7 +138,7 @@ final class RestartMarkerJPEGSink: StripeSink {
 
     private func encode(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe {
         try EncodedStripe.encode(rows: stripe.pixels, stride: stripe.bytesPerRow, width: stripe.width, rowCount: stripe.rows.count,
-                                 quality: quality, subsampling: subsampling, label: output.destination)
+                                 quality: quality, subsampling: subsampling, label: output.destination, marks: marks)
     }
 
     private func append(_ bytes: ArraySlice<UInt8>) throws(TesseraError) {

@@ -16,7 +16,8 @@ public enum MosaicAnalysis {
     /// Decodes are admitted against `budget` (nil: a budget of the default 64 MiB).
     public static func photoFeatures(_ photos: [Photo], subCells k: Int, cellAspect: Double, workers: Int,
                                      index: FeatureIndex?, budget: DecodeBudget? = nil,
-                                     cancellation: RenderCancellation? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
+                                     cancellation: RenderCancellation? = nil,
+                                     progress: (@Sendable (Int, Int) -> Void)? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
         var results = [[Float]?](repeating: nil, count: photos.count)
         var toAnalyse: [Int] = []
         for (number, photo) in photos.enumerated() {
@@ -31,12 +32,15 @@ public enum MosaicAnalysis {
                                   budget: budget ?? DecodeBudget(budgetBytes: 64 << 20, workers: workers), cropAspect: cellAspect,
                                   cancellation: cancellation)
         let work = toAnalyse
+        let finished = AtomicCounter()
+        progress?(0, work.count)
         // Cancelled: the lanes stop; the photos not reached keep nil features.
         let fresh = mapInLanes(count: work.count, lanes: workers, cancellation: cancellation,
                                scratch: { [UInt8](repeating: 0, count: decoder.cellBytes) }) { i, cell in
             let path = photos[work[i]].file
             return cell.withUnsafeMutableBytes { bytes in
                 Result { () throws(TesseraError) -> [Float] in
+                    defer { progress?(finished.increment(), work.count) }
                     _ = try decoder.decode(file: path, into: bytes)
                     return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
                 }

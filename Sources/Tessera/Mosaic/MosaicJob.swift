@@ -54,13 +54,36 @@ public struct PreparedMosaic: Sendable {
     /// Photos left out because an earlier photo shows the same picture (DuplicatePictures):
     /// each picture counts once for --min-distance and --max-uses.
     public var duplicates: [(photo: String, sameAs: String)] = []
+    /// The most preparing the mosaic held, as planned (`MosaicJob.preparationBytes`).
+    public var preparationBytes = 0
+}
+
+/// The steps of preparing a mosaic, as its progress names them.
+public enum MosaicStep: Sendable {
+    case analysis, target, matching
 }
 
 public enum MosaicJob {
+    /// The most preparing a mosaic of `columns` x `rows` cells from `photoCount` photos holds at
+    /// once, the process included: the matching's working set, or the target's decode (its
+    /// sub-cell pixels and their features, and a decoder), whichever is more; with the feature
+    /// index's entries for the photos.
+    public static func preparationBytes(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
+        let cells = columns * rows
+        let d = k * k * 3
+        let workers = settings.workers ?? onlineCoreCount()
+        let decodePool = DecodeBudget.poolBytes(forBudget: settings.maxMemoryBytes, workers: workers)
+        let index = photoCount * (d * 4 + 160)
+        let target = cells * k * k * 3 + cells * d * 4 + decodePool
+        let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k)
+        let analysis = decodePool + workers * (k * MosaicAnalysis.samplesPerSubCell) * (k * MosaicAnalysis.samplesPerSubCell) * 3
+        return RenderPlan.processAllowanceBytes + index + max(target, matching, analysis)
+    }
+
     /// The mosaic's rows: as given, or from the target's upright shape.
     public static func rows(for mosaic: MosaicSettings) throws(TesseraError) -> Int {
         if let rows = mosaic.rows { return rows }
-        let scanned = try PhotoLibrary.scan([mosaic.targetPath])
+        let scanned = try PhotoLibrary.scan([mosaic.targetPath], selection: PhotoSelection(includeOwnOutputs: true))
         guard let target = scanned.photos.first else {
             throw .unreadablePhoto(path: mosaic.targetPath, reason: scanned.skipped.first?.reason ?? "not a picture Tessera reads")
         }
@@ -73,20 +96,36 @@ public enum MosaicJob {
     /// Analyses, matches and tints: the render request for the mosaic of `library` into
     /// `outputs`. Refuses a canvas too large for the outputs before any analysis.
     public static func prepare(library: PhotoLibrary, mosaic: MosaicSettings, settings: RenderSettings, outputs: [RenderOutput],
-                               cancellation: RenderCancellation? = nil) throws(TesseraError) -> PreparedMosaic {
+                               cancellation: RenderCancellation? = nil,
+                               progress: (@Sendable (MosaicStep, Int, Int) -> Void)? = nil) throws(TesseraError) -> PreparedMosaic {
         let rows = try rows(for: mosaic)
         let columns = mosaic.columns
         try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                       outputs: outputs.map(\.kind))
+        // Before any photo is read: a mosaic whose matching cannot fit the budget is refused with
+        // the budget it needs, not found out after minutes of analysis.
+        let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
+                                           settings: settings)
+        guard preparation <= settings.maxMemoryBytes else {
+            throw .budgetTooSmall(budgetBytes: settings.maxMemoryBytes, neededBytes: preparation)
+        }
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells
         let cellAspect = Double(mosaic.cellWidth) / Double(mosaic.cellHeight)
         let decodeBudget = DecodeBudget(budgetBytes: settings.maxMemoryBytes, workers: workers, spillDirectory: settings.temporaryDirectory)
 
+        var analysisProgress: (@Sendable (Int, Int) -> Void)?
+        var matchingProgress: ((Int, Int) -> Void)?
+        if let progress {
+            analysisProgress = { done, total in progress(.analysis, done, total) }
+            matchingProgress = { done, total in progress(.matching, done, total) }
+        }
         var started = monotonicSeconds()
-        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
+        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
+                                 only: Set(library.photos.map(\.path)))
         let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
-                                                    budget: decodeBudget, cancellation: cancellation)
+                                                    budget: decodeBudget, cancellation: cancellation,
+                                                    progress: analysisProgress)
         if cancellation?.isCancelled == true { throw .cancelled }
         var indexNotSaved: TesseraError?
         do throws(TesseraError) { try index.save() } catch { indexNotSaved = error }
@@ -115,13 +154,17 @@ public enum MosaicJob {
         }
 
         started = monotonicSeconds()
+        progress?(.target, 0, 1)
         let target = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
                                                        budget: decodeBudget, cancellation: cancellation)
         let targetSeconds = monotonicSeconds() - started
+        progress?(.target, 1, 1)
         started = monotonicSeconds()
+        progress?(.matching, 0, columns * rows)
         let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: features,
                                             minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
-                                            workers: workers, cancellation: cancellation)
+                                            workers: workers, cancellation: cancellation,
+                                            progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                 photoIndices: match.assignment)
@@ -133,6 +176,7 @@ public enum MosaicJob {
                                       analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
                                       indexNotSaved: indexNotSaved)
         prepared.duplicates = duplicates
+        prepared.preparationBytes = preparation
         return prepared
     }
 

@@ -3,9 +3,10 @@
 // Minimises the total squared Oklab distance between each cell's target sub-cells and the chosen
 // photo's, subject to: no identical photo within `minDistance` cells (Chebyshev), and at most
 // `maxUses` uses of one photo. Two phases:
-//   1. in parallel, for every cell, the `candidateCount` best photos by cost (exact costs);
+//   1. in parallel, for each cell, the `candidateCount` best photos by cost (exact costs);
 //   2. one pass over the cells in a seeded random order, each taking its best candidate that the
 //      constraints allow (a full scan of all photos when none of its candidates is allowed).
+// The cells are taken in that order a batch at a time, phase 1 then phase 2 for each batch.
 // The random order spreads repeats evenly instead of letting the top-left cells take every
 // photo's best matches; the same seed gives the same mosaic.
 import Dispatch
@@ -45,10 +46,23 @@ public struct MosaicMatch: Equatable, Sendable {
 }
 
 public enum MosaicMatcher {
+    /// Cells ranked at once (their candidates are all that is kept).
+    static let batchCells = 4096
+
+    /// What matching `cells` cells against `photos` photos holds besides the process, in bytes:
+    /// the target's features, the order, the assignment and the errors (16 bytes a cell beside
+    /// the features), the photos' features twice (as given and flattened) and a batch's
+    /// candidates.
+    public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24) -> Int {
+        let d = k * k * 3
+        return cells * (d * 4 + 16) + photos * (d * 8 + 80) + batchCells * candidateCount * 4
+    }
+
     /// Matches `photoFeatures` (k*k*3 floats each) to `target` (`columns * rows` cells of k*k*3).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photoFeatures: [[Float]],
                              minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
-                             candidateCount: Int = 24, cancellation: RenderCancellation? = nil) throws(TesseraError) -> MosaicMatch {
+                             candidateCount: Int = 24, cancellation: RenderCancellation? = nil,
+                             progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let n = photoFeatures.count
         let d = k * k * 3
@@ -64,39 +78,10 @@ public enum MosaicMatcher {
         let flat = photoFeatures.flatMap { $0 }
         let m = min(candidateCount, n)
 
-        // Phase 1: each cell's m best photos, in parallel.
-        let best: [[Int32]?] = flat.withUnsafeBufferPointer { photos in
-            target.withUnsafeBufferPointer { targets in
-                let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
-                return mapInLanes(count: cells, lanes: workers, cancellation: cancellation,
-                                  scratch: { [Float](repeating: .infinity, count: m) }) { cell, bestCost in
-                    var bestPhoto = [Int32](repeating: 0, count: m)
-                    for i in 0..<m { bestCost[i] = .infinity }
-                    let cellTarget = t.value + cell * d
-                    for photo in 0..<n {
-                        let cost = squaredDistance(cellTarget, p.value + photo * d, count: d)
-                        if cost < bestCost[m - 1] {
-                            var i = m - 1
-                            while i > 0 && bestCost[i - 1] > cost {
-                                bestCost[i] = bestCost[i - 1]
-                                bestPhoto[i] = bestPhoto[i - 1]
-                                i -= 1
-                            }
-                            bestCost[i] = cost
-                            bestPhoto[i] = Int32(photo)
-                        }
-                    }
-                    return bestPhoto
-                }
-            }
+        var order = [Int32](unsafeUninitializedCapacity: cells) { buffer, count in
+            for i in 0..<cells { buffer[i] = Int32(i) }
+            count = cells
         }
-        if cancellation?.isCancelled == true { throw .cancelled }
-        var candidates = [Int32]()
-        candidates.reserveCapacity(cells * m)
-        for list in best { candidates += list! }
-
-        // Phase 2: greedy in a seeded random order.
-        var order = Array(0..<cells)
         var random = SplitMix64(seed: seed)
         for i in stride(from: cells - 1, to: 0, by: -1) { order.swapAt(i, Int(random.next() % UInt64(i + 1))) }
         var assignment = [Int32](repeating: -1, count: cells)
@@ -116,29 +101,74 @@ public enum MosaicMatcher {
             return true
         }
 
-        for (step, cell) in order.enumerated() {
-            if step % 1024 == 0 && cancellation?.isCancelled == true { throw .cancelled }
-            var chosen: Int32 = -1
-            for i in 0..<m where allowed(candidates[cell * m + i], cell: cell) {
-                chosen = candidates[cell * m + i]
-                break
-            }
-            if chosen < 0 {
-                // None of the best m is allowed: rank all photos for this cell.
-                let ranked = target.withUnsafeBufferPointer { t in
-                    flat.withUnsafeBufferPointer { p in
-                        (0..<n).map { (squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + $0 * d, count: d), Int32($0)) }
+        // The cells in a seeded random order, a batch at a time: each batch's m best photos per
+        // cell in parallel (exact costs), then the greedy pass over the batch, each cell taking
+        // its best candidate the constraints allow. Only one batch's candidates exist at a time
+        // (a million cells' would be 96 MB), and the result is the same as ranking every cell
+        // first.
+        var candidates = [Int32](repeating: 0, count: batchCells * m)
+        var batchStart = 0
+        while batchStart < cells {
+            let batch = min(batchCells, cells - batchStart)
+            flat.withUnsafeBufferPointer { photos in
+                target.withUnsafeBufferPointer { targets in
+                    order.withUnsafeBufferPointer { cellOrder in
+                        candidates.withUnsafeMutableBufferPointer { out in
+                            let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
+                            let o = UnsafeSendable(cellOrder.baseAddress! + batchStart), c = UnsafeSendable(out.baseAddress!)
+                            _ = mapInLanes(count: batch, lanes: workers, cancellation: cancellation,
+                                           scratch: { [Float](repeating: .infinity, count: m) }) { slot, bestCost in
+                                let bestPhoto = c.value + slot * m
+                                for i in 0..<m {
+                                    bestCost[i] = .infinity
+                                    bestPhoto[i] = 0
+                                }
+                                let cellTarget = t.value + Int(o.value[slot]) * d
+                                for photo in 0..<n {
+                                    let cost = squaredDistance(cellTarget, p.value + photo * d, count: d)
+                                    if cost < bestCost[m - 1] {
+                                        var i = m - 1
+                                        while i > 0 && bestCost[i - 1] > cost {
+                                            bestCost[i] = bestCost[i - 1]
+                                            bestPhoto[i] = bestPhoto[i - 1]
+                                            i -= 1
+                                        }
+                                        bestCost[i] = cost
+                                        bestPhoto[i] = Int32(photo)
+                                    }
+                                }
+                            }
+                        }
                     }
-                }.sorted { $0.0 < $1.0 }
-                if let feasible = ranked.first(where: { allowed($0.1, cell: cell) }) {
-                    chosen = feasible.1
-                } else {
-                    chosen = ranked.first(where: { uses[Int($0.1)] < limit })?.1 ?? ranked[0].1
-                    violations += 1
                 }
             }
-            assignment[cell] = chosen
-            uses[Int(chosen)] += 1
+            if cancellation?.isCancelled == true { throw .cancelled }
+            for slot in 0..<batch {
+                let cell = Int(order[batchStart + slot])
+                var chosen: Int32 = -1
+                for i in 0..<m where allowed(candidates[slot * m + i], cell: cell) {
+                    chosen = candidates[slot * m + i]
+                    break
+                }
+                if chosen < 0 {
+                    // None of the best m is allowed: rank all photos for this cell.
+                    let ranked = target.withUnsafeBufferPointer { t in
+                        flat.withUnsafeBufferPointer { p in
+                            (0..<n).map { (squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + $0 * d, count: d), Int32($0)) }
+                        }
+                    }.sorted { $0.0 < $1.0 }
+                    if let feasible = ranked.first(where: { allowed($0.1, cell: cell) }) {
+                        chosen = feasible.1
+                    } else {
+                        chosen = ranked.first(where: { uses[Int($0.1)] < limit })?.1 ?? ranked[0].1
+                        violations += 1
+                    }
+                }
+                assignment[cell] = chosen
+                uses[Int(chosen)] += 1
+            }
+            batchStart += batch
+            progress?(batchStart, cells)
         }
 
         // Per-cell error: mean Euclidean distance over sub-cells.

@@ -107,7 +107,7 @@ public struct CellDecoder: Sendable {
         case .readable(.heif): return try decodeHEIF(HEIFReader(photo: photo), into: cell)
         case .unreadable(let name):
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "\(name), which Tessera does not read")
-        case .readable(.jpeg), .notAnImage:
+        case .readable(.jpeg), .ownOutput, .notAnImage:
             // Anything else is handed to libjpeg, whose message says what it found.
             return try decodeJPEG(photo, into: cell)
         }

@@ -128,7 +128,7 @@ final class PhotoFile {
 
     /// What the first bytes say (pread: no reader's position moves).
     func sniff() throws(TesseraError) -> Sniffed {
-        var magic = [UInt8](repeating: 0, count: 32)
+        var magic = [UInt8](repeating: 0, count: 64)
         let count = try magic.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in try file.read(into: bytes, at: 0) }
         }.get()
@@ -137,6 +137,8 @@ final class PhotoFile {
 
     enum Sniffed: Equatable {
         case readable(ImageFormat)
+        /// A JPEG or Deep Zoom tile Tessera rendered (`JPEGMarks.isOwnOutput`): not a photo.
+        case ownOutput
         /// An image Tessera can name but not read ("a GIF image").
         case unreadable(String)
         case notAnImage
@@ -145,7 +147,11 @@ final class PhotoFile {
             func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
                 bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
             }
-            if starts([0xFF, 0xD8, 0xFF]) { self = .readable(.jpeg); return }
+            if starts([0xFF, 0xD8, 0xFF]) {
+                let ownOutput = bytes.withUnsafeBytes { JPEGMarks.isOwnOutput($0) }
+                self = ownOutput ? .ownOutput : .readable(.jpeg)
+                return
+            }
             if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { self = .readable(.png); return }
             if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { self = .readable(.webp); return }
             if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { self = .unreadable("a GIF image"); return }

@@ -36,10 +36,14 @@ public struct PhotoSelection: Equatable, Sendable {
     /// Shell patterns (fnmatch): a file or folder whose name or whole path matches one is left
     /// out (a folder is not entered). Applies to named paths too.
     public var excludes: [String] = []
+    /// Tessera's own outputs (JPEGs with its mark, pyramid tile folders) are left out unless
+    /// this is set (a mosaic's target may be one).
+    public var includeOwnOutputs = false
 
-    public init(includeHidden: Bool = false, excludes: [String] = []) {
+    public init(includeHidden: Bool = false, excludes: [String] = [], includeOwnOutputs: Bool = false) {
         self.includeHidden = includeHidden
         self.excludes = excludes
+        self.includeOwnOutputs = includeOwnOutputs
     }
 
     /// Folders of generated thumbnails, never photos of their own: the freedesktop cache, NAS
@@ -60,8 +64,11 @@ public struct LeftOut: Equatable, Sendable {
     public var thumbnailFolders = 0
     /// Files and folders matching an `--exclude` pattern.
     public var excluded = 0
+    /// JPEGs Tessera rendered (they carry its mark) and Deep Zoom tile folders (`NAME_files`
+    /// beside `NAME.dzi`): an earlier run's output written among the photos.
+    public var ownOutputs = 0
 
-    public var total: Int { hidden + thumbnailFolders + excluded }
+    public var total: Int { hidden + thumbnailFolders + excluded + ownOutputs }
 }
 
 /// A photo left out, and why.
@@ -85,8 +92,8 @@ public struct PhotoLibrary: Sendable {
     public var leftOut = LeftOut()
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
-    /// Throws for a path the user named that does not exist or cannot be listed, and
-    /// `.cancelled` once `cancellation` is (checked for every directory entry and header).
+    /// A named path that does not exist or cannot be listed is skipped like a broken photo.
+    /// Throws `.cancelled` once `cancellation` is (checked for every directory entry and header).
     public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil,
                             selection: PhotoSelection = PhotoSelection()) throws(TesseraError) -> PhotoLibrary {
@@ -102,10 +109,18 @@ public struct PhotoLibrary: Sendable {
             }
             switch fileStatus(path) {
             case .failure(let code):
-                throw TesseraError.system(operation: "stat", errno: code.rawValue, path: path)
+                // One path among several that is not there (a typo, a card unplugged) costs its
+                // photos, not the run: skipped with the others, and refused under --strict.
+                skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
-                try collect(directory: PathBytes(path), info: info, into: &candidates, skipped: &skipped, visited: &visited,
-                            selection: selection, leftOut: &leftOut, cancellation: cancellation)
+                do {
+                    try collect(directory: PathBytes(path), info: info, into: &candidates, skipped: &skipped, visited: &visited,
+                                selection: selection, leftOut: &leftOut, cancellation: cancellation)
+                } catch .cancelled {
+                    throw .cancelled
+                } catch {
+                    skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
+                }
             case .success:
                 candidates.append((PathBytes(path), true))
             }
@@ -127,13 +142,14 @@ public struct PhotoLibrary: Sendable {
         // Read headers in parallel; each slot is written by exactly one iteration.
         let files = candidates.map(\.path)
         let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
-            readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes)
+            readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs)
         }
         if cancellation?.isCancelled == true { throw .cancelled }
         var photos: [Photo] = []
         for (candidate, result) in zip(candidates, results) {
             switch result! {
-            case .success(let photo): photos.append(photo)
+            case .success(.some(let photo)): photos.append(photo)
+            case .success(.none): leftOut.ownOutputs += 1
             case .failure(.unreadablePhoto(_, let reason))
                 where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
                 // Sidecars, notes, other files under their own names: not photos, no warning.
@@ -184,6 +200,10 @@ public struct PhotoLibrary: Sendable {
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && PhotoSelection.thumbnailFolders.contains(text):
                 leftOut.thumbnailFolders += 1
+            case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && !selection.includeOwnOutputs && text.hasSuffix("_files")
+                && isRegularFile(directory.appending(Array(name.dropLast(6)) + Array(".dzi".utf8))):
+                // A Deep Zoom pyramid's tiles, beside its NAME.dzi: thousands of tiles, none a photo.
+                leftOut.ownOutputs += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
                 do {
                     try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited,
@@ -206,13 +226,14 @@ public struct PhotoLibrary: Sendable {
 
     private static let notJPEGReason = "not an image Tessera reads (JPEG, PNG, WebP, HEIF/HEIC, AVIF)"
 
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int) -> Result<Photo, TesseraError> {
+    /// The photo at `file`, or nil for one of Tessera's own outputs.
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> Result<Photo?, TesseraError> {
         let path = file.display
         do {
             let opened = try PhotoFile.open(file)
             let header: PhotoHeader
             switch try opened.sniff() {
-            case .readable(.jpeg):
+            case .readable(.jpeg), .ownOutput where ownOutputs:
                 header = try ScaledJPEGReader(photo: opened, decoderMemoryBytes: decoderMemoryBytes).readHeader()
             case .readable(.png): header = try PNGReader(photo: opened).header
             case .readable(.webp): header = try WebPReader(photo: opened).header
@@ -223,6 +244,8 @@ public struct PhotoLibrary: Sendable {
                 return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
             case .notAnImage:
                 return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
+            case .ownOutput:
+                return .success(nil)
             }
             guard header.width > 0, header.height > 0 else {
                 return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
@@ -237,6 +260,11 @@ public struct PhotoLibrary: Sendable {
         if case .unreadablePhoto(_, let reason) = error { return reason }
         if case .system(let operation, let code, _) = error { return "\(operation): \(errnoDescription(code))" }
         return error.description
+    }
+
+    private static func isRegularFile(_ path: PathBytes) -> Bool {
+        if case .success(let info) = fileStatus(path) { return (info.st_mode & S_IFMT) == S_IFREG }
+        return false
     }
 
     private static func looksLikePhotoName(_ name: String) -> Bool {

@@ -144,6 +144,16 @@ public struct RenderRequest: Sendable {
             guard access(folder, W_OK) == 0 else {
                 throw .unusableOutput(path: file.path, reason: "the folder \(folder) cannot be written (\(String(cString: strerror(errno))))")
             }
+            // Permission bits say nothing to root, nor about /proc, /sys or a read-only mount:
+            // the folder is writable only if a file can be made in it. An unnamed one is tried
+            // (nothing to clean up), and gone again at once.
+            do throws(TesseraError) {
+                try FileDescriptor.openAnonymousTemporary(in: folder).close()
+            } catch {
+                var reason = "no file can be made there"
+                if case .system(_, let code, _) = error { reason += " (\(String(cString: strerror(code))))" }
+                throw .unusableOutput(path: file.path, reason: "the folder \(folder) cannot be written: " + reason)
+            }
             if !file.isFolder { try OutputDestination.checkReplaceable(file.path, role: file.role) }
         }
         for case .deepZoom(let path, let settings) in outputs {

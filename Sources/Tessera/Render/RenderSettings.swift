@@ -23,6 +23,8 @@ public struct RenderSettings: Equatable, Sendable {
     public var stripeHeight: Int?
     /// Budget for everything the renderer holds: stripes, cell cache, decoders, encoder.
     public var maxMemoryBytes = 64 << 20
+    /// The JPEG's density in dots per inch (JFIF), for printing; nil: none (aspect 1:1).
+    public var dotsPerInch: Int?
     /// Where the stripe file and the cell spill file live. nil: the spill file in $TMPDIR or
     /// /tmp, the stripe file in $TMPDIR if set, else in /dev/shm (see RenderPlan.stripeDirectory).
     public var temporaryDirectory: String?

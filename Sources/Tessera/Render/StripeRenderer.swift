@@ -106,11 +106,13 @@ public final class StripeRenderer: Sendable {
                     switch plan.compression {
                     case .scanlinesOnWriter, .scanlinesInPyramidBatch:
                         sinks.append(try SerialJPEGSink(path: path, width: plan.width, height: plan.height, quality: settings.quality,
-                                                        subsampling: settings.subsampling, restartInterval: plan.restartInterval))
+                                                        subsampling: settings.subsampling, restartInterval: plan.restartInterval,
+                                                        marks: .output(dotsPerInch: settings.dotsPerInch)))
                     case .segmentsOnWorkers, .segmentsInPyramidBatch:
                         sinks.append(try RestartMarkerJPEGSink(path: path, geometry: plan.geometry, quality: settings.quality,
                                                                subsampling: settings.subsampling, restartInterval: plan.restartInterval,
-                                                               compressOnWorkers: plan.compression == .segmentsOnWorkers))
+                                                               compressOnWorkers: plan.compression == .segmentsOnWorkers,
+                                                               marks: .output(dotsPerInch: settings.dotsPerInch)))
                     case .none:
                         preconditionFailure("a JPEG output in a plan without compression")
                     }

@@ -58,3 +58,12 @@ public final class Condition: @unchecked Sendable {
     public func broadcast() { pthread_cond_broadcast(condition) }
     public func signal() { pthread_cond_signal(condition) }
 }
+
+/// A count several threads add to.
+final class AtomicCounter: @unchecked Sendable {
+    private let lock = Mutex()
+    private var value = 0  // protected by `lock`
+
+    /// Adds one; returns the new count.
+    func increment() -> Int { lock.withLock { value += 1; return value } }
+}
