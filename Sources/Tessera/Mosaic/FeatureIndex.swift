@@ -22,6 +22,8 @@ public final class FeatureIndex: @unchecked Sendable {
     private let lock = Mutex()
     private var entries: [String: (size: Int64, mtime: Int64, decoded: String, features: [Float])] = [:]  // protected by `lock`
     private var changed = false  // protected by `lock`
+    /// The entries held in memory (this run's photos, or all with no `only`).
+    public var heldEntries: Int { lock.withLock { entries.count } }
     /// Entries reused by `lookup` in this run.
     public private(set) var hits = 0
 

@@ -204,6 +204,42 @@ extension RenderTests {
         #expect(again.analysed == 2 && reopened.hits == 1)
     }
 
+    /// An index far larger than the library: only the library's entries are held (the others
+    /// are never parsed into memory), and saving carries every other line over unchanged.
+    @Test func featureIndexHoldsOnlyTheRunsPhotosAndKeepsTheRest() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let paths = try flatLibrary(scratch.path, colours: (0..<3).map { RGB(red: UInt8($0 * 60), green: 90, blue: 200) })
+        let cache = scratch.file("cache")
+        let photos = try PhotoLibrary.scan(paths).photos
+        let index = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1)
+        _ = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: index)
+        try index.save()
+        // 20,000 entries of other photos, as another library's run would have left them.
+        var text = String(decoding: readBytes(index.path), as: UTF8.self)
+        let values = (0..<27).map { _ in "0.5" }.joined(separator: "\t")
+        for number in 0..<20_000 { text += "/elsewhere/photo-\(number).jpg\t1000\t1\tjpeg-srgb-d2\t\(values)\n" }
+        writeBytes(Array(text.utf8), to: index.path)
+        let others = Set(text.split(separator: "\n").filter { $0.hasPrefix("/elsewhere/") })
+
+        // This run's photos: the first two, and a third that changed (analysed again, rewritten).
+        let library = Set(photos.map(\.path))
+        let reopened = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1, only: library)
+        #expect(reopened.heldEntries == 3)
+        #expect(reopened.lookup("/elsewhere/photo-7.jpg", decoded: "jpeg-srgb-d2") == nil)
+        _ = MosaicAnalysis.photoFeatures(photos, subCells: 3, cellAspect: 1, workers: 2, index: reopened)
+        #expect(reopened.hits == 3)
+        reopened.store(photos[2].path, decoded: "jpeg-srgb-d2", features: [Float](repeating: 0.25, count: 27))
+        try reopened.save()
+        let saved = String(decoding: readBytes(index.path), as: UTF8.self).split(separator: "\n")
+        #expect(saved.count == 20_003)
+        #expect(Set(saved.filter { $0.hasPrefix("/elsewhere/") }) == others)
+        #expect(saved.filter { $0.hasPrefix(photos[2].path + "\t") }.count == 1)
+        let all = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1)
+        #expect(all.heldEntries == 20_003)
+        #expect(all.lookup(photos[2].path, decoded: "jpeg-srgb-d2") == [Float](repeating: 0.25, count: 27))
+    }
+
     @Test func featureIndexEntriesThatAreNotColoursAreAnalysedAgain() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
