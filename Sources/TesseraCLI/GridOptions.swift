@@ -69,6 +69,7 @@ public enum GridCommand {
         OptionSpec(names: ["--dzi-quality"], valueName: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality)."),
         OptionSpec(names: ["--no-viewer"], valueName: nil, help: "Write the Deep Zoom pyramid without NAME.html and its Leaflet files."),
         OptionSpec(names: ["--viewer-labels"], valueName: "name|path|none", help: "What the viewer names under the mouse: the photo's file name (default), its path as given (this reveals your folders to whoever gets the pyramid), or nothing."),
+        OptionSpec(names: ["--title"], valueName: "TEXT", help: "A title the viewer shows over the picture and names its page with (default: none; the page is named NAME)."),
         OptionSpec(names: ["--grid"], valueName: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos."),
         OptionSpec(names: ["--columns"], valueName: "C", help: "Columns only; rows follow from the photo count (each photo once, the last row filled by repeats)."),
         OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it."),
@@ -194,6 +195,9 @@ public enum GridCommand {
                     throw CommandLineError("--viewer-labels expects name, path or none, got '\(value)'", argumentIndex: valuePosition)
                 }
                 deepZoom.labels = labels
+                deepZoomOptionGiven = name
+            case "--title":
+                deepZoom.title = value
                 deepZoomOptionGiven = name
             case "--no-viewer":
                 deepZoom.viewer = false

@@ -35,6 +35,9 @@ public struct DeepZoomSettings: Equatable, Sendable {
     /// What the viewer says of the photo under the mouse. A pyramid is made to be shared: the
     /// default names the file only, never the folders it was found in.
     public var labels = ViewerLabels.name
+    /// A title the viewer shows over the picture and names its page with (nil: none; the tab
+    /// shows NAME).
+    public var title: String?
 
     public init() {}
 

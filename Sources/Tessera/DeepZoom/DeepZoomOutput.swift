@@ -94,9 +94,11 @@ final class DeepZoomOutput: StripeSink {
             throw error
         }
         viewer = settings.viewer
+        title = settings.title
     }
 
     private var viewer = true
+    private var title: String?
     /// Held while the staging folder exists, so that no other render takes it for abandoned.
     private var stagingLock: FileDescriptor?
 
@@ -108,7 +110,7 @@ final class DeepZoomOutput: StripeSink {
         var files: [(path: String, contents: String)] = []
         if viewer {
             try makeDirectory(staging + "/" + name + "_files/viewer")
-            files = DeepZoomViewer.files(name: name)
+            files = DeepZoomViewer.files(name: name, title: title)
             try DeepZoomViewer.writeCellsScript(to: staging + "/" + name + "_files/viewer/cells.js", name: name,
                                                 geometry: writer.geometry, labels: labels)
         }

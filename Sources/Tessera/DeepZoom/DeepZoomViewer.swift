@@ -59,13 +59,13 @@ public enum DeepZoomViewer {
 
     /// The viewer's small files, as (path relative to the pyramid's folder, contents); cells.js,
     /// which can be large, is written by `writeCellsScript`.
-    static func files(name: String) -> [(path: String, contents: String)] {
+    static func files(name: String, title: String? = nil) -> [(path: String, contents: String)] {
         let viewer = name + "_files/viewer/"
         return [
             (viewer + "leaflet.js", LeafletAssets.javascript),
             (viewer + "leaflet.css", LeafletAssets.css),
             (viewer + "LICENSE-leaflet.txt", LeafletAssets.license),
-            (name + ".html", page(name: name)),
+            (name + ".html", page(name: name, title: title)),
         ]
     }
 
@@ -127,7 +127,8 @@ public enum DeepZoomViewer {
         return out
     }
 
-    static func page(name: String) -> String {
+    /// The page; `title` (nil: none) heads it and names the browser tab.
+    static func page(name: String, title: String? = nil) -> String {
         // The folder name goes into URLs: percent-encode all but unreserved characters.
         var folder = ""
         for byte in (name + "_files").utf8 {
@@ -144,13 +145,22 @@ public enum DeepZoomViewer {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(htmlEscaped(name)) — Tessera Deep Zoom</title>
+        <title>\(htmlEscaped(title ?? name)) — Tessera Deep Zoom</title>
         <link rel="stylesheet" href="\(folder)/viewer/leaflet.css">
         <style>
           html, body { margin: 0; height: 100%; background: #111; }
           #map { position: absolute; inset: 0; background: #111; }
-          .tessera-tile { overflow: hidden; }
+          /* Not clipped: each tile's overlap reaches over its neighbours' edges, so that at a
+             fractional zoom, where tiles are scaled and their edges blended, the page colour
+             never shows between them (a dark seam along every tile edge otherwise). */
+          .tessera-tile { overflow: visible; }
           .tessera-tile img { position: absolute; max-width: none; max-height: none; }
+          #tessera-title { font: 600 18px/1.3 system-ui, sans-serif; color: #fff; background: rgba(0,0,0,.6);
+                           padding: 4px 10px; border-radius: 4px; max-width: 50vw; }
+          .tessera-buttons a { font: 18px/30px system-ui, sans-serif; text-align: center; cursor: pointer; }
+          #tessera-navigator { position: relative; background: #000; border: 1px solid #888; cursor: pointer; line-height: 0; }
+          #tessera-navigator img { display: block; width: 100%; height: 100%; }
+          #tessera-view { position: absolute; border: 2px solid #e33; box-sizing: border-box; pointer-events: none; }
           #tessera-label { font: 14px/1.4 system-ui, sans-serif; background: rgba(0,0,0,.72); color: #fff;
                            padding: 4px 8px; border-radius: 4px; max-width: 60vw; overflow-wrap: anywhere; }
           #tessera-label:empty { display: none; }
@@ -158,7 +168,7 @@ public enum DeepZoomViewer {
         </style>
         </head>
         <body>
-        <div id="map"></div>
+        <div id="map" data-title="\(htmlEscaped(title ?? ""))"></div>
         <script src="\(folder)/viewer/leaflet.js"></script>
         <script src="\(folder)/viewer/cells.js"></script>
         <script>
@@ -189,7 +199,15 @@ public enum DeepZoomViewer {
               img.alt = "";
               img.style.left = (coords.x > 0 ? -overlap : 0) + "px";
               img.style.top = (coords.y > 0 ? -overlap : 0) + "px";
-              img.onload = function () { done(null, box); };
+              img.onload = function () {
+                // Without an overlap there is nothing to reach over the seam with: the tile is
+                // stretched by one pixel instead (a 1/size error at its far edge).
+                if (overlap === 0) {
+                  img.style.width = (img.naturalWidth + 1) + "px";
+                  img.style.height = (img.naturalHeight + 1) + "px";
+                }
+                done(null, box);
+              };
               img.onerror = function () { done(new Error("missing tile " + img.src), box); };
               img.src = folder + "/" + coords.z + "/" + coords.x + "_" + coords.y + ".jpg";
               box.appendChild(img);
@@ -246,6 +264,98 @@ public enum DeepZoomViewer {
           };
           help.addTo(map);
 
+          // The title, when the pyramid was given one (--title).
+          var title = document.getElementById("map").getAttribute("data-title");
+          if (title) {
+            var heading = L.control({ position: "topleft" });
+            heading.onAdd = function () {
+              var div = L.DomUtil.create("div");
+              div.id = "tessera-title";
+              div.textContent = title;
+              return div;
+            };
+            heading.addTo(map);
+          }
+
+          // Home (the whole picture) and full screen, under the zoom buttons; keys 0 and f.
+          function home() { map.fitBounds(bounds, { animate: false }); }
+          function toggleFullScreen() {
+            if (document.fullscreenElement) { document.exitFullscreen(); }
+            else if (document.documentElement.requestFullscreen) { document.documentElement.requestFullscreen(); }
+          }
+          var buttons = L.control({ position: "topleft" });
+          buttons.onAdd = function () {
+            var bar = L.DomUtil.create("div", "leaflet-bar tessera-buttons");
+            function button(id, icon, label, action) {
+              var a = L.DomUtil.create("a", "", bar);
+              a.id = id;
+              // Drawn, not a glyph: not every font has one for these.
+              a.innerHTML = '<svg width="16" height="16" viewBox="0 0 16 16" style="vertical-align: -3px" fill="none" '
+                + 'stroke="#333" stroke-width="2">' + icon + '</svg>';
+              a.title = label;
+              a.setAttribute("role", "button");
+              a.setAttribute("aria-label", label);
+              a.href = "#";
+              L.DomEvent.on(a, "click", function (e) { L.DomEvent.preventDefault(e); L.DomEvent.stopPropagation(e); action(); });
+            }
+            button("tessera-home", '<path d="M2 8 L8 2 L14 8 M4 7 V14 H12 V7"/>', "Whole picture (0)", home);
+            if (document.fullscreenEnabled !== false) {
+              button("tessera-fullscreen", '<path d="M1 5 V1 H5 M11 1 H15 V5 M15 11 V15 H11 M5 15 H1 V11"/>', "Full screen (f)", toggleFullScreen);
+            }
+            L.DomEvent.disableClickPropagation(bar);
+            return bar;
+          };
+          buttons.addTo(map);
+          document.addEventListener("keydown", function (e) {
+            if (e.target !== document.body && e.target !== document.documentElement && e.target.id !== "map") return;
+            if (e.key === "0" || e.key === "Home") home();
+            if (e.key === "f") toggleFullScreen();
+          });
+
+          // The navigator: the whole picture small (the largest level that is one tile), with
+          // the view as a rectangle; a click there moves the view. Shown while zoomed in.
+          var navLevel = 0;
+          for (var z = 0; z <= maxLevel; z++) {
+            var s = levelSize(z);
+            if (s.w <= size && s.h <= size) navLevel = z;
+          }
+          var navWidth = T.width >= T.height ? 180 : Math.max(24, Math.round(180 * T.width / T.height));
+          var navHeight = Math.max(24, Math.round(navWidth * T.height / T.width));
+          var navigator = L.control({ position: "bottomright" });
+          var viewBox;
+          navigator.onAdd = function () {
+            var div = L.DomUtil.create("div");
+            div.id = "tessera-navigator";
+            div.style.width = navWidth + "px";
+            div.style.height = navHeight + "px";
+            var img = L.DomUtil.create("img", "", div);
+            img.alt = "";
+            img.src = folder + "/" + navLevel + "/0_0.jpg";
+            viewBox = L.DomUtil.create("div", "", div);
+            viewBox.id = "tessera-view";
+            L.DomEvent.disableClickPropagation(div);
+            L.DomEvent.disableScrollPropagation(div);
+            L.DomEvent.on(div, "click", function (e) {
+              var r = div.getBoundingClientRect();
+              map.panTo(point((e.clientX - r.left) / navWidth * T.width, (e.clientY - r.top) / navHeight * T.height), { animate: false });
+            });
+            return div;
+          };
+          navigator.addTo(map);
+          function drawNavigator() {
+            var b = map.getBounds(), nw = map.project(b.getNorthWest(), maxLevel), se = map.project(b.getSouthEast(), maxLevel);
+            var x0 = Math.max(0, nw.x) / T.width * navWidth, y0 = Math.max(0, nw.y) / T.height * navHeight;
+            var x1 = Math.min(T.width, se.x) / T.width * navWidth, y1 = Math.min(T.height, se.y) / T.height * navHeight;
+            viewBox.style.left = x0 + "px";
+            viewBox.style.top = y0 + "px";
+            viewBox.style.width = Math.max(4, x1 - x0) + "px";
+            viewBox.style.height = Math.max(4, y1 - y0) + "px";
+            // With the whole picture in view it would only cover part of it.
+            var whole = nw.x <= 0 && nw.y <= 0 && se.x >= T.width && se.y >= T.height;
+            document.getElementById("tessera-navigator").style.display = whole ? "none" : "";
+          }
+          map.on("move zoom resize", drawNavigator);
+
           // The view: from the address (#z=&x=&y=), else the whole picture.
           function readHash() {
             var values = {};
@@ -267,6 +377,7 @@ public enum DeepZoomViewer {
             document.body.setAttribute("data-view", map.getZoom() + "," + c.x + "," + c.y);
           }
           recordView();
+          drawNavigator();
           map.on("moveend", recordView);
           map.on("moveend", function () {
             var c = map.project(map.getCenter(), maxLevel);

@@ -143,6 +143,8 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
         checked = 0
         for sy in stride(from: 10, to: windowHeight - 40, by: 7) {
             for sx in stride(from: 60, to: windowWidth - 10, by: 7) {
+                // (The navigator, 180 x 120 px plus its margin, covers the bottom right.)
+                if sx >= windowWidth - 200 && sy >= windowHeight - 150 { continue }
                 let x = 700 + (Double(sx) + 0.5 - Double(windowWidth) / 2) / 2, y = 500 + (Double(sy) + 0.5 - Double(windowHeight) / 2) / 2
                 let edgeX = x.truncatingRemainder(dividingBy: 60), edgeY = y.truncatingRemainder(dividingBy: 60)
                 guard min(edgeX, 60 - edgeX) >= 0.5 && min(edgeY, 60 - edgeY) >= 0.5 else { continue }
@@ -181,5 +183,79 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
         let folder = String(photo[..<photo.lastIndex(of: "/")!])
         #expect(!pageText.contains(folder))
         #expect(!String(decoding: readBytes(scratch.file("out/my wall_files/viewer/cells.js")), as: UTF8.self).contains(folder))
+        // Nor does any other file of the pyramid (tiles, descriptor, Leaflet).
+        #expect(shell("grep -rlF '\(folder)' '\(scratch.file("out"))' >/dev/null") == 1, "the photos' folder is in the pyramid")
+    }
+
+    /// One flat grey photo everywhere: at fractional zooms, where tiles are scaled and their
+    /// edges blended, no pixel of the picture may be darker than the photo (the page colour
+    /// showed through as a seam along every tile edge: darkest 131-157 of 200 before the tiles were
+    /// let reach over their neighbours). Then the title, home, full screen and navigator.
+    @Test func noSeamsAtAnyZoomAndTheControlsWork() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        mkdir(scratch.file("photos"), 0o755)
+        var image = RGBImage(width: 64, height: 64)
+        for i in 0..<image.pixels.count { image.pixels[i] = 200 }
+        try JPEGFile.write(image, to: scratch.file("photos/grey.jpg"), quality: 100, subsampling: .s444)
+        let library = try PhotoLibrary.scan([scratch.file("photos")])
+        let layout = GridLayout.make(photoCount: 1, columns: 20, rows: 15, cellWidth: 100, cellHeight: 100, order: .name)
+        var settings = RenderSettings()
+        settings.temporaryDirectory = scratch.path
+        settings.subsampling = .s444
+        var zoom = DeepZoomSettings()
+        zoom.quality = 100
+        zoom.title = "Our <b>wall</b> & more"
+        mkdir(scratch.file("out"), 0o755)
+        try StripeRenderer(request: RenderRequest(photos: library.photos, layout: layout, settings: settings,
+                                                  outputs: [.deepZoom(path: scratch.file("out/w.dzi"), settings: zoom)])).render()
+        let page = "file://" + scratch.file("out/w.html")
+        // 2000 x 1500: maxLevel 11. Zooms between levels, and one above full size.
+        for (number, z) in [9.3, 10.4, 10.7, 11.5].enumerated() {
+            let shot = try screenshot(page + "#z=\(z)&x=1000&y=750", scratch: scratch, name: "seam-\(number)")
+            var darkest = 255
+            // The middle of the window: picture at every one of these zooms, no control over it.
+            for y in 200..<400 {
+                for x in 250..<550 { darkest = min(darkest, Int(shot.pixel(x: x, y: y).green)) }
+            }
+            #expect(darkest >= 192, "zoom \(z): a pixel of \(darkest) in a picture of 200 (a seam)")
+        }
+
+        // The controls, through a probe page that records what they do.
+        let pageText = String(decoding: readBytes(scratch.file("out/w.html")), as: UTF8.self)
+        #expect(pageText.contains("<title>Our &lt;b&gt;wall&lt;/b&gt; &amp; more — Tessera Deep Zoom</title>"))
+        let probe = """
+            <script>
+            (function () {
+              var body = document.body, view = document.getElementById("tessera-view");
+              body.setAttribute("data-zoomed", body.getAttribute("data-view"));
+              body.setAttribute("data-zoomed-box", view.style.width + "," + view.style.height);
+              document.getElementById("tessera-home").dispatchEvent(new MouseEvent("click", { bubbles: true }));
+              body.setAttribute("data-home", body.getAttribute("data-view"));
+              body.setAttribute("data-home-navigator", document.getElementById("tessera-navigator").style.display || "shown");
+            })();
+            </script>
+            </body>
+            """
+        writeBytes(Array(pageText.replacing("</body>", with: probe).utf8), to: scratch.file("out/probe.html"))
+        let dom = dumpDOM("file://" + scratch.file("out/probe.html") + "#z=12&x=500&y=400", scratch: scratch)
+        let plain = dumpDOM(page, scratch: scratch)
+        func attribute(_ name: String, in text: String) -> String? {
+            guard let start = text.range(of: name + "=\"") else { return nil }
+            return String(text[start.upperBound...].prefix { $0 != "\"" })
+        }
+        let fitted = try #require(attribute("data-view", in: plain))
+        #expect(attribute("data-zoomed", in: dom)?.hasPrefix("12,500,400") == true, "\(attribute("data-zoomed", in: dom) ?? "none")")
+        #expect(attribute("data-home", in: dom) == fitted, "home gave \(attribute("data-home", in: dom) ?? "none"), fitted \(fitted)")
+        // The navigator (180 px wide for this landscape picture): zoomed in, a rectangle of the
+        // part in view (800 of 2000 px at half... here 400 of 2000 px at twice full size: 36 px);
+        // at home it is hidden, having nothing to add.
+        let zoomedBox = try #require(attribute("data-zoomed-box", in: dom)).split(separator: ",").map { Double($0.dropLast(2)) ?? -1 }
+        #expect(abs(zoomedBox[0] - 36) <= 4, "navigator rectangle \(zoomedBox)")
+        #expect(attribute("data-home-navigator", in: dom) == "none")
+        #expect(dom.contains("id=\"tessera-fullscreen\""))
+        #expect(dom.contains(">Our &lt;b&gt;wall&lt;/b&gt; &amp; more</div>"), "no title shown")
+        let navigatorTile = try #require(attribute("src", in: String(dom[dom.range(of: "id=\"tessera-navigator\"")!.upperBound...])))
+        #expect(access(scratch.file("out/" + navigatorTile), R_OK) == 0, "navigator image \(navigatorTile)")
     }
 }
