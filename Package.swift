@@ -35,10 +35,12 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
         .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport", "CTesseraTestShims"], path: "Benchmarks"),
+        // The README's library example, built (and run) by the tests so that it stays true.
+        .executableTarget(name: "tessera-example", dependencies: ["Tessera"], path: "Examples/LibraryExample"),
         // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
         .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
-        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "CTesseraTestShims"], path: "Tests/TesseraCLITests"),
+        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "tessera-example", "CTesseraTestShims"], path: "Tests/TesseraCLITests"),
     ]
 )

@@ -161,6 +161,10 @@ public enum GridCommand {
                                        argumentIndex: position)
             }
             if key == "--seed" { seedPosition = position }
+            if key == "--order" && command == "mosaic" {
+                throw CommandLineError("--order is a grid's: a mosaic places photos by matching the target (--seed sets its order)",
+                                       argumentIndex: position)
+            }
             func integer(_ range: ClosedRange<Int>) throws(CommandLineError) -> Int {
                 guard let number = Int(value), range.contains(number) else {
                     throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
@@ -443,5 +447,12 @@ extension String {
         while scalars.first?.isWhitespace == true { scalars.removeFirst() }
         while scalars.last?.isWhitespace == true { scalars.removeLast() }
         return String(scalars)
+    }
+}
+
+extension String {
+    /// Padded with spaces to `length` characters (longer strings are left as they are).
+    func padding(toLength length: Int) -> String {
+        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
     }
 }

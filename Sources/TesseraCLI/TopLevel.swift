@@ -22,6 +22,17 @@ public enum ExitCode: Int32, Error, Sendable {
     /// Terminated by SIGTERM (128 + 15).
     case terminated = 143
 
+    /// The exit codes as `tessera --help` and the README's table give them (one source: a test
+    /// compares the README with this).
+    public static let documented: [(code: String, meaning: String)] = [
+        ("0", "the JPEG and/or the pyramid was written"),
+        ("1", "the render failed (I/O or encoder error); nothing was written under the output names"),
+        ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a missing target, a JPEG over 65,500 px a side"),
+        ("3", "no usable photo found, or a photo would be skipped under --strict"),
+        ("4", "not enough disk space, inodes or memory budget, found before rendering started (the message says what would fit)"),
+        ("129 / 130 / 143", "hung up (SIGHUP) / interrupted (SIGINT) / terminated (SIGTERM); nothing written, temporaries removed"),
+    ]
+
     /// The exit code for a library error.
     public init(_ error: TesseraError) {
         switch error {
@@ -73,6 +84,13 @@ public enum TopLevel {
         return options
     }
 
+    /// The exit-code table for --help.
+    static var exitCodeTable: String {
+        ExitCode.documented.map { row in
+            "  " + row.code.padding(toLength: 17) + wrap(row.meaning, indent: 19, width: 96).dropFirst(19)
+        }.joined(separator: "\n")
+    }
+
     public static let help = """
     tessera \(tesseraVersion) — giant photo grids and mosaics as one JPEG and/or a Deep Zoom pyramid, on all cores, in flat memory
 
@@ -98,11 +116,6 @@ public enum TopLevel {
       tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
 
     EXIT CODES
-      0    the JPEG and/or the pyramid was written
-      1    the render failed (I/O or encoder error); nothing was written under the output names
-      2    bad command line or settings (including a JPEG over 65,500 px a side, a missing folder)
-      3    no usable photo found, or a photo would be skipped under --strict
-      4    not enough disk space, inodes or memory budget, found before rendering started
-      130  interrupted (SIGINT); 143 terminated (SIGTERM); 129 hung up (SIGHUP). Temporaries are removed.
+    \(exitCodeTable)
     """
 }
