@@ -33,6 +33,26 @@ func highWaterMark(_ pid: pid_t) -> Int {
 /// Runs the built `tessera` (stdout and stderr to a file), reading its high-water mark every
 /// millisecond until it exits. The mark only rises, so the last reading misses at most the
 /// child's final millisecond.
+/// What `--dry-run` plans for `arguments` ("memory      about 41.9 MiB peak"), in bytes.
+func plannedPeakBytes(_ arguments: [String]) -> Int? {
+    let run = runTessera(arguments + ["--dry-run"])
+    guard let line = run.output.split(separator: "\n").first(where: { $0.hasPrefix("memory      about ") }) else { return nil }
+    let words = line.split(separator: " ")
+    guard words.count >= 4, let number = Double(words[2]) else { return nil }
+    let unit: Double = words[3] == "GiB" ? 1_073_741_824 : words[3] == "MiB" ? 1_048_576 : words[3] == "KiB" ? 1024 : 1
+    return Int(number * unit)
+}
+
+/// The plan must not promise less than the run takes: at least 80% of the measured peak.
+func expectPlanCovers(_ arguments: [String], peakBytes: Int, _ name: String) {
+    guard let planned = plannedPeakBytes(arguments) else {
+        Issue.record("\(name): no memory line in the dry run")
+        return
+    }
+    #expect(Double(planned) >= 0.8 * Double(peakBytes),
+            "\(name): planned \(planned >> 20) MiB, measured \(peakBytes >> 20) MiB (under 80%)")
+}
+
 func runMeasured(_ arguments: [String]) -> ChildRun {
     let tool = toolPath()
     let capture = "\(testRoot)/measured-\(UInt32.random(in: 0...UInt32.max)).txt"
@@ -144,6 +164,7 @@ let mixedFormatPhotos: String = {
             #expect(access(folder + "/out.jpg", F_OK) != 0)
         } else {
             #expect(run.exitCode == 0, "\(name): \(run.output)")
+            expectPlanCovers(["grid", fixtures, "-o", folder + "/out.jpg", "--temp-dir", folder] + flags, peakBytes: run.peakBytes, name)
         }
         #expect(run.peakBytes > 4 << 20, "\(name): a peak of \(run.peakBytes) bytes is not a measurement")
         #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
@@ -163,6 +184,7 @@ let mixedFormatPhotos: String = {
         defer { _ = system("rm -rf '\(folder)'") }
         let run = runMeasured(["grid", largeProgressivePhotos, "-o", folder + "/out.jpg", "--no-progress", "--temp-dir", folder] + flags)
         #expect(run.exitCode == 0, "\(name): \(run.output)")
+        expectPlanCovers(["grid", largeProgressivePhotos, "-o", folder + "/out.jpg", "--temp-dir", folder] + flags, peakBytes: run.peakBytes, name)
         #expect(!run.output.contains("warning"), "\(name): \(run.output)")
         #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
     }
@@ -184,19 +206,41 @@ let mixedFormatPhotos: String = {
 
     /// A mosaic with a cold cache: every photo (the large progressive ones too) and the target
     /// analysed, then matched and drawn.
-    @Test(arguments: [64, 48])
+    @Test(arguments: [64, 48, 40])
     func coldMosaicStaysInsideTheBudget(budgetMiB: Int) throws {
         let folder = testRoot + "/memory-mosaic-\(UInt32.random(in: 0...UInt32.max))"
         mkdir(folder, 0o755)
         defer { _ = system("rm -rf '\(folder)'") }
-        let run = runMeasured(["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", largeProgressivePhotos, fixtures,
-                               // (Two pictures, stored many times: no minimum distance can hold.)
-                               "-o", folder + "/m.jpg", "--columns", "80", "--tile-size", "40", "--cache-dir", folder + "/cache",
-                               "--min-distance", "0",
-                               "--max-memory", "\(budgetMiB)M", "--no-progress", "--temp-dir", folder])
+        let arguments = ["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", largeProgressivePhotos, fixtures,
+                         // (Two pictures, stored many times: no minimum distance can hold.)
+                         "-o", folder + "/m.jpg", "--columns", "80", "--tile-size", "40", "--cache-dir", folder + "/cache",
+                         "--min-distance", "0", "--max-memory", "\(budgetMiB)M", "--temp-dir", folder]
+        let run = runMeasured(arguments + ["--no-progress"])
         #expect(run.exitCode == 0, "\(run.output)")
         #expect(access(folder + "/cache", F_OK) == 0, "the cache was not cold: nothing was analysed")
         #expect(run.peakBytes <= budgetMiB << 20, "peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
+        expectPlanCovers(arguments, peakBytes: run.peakBytes, "cold mosaic at \(budgetMiB) MiB")
+    }
+
+    /// A mosaic of 360,000 cells, whose target features and matching (about 45 MB) outweigh its
+    /// render: refused under the budget it needs (before analysis), and inside that budget when
+    /// given it, with the plan counting the matching.
+    @Test func aLargeMosaicsMatchingIsPlannedAndStaysInsideTheBudget() throws {
+        let folder = testRoot + "/memory-mosaic-large-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let arguments = ["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", fixtures, "--dzi", folder + "/m.dzi",
+                         "--no-viewer", "--grid", "600x600", "--tile-size", "4", "--cache-dir", folder + "/cache", "--min-distance", "0",
+                         "--temp-dir", folder, "--no-progress"]
+        let refused = runTessera(arguments + ["--max-memory", "40M"])
+        #expect(refused.status == 4 && refused.output.contains("needs at least"), "\(refused.output)")
+        #expect(access(folder + "/cache", F_OK) != 0, "analysed before refusing")
+        let needed = try #require(Double(refused.output.components(separatedBy: "needs at least ").last?.split(separator: " ").first ?? ""))
+        let budget = Int(needed.rounded(.up)) + 1
+        let run = runMeasured(arguments + ["--max-memory", "\(budget)M"])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(run.peakBytes <= budget << 20, "peak \(run.peakMiB) MiB over the \(budget) MiB budget")
+        expectPlanCovers(arguments + ["--max-memory", "\(budget)M"], peakBytes: run.peakBytes, "600 x 600 mosaic")
     }
 
     /// Deep Zoom alone and with the JPEG in the same pass.

@@ -102,12 +102,26 @@ public enum MosaicJob {
         let columns = mosaic.columns
         try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                       outputs: outputs.map(\.kind))
-        // Before any photo is read: a mosaic whose matching cannot fit the budget is refused with
-        // the budget it needs, not found out after minutes of analysis.
+        // Before any photo is read: a mosaic whose matching or render cannot fit the budget is
+        // refused with the smallest budget that fits both, not found out after minutes of
+        // analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
+        // where does not change what it needs.)
         let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
                                            settings: settings)
-        guard preparation <= settings.maxMemoryBytes else {
-            throw .budgetTooSmall(budgetBytes: settings.maxMemoryBytes, neededBytes: preparation)
+        do {
+            let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                         photoIndices: [Int32](repeating: 0, count: columns * rows))
+            func fits(_ budget: Int) -> Bool {
+                var trial = settings
+                trial.maxMemoryBytes = budget
+                return preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
+                                        settings: trial) <= budget
+                    && (try? RenderPlan.plan(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
+            }
+            if !fits(settings.maxMemoryBytes) {
+                throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
+                                                  neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
+            }
         }
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells

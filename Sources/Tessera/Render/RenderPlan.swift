@@ -118,8 +118,43 @@ public struct RenderPlan: Equatable, Sendable {
     /// `wholeImageBytes`: the most one photo of this render must hold to be decoded at all (a HEIF
     /// decoded whole, a lossless WebP; 0 when every photo streams or spills): that much beyond
     /// the decode pool is kept from the cell cache, as far as the budget allows.
+    /// A budget too small is refused with the smallest budget that fits (in whole MiB), found by
+    /// planning again: what the plan needs grows with the budget (the decode pool is a share
+    /// of it), so the shortfall at one budget is not the budget that fits.
     public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg],
                             wholeImageBytes: Int = 0) throws(TesseraError) -> RenderPlan {
+        do throws(TesseraError) {
+            return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes)
+        } catch .budgetTooSmall(let budget, let needed) {
+            let smallest = smallestBudget(from: max(budget, needed)) { bytes in
+                var trial = settings
+                trial.maxMemoryBytes = bytes
+                return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes)) != nil
+            }
+            throw .budgetTooSmall(budgetBytes: budget, neededBytes: smallest ?? needed)
+        } catch {
+            throw error
+        }
+    }
+
+    /// The smallest budget, in whole MiB, from `start` up, for which `fits` holds (assumed to
+    /// hold for every larger budget once it holds); nil when none up to 1 TiB does.
+    public static func smallestBudget(from start: Int, fits: (Int) -> Bool) -> Int? {
+        var high = max(1 << 20, start)
+        while !fits(high) {
+            high *= 2
+            if high > 1 << 40 { return nil }
+        }
+        var low = start >> 20, top = (high + (1 << 20) - 1) >> 20
+        while low < top {
+            let middle = (low + top) / 2
+            if fits(middle << 20) { top = middle } else { low = middle + 1 }
+        }
+        return top << 20
+    }
+
+    static func plan(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind],
+                     wholeImageBytes: Int) throws(TesseraError) -> RenderPlan {
         let writesJPEG = outputs.contains(.jpeg)
         let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
             if case .deepZoom(let settings) = kind { return settings } else { return nil }

@@ -74,6 +74,11 @@ import Testing
                                 continue
                             }
                             #expect(refusedBudget == budget && needed > budget)
+                            // The budget named is the smallest that fits: it plans, a MiB less does not.
+                            settings.maxMemoryBytes = needed
+                            #expect((try? RenderPlan.make(layout: layout, settings: settings)) != nil, "\(needed >> 20) MiB was named and does not fit")
+                            settings.maxMemoryBytes = needed - (1 << 20)
+                            #expect((try? RenderPlan.make(layout: layout, settings: settings)) == nil, "\(needed >> 20) MiB was named; 1 MiB less fits")
                             refused += 1
                         }
                     }
