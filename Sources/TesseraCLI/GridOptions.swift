@@ -312,6 +312,10 @@ public enum GridCommand {
                                    argumentIndex: seedPosition)
         }
         if options.help { return options }
+        if !deepZoom.viewer, let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", given.contains("--viewer-labels"))]
+            .first(where: { $0.1 })?.0 {
+            throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
+        }
         if options.deepZoomPath != nil {
             deepZoom.quality = deepZoomQuality ?? options.settings.quality
             guard DeepZoomSettings.overlaps(forTileSize: deepZoom.tileSize).contains(deepZoom.overlap) else {

@@ -125,8 +125,12 @@ public struct Runner {
         let library: PhotoLibrary
         console.phase(.scan)
         do throws(TesseraError) {
+            let started = monotonicSeconds()
+            let console = self.console
             library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount(),
-                                            cancellation: cancellation, selection: options.selection)
+                                            cancellation: cancellation, selection: options.selection) { done, total in
+                console.progress(.scan, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
+            }
         } catch .cancelled {
             return .failure(report(.cancelled, options: options))
         } catch {

@@ -41,13 +41,14 @@ func jsonLines(_ text: String) -> [[String: Any]] {
         let phases = events.filter { $0["event"] as? String == "phase" }.compactMap { $0["phase"] as? String }
         #expect(phases == ["scan", "render"], "\(phases)")
         let progress = events.filter { $0["event"] as? String == "progress" }
-        #expect(!progress.isEmpty)
         for event in progress {
-            #expect(event["phase"] as? String == "render")
+            #expect(["scan", "render"].contains(event["phase"] as? String ?? ""))
             #expect((event["done"] as? Int ?? -1) <= (event["total"] as? Int ?? -2))
             #expect(event.keys.contains("eta_s"))
         }
-        #expect(progress.last?["done"] as? Int == 30 * 60)
+        // The scan's last event: every header read (18 photos and the broken one).
+        #expect(progress.last(where: { $0["phase"] as? String == "scan" })?["done"] as? Int == 19)
+        #expect(progress.last?["phase"] as? String == "render" && progress.last?["done"] as? Int == 30 * 60)
         // The broken photo: one event, drawn as a placeholder (its header reads, its data does not).
         let photoEvents = events.filter { ["placeholder", "skipped"].contains($0["event"] as? String ?? "") }
         #expect(photoEvents.count == 1 && (photoEvents.first?["path"] as? String ?? "").hasSuffix("zz-broken.jpg"), "\(photoEvents)")
@@ -153,6 +154,9 @@ func jsonLines(_ text: String) -> [[String: Any]] {
         #expect(runTessera(["grid", fixtures, "--dzi", "\(testRoot)/x.dzi", "--columns", "4", "--tile-size", "20",
                             "--dpi", "300"]).status == 2)
         #expect(runTessera(["grid", fixtures, "-o", output, "--columns", "4", "--tile-size", "20", "--dpi", "0"]).status == 2)
+        // A viewer option without the viewer would do nothing: refused.
+        #expect(runTessera(["grid", fixtures, "--dzi", "\(testRoot)/x.dzi", "--no-viewer", "--title", "T", "--columns", "4",
+                            "--tile-size", "20"]).status == 2)
     }
 
     /// A mosaic whose matching cannot fit --max-memory is refused (exit 4) with the budget it

@@ -96,7 +96,8 @@ public struct PhotoLibrary: Sendable {
     /// Throws `.cancelled` once `cancellation` is (checked for every directory entry and header).
     public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil,
-                            selection: PhotoSelection = PhotoSelection()) throws(TesseraError) -> PhotoLibrary {
+                            selection: PhotoSelection = PhotoSelection(),
+                            progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> PhotoLibrary {
         var candidates: [(path: PathBytes, named: Bool)] = []
         var skipped: [SkippedPhoto] = []
         var ignored = 0
@@ -141,8 +142,11 @@ public struct PhotoLibrary: Sendable {
         candidates = unique
         // Read headers in parallel; each slot is written by exactly one iteration.
         let files = candidates.map(\.path)
+        let headersRead = AtomicCounter()
+        progress?(0, files.count)
         let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
-            readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs)
+            defer { progress?(headersRead.increment(), files.count) }
+            return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs)
         }
         if cancellation?.isCancelled == true { throw .cancelled }
         var photos: [Photo] = []
