@@ -66,7 +66,10 @@ public struct Runner {
             let started = monotonicSeconds()
             let console = self.console
             let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.outputs,
-                                                 cancellation: cancellation) { step, done, total in
+                                                 cancellation: cancellation, beforeAnalysis: { plan throws(TesseraError) in
+                // Free space before analysis and matching, which can take minutes.
+                if !options.dryRun { try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath) }
+            }) { step, done, total in
                 let phase: Phase = step == .analysis ? .analysis : step == .target ? .target : .matching
                 if done == 0 { console.phase(phase) }
                 console.progress(phase, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)

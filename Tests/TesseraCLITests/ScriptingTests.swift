@@ -138,6 +138,23 @@ func jsonLines(_ text: String) -> [[String: Any]] {
         #expect(mosaic.status == 0, "\(mosaic.output)")
     }
 
+    /// A mosaic on a disk too small for it is refused before the analysis (which can take
+    /// minutes on a real library), not after the matching.
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func aMosaicChecksFreeSpaceBeforeAnalysis() {
+        let mountPoint = "\(testRoot)/tessera-mosaic-disk-\(getpid())"
+        mkdir(mountPoint, 0o755)
+        defer { rmdir(mountPoint) }
+        #expect(system("mount -t tmpfs -o size=1m tessera-test '\(mountPoint)'") == 0)
+        defer { _ = system("umount '\(mountPoint)'") }
+        let cache = "\(testRoot)/tessera-mosaic-disk-cache-\(getpid())"
+        defer { _ = system("rm -rf '\(cache)'") }
+        let run = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", mountPoint + "/m.jpg", "--grid", "100x80",
+                              "--tile-size", "40", "--min-distance", "0", "--cache-dir", cache, "--no-progress"])
+        #expect(run.status == 4 && run.output.contains("not enough disk space"), "\(run.output)")
+        #expect(access(cache, F_OK) != 0, "the photos were analysed before the disk was checked")
+    }
+
     @Test func dpiIsTheJFIFDensity() throws {
         let output = "\(testRoot)/tessera-dpi-\(getpid()).jpg"
         defer { unlink(output) }

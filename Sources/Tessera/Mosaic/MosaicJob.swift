@@ -97,6 +97,7 @@ public enum MosaicJob {
     /// `outputs`. Refuses a canvas too large for the outputs before any analysis.
     public static func prepare(library: PhotoLibrary, mosaic: MosaicSettings, settings: RenderSettings, outputs: [RenderOutput],
                                cancellation: RenderCancellation? = nil,
+                               beforeAnalysis: ((RenderPlan) throws(TesseraError) -> Void)? = nil,
                                progress: (@Sendable (MosaicStep, Int, Int) -> Void)? = nil) throws(TesseraError) -> PreparedMosaic {
         let rows = try rows(for: mosaic)
         let columns = mosaic.columns
@@ -109,8 +110,11 @@ public enum MosaicJob {
         let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
                                            settings: settings)
         do {
+            // Every photo in turn (which photo goes where changes nothing the plan counts but the
+            // distinct photos, taken as all of them).
+            let distinct = max(1, min(library.photos.count, columns * rows))
             let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                         photoIndices: [Int32](repeating: 0, count: columns * rows))
+                                         photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
             func fits(_ budget: Int) -> Bool {
                 var trial = settings
                 trial.maxMemoryBytes = budget
@@ -122,6 +126,8 @@ public enum MosaicJob {
                 throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
                                                   neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
             }
+            // (The checks a caller makes before the work, free space for one.)
+            try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
         }
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells
