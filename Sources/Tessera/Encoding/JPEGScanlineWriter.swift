@@ -76,9 +76,9 @@ final class JPEGScanlineWriter {
         let factors = subsampling.lumaFactors
         if tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), Int32(quality), factors.h, factors.v,
                                       UInt32(restartInterval)) != TESSERA_JPEG_OK {
-            let error = failure()
-            tessera_jpeg_encoder_destroy(encoder)
-            throw error
+            // (deinit destroys the encoder: a class whose stored properties are all set runs its
+            // deinit when its init throws.)
+            throw failure()
         }
     }
 
