@@ -16,6 +16,7 @@ public struct MosaicOptions: Equatable, Sendable {
     public var subCells = 3
     public var cacheDirectory: String?
     public var seed: UInt64 = 1
+    public var matchEffort = 2
 
     public init() {}
 }
@@ -27,6 +28,7 @@ public enum MosaicCommand {
         OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
         OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
         OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3)."),
+        OptionSpec(names: ["--match-effort"], valueName: "N", help: "Passes of local search after the first assignment: each cell takes a better photo, or swaps with the neighbour whose photo it wants, whenever the constraints allow and the total error drops (0-20, default 2; 0: the greedy assignment alone). The report prints the error before and after."),
         OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),
     ]
 
@@ -50,6 +52,7 @@ public enum MosaicCommand {
             case "--tint": mosaic.tintPercent = try integer(0...100)
             case "--sub-cells": mosaic.subCells = try integer(3...8)
             case "--cache-dir": mosaic.cacheDirectory = value
+            case "--match-effort": mosaic.matchEffort = try integer(0...20)
             default: break
             }
         }

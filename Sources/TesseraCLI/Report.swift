@@ -66,8 +66,15 @@ public enum Report {
         line += ", \(distinct) of \(photoCount) photos used"
         if duplicates > 0 { line += " (\(duplicates) duplicate photo(s) of pictures already counted left out)" }
         if match.constraintViolations > 0 { line += ", \(match.constraintViolations) cell(s) could not meet the constraints" }
+        if match.improvementPasses > 0 {
+            line += "\n        local search: mean error \(formatDecimal(match.greedyMeanError, places: 4)) -> \(formatDecimal(match.meanError, places: 4)), "
+            line += "total cost \(formatDecimal(match.greedyCost, places: 2)) -> \(formatDecimal(match.totalCost, places: 2)), "
+            line += "\(match.improvements) move(s) in \(match.improvementPasses) pass(es)"
+        }
         line += "\n        analysis \(analysed) photo(s) analysed, \(reused) from the index in \(formatDecimal(analysisSeconds, places: 2)) s; "
-        line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s"
+        line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s "
+        line += "(ranking \(formatDecimal(match.rankingSeconds, places: 2)) s\(match.usedTree ? ", feature tree" : ""), "
+        line += "greedy \(formatDecimal(match.greedySeconds, places: 2)) s, local search \(formatDecimal(match.improvementSeconds, places: 2)) s)"
         return line
     }
 
@@ -130,6 +137,9 @@ public enum Report {
     public static func mosaicFields(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int, duplicates: Int,
                                     analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double) -> (String, String) {
         let fields = ["\"mean_error\": \(formatDecimal(match.meanError, places: 5))",
+                      "\"greedy_mean_error\": \(formatDecimal(match.greedyMeanError, places: 5))",
+                      "\"total_cost\": \(formatDecimal(match.totalCost, places: 4))", "\"greedy_cost\": \(formatDecimal(match.greedyCost, places: 4))",
+                      "\"improvements\": \(match.improvements)",
                       "\"photos_used\": \(Set(match.assignment).count)", "\"photos\": \(photoCount)",
                       "\"duplicates\": \(duplicates)", "\"analysed\": \(analysed)", "\"reused\": \(reused)",
                       "\"smallest_repeat_distance\": \(match.smallestRepeatDistance.map(String.init) ?? "null")",

@@ -61,6 +61,7 @@ public struct Runner {
             settings.minDistance = mosaic.minDistance
             settings.maxUses = mosaic.maxUses
             settings.seed = mosaic.seed
+            settings.matchEffort = mosaic.matchEffort
             settings.tintPercent = mosaic.tintPercent
             settings.cacheDirectory = mosaic.cacheDirectory
             let started = monotonicSeconds()

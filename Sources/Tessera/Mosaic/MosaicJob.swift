@@ -23,6 +23,8 @@ public struct MosaicSettings: Equatable, Sendable {
     /// Each photo at most this many times; nil: no limit.
     public var maxUses: Int?
     public var seed: UInt64 = 1
+    /// Passes of local search after the greedy assignment (MosaicMatcher phase 3); 0: none.
+    public var matchEffort = 2
     /// How far each cell's colours move toward its part of the target, 0...100.
     public var tintPercent = 0
     /// Where the feature index lives; nil: defaultCacheDirectory().
@@ -183,7 +185,7 @@ public enum MosaicJob {
         progress?(.matching, 0, columns * rows)
         let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: features,
                                             minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
-                                            workers: workers, cancellation: cancellation,
+                                            workers: workers, effort: mosaic.matchEffort, cancellation: cancellation,
                                             progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,

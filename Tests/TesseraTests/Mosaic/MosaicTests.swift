@@ -304,3 +304,123 @@ extension RenderTests {
         #expect(meanAbsoluteDifference(try JPEGFile.read(tinted), reference) < meanAbsoluteDifference(rendered, reference) * 0.7)
     }
 }
+
+/// Photo-like features: a base colour per photo, a gradient across its sub-cells and a little
+/// noise; `clusters` > 0 draws the bases from that many tight clusters (a library of many
+/// shots of the same scenes), with some exact copies (ties).
+func photoLikeFeatures(count: Int, k: Int, seed: UInt64, clusters: Int = 0) -> [Float] {
+    var random = SplitMix64(seed: seed)
+    func uniform() -> Float { Float(random.next() % 1_000_000) / 1_000_000 }
+    let centres = (0..<max(1, clusters)).map { _ in (uniform(), uniform() * 0.6 - 0.3, uniform() * 0.6 - 0.3) }
+    var features: [Float] = []
+    features.reserveCapacity(count * k * k * 3)
+    for photo in 0..<count {
+        if clusters > 0 && photo % 10 == 9 {  // an exact copy of the one before
+            features += features[(features.count - k * k * 3)...]
+            continue
+        }
+        let base = clusters > 0 ? centres[Int(random.next() % UInt64(clusters))] : (uniform(), uniform() * 0.6 - 0.3, uniform() * 0.6 - 0.3)
+        let spread: Float = clusters > 0 ? 0.02 : 1
+        let l = clusters > 0 ? base.0 + (uniform() - 0.5) * spread : base.0
+        let gx = (uniform() - 0.5) * 0.2, gy = (uniform() - 0.5) * 0.2
+        for sy in 0..<k {
+            for sx in 0..<k {
+                let g = gx * Float(sx - k / 2) + gy * Float(sy - k / 2)
+                features += [l + g + (uniform() - 0.5) * 0.04, base.1 + (uniform() - 0.5) * 0.04, base.2 + (uniform() - 0.5) * 0.04]
+            }
+        }
+    }
+    return features
+}
+
+@Suite struct FeatureTreeTests {
+    /// The tree's m best photos are the exhaustive scan's, in the same order and with the same
+    /// costs, for every cell: uniform, clustered (with exact copies) and uniformly random
+    /// features, where the bound prunes little.
+    @Test(arguments: [("photo-like", 0), ("clustered with copies", 12), ("uniform noise", -1)])
+    func nearestIsExactlyTheExhaustiveRanking(kind: String, clusters: Int) {
+        let k = 3, d = 27, n = 3000, m = 24
+        let photos: [Float] = clusters < 0 ? (0..<(n * d)).map { _ in Float.random(in: 0...1) }
+                                           : photoLikeFeatures(count: n, k: k, seed: 21, clusters: clusters)
+        let targets = photoLikeFeatures(count: 400, k: k, seed: 22, clusters: max(0, clusters))
+        let tree = photos.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: n, valuesPerPhoto: d) }
+        var scratch = FeatureTree.Scratch(dimensions: tree.dimensions)
+        var same = 0
+        for cell in 0..<400 {
+            var treePhotos = [Int32](repeating: 0, count: m), treeCosts = [Float](repeating: 0, count: m)
+            photos.withUnsafeBufferPointer { p in
+                targets.withUnsafeBufferPointer { t in
+                    tree.nearest(t.baseAddress! + cell * d, features: p.baseAddress!, m: m, photos: &treePhotos, costs: &treeCosts,
+                                 scratch: &scratch)
+                }
+            }
+            // Exhaustive: every photo's cost, ranked by (cost, index).
+            var all: [(cost: Float, photo: Int32)] = []
+            photos.withUnsafeBufferPointer { p in
+                targets.withUnsafeBufferPointer { t in
+                    for photo in 0..<n {
+                        all.append((MosaicMatcher.squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + photo * d, count: d), Int32(photo)))
+                    }
+                }
+            }
+            all.sort { (a: (cost: Float, photo: Int32), b: (cost: Float, photo: Int32)) -> Bool in
+                a.cost < b.cost || (a.cost == b.cost && a.photo < b.photo)
+            }
+            let best = Array(all.prefix(m))
+            if best.map({ $0.photo }) == treePhotos && best.map({ $0.cost }) == treeCosts { same += 1 }
+        }
+        #expect(same == 400, "\(kind): \(same) of 400 cells ranked as the exhaustive scan ranks them")
+    }
+
+    /// Through the matcher, with constraints: the tree and the exhaustive ranking give the same
+    /// mosaic, cell for cell.
+    @Test func theMatcherGivesTheSameMosaicWithOrWithoutTheTree() throws {
+        let photos = photoLikeFeatures(count: 1500, k: 3, seed: 31, clusters: 30)
+        let target = photoLikeFeatures(count: 60 * 40, k: 3, seed: 32)
+        func run(_ tree: Bool) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 60, rows: 40, subCells: 3, photos: photos, minDistance: 2, maxUses: 5,
+                                    seed: 8, workers: 2, effort: 2, useTree: tree)
+        }
+        let withTree = try run(true), without = try run(false)
+        #expect(withTree.usedTree && !without.usedTree)
+        #expect(withTree == without)
+    }
+}
+
+@Suite struct LocalSearchTests {
+    static func constraintsHold(_ match: MosaicMatch, minDistance: Int, maxUses: Int?) -> Bool {
+        var uses: [Int32: Int] = [:]
+        for photo in match.assignment { uses[photo, default: 0] += 1 }
+        if let maxUses, uses.values.contains(where: { $0 > maxUses }) { return false }
+        return (match.smallestRepeatDistance ?? Int.max) > minDistance
+    }
+
+    /// The local search lowers the total cost (never raises it), keeps every constraint, and
+    /// gives the same mosaic for a seed whatever the number of workers.
+    @Test(arguments: [(1, nil), (2, nil), (1, 40), (0, 25), (3, 60)] as [(Int, Int?)])
+    func improvesWithinTheConstraints(minDistance: Int, maxUses: Int?) throws {
+        let photos = photoLikeFeatures(count: 60, k: 3, seed: 41)
+        let target = photoLikeFeatures(count: 40 * 30, k: 3, seed: 42)
+        func run(effort: Int, workers: Int) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 40, rows: 30, subCells: 3, photos: photos, minDistance: minDistance,
+                                    maxUses: maxUses, seed: 3, workers: workers, effort: effort)
+        }
+        let greedy = try run(effort: 0, workers: 2)
+        let improved = try run(effort: 4, workers: 2)
+        #expect(improved.greedyCost == greedy.totalCost, "the local search starts from the greedy result")
+        #expect(improved.totalCost <= improved.greedyCost)
+        #expect(improved.improvements > 0 && improved.totalCost < improved.greedyCost,
+                "D \(minDistance), K \(maxUses.map(String.init) ?? "none"): \(improved.improvements) moves")
+        // The cost it reports is the cost of what it placed.
+        let recomputed = (0..<(40 * 30)).reduce(0.0) { sum, cell in
+            target.withUnsafeBufferPointer { t in
+                photos.withUnsafeBufferPointer { p in
+                    sum + Double(MosaicMatcher.squaredDistance(t.baseAddress! + cell * 27, p.baseAddress! + Int(improved.assignment[cell]) * 27, count: 27))
+                }
+            }
+        }
+        #expect(abs(recomputed - improved.totalCost) < 1e-3 * max(1, recomputed))
+        #expect(Self.constraintsHold(improved, minDistance: minDistance, maxUses: maxUses) && improved.constraintViolations == 0)
+        for workers in [1, 3, 8] { #expect(try run(effort: 4, workers: workers) == improved, "\(workers) workers") }
+    }
+}
