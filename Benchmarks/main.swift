@@ -53,6 +53,8 @@ struct Options {
     var compareWorkerThreads = true
     var progressive = true
     var formats = true
+    var matching = true
+    var matchingSizes = [1000, 100_000, 1_000_000]
 }
 
 func fail(_ message: String) -> Never {
@@ -84,13 +86,16 @@ while !arguments.isEmpty {
     case "--no-deep-zoom": options.deepZoom = false
     case "--no-progressive": options.progressive = false
     case "--no-formats": options.formats = false
+    case "--no-matching": options.matching = false
+    case "--matching-sizes": options.matchingSizes = value().split(separator: ",").map { number(String($0), "--matching-sizes") }
+    case "--match-synthetic": runSyntheticMatching(photoCount: number(value(), "--match-synthetic"), workers: options.workers ?? onlineCoreCount())
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--compare-binary": options.compareBinary = value()
     case "--no-worker-threads-comparison": options.compareWorkerThreads = false
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -317,6 +322,9 @@ if options.formats {
     runFormatBenchmark()
 }
 
+if options.matching {
+    runMatchingBenchmark(sizes: options.matchingSizes)
+}
 if options.mosaic {
     runMosaicBenchmark()
 }

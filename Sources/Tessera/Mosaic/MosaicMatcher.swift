@@ -91,11 +91,11 @@ public enum MosaicMatcher {
 
     /// What matching `cells` cells against `photos` photos holds besides the process, in bytes:
     /// the target's features, the order, the assignment, the errors, the costs and the local
-    /// search's lists (28 bytes a cell beside the features), the photos' features twice (as given and flattened), the tree
+    /// search's lists and best costs and a list of cells to improve (36 bytes a cell beside the features), the photos' features twice (as given and flattened), the tree
     /// (6 projected values, an index and a share of a node a photo), and a batch's candidates.
     public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24) -> Int {
         let d = k * k * 3
-        return cells * (d * 4 + 28) + photos * (d * 8 + 80 + 44) + batchCells * candidateCount * 8
+        return cells * (d * 4 + 36) + photos * (d * 8 + 80 + 50) + batchCells * candidateCount * 8
     }
 
     /// Matches `photoFeatures` (k*k*3 floats each) to `target` (`columns * rows` cells of k*k*3).
@@ -180,10 +180,10 @@ public enum MosaicMatcher {
         // Each batch's candidates (photos and their costs), ranked in parallel.
         var candidates = [Int32](repeating: 0, count: batchCells * m)
         var candidateCosts = [Float](repeating: 0, count: batchCells * m)
-        func rank(batchStart: Int, batch: Int) {
+        func rank(_ list: [Int32], batchStart: Int, batch: Int) {
             flat.withUnsafeBufferPointer { photos in
                 target.withUnsafeBufferPointer { targets in
-                    order.withUnsafeBufferPointer { cellOrder in
+                    list.withUnsafeBufferPointer { cellOrder in
                         candidates.withUnsafeMutableBufferPointer { out in
                             candidateCosts.withUnsafeMutableBufferPointer { outCosts in
                                 let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
@@ -222,17 +222,21 @@ public enum MosaicMatcher {
             }
         }
 
+        // Each cell's best cost with no constraint (for the local search: a cell holding a photo
+        // that good cannot do better, and is not ranked again).
+        var bestCosts = [Float](repeating: 0, count: effort > 0 ? cells : 0)
         // Phase 1 and 2, a batch at a time.
         var batchStart = 0
         while batchStart < cells {
             let batch = min(batchCells, cells - batchStart)
             started = monotonicSeconds()
-            rank(batchStart: batchStart, batch: batch)
+            rank(order, batchStart: batchStart, batch: batch)
             rankingSeconds += monotonicSeconds() - started
             if cancellation?.isCancelled == true { throw .cancelled }
             started = monotonicSeconds()
             for slot in 0..<batch {
                 let cell = Int(order[batchStart + slot])
+                if effort > 0 { bestCosts[cell] = candidateCosts[slot * m] }
                 var chosen: Int32 = -1
                 var chosenCost: Float = 0
                 for i in 0..<m where allowed(candidates[slot * m + i], cell: cell) {
@@ -292,16 +296,18 @@ public enum MosaicMatcher {
         var improvements = 0, passes = 0
         for pass in 0..<max(0, effort) {
             var moves = 0
+            // Only the cells that hold less than their best can improve.
+            let unsettled = order.filter { costs[Int($0)] > bestCosts[Int($0)] }
             batchStart = 0
-            while batchStart < cells {
-                let batch = min(batchCells, cells - batchStart)
+            while batchStart < unsettled.count {
+                let batch = min(batchCells, unsettled.count - batchStart)
                 started = monotonicSeconds()
-                rank(batchStart: batchStart, batch: batch)
+                rank(unsettled, batchStart: batchStart, batch: batch)
                 rankingSeconds += monotonicSeconds() - started
                 if cancellation?.isCancelled == true { throw .cancelled }
                 started = monotonicSeconds()
                 for slot in 0..<batch {
-                    let cell = Int(order[batchStart + slot])
+                    let cell = Int(unsettled[batchStart + slot])
                     let current = assignment[cell]
                     let currentCost = costs[cell]
                     for i in 0..<m {
@@ -359,7 +365,7 @@ public enum MosaicMatcher {
                 }
                 improvementSeconds += monotonicSeconds() - started
                 batchStart += batch
-                progress?(cells * (pass + 1) + batchStart, totalWork)
+                progress?(cells * (pass + 1) + batchStart * cells / max(1, unsettled.count), totalWork)
             }
             improvements += moves
             passes += 1
