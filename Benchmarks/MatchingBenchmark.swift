@@ -1,26 +1,37 @@
 // MatchingBenchmark.swift — mosaic matching at library scale, with no files: 53,400 cells (the
 // 200 x 267 mosaic) against 1,000, 100,000 and 1,000,000 synthetic photos (SyntheticFeatures:
 // a base colour, a gradient and noise per photo). Each size runs in a child process (this
-// program with `--match-synthetic N`) so that its peak RSS is its own.
+// program with `--match-synthetic N`) so that its peak RSS is its own. The photos' features are
+// generated 16,384 photos at a time straight into the matcher's store (FeatureStore).
 import Glibc
 import Tessera
 import TesseraTestSupport
 
 /// In the child: builds the features, matches, prints one line of figures, exits.
-func runSyntheticMatching(photoCount: Int, workers: Int) -> Never {
+func runSyntheticMatching(photoCount: Int, workers: Int, temporaryDirectory _: String) -> Never {
     let k = 3, columns = 200, rows = 267
     var started = monotonicSeconds()
-    let photos = photoLikeFeatures(count: photoCount, k: k, seed: 17, clusters: 0)
+    let d = k * k * 3
     let target = photoLikeFeatures(count: columns * rows, k: k, seed: 18, clusters: 0)
-    let generated = monotonicSeconds() - started
-    started = monotonicSeconds()
     do {
-        let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photos: photos,
+        // The photos' features straight into the matcher's store, 16,384 photos at a time.
+        let store = FeatureStore(count: photoCount, valuesPerPhoto: d) { buffer in
+            var start = 0
+            while start < photoCount {
+                let count = min(16_384, photoCount - start)
+                let chunk = photoLikeFeatures(count: count, k: k, seed: 17 &+ UInt64(start), clusters: 0)
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[(start * d)..<((start + count) * d)]).initialize(from: chunk)
+                start += count
+            }
+        }
+        let generated = monotonicSeconds() - started
+        started = monotonicSeconds()
+        let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, store: store,
                                             minDistance: 1, maxUses: nil, seed: 1, workers: workers, effort: 2)
         let seconds = monotonicSeconds() - started
         print("seconds \(seconds) ranking \(match.rankingSeconds) greedy \(match.greedySeconds) local \(match.improvementSeconds) "
               + "tree \(match.usedTree) greedy-error \(match.greedyMeanError) error \(match.meanError) moves \(match.improvements) "
-              + "generated \(generated) features-bytes \(photos.count * 4 + target.count * 4)")
+              + "generated \(generated) features-bytes \(photoCount * d * 4)")
         exit(0)
     } catch {
         print("error \(error)")

@@ -88,7 +88,7 @@ while !arguments.isEmpty {
     case "--no-formats": options.formats = false
     case "--no-matching": options.matching = false
     case "--matching-sizes": options.matchingSizes = value().split(separator: ",").map { number(String($0), "--matching-sizes") }
-    case "--match-synthetic": runSyntheticMatching(photoCount: number(value(), "--match-synthetic"), workers: options.workers ?? onlineCoreCount())
+    case "--match-synthetic": runSyntheticMatching(photoCount: number(value(), "--match-synthetic"), workers: options.workers ?? onlineCoreCount(), temporaryDirectory: options.temporaryDirectory)
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--compare-binary": options.compareBinary = value()

@@ -214,7 +214,8 @@ struct FeatureTree: Sendable {
 
     /// The `m` photos with the smallest cost (squared distance over all values) to `target`,
     /// ranked by (cost, index), into `photos` and `costs` (m each). Exactly what comparing with
-    /// every photo gives. `features` are the full features the tree was built from.
+    /// every photo gives. `features` are the full features the tree was built from, in tree
+    /// order (FeatureStore.arrange with `order`): slot s holds photo order[s].
     func nearest(_ target: UnsafePointer<Float>, features: UnsafePointer<Float>, m: Int, photos: UnsafeMutablePointer<Int32>,
                  costs: UnsafeMutablePointer<Float>, scratch: inout Scratch) {
         let d = valuesPerPhoto, p = dimensions
@@ -247,7 +248,7 @@ struct FeatureTree: Sendable {
                                         if beaten(projectedCost) { continue }
                                         let photo = order[slot]
                                         let worst = costs[m - 1]
-                                        let full = features + Int(photo) * d
+                                        let full = features + slot * d
                                         var cost: Float = 0
                                         var i = 0
                                         while i < d {

@@ -104,23 +104,34 @@ public enum MosaicMatcher {
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let d = k * k * 3
-        precondition(photoFeatures.allSatisfy { $0.count == d })
-        return try match(target: target, columns: columns, rows: rows, subCells: k, photos: photoFeatures.flatMap { $0 },
+        return try match(target: target, columns: columns, rows: rows, subCells: k,
+                         store: FeatureStore(photos: photoFeatures, valuesPerPhoto: d),
                          minDistance: minDistance, maxUses: maxUses, seed: seed, workers: workers, candidateCount: candidateCount,
                          effort: effort, useTree: useTree, cancellation: cancellation, progress: progress)
     }
 
     /// The same, with the photos' features one after another in `flat` (k*k*3 floats each).
+    public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photos flat: [Float],
+                             minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
+                             candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, cancellation: RenderCancellation? = nil,
+                             progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
+        try match(target: target, columns: columns, rows: rows, subCells: k, store: FeatureStore(features: flat, valuesPerPhoto: k * k * 3),
+                  minDistance: minDistance, maxUses: maxUses, seed: seed, workers: workers, candidateCount: candidateCount,
+                  effort: effort, useTree: useTree, cancellation: cancellation, progress: progress)
+    }
+
+    /// The same, with the photos' features in `store` (which is rearranged into the feature
+    /// tree's order when a tree is used).
     /// `useTree`: nil decides by the photo count; true or false forces the feature tree or the
     /// exhaustive ranking (they give the same result).
-    public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photos flat: [Float],
+    public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore,
                              minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let d = k * k * 3
-        let n = flat.count / d
-        precondition(target.count == cells * d && flat.count == n * d)
+        let n = store.count
+        precondition(target.count == cells * d && store.valuesPerPhoto == d)
         guard n > 0 else { throw .noPhotos(searched: []) }
         let window = (2 * minDistance + 1) * (2 * minDistance + 1)
         if minDistance > 0 && n < window && cells > 1 {
@@ -132,7 +143,10 @@ public enum MosaicMatcher {
         let m = min(candidateCount, n)
         var started = monotonicSeconds()
         let tree: FeatureTree? = (useTree ?? (n >= treeThreshold))
-            ? flat.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: n, valuesPerPhoto: d) } : nil
+            ? FeatureTree(features: store.base, count: n, valuesPerPhoto: d) : nil
+        // The features in the tree's order: a search reads a few runs of neighbouring photos, not
+        // a page per photo all over the store.
+        if let tree { store.arrange(tree.order) }
         var rankingSeconds = monotonicSeconds() - started
         var greedySeconds = 0.0, improvementSeconds = 0.0
 
@@ -150,9 +164,7 @@ public enum MosaicMatcher {
         let totalWork = cells * (1 + max(0, effort))
 
         func cost(_ cell: Int, _ photo: Int32) -> Float {
-            target.withUnsafeBufferPointer { t in
-                flat.withUnsafeBufferPointer { p in squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + Int(photo) * d, count: d) }
-            }
+            target.withUnsafeBufferPointer { t in squaredDistance(t.baseAddress! + cell * d, store.pointer(Int(photo)), count: d) }
         }
 
         /// Cells within `minDistance` of `cell` that hold `photo`, other than `cell` and
@@ -181,12 +193,13 @@ public enum MosaicMatcher {
         var candidates = [Int32](repeating: 0, count: batchCells * m)
         var candidateCosts = [Float](repeating: 0, count: batchCells * m)
         func rank(_ list: [Int32], batchStart: Int, batch: Int) {
-            flat.withUnsafeBufferPointer { photos in
+            do {
                 target.withUnsafeBufferPointer { targets in
                     list.withUnsafeBufferPointer { cellOrder in
                         candidates.withUnsafeMutableBufferPointer { out in
                             candidateCosts.withUnsafeMutableBufferPointer { outCosts in
-                                let p = UnsafeSendable(photos.baseAddress!), t = UnsafeSendable(targets.baseAddress!)
+                                // (By photo, or by tree slot once arranged.)
+                                let p = UnsafeSendable(store.base), t = UnsafeSendable(targets.baseAddress!)
                                 let o = UnsafeSendable(cellOrder.baseAddress! + batchStart), c = UnsafeSendable(out.baseAddress!)
                                 let cc = UnsafeSendable(outCosts.baseAddress!)
                                 _ = mapInLanes(count: batch, lanes: workers, cancellation: cancellation,
@@ -263,7 +276,7 @@ public enum MosaicMatcher {
             progress?(batchStart, totalWork)
         }
         let greedyCost = costs.reduce(0.0) { $0 + Double($1) }
-        let greedyErrors = cellErrors(target: target, photos: flat, assignment: assignment, subCells: k)
+        let greedyErrors = cellErrors(target: target, store: store, assignment: assignment, subCells: k)
 
         // Phase 3: local search, `effort` passes in the same order. The cells holding each photo
         // are kept as doubly linked lists (8 bytes a cell), for swaps with a used-up photo.
@@ -373,7 +386,7 @@ public enum MosaicMatcher {
         }
 
         var match = MosaicMatch(columns: columns, rows: rows, assignment: assignment,
-                                cellErrors: cellErrors(target: target, photos: flat, assignment: assignment, subCells: k),
+                                cellErrors: cellErrors(target: target, store: store, assignment: assignment, subCells: k),
                                 constraintViolations: violations)
         match.greedyCost = greedyCost
         match.totalCost = costs.reduce(0.0) { $0 + Double($1) }
@@ -388,14 +401,14 @@ public enum MosaicMatcher {
     }
 
     /// Per cell: mean Euclidean Oklab distance over sub-cells between target and photo.
-    static func cellErrors(target: [Float], photos flat: [Float], assignment: [Int32], subCells k: Int) -> [Float] {
+    static func cellErrors(target: [Float], store: FeatureStore, assignment: [Int32], subCells k: Int) -> [Float] {
         let d = k * k * 3
         var errors = [Float](repeating: 0, count: assignment.count)
         for cell in 0..<assignment.count {
-            let photo = Int(assignment[cell])
+            let flat = store.pointer(Int(assignment[cell]))
             var total: Float = 0
             for s in 0..<(k * k) {
-                let ti = cell * d + s * 3, pi = photo * d + s * 3
+                let ti = cell * d + s * 3, pi = s * 3
                 let dl = target[ti] - flat[pi], da = target[ti + 1] - flat[pi + 1], db = target[ti + 2] - flat[pi + 2]
                 total += (dl * dl + da * da + db * db).squareRoot()
             }

@@ -316,15 +316,18 @@ extension RenderTests {
                                            : photoLikeFeatures(count: n, k: k, seed: 21, clusters: clusters)
         let targets = photoLikeFeatures(count: 400, k: k, seed: 22, clusters: max(0, clusters))
         let tree = photos.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: n, valuesPerPhoto: d) }
+        let arranged = FeatureStore(features: photos, valuesPerPhoto: d)
+        arranged.arrange(tree.order)
+        for photo in [0, 1, 17, n - 1] {  // each photo still found where it went
+            #expect(Array(UnsafeBufferPointer(start: arranged.pointer(photo), count: d)) == Array(photos[(photo * d)..<((photo + 1) * d)]))
+        }
         var scratch = FeatureTree.Scratch(dimensions: tree.dimensions)
         var same = 0
         for cell in 0..<400 {
             var treePhotos = [Int32](repeating: 0, count: m), treeCosts = [Float](repeating: 0, count: m)
-            photos.withUnsafeBufferPointer { p in
-                targets.withUnsafeBufferPointer { t in
-                    tree.nearest(t.baseAddress! + cell * d, features: p.baseAddress!, m: m, photos: &treePhotos, costs: &treeCosts,
-                                 scratch: &scratch)
-                }
+            targets.withUnsafeBufferPointer { t in
+                tree.nearest(t.baseAddress! + cell * d, features: arranged.base, m: m, photos: &treePhotos, costs: &treeCosts,
+                             scratch: &scratch)
             }
             // Exhaustive: every photo's cost, ranked by (cost, index).
             var all: [(cost: Float, photo: Int32)] = []
