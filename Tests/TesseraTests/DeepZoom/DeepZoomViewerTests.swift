@@ -137,9 +137,20 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
         // and y 508; every sampled point more than half a pixel from a quadrant's edge must
         // show level 11's colour there. (With the tiles' overlap not cropped, so that tiles sit
         // one pixel out of place, 79 points fail.)
-        let deep = try screenshot(page + "#z=12&x=700&y=500", scratch: scratch, name: "deep")
         let full = try readPyramidLevel(files: scratch.file("out/my wall_files"), level: 11, width: 1440, height: 960,
                                         tileSize: geometry.tileSize, overlap: geometry.overlap)
+        // Headless Chromium sometimes takes its picture before every tile has arrived (about one
+        // run in eight on a loaded machine: a tile-sized patch of the page colour). Such a shot
+        // is taken again, up to twice; a shot showing wrong colours is never retaken.
+        var deep = try screenshot(page + "#z=12&x=700&y=500", scratch: scratch, name: "deep")
+        for attempt in 1...2 {
+            let background = RGB(red: 0x11, green: 0x11, blue: 0x11)
+            let unloaded = stride(from: 10, to: windowHeight - 40, by: 7).contains { sy in
+                stride(from: 60, to: windowWidth - 220, by: 7).contains { sx in channelDistance(deep.pixel(x: sx, y: sy), background) <= 1 }
+            }
+            guard unloaded else { break }
+            deep = try screenshot(page + "#z=12&x=700&y=500", scratch: scratch, name: "deep-\(attempt)")
+        }
         checked = 0
         for sy in stride(from: 10, to: windowHeight - 40, by: 7) {
             for sx in stride(from: 60, to: windowWidth - 10, by: 7) {
@@ -212,7 +223,19 @@ private func channelDistance(_ a: RGB, _ b: RGB) -> Int {
         let page = "file://" + scratch.file("out/w.html")
         // 2000 x 1500: maxLevel 11. Zooms between levels, and one above full size.
         for (number, z) in [9.3, 10.4, 10.7, 11.5].enumerated() {
-            let shot = try screenshot(page + "#z=\(z)&x=1000&y=750", scratch: scratch, name: "seam-\(number)")
+            var shot = try screenshot(page + "#z=\(z)&x=1000&y=750", scratch: scratch, name: "seam-\(number)")
+            // A tile not yet arrived (a 10 x 10 block of exactly the page colour, never a seam's
+            // one-pixel line) means the shot came too early: taken again, up to twice.
+            func unloadedPatch(_ image: RGBImage) -> Bool {
+                stride(from: 200, to: 390, by: 10).contains { y0 in
+                    stride(from: 250, to: 540, by: 10).contains { x0 in
+                        (y0..<(y0 + 10)).allSatisfy { y in (x0..<(x0 + 10)).allSatisfy { x in image.pixel(x: x, y: y).green <= 18 } }
+                    }
+                }
+            }
+            for attempt in 1...2 where unloadedPatch(shot) {
+                shot = try screenshot(page + "#z=\(z)&x=1000&y=750", scratch: scratch, name: "seam-\(number)-\(attempt)")
+            }
             var darkest = 255
             // The middle of the window: picture at every one of these zooms, no control over it.
             for y in 200..<400 {
