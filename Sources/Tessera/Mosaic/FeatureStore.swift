@@ -58,25 +58,31 @@ public final class FeatureStore: @unchecked Sendable {
     /// in place, cycle by cycle; `pointer(photo)` still finds each photo.
     func arrange(_ order: [Int32]) {
         precondition(order.count == count && slotOfPhoto == nil)
-        let d = valuesPerPhoto
-        var placed = [Bool](repeating: false, count: count)
-        var carried = [Float](repeating: 0, count: d)
-        for start in 0..<count where !placed[start] {
-            for i in 0..<d { carried[i] = mutableBase[start * d + i] }
-            var slot = start
-            while true {
-                placed[slot] = true
-                let source = Int(order[slot])
-                if source == start {
-                    for i in 0..<d { mutableBase[slot * d + i] = carried[i] }
-                    break
-                }
-                for i in 0..<d { mutableBase[slot * d + i] = mutableBase[source * d + i] }
-                slot = source
-            }
-        }
+        permuteRecords(mutableBase, width: valuesPerPhoto, order: order)
         var slots = [Int32](repeating: 0, count: count)
         for (slot, photo) in order.enumerated() { slots[Int(photo)] = Int32(slot) }
         slotOfPhoto = slots
+    }
+}
+
+/// Rearranges `order.count` records of `width` floats at `records` so that record s becomes the
+/// one that was at `order[s]` (a permutation), in place: each cycle of the permutation is
+/// followed once, carrying one record, so no second copy of the records is ever held.
+func permuteRecords(_ records: UnsafeMutablePointer<Float>, width: Int, order: [Int32]) {
+    var placed = [Bool](repeating: false, count: order.count)
+    var carried = [Float](repeating: 0, count: width)
+    for start in 0..<order.count where !placed[start] {
+        for i in 0..<width { carried[i] = records[start * width + i] }
+        var slot = start
+        while true {
+            placed[slot] = true
+            let source = Int(order[slot])
+            if source == start {
+                for i in 0..<width { records[slot * width + i] = carried[i] }
+                break
+            }
+            for i in 0..<width { records[slot * width + i] = records[source * width + i] }
+            slot = source
+        }
     }
 }

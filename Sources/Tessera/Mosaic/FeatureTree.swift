@@ -115,25 +115,8 @@ struct FeatureTree: Sendable {
             return index
         }
         if count > 0 { _ = build(0, count) }
-        // The projected points into tree order, in place (following each cycle of the
-        // permutation), so that no second copy of them is ever held.
-        var placed = [Bool](repeating: false, count: count)
-        var carried = [Float](repeating: 0, count: p)
-        for start in 0..<count where !placed[start] {
-            // Slot `slot` must receive photo order[slot]'s point.
-            for a in 0..<p { carried[a] = projected[start * p + a] }
-            var slot = start
-            while true {
-                placed[slot] = true
-                let source = Int(order[slot])
-                if source == start {
-                    for a in 0..<p { projected[slot * p + a] = carried[a] }
-                    break
-                }
-                for a in 0..<p { projected[slot * p + a] = projected[source * p + a] }
-                slot = source
-            }
-        }
+        // The projected points into tree order, in place.
+        projected.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: p, order: order) }
         self.order = order
         self.points = projected
         self.nodes = nodes
