@@ -382,6 +382,13 @@ public enum GridCommand {
 
           # inside a small container: cap the renderer's memory
           tessera grid photos -o out.jpg --grid 100x100 --tile-size 200 --max-memory 48M
+
+          # for a GUI or a script: one JSON event per line on stderr (phases, progress, skipped
+          # photos, a summary with sizes, time and peak RSS); the result line on stdout
+          tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --progress json 2>events.jsonl
+
+          # a print at 300 dpi with a pyramid to share: a title, file names only under the mouse
+          tessera grid ~/Pictures -o print.jpg --dpi 300 --dzi share/wall.dzi --title "Summer 2026" --grid 60x40 --tile-size 300
         """
         return text
     }()
