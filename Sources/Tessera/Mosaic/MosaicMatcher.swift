@@ -192,7 +192,11 @@ public enum MosaicMatcher {
         // Each batch's candidates (photos and their costs), ranked in parallel.
         var candidates = [Int32](repeating: 0, count: batchCells * m)
         var candidateCosts = [Float](repeating: 0, count: batchCells * m)
-        func rank(_ list: [Int32], batchStart: Int, batch: Int) {
+        // Ranks `batch` cells of `list` from `batchStart`, timed into `rankingSeconds`; throws
+        // once cancelled.
+        func rank(_ list: [Int32], batchStart: Int, batch: Int) throws(TesseraError) {
+            let began = monotonicSeconds()
+            defer { rankingSeconds += monotonicSeconds() - began }
             do {
                 target.withUnsafeBufferPointer { targets in
                     list.withUnsafeBufferPointer { cellOrder in
@@ -233,6 +237,7 @@ public enum MosaicMatcher {
                     }
                 }
             }
+            if cancellation?.isCancelled == true { throw .cancelled }
         }
 
         // Each cell's best cost with no constraint (for the local search: a cell holding a photo
@@ -242,10 +247,7 @@ public enum MosaicMatcher {
         var batchStart = 0
         while batchStart < cells {
             let batch = min(batchCells, cells - batchStart)
-            started = monotonicSeconds()
-            rank(order, batchStart: batchStart, batch: batch)
-            rankingSeconds += monotonicSeconds() - started
-            if cancellation?.isCancelled == true { throw .cancelled }
+            try rank(order, batchStart: batchStart, batch: batch)
             started = monotonicSeconds()
             for slot in 0..<batch {
                 let cell = Int(order[batchStart + slot])
@@ -314,10 +316,7 @@ public enum MosaicMatcher {
             batchStart = 0
             while batchStart < unsettled.count {
                 let batch = min(batchCells, unsettled.count - batchStart)
-                started = monotonicSeconds()
-                rank(unsettled, batchStart: batchStart, batch: batch)
-                rankingSeconds += monotonicSeconds() - started
-                if cancellation?.isCancelled == true { throw .cancelled }
+                try rank(unsettled, batchStart: batchStart, batch: batch)
                 started = monotonicSeconds()
                 for slot in 0..<batch {
                     let cell = Int(unsettled[batchStart + slot])
