@@ -129,6 +129,7 @@ public struct RenderRequest: Sendable {
             }
         }
         let files = outputs.flatMap(\.files) + extra
+        var probed = Set<String>()  // (a pyramid's descriptor, viewer and tiles share one folder)
         for file in files {
             // Written first under a hidden name beside it (".NAME.tessera-PID-XXXXXX", or a staging
             // folder ".NAME.dzi.tessera-PID-XXXXXX"): that name must fit the file system's 255 bytes.
@@ -148,7 +149,7 @@ public struct RenderRequest: Sendable {
             // the folder is writable only if a file can be made in it. An unnamed one is tried
             // (nothing to clean up), and gone again at once.
             do throws(TesseraError) {
-                try FileDescriptor.openAnonymousTemporary(in: folder).close()
+                if probed.insert(folder).inserted { try FileDescriptor.openAnonymousTemporary(in: folder).close() }
             } catch {
                 var reason = "no file can be made there"
                 if case .system(_, let code, _) = error { reason += " (\(String(cString: strerror(code))))" }
