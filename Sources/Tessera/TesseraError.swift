@@ -30,6 +30,9 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case insufficientInodes(directory: String, neededFiles: Int64, freeFiles: Int64)
     /// The render was cancelled (a signal, or the caller).
     case cancelled
+    /// A shard folder cannot be joined: a part is missing, duplicated, truncated, or of another
+    /// render. Nothing was written.
+    case unusableParts(directory: String, reason: String)
 
     public var description: String {
         switch self {
@@ -55,6 +58,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "not enough free inodes in \(directory): the Deep Zoom pyramid needs \(needed) files and directories, \(free) can be made"
         case .cancelled:
             return "cancelled"
+        case let .unusableParts(directory, reason):
+            return "cannot join the parts in \(directory): \(reason)"
         }
     }
 }

@@ -37,7 +37,7 @@ public enum ExitCode: Int32, Error, Sendable {
     public init(_ error: TesseraError) {
         switch error {
         case .invalidSettings, .unusableOutput, .outputTooLarge: self = .usage
-        case .noPhotos, .unreadablePhoto: self = .badInput
+        case .noPhotos, .unreadablePhoto, .unusableParts: self = .badInput
         case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed

@@ -69,8 +69,15 @@ final class DeepZoomOutput: StripeSink {
         return (folder, String(file.dropLast(4)))
     }
 
+    /// `writerGeometry`: the picture the writer is fed, when it is not the whole pyramid's (the
+    /// join of shards feeds the small picture of level L and builds levels 0...L; the shards
+    /// wrote the others). `cells`: writes the viewer's cells.js at the path given (default:
+    /// from `labels`).
     init(destination: String, geometry: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
-         labels: CellLabels?, threads: Int) throws(TesseraError) {
+         labels: CellLabels?, threads: Int, writerGeometry: DeepZoomGeometry? = nil,
+         cells: ((String) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+        pyramid = geometry
+        writeCells = cells
         let (folder, name) = try DeepZoomOutput.split(destination)
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: settings.viewer)
         self.destination = destination
@@ -86,7 +93,7 @@ final class DeepZoomOutput: StripeSink {
             try makeDirectory(staging + "/" + name + "_files")
             try writeNewFile(staging + "/" + name + "_files/" + DeepZoomOutput.marker,
                              UnsafeRawBufferPointer(start: nil, count: 0))
-            writer = try DeepZoomWriter(geometry: geometry, quality: settings.quality, subsampling: subsampling,
+            writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
                                         filesDirectory: staging + "/" + name + "_files", threads: threads)
         } catch {
             removeTree(staging)
@@ -99,6 +106,9 @@ final class DeepZoomOutput: StripeSink {
 
     private var viewer = true
     private var title: String?
+    /// The whole pyramid's shape (the descriptor's).
+    let pyramid: DeepZoomGeometry
+    private let writeCells: ((String) throws(TesseraError) -> Void)?
     /// Held while the staging folder exists, so that no other render takes it for abandoned.
     private var stagingLock: FileDescriptor?
 
@@ -111,10 +121,14 @@ final class DeepZoomOutput: StripeSink {
         if viewer {
             try makeDirectory(staging + "/" + name + "_files/viewer")
             files = DeepZoomViewer.files(name: name, title: title)
-            try DeepZoomViewer.writeCellsScript(to: staging + "/" + name + "_files/viewer/cells.js", name: name,
-                                                geometry: writer.geometry, labels: labels)
+            let cellsPath = staging + "/" + name + "_files/viewer/cells.js"
+            if let writeCells {
+                try writeCells(cellsPath)
+            } else {
+                try DeepZoomViewer.writeCellsScript(to: cellsPath, name: name, geometry: pyramid, labels: labels)
+            }
         }
-        files.append((name + ".dzi", writer.geometry.descriptor))
+        files.append((name + ".dzi", pyramid.descriptor))
         for file in files {
             let bytes = Array(file.contents.utf8)
             try bytes.withUnsafeBytes { raw in

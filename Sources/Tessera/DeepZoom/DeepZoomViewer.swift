@@ -75,6 +75,12 @@ public enum DeepZoomViewer {
     static func writeCellsScript(to path: String, name: String, geometry: DeepZoomGeometry, labels: CellLabels?) throws(TesseraError) {
         let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
         defer { file.close() }
+        try cellsScript(name: name, geometry: geometry, labels: labels) { bytes throws(TesseraError) in try file.writeAll(bytes) }
+    }
+
+    /// The same text, handed to `write` 64 KiB at a time.
+    static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?,
+                            write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         func emit(_ text: String) throws(TesseraError) {
@@ -82,7 +88,7 @@ public enum DeepZoomViewer {
             if buffer.count >= 1 << 16 { try flush() }
         }
         func flush() throws(TesseraError) {
-            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw) } }.get()
+            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try write(raw) } }.get()
             buffer.removeAll(keepingCapacity: true)
         }
         try emit("window.TESSERA = {\n")

@@ -21,12 +21,43 @@
 // input in the next batch, so the levels form a pipeline one batch apart and no job in a batch
 // waits for another; `finish` runs the batches that drain it. A job touches only its own
 // column's encoder and carry rows and its own range of output pixels.
+//
+// A shard (ShardPlan.swift) runs the same writer over a window of the picture: levels
+// `window.lowest...maxLevel` only, fed the band's rows with margins, writing only the tile rows
+// the band owns, and handing the rows it averages below its lowest level to `window.reduced`
+// (the small picture the join builds the remaining levels from). The join runs it once more
+// over that small picture, for levels 0...lowest-1. Every level is averaged from the one above
+// with pairs aligned to even rows, so each band's rows are exactly the whole render's.
 import CTesseraShims
+
+/// Where finished tiles go: files in NAME_files (through one writing thread), or a handler
+/// (a shard's part file), called from the encoding jobs.
+enum TileDestination {
+    case folder(String)
+    case handler(@Sendable (_ level: Int, _ column: Int, _ row: Int, _ bytes: UnsafeRawBufferPointer) throws(TesseraError) -> Void)
+}
+
+/// The part of a pyramid one writer makes (see the file's note on shards).
+struct DeepZoomWindow: Equatable, Sendable {
+    /// The lowest level written; the rows averaged from it are handed to `reduced`.
+    let lowest: Int
+    /// Per level (index = level; below `lowest` unused): the rows it is fed, and the tile rows
+    /// it writes.
+    let fedRows: [Range<Int>]
+    let tileRows: [Range<Int>]
+    /// The rows of level `lowest - 1` the band owns (what it hands over of those averaged).
+    let reducedRows: Range<Int>
+}
 
 final class DeepZoomWriter {
     let geometry: DeepZoomGeometry
-    /// NAME_files: holds a folder per level.
+    /// NAME_files: holds a folder per level (a label only, with a handler destination).
     let filesDirectory: String
+    private let destination: TileDestination
+    private let window: DeepZoomWindow?
+    /// Rows of level `window.lowest - 1` as they are averaged: (first row, rows, stride, count).
+    private let reduced: ((Int, UnsafePointer<UInt8>, Int, Int) throws(TesseraError) -> Void)?
+    private let tilesHandled = TileTally()
     private let quality: Int32
     private let factors: (h: Int32, v: Int32)
     private let levels: [LevelStream]
@@ -35,20 +66,36 @@ final class DeepZoomWriter {
     /// Runs the batches' jobs (see JobTeam for why not concurrentPerform).
     private let team: JobTeam
     /// Tiles written so far (every level).
-    var tilesWritten: Int { files.filesWritten }
+    var tilesWritten: Int { files.filesWritten + tilesHandled.count }
     /// Bytes of tiles written so far.
-    var bytesWritten: Int64 { files.bytesWritten }
+    var bytesWritten: Int64 { files.bytesWritten + Int64(tilesHandled.bytes) }
 
     /// `threads`: how many threads run the jobs (the caller's included), as many as the
     /// render's workers.
+    /// `window`: a shard's part of the pyramid (nil: all of it); `reduced` receives the rows
+    /// averaged below `window.lowest`. With a `.folder` destination, `filesDirectory` is it.
     init(geometry: DeepZoomGeometry, quality: Int, subsampling: ChromaSubsampling, filesDirectory: String,
-         threads: Int) throws(TesseraError) {
-        for level in geometry.levels { try makeDirectory(filesDirectory + "/\(level.index)") }
+         threads: Int, destination: TileDestination? = nil, window: DeepZoomWindow? = nil,
+         reduced: ((Int, UnsafePointer<UInt8>, Int, Int) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+        let destination = destination ?? .folder(filesDirectory)
+        if case .folder(let folder) = destination {
+            for level in geometry.levels { try makeDirectory(folder + "/\(level.index)") }
+        }
         self.geometry = geometry
         self.filesDirectory = filesDirectory
+        self.destination = destination
+        self.window = window
+        self.reduced = reduced
         self.quality = Int32(quality)
         factors = subsampling.lumaFactors
-        levels = geometry.levels.map { LevelStream(level: $0, geometry: geometry) }
+        levels = geometry.levels.map { level in
+            let lowest = window?.lowest ?? 0
+            guard level.index >= lowest else {
+                return LevelStream(level: level, geometry: geometry, firstRow: 0, tileRows: 0..<0)
+            }
+            return LevelStream(level: level, geometry: geometry, firstRow: window?.fedRows[level.index].lowerBound ?? 0,
+                               tileRows: window?.tileRows[level.index] ?? 0..<level.rows)
+        }
         let team = try JobTeam(helpers: max(0, threads - 1))
         do throws(TesseraError) {
             files = try TileFileQueue()
@@ -83,8 +130,11 @@ final class DeepZoomWriter {
     func finish() throws(TesseraError) {
         while levels.contains(where: { $0.input != nil }) { try runBatch() }
         try files.drain()
-        for stream in levels where stream.nextRow != stream.level.height || stream.columns.contains(where: { $0.tileRow != stream.level.rows }) {
-            throw TesseraError.encodeFailed(path: filesDirectory, reason: "level \(stream.level.index) received \(stream.nextRow) of \(stream.level.height) rows")
+        for stream in levels where stream.level.index >= (window?.lowest ?? 0) {
+            let expected = window?.fedRows[stream.level.index].upperBound ?? stream.level.height
+            if stream.nextRow != expected || stream.columns.contains(where: { $0.tileRow != $0.tileRows.upperBound }) {
+                throw TesseraError.encodeFailed(path: filesDirectory, reason: "level \(stream.level.index) received rows up to \(stream.nextRow) of \(expected)")
+            }
         }
     }
 
@@ -94,7 +144,7 @@ final class DeepZoomWriter {
     /// another (levels are a batch apart, and each level's output is double-buffered).
     private func runBatch(alongside: (() -> Void)? = nil) throws(TesseraError) {
         var works: [LevelWork] = []
-        for stream in levels.reversed() {
+        for stream in levels.reversed() where stream.level.index >= (window?.lowest ?? 0) {
             guard let input = stream.input else { continue }
             stream.input = nil
             works.append(prepare(stream, rows: input.rows, stride: input.stride, count: input.count))
@@ -141,7 +191,18 @@ final class DeepZoomWriter {
                 stream.hasPending = false
             }
             if !work.pairs.isEmpty {
-                levels[work.level - 1].input = (UnsafePointer(work.output!), work.outputStride, work.pairs.count)
+                if let window, work.level == window.lowest {
+                    // Below a shard's lowest level: hand the band's own rows over.
+                    let first = (work.firstRow - (work.pairedPending ? 1 : 0)) / 2
+                    let rows = first..<(first + work.pairs.count)
+                    let kept = rows.clamped(to: window.reducedRows)
+                    if !kept.isEmpty {
+                        try reduced?(kept.lowerBound, UnsafePointer(work.output!) + (kept.lowerBound - first) * work.outputStride,
+                                     work.outputStride, kept.count)
+                    }
+                } else {
+                    levels[work.level - 1].input = (UnsafePointer(work.output!), work.outputStride, work.pairs.count)
+                }
                 stream.flipOutput()
             }
         }
@@ -181,12 +242,18 @@ final class DeepZoomWriter {
             output = stream.reserveOutput(bytes: pairs.count * outputStride)
         }
         return LevelWork(stream: stream, rows: rows, stride: stride, count: count, firstRow: stream.nextRow,
-                         pairs: pairs, keep: keep, output: output, outputStride: outputStride)
+                         pairedPending: level.index > 0 && stream.hasPending, pairs: pairs, keep: keep, output: output, outputStride: outputStride)
     }
 
     /// Hands a finished tile's bytes to the file queue. Called from jobs, one per column.
-    fileprivate func writeTile(level: Int, column: Int, row: Int, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
-        try files.enqueue(path: filesDirectory + "/\(level)/\(column)_\(row).jpg", bytes: Array(bytes))
+    func writeTile(level: Int, column: Int, row: Int, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        switch destination {
+        case .folder(let folder):
+            try files.enqueue(path: folder + "/\(level)/\(column)_\(row).jpg", bytes: Array(bytes))
+        case .handler(let handle):
+            try handle(level, column, row, bytes)
+            tilesHandled.add(bytes: bytes.count)
+        }
     }
 
     /// Waits for queued tile files (so a failed render can remove its folder).
@@ -202,6 +269,8 @@ private struct LevelWork {
     let stride: Int
     let count: Int
     let firstRow: Int
+    /// Whether the first pair starts with the row kept from the batch before.
+    let pairedPending: Bool
     let pairs: [(top: UnsafePointer<UInt8>, bottom: UnsafePointer<UInt8>)]
     let keep: UnsafePointer<UInt8>?
     let output: UnsafeMutablePointer<UInt8>?
@@ -246,10 +315,12 @@ private final class LevelStream {
     private var outputs: [(buffer: UnsafeMutablePointer<UInt8>, capacity: Int)]
     private var current = 0
 
-    init(level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry) {
+    init(level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry, firstRow: Int, tileRows: Range<Int>) {
         self.level = level
+        nextRow = firstRow
         columns = (0..<level.columns).map {
-            TileColumn(level: level, column: $0, x: geometry.span(tile: $0, extent: level.width), geometry: geometry)
+            TileColumn(level: level, column: $0, x: geometry.span(tile: $0, extent: level.width), geometry: geometry,
+                       tileRows: tileRows)
         }
         pending = .allocate(capacity: level.width * 3)
         outputs = [(.allocate(capacity: 0), 0), (.allocate(capacity: 0), 0)]
@@ -280,14 +351,18 @@ private final class TileColumn {
     let column: Int
     let x: Range<Int>
     let geometry: DeepZoomGeometry
+    /// The tile rows this column writes (all of the level's, but for a shard's band).
+    let tileRows: Range<Int>
     private var encoder: OpaquePointer?
-    private(set) var tileRow = 0
+    private(set) var tileRow: Int
     private var started = false
     private let carry: UnsafeMutablePointer<UInt8>
     private var carryRows = 0
 
-    init(level: DeepZoomGeometry.Level, column: Int, x: Range<Int>, geometry: DeepZoomGeometry) {
+    init(level: DeepZoomGeometry.Level, column: Int, x: Range<Int>, geometry: DeepZoomGeometry, tileRows: Range<Int>) {
         self.level = level
+        self.tileRows = tileRows
+        tileRow = tileRows.lowerBound
         self.column = column
         self.x = x
         self.geometry = geometry
@@ -311,12 +386,17 @@ private final class TileColumn {
         let rowBytes = x.count * 3
         var y = firstRow
         let end = firstRow + count
-        while y < end {
+        while y < end && tileRow < tileRows.upperBound {
             let span = geometry.span(tile: tileRow, extent: level.height)
+            if !started && carryRows == 0 && y < span.lowerBound {
+                // A shard's margin above its first tile: rows the band above writes.
+                y = min(end, span.lowerBound)
+                continue
+            }
             if !started { try startTile(span: span, at: y, rowBytes: rowBytes, writer: writer) }
             let stop = min(end, span.upperBound)
             try check(tessera_jpeg_encoder_write_rows(encoder, rows + (y - firstRow) * stride + x.lowerBound * 3, stride, UInt32(stop - y)))
-            if tileRow + 1 < level.rows {
+            if tileRow + 1 < tileRows.upperBound {
                 let nextStart = geometry.span(tile: tileRow + 1, extent: level.height).lowerBound
                 var row = max(y, nextStart)
                 while row < stop {
@@ -331,7 +411,7 @@ private final class TileColumn {
                 // When the level's height is at most `overlap` past a tile boundary, the last
                 // tile holds only rows the one above it shared: all carried already, and no row
                 // of the stream is left to start it. It is written now, from the carry alone.
-                if tileRow < level.rows {
+                if tileRow < tileRows.upperBound {
                     let next = geometry.span(tile: tileRow, extent: level.height)
                     if next.upperBound <= y {
                         try startTile(span: next, at: y, rowBytes: rowBytes, writer: writer)
@@ -394,4 +474,13 @@ func averageRows(_ top: UnsafePointer<UInt8>, _ bottom: UnsafePointer<UInt8>, in
             out[o + c] = UInt8(truncatingIfNeeded: (UInt16(top[i + c]) &+ UInt16(bottom[i + c]) &+ 1) >> 1)
         }
     }
+}
+
+/// Tiles and bytes handed to a handler destination, counted from the encoding jobs.
+private final class TileTally: @unchecked Sendable {
+    private let lock = Mutex()
+    private var tiles = 0, total = 0  // protected by `lock`
+    func add(bytes: Int) { lock.withLock { tiles += 1; total += bytes } }
+    var count: Int { lock.withLock { tiles } }
+    var bytes: Int { lock.withLock { total } }
 }

@@ -58,12 +58,16 @@ final class StripePipeline: @unchecked Sendable {
     // Protected by `lock`.
     private var slots: [SlotState]
     private var prepared: [[EncodedStripe?]]
-    private var nextToStart = 0
+    private var nextToStart: Int
     private var filling = 0
+    /// The stripes rendered: all of them, or a shard's (ShardPlan.swift).
+    private let stripes: Range<Int>
 
     init(plan: RenderPlan, store: StripeStore, painter: CellPainter, sinks: [StripeSink], cancellation: RenderCancellation?,
-         workerThreads: WorkerThreads) throws(TesseraError) {
+         workerThreads: WorkerThreads, stripes: Range<Int>? = nil) throws(TesseraError) {
         self.plan = plan
+        self.stripes = stripes ?? 0..<plan.geometry.stripeCount
+        nextToStart = self.stripes.lowerBound
         self.store = store
         self.painter = painter
         self.sinks = sinks
@@ -82,7 +86,7 @@ final class StripePipeline: @unchecked Sendable {
         let geometry = plan.geometry
         let window = plan.windowStripes
         lock.withLock { startStripes() }
-        for index in 0..<geometry.stripeCount {
+        for index in stripes {
             let slot = index % window
             let ready: [EncodedStripe?]? = lock.withLock {
                 while errors.error == nil && slots[slot] != .ready(index) { changed.wait() }
@@ -151,7 +155,7 @@ final class StripePipeline: @unchecked Sendable {
     /// filled, no error, not cancelled. Called with `lock` held.
     private func startStripes() {
         let window = plan.windowStripes
-        while filling < plan.workers && nextToStart < plan.geometry.stripeCount
+        while filling < plan.workers && nextToStart < stripes.upperBound
                 && slots[nextToStart % window] == .free && errors.error == nil {
             if cancellation?.isCancelled == true {
                 errors.record(.cancelled)
@@ -193,7 +197,7 @@ final class StripePipeline: @unchecked Sendable {
                 // Go on with the next stripe if it may start; else end this job.
                 let window = plan.windowStripes
                 if cancellation?.isCancelled == true { errors.record(.cancelled) }
-                guard errors.error == nil, nextToStart < plan.geometry.stripeCount,
+                guard errors.error == nil, nextToStart < stripes.upperBound,
                       slots[nextToStart % window] == .free else {
                     filling -= 1
                     changed.broadcast()

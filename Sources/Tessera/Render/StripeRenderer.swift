@@ -11,6 +11,10 @@ public final class StripeRenderer: Sendable {
     public let request: RenderRequest
     public let plan: RenderPlan
     private let cancellation: RenderCancellation?
+    /// With a shard target: the band this process renders, and the render's fingerprint.
+    public let shard: ShardTarget?
+    public let band: ShardBand?
+    let fingerprint: String?
 
     public var photos: [Photo] { request.photos }
     public var layout: CellLayout { request.layout }
@@ -18,14 +22,36 @@ public final class StripeRenderer: Sendable {
 
     /// Validates `request` (its outputs, their folders and names; RenderRequest.validate) and
     /// plans the render (settings, canvas size, memory; RenderPlan.make).
-    public init(request: RenderRequest, cancellation: RenderCancellation? = nil) throws(TesseraError) {
+    /// With `shard`, renders only that shard's band into its part file in the shard folder
+    /// (ShardPlan.swift); `tessera join` makes the outputs from the parts. A sharded render
+    /// always writes the parallel encoder's restart-marker stripes: `settings.encoder` nil or
+    /// `.parallel` (the joined JPEG is that of a single-process render with `.parallel`).
+    public init(request: RenderRequest, cancellation: RenderCancellation? = nil, shard: ShardTarget? = nil) throws(TesseraError) {
+        var request = request
+        if shard != nil && request.jpegPath != nil {
+            guard request.settings.encoder != .serial else {
+                throw .invalidSettings("a sharded render is joined from restart-marker stripes, which the serial encoder does not make: "
+                                       + "leave out --encoder serial")
+            }
+            request.settings.encoder = .parallel
+        }
         try request.validate()
         self.request = request
         self.cancellation = cancellation
-        plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
+        self.shard = shard
+        let plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
                                    wholeImageBytes: request.photos.map {
                                        $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
                                    }.max() ?? 0)
+        self.plan = plan
+        if let shard {
+            let band = try ShardBand.make(plan: plan, shard: shard.shard)
+            self.band = band
+            fingerprint = ShardBand.fingerprint(request: request, plan: plan, shards: shard.shard.count, bandUnitRows: band.bandUnitRows)
+        } else {
+            band = nil
+            fingerprint = nil
+        }
     }
 
     /// Removes what dead renders left in the folders this render uses (their hidden temporaries
@@ -36,6 +62,7 @@ public final class StripeRenderer: Sendable {
         for output in request.outputs { stale.formUnion(StaleTemporaries.remove(in: parentDirectory(of: output.path))) }
         stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
         stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
+        if let shard { stale.formUnion(StaleTemporaries.remove(in: shard.directory)) }
         return stale.sorted()
     }
 
@@ -64,7 +91,7 @@ public final class StripeRenderer: Sendable {
                                   background: settings.background)
         do throws(TesseraError) {
             let pipeline = try StripePipeline(plan: plan, store: store, painter: painter, sinks: sinks, cancellation: cancellation,
-                                              workerThreads: settings.workerThreads)
+                                              workerThreads: settings.workerThreads, stripes: band?.renderedStripes)
             try pipeline.run(observer: observer)
         } catch {
             store.releaseAll()
@@ -92,6 +119,9 @@ public final class StripeRenderer: Sendable {
 
     /// One sink per output, the pyramid first; the JPEG's by the plan's compression.
     private func makeSinks() throws(TesseraError) -> [StripeSink] {
+        if let shard, let band, let fingerprint {
+            return [try ShardSink(target: shard, band: band, plan: plan, request: request, fingerprint: fingerprint)]
+        }
         var sinks: [StripeSink] = []
         let ordered = request.outputs.filter { $0.kind != .jpeg } + request.outputs.filter { $0.kind == .jpeg }
         do throws(TesseraError) {

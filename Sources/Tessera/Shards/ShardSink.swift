@@ -1,0 +1,221 @@
+// ShardSink.swift — a shard's one output: its part file (PartFile.swift), fed the band's stripes.
+//
+// The JPEG's stripes the band owns are compressed exactly as the single-process parallel encoder
+// compresses them (RestartMarkerJPEG.swift: a standalone JPEG a stripe, its entropy-coded data
+// kept), on the workers, or in the pyramid's batch when there is one; the part keeps each
+// segment and, in the part holding stripe 0, the file's header. The pyramid's share goes through
+// a DeepZoomWriter over the band's window (DeepZoomWriter.swift): tiles and the reduced rows into
+// the part. Shard 1 also keeps the viewer's cells.js. The header text (`header`) says everything
+// `tessera join` needs: the outputs, their settings, and the band.
+
+/// Where a shard writes, and which shard it is.
+public struct ShardTarget: Equatable, Sendable {
+    public let shard: ShardSpec
+    /// The shard folder every shard of the render writes its part into, and `tessera join` reads.
+    public let directory: String
+
+    public init(shard: ShardSpec, directory: String) {
+        self.shard = shard
+        self.directory = directory
+    }
+
+    public var partPath: String { (directory.hasSuffix("/") ? directory : directory + "/") + shard.partFileName }
+}
+
+final class ShardSink: StripeSink {
+    private let part: PartWriter
+    private let band: ShardBand
+    private let plan: RenderPlan
+    private let settings: RenderSettings
+    private let marks: JPEGMarks
+    private let zoom: DeepZoomWriter?
+    private let header: [(key: String, value: String)]
+    private let cells: CellLabels?
+    private let writesCells: Bool
+
+    init(target: ShardTarget, band: ShardBand, plan: RenderPlan, request: RenderRequest, fingerprint: String) throws(TesseraError) {
+        self.band = band
+        self.plan = plan
+        settings = request.settings
+        marks = .output(dotsPerInch: request.settings.dotsPerInch)
+        part = try PartWriter(path: target.partPath)
+        var header: [(key: String, value: String)] = [
+            ("format", "1"), ("shard", String(target.shard.number)),
+            ("shards", String(target.shard.count)), ("fingerprint", fingerprint),
+            ("width", String(plan.width)), ("height", String(plan.height)),
+            ("stripe-height", String(plan.geometry.stripeHeight)), ("stripe-count", String(plan.geometry.stripeCount)),
+            ("band-unit", String(band.bandUnitRows)),
+            ("rows", "\(band.rows.lowerBound) \(band.rows.upperBound)"), ("subsampling", settings.subsampling.rawValue),
+        ]
+        if let path = request.jpegPath {
+            header += [("jpeg", OutputDestination.canonicalPath(path)), ("restart-interval", String(plan.restartInterval)),
+                       ("jpeg-stripes", "\(band.jpegStripes.lowerBound) \(band.jpegStripes.upperBound)")]
+        }
+        var zoomWriter: DeepZoomWriter?
+        if let path = request.deepZoomPath, let geometry = plan.deepZoom, let zoom = plan.deepZoomSettings {
+            let lowest = band.deepZoom?.window.lowest ?? 0
+            header += [("dzi", OutputDestination.canonicalPath(path)), ("dz-tile-size", String(zoom.tileSize)),
+                       ("dz-overlap", String(zoom.overlap)), ("dz-quality", String(zoom.quality)),
+                       ("dz-viewer", zoom.viewer ? "1" : "0"), ("dz-labels", zoom.labels.rawValue)]
+            if let title = zoom.title { header.append(("dz-title", title)) }
+            if let window = band.deepZoom {
+                header += [("dz-lowest", String(lowest)), ("dz-reduced-size", "\(window.reducedWidth) \(window.reducedHeight)"),
+                           ("dz-reduced-rows", "\(window.window.reducedRows.lowerBound) \(window.window.reducedRows.upperBound)")]
+                let part = self.part
+                let reducedBytes = window.reducedWidth * 3
+                zoomWriter = try DeepZoomWriter(
+                    geometry: geometry, quality: zoom.quality, subsampling: settings.subsampling,
+                    filesDirectory: target.partPath, threads: plan.workers,
+                    destination: .handler { level, column, row, bytes throws(TesseraError) in
+                        try part.append(.tile, a: level, b: column, c: row, bytes: bytes)
+                    },
+                    window: window.window,
+                    reduced: { first, rows, stride, count throws(TesseraError) in
+                        for i in 0..<count {
+                            try part.append(.reducedRows, a: first + i, b: 1, bytes: UnsafeRawBufferPointer(start: rows + i * stride, count: reducedBytes))
+                        }
+                    })
+            }
+            // cells.js: the layout's, once (shard 1); join copies it into the viewer.
+            cells = zoom.viewer ? CellLabels(layout: request.layout, photos: request.photos, shown: zoom.labels) : nil
+            writesCells = zoom.viewer && target.shard.number == 1
+            if writesCells { header.append(("dz-name", (path.split(separator: "/").last.map(String.init) ?? "").replacingAll(".dzi", with: ""))) }
+        } else {
+            cells = nil
+            writesCells = false
+        }
+        self.header = header
+        zoom = zoomWriter
+    }
+
+    private func owns(_ stripe: StripeView) -> Bool { plan.writesJPEG && band.jpegStripes.contains(stripe.index) }
+
+    func prepare(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe? {
+        guard plan.compression == .segmentsOnWorkers, owns(stripe) else { return nil }
+        return try encode(stripe)
+    }
+
+    var runsBatches: Bool { zoom != nil }
+
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+        var segment = prepared
+        var encodeError: TesseraError?
+        let work = {
+            if segment == nil && self.owns(stripe) {
+                do throws(TesseraError) { segment = try self.encode(stripe) } catch { encodeError = error }
+            }
+            alongside?()
+        }
+        if let zoom, let fed = band.deepZoom?.fedRows {
+            let rows = stripe.rows.clamped(to: fed)
+            let first = stripe.pixels + max(0, rows.lowerBound - stripe.rows.lowerBound) * stripe.bytesPerRow
+            try zoom.append(rows: first, stride: stripe.bytesPerRow, count: rows.count, alongside: work)
+        } else {
+            work()
+        }
+        if let encodeError { throw encodeError }
+        guard let segment else { return }
+        if stripe.index == 0 {
+            let fileHeader = try segment.fileHeader(height: plan.height, restartInterval: plan.restartInterval, label: part.path)
+            try fileHeader.withUnsafeBytes { raw in Result { () throws(TesseraError) in try part.append(.jpegHeader, a: 0, bytes: raw) } }.get()
+        }
+        try segment.jpeg.withUnsafeBytes { raw in
+            Result { () throws(TesseraError) in
+                try part.append(.jpegSegment, a: stripe.index, bytes: UnsafeRawBufferPointer(rebasing: raw[segment.entropy]))
+            }
+        }.get()
+    }
+
+    func finish() throws(TesseraError) {
+        try zoom?.finish()
+        if writesCells, let geometry = plan.deepZoom {
+            var piece = 0
+            let name = header.first { $0.key == "dz-name" }?.value ?? ""
+            try DeepZoomViewer.cellsScript(name: name, geometry: geometry, labels: cells) { bytes throws(TesseraError) in
+                try part.append(.cellsScript, a: piece, bytes: bytes)
+                piece += 1
+            }
+        }
+        try part.finish(header: header)
+    }
+
+    func commit() throws(TesseraError) { try part.commit() }
+
+    func discard() {
+        zoom?.abandon()
+        part.discard()
+    }
+
+    func record(into summary: inout RenderSummary) {
+        summary.outputBytes = part.bytesWritten
+        summary.deepZoomTiles = zoom?.tilesWritten ?? 0
+        summary.deepZoomBytes = zoom?.bytesWritten ?? 0
+    }
+
+    private func encode(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe {
+        try EncodedStripe.encode(rows: stripe.pixels, stride: stripe.bytesPerRow, width: stripe.width, rowCount: stripe.rows.count,
+                                 quality: settings.quality, subsampling: settings.subsampling, label: part.path, marks: marks)
+    }
+}
+
+/// A 128-bit FNV-1a digest (two 64-bit lanes with different offsets), as 32 hex digits: what
+/// tells a part of this render from a part of another.
+struct Fingerprint {
+    private var a: UInt64 = 0xcbf2_9ce4_8422_2325
+    private var b: UInt64 = 0x6c62_272e_07bb_0142
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        for byte in bytes {
+            a = (a ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            b = (b ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 &+ 0x9e37
+        }
+    }
+    mutating func add(_ text: String) {
+        var text = text + "\u{1}"
+        text.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+    }
+    mutating func add<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { add($0) } }
+    var hex: String {
+        func digits(_ value: UInt64) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }
+        return digits(a) + digits(b)
+    }
+}
+
+extension ShardBand {
+    /// What identifies the render a part belongs to: everything that decides its bytes (the
+    /// plan's shape, the outputs and their settings, the photos and which cell shows which, a
+    /// mosaic's tints) and the split (N and the band height).
+    static func fingerprint(request: RenderRequest, plan: RenderPlan, shards: Int, bandUnitRows: Int) -> String {
+        var digest = Fingerprint()
+        let settings = request.settings
+        digest.add("tessera shards 1")
+        for value in [plan.width, plan.height, plan.geometry.stripeHeight, plan.restartInterval, settings.quality,
+                      settings.dotsPerInch ?? 0, shards, bandUnitRows, Int(settings.background.red),
+                      Int(settings.background.green), Int(settings.background.blue)] { digest.add(Int64(value)) }
+        digest.add(settings.subsampling.rawValue)
+        for output in request.outputs {
+            digest.add(OutputDestination.canonicalPath(output.path))
+            if case .deepZoom(_, let zoom) = output {
+                for value in [zoom.tileSize, zoom.overlap, zoom.quality, zoom.viewer ? 1 : 0] { digest.add(Int64(value)) }
+                digest.add(zoom.labels.rawValue)
+                digest.add(zoom.title ?? "")
+            }
+        }
+        let layout = request.layout
+        for value in [layout.columns, layout.rows, layout.cellWidth, layout.cellHeight] { digest.add(Int64(value)) }
+        for index in layout.photoIndices { digest.add(index) }
+        for photo in request.photos {
+            digest.add(photo.path)
+            for value in [photo.header.width, photo.header.height, photo.header.exifOrientation] { digest.add(Int64(value)) }
+        }
+        if let tint = request.tint {
+            digest.add(tint.strength.bitPattern)
+            digest.add(Int64(tint.subCells))
+            for value in tint.target { digest.add(value.bitPattern) }
+            for features in tint.photoFeatures { for value in features { digest.add(value.bitPattern) } }
+        }
+        return digest.hex
+    }
+}
