@@ -28,6 +28,8 @@ public struct GridOptions: Equatable, Sendable {
     public var selection = PhotoSelection()
     /// Where every photo went (`--manifest`), or nil.
     public var manifestPath: String?
+    /// Render one shard of N into a part file (`--shard K/N --shard-dir DIR`), or nil.
+    public var shard: ShardTarget?
 
     public init() {}
 
@@ -89,6 +91,8 @@ public enum GridCommand {
         OptionSpec(names: ["--manifest"], valueName: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture."),
         OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched."),
         OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out."),
+        OptionSpec(names: ["--shard"], valueName: "K/N", help: "Render only shard K of N (K from 1) into a part file in --shard-dir, for a batch scheduler (Slurm job arrays, GNU parallel, Kubernetes Indexed Jobs): run shards 1...N with the same flags and inputs anywhere that sees the same paths, then 'tessera join DIR'. Every shard plans the whole render (the same layout, seed and mosaic matching), renders its band, and decodes only the photos the band shows. The joined outputs are byte for byte those of one process with --encoder parallel."),
+        OptionSpec(names: ["--shard-dir"], valueName: "DIR", help: "The folder the shards' part files go to (part-K-of-N.tessera-part, each written atomically; a shard run again replaces its part). Required with --shard; a folder every shard and the join can reach (a shared volume on a cluster)."),
         OptionSpec(names: ["--dry-run"], valueName: nil, help: "Print the plan (size, stripes, workers, memory and disk) and render nothing."),
         OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr: a bar naming the phase (the default; drawn only when stderr is a terminal), JSON Lines for programs (every stderr line is one event: phase, progress with done/total/eta_s at most 4 a second, skipped, placeholder, warning, error, and a final summary with the sizes, time, peak RSS and outputs), or nothing."),
         OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
@@ -114,6 +118,8 @@ public enum GridCommand {
         // first (two -o: which file?), so only --exclude may repeat.
         var given: Set<String> = []
         var seedPosition: Int?
+        var shardSpec: ShardSpec?
+        var shardDirectory: String?
         while index < arguments.count {
             let argument = arguments[index]
             let position = firstIndex + index
@@ -280,6 +286,15 @@ public enum GridCommand {
                 options.selection.excludes.append(value)
             case "--include-hidden": options.selection.includeHidden = true
             case "--manifest": options.manifestPath = value
+            case "--shard":
+                guard let spec = ShardSpec.parse(value) else {
+                    throw CommandLineError("--shard expects K/N with 1 <= K <= N <= \(ShardSpec.maxCount), like 3/8, got '\(value)'",
+                                           argumentIndex: valuePosition)
+                }
+                shardSpec = spec
+            case "--shard-dir":
+                guard !value.isEmpty else { throw CommandLineError("--shard-dir expects a folder", argumentIndex: valuePosition) }
+                shardDirectory = value
             case "--dry-run": options.dryRun = true
             case "--no-progress":
                 if given.contains("--progress") && options.progress != .none {
@@ -337,6 +352,16 @@ public enum GridCommand {
         }
         guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
         guard sawTileSize else { throw CommandLineError("--tile-size N is required") }
+        switch (shardSpec, shardDirectory) {
+        case (nil, nil): break
+        case (let spec?, let directory?):
+            if options.settings.encoder == .serial {
+                throw CommandLineError("--shard joins the parallel encoder's restart-marker stripes, which --encoder serial does not make: drop --encoder serial")
+            }
+            options.shard = ShardTarget(shard: spec, directory: directory)
+        case (nil, _?): throw CommandLineError("--shard-dir is where --shard K/N writes its part: give --shard too")
+        case (_?, nil): throw CommandLineError("--shard K/N needs --shard-dir DIR, the folder its part goes to (and 'tessera join DIR' reads)")
+        }
         return options
     }
 

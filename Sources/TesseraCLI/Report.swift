@@ -57,6 +57,33 @@ public enum Report {
         return line
     }
 
+    /// A shard's summary: its band, its part, and what to run when every shard is done.
+    public static func shard(_ summary: RenderSummary, target: ShardTarget, band: ShardBand, skipped: [SkippedPhoto]) -> String {
+        var line = "wrote shard \(target.shard) to \(target.partPath): rows \(band.rows.lowerBound)..<\(band.rows.upperBound) of \(summary.height)"
+        line += " (\(summary.width) px wide), \(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
+        line += "peak RSS \(formatBytes(summary.peakResidentBytes)), \(summary.photosDecoded) photo(s) decoded"
+        if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) drawn as placeholders" }
+        if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
+        return line + "\nwhen all \(target.shard.count) shard(s) are done: tessera join \(target.directory)"
+    }
+
+    /// `--dry-run --shard`: the band.
+    public static func band(_ band: ShardBand, plan: RenderPlan) -> String {
+        var line = "shard       \(band.shard) of rows \(band.rows.lowerBound)..<\(band.rows.upperBound) (bands of \(band.bandUnitRows) rows), "
+        line += "rendering stripes \(band.renderedStripes.lowerBound)..<\(band.renderedStripes.upperBound) of \(plan.geometry.stripeCount)"
+        if plan.writesJPEG { line += ", JPEG stripes \(band.jpegStripes.lowerBound)..<\(band.jpegStripes.upperBound)" }
+        return line
+    }
+
+    /// `tessera join`'s summary.
+    public static func join(_ summary: JoinSummary, directory: String) -> String {
+        var names: [String] = []
+        if let path = summary.jpegPath { names.append("\(path) (\(formatBytes(summary.jpegBytes)))") }
+        if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes)))") }
+        return "joined \(summary.shards) part(s) from \(directory): wrote \(names.joined(separator: " and ")), \(summary.width) x \(summary.height) px, "
+            + "in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))"
+    }
+
     /// The mosaic's own summary: fit, repeats, and where the time went before rendering.
     public static func mosaic(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int,
                               analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double, duplicates: Int = 0) -> String {

@@ -32,12 +32,12 @@ public struct Runner {
             let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                          cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
             let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.outputs)
-            let renderer = try StripeRenderer(request: request, cancellation: cancellation)
+            let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
-            if let path = options.manifestPath {
+            if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
             }
-            console.result(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: library.skipped))
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: options.manifestPath, skipped: library.skipped.count))
             return .success
@@ -69,7 +69,10 @@ public struct Runner {
             let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.outputs,
                                                  cancellation: cancellation, beforeAnalysis: { plan throws(TesseraError) in
                 // Free space before analysis and matching, which can take minutes.
-                if !options.dryRun { try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath) }
+                if !options.dryRun {
+                    try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath,
+                                            shard: options.shard.map { ($0.directory, 1.0 / Double($0.shard.count)) })
+                }
             }) { step, done, total in
                 let phase: Phase = step == .analysis ? .analysis : step == .target ? .target : .matching
                 if done == 0 { console.phase(phase) }
@@ -80,7 +83,7 @@ public struct Runner {
             if options.dryRun {
                 for duplicate in prepared.duplicates { console.result("duplicate   \(duplicate.photo): the same picture as \(duplicate.sameAs)") }
             }
-            let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation)
+            let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
             let matching = Report.mosaic(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
                                          reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
                                          targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
@@ -90,9 +93,10 @@ public struct Runner {
                 console.result(matching)
                 return .success
             }
-            if let path = mosaic.manifestPath { try MosaicJob.writeManifest(prepared, to: path) }
-            console.result(Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath,
-                                          skipped: library.skipped + prepared.failed))
+            if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
+                try MosaicJob.writeManifest(prepared, to: path)
+            }
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped + prepared.failed))
             console.result(matching)
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skipped.count + prepared.failed.count)
@@ -112,6 +116,7 @@ public struct Runner {
     /// one of the inputs.
     func scanPhotos(_ options: GridOptions, alsoWriting extra: [OutputFile] = [],
                     alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
+        let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
         do throws(TesseraError) {
             try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
         } catch {
@@ -166,19 +171,25 @@ public struct Runner {
     func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int,
                 preparationBytes: Int = 0) throws(TesseraError) -> RenderSummary? {
         let plan = renderer.plan
-        let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
+        // A shard writes its part, about its band's share of the outputs, into the shard folder.
+        let shardShare = renderer.shard.map { target in
+            (target.directory, Double(max(1, renderer.band!.renderedStripes.count)) / Double(plan.geometry.stripeCount))
+        }
+        let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath,
+                                                  shard: shardShare)
         if options.dryRun {
             console.result(Report.plan(plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings,
                                        preparationBytes: preparationBytes))
+            if let band = renderer.band { console.result(Report.band(band, plan: plan)) }
             if !disk.allSatisfy(\.fits) {
-                try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
+                try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, shard: shardShare)
             }
             return nil
         }
         // What dead renders left (a SIGKILLed pyramid's staging folder can be most of a small disk)
         // goes before the pre-flight counts the free space.
         for path in renderer.removeStaleTemporaries() { console.warning("removed \(path), left by an earlier run that was killed") }
-        try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath)
+        try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, shard: shardShare)
         console.phase(.render)
         let started = monotonicSeconds()
         return try renderer.render { event in
@@ -192,6 +203,78 @@ public struct Runner {
             case .photoWarning(let path, let message):
                 console.warning("\(path): \(message)")
             }
+        }
+    }
+
+    /// The summary line of a render, or of a shard's part.
+    func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: [SkippedPhoto]) -> String {
+        guard let target = renderer.shard, let band = renderer.band else {
+            return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: skipped)
+        }
+        return Report.shard(summary, target: target, band: band, skipped: skipped)
+    }
+
+    /// `tessera join DIR`: the outputs from the parts.
+    public func join(_ options: JoinOptions) -> ExitCode {
+        console.phase(.render)
+        do throws(TesseraError) {
+            let summary = try ShardJoin.join(directory: options.directory, threads: options.workers, cancellation: cancellation)
+            console.result(Report.join(summary, directory: options.directory))
+            var fields: [(String, String)] = [("shards", String(summary.shards)), ("width", String(summary.width)),
+                                              ("height", String(summary.height)), ("seconds", formatDecimal(summary.seconds, places: 3)),
+                                              ("peak_rss_bytes", String(summary.peakResidentBytes))]
+            if let path = summary.jpegPath { fields += [("jpeg", jsonStringLiteral(path)), ("jpeg_bytes", String(summary.jpegBytes))] }
+            if let path = summary.deepZoomPath {
+                fields += [("dzi", jsonStringLiteral(path)), ("tiles", String(summary.deepZoomTiles)), ("tile_bytes", String(summary.deepZoomBytes))]
+            }
+            console.finished(fields)
+            return .success
+        } catch .cancelled {
+            console.message("interrupted; nothing was written and temporaries are removed")
+            return cancelledCode()
+        } catch {
+            console.message(error.description)
+            return ExitCode(error)
+        }
+    }
+
+    /// `tessera analyse`: the feature index filled for (a share of) the photos.
+    public func analyse(_ options: AnalyseOptions) -> ExitCode {
+        var scan = GridOptions()
+        scan.photoPaths = options.photoPaths
+        scan.selection = options.selection
+        scan.settings = options.settings
+        let library: PhotoLibrary
+        switch scanPhotos(scan) {
+        case .success(let found): library = found
+        case .failure(let code): return code
+        }
+        let started = monotonicSeconds()
+        let console = self.console
+        console.phase(.analysis)
+        do throws(TesseraError) {
+            let summary = try MosaicJob.analyse(library: library, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
+                                                subCells: options.subCells, settings: options.settings,
+                                                cacheDirectory: options.cacheDirectory, shard: options.shard,
+                                                cancellation: cancellation) { done, total in
+                console.progress(.analysis, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
+            }
+            for failed in summary.failed { console.photo(failed, placeholder: false) }
+            let share = options.shard.map { "share \($0) of the photos: \(summary.photos) of \(summary.of)" } ?? "\(summary.photos) photos"
+            console.result("analysed \(share), \(summary.analysed) now and \(summary.reused) already in the index"
+                           + (summary.failed.isEmpty ? "" : ", \(summary.failed.count) unreadable")
+                           + ", into \(summary.indexPath) in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))")
+            console.finished([("photos", String(summary.photos)), ("of", String(summary.of)), ("analysed", String(summary.analysed)),
+                              ("reused", String(summary.reused)), ("failed", String(summary.failed.count)),
+                              ("index", jsonStringLiteral(summary.indexPath)), ("seconds", formatDecimal(summary.seconds, places: 3)),
+                              ("peak_rss_bytes", String(summary.peakResidentBytes))])
+            return .success
+        } catch .cancelled {
+            console.message("interrupted; the index is as it was")
+            return cancelledCode()
+        } catch {
+            console.message(error.description)
+            return ExitCode(error)
         }
     }
 

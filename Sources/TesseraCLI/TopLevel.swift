@@ -51,6 +51,8 @@ public enum Invocation: Equatable, Sendable {
     case version
     case grid(GridOptions)
     case mosaic(MosaicOptions)
+    case join(JoinOptions)
+    case analyse(AnalyseOptions)
 }
 
 public enum TopLevel {
@@ -65,14 +67,26 @@ public enum TopLevel {
                 options.render.help = true
                 return .mosaic(options)
             }
+            if arguments.count > 1 && arguments[1] == "join" {
+                var options = JoinOptions()
+                options.help = true
+                return .join(options)
+            }
+            if arguments.count > 1 && (arguments[1] == "analyse" || arguments[1] == "analyze") {
+                var options = AnalyseOptions()
+                options.help = true
+                return .analyse(options)
+            }
             if arguments.count > 1 {
-                throw CommandLineError("no help for '\(arguments[1])': the commands are grid and mosaic (try 'tessera help grid')",
+                throw CommandLineError("no help for '\(arguments[1])': the commands are grid, mosaic, join and analyse (try 'tessera help grid')",
                                        argumentIndex: 2)
             }
             return .help
         case "--version", "-V": return .version
         case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         case "mosaic": return .mosaic(try MosaicCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
+        case "join": return .join(try JoinCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
+        case "analyse", "analyze": return .analyse(try AnalyseCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         default:
             throw CommandLineError("unknown command '\(first)' (try 'tessera --help')", argumentIndex: 1)
         }
@@ -97,8 +111,12 @@ public enum TopLevel {
     USAGE
       tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
       tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+      tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
+      tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead
       tessera help grid         every option of grid, with examples
       tessera help mosaic       every option of mosaic, with examples
+      tessera help join         sharded renders: the join, and recipes for Slurm and GNU parallel
+      tessera help analyse      analysing a large library ahead, in shards
       tessera --version
 
     The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
@@ -114,6 +132,8 @@ public enum TopLevel {
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
       tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
       tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
+      parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
+      tessera join parts                                      # the same wall.jpg, from 8 shards
 
     EXIT CODES
     \(exitCodeTable)

@@ -105,4 +105,22 @@ case .mosaic(let options):
         exit(ExitCode.success.rawValue)
     }
     exit(runner(console(options.render)).mosaic(options).rawValue)
+case .join(let options):
+    if options.help {
+        print(JoinCommand.help)
+        exit(ExitCode.success.rawValue)
+    }
+    var settings = GridOptions()
+    settings.progress = options.progress
+    settings.quiet = options.quiet
+    exit(runner(console(settings)).join(options).rawValue)
+case .analyse(let options):
+    if options.help {
+        print(AnalyseCommand.help)
+        exit(ExitCode.success.rawValue)
+    }
+    var settings = GridOptions()
+    settings.progress = options.progress
+    settings.quiet = options.quiet
+    exit(runner(console(settings)).analyse(options).rawValue)
 }

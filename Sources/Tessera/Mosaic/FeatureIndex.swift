@@ -13,6 +13,11 @@
 // every other line across from the old file, again a line at a time. (A 300,000-entry index
 // held whole took 113 MiB.)
 //
+// Shards (`tessera analyse --shard K/N`): a shard's index is a file of its own beside the main
+// one, `features-k<k>-a<aspect>.shard-K-of-N.tsv`, so that no two tasks of a job array write one
+// file; every index of the same shape merges those files when it loads (the main file first,
+// then the shard files in name order; an entry read later replaces one read earlier).
+//
 // Threading: `lookup` and `store` may be called from any thread; `lock` protects `entries`.
 import Glibc
 
@@ -31,12 +36,23 @@ public final class FeatureIndex: @unchecked Sendable {
     /// directory if needed. A missing or unreadable file is an empty index.
     /// `only`: the photo paths this run may look up (nil: all; the other entries are kept on
     /// disk and carried over when saving, never held).
-    public init(directory: String, subCells k: Int, cellAspect: Double, only: Set<String>? = nil) {
+    /// `shard`: save into this shard's own file (see the file's note), not the main one.
+    public init(directory: String, subCells k: Int, cellAspect: Double, only: Set<String>? = nil, shard: ShardSpec? = nil) {
         try? makeDirectory(directory)  // (an existing one is fine; a failure shows when saving)
-        path = directory + "/features-k\(k)-a\(formatDecimal(cellAspect, places: 4)).tsv"
+        let stem = "features-k\(k)-a\(formatDecimal(cellAspect, places: 4))"
+        let main = directory + "/" + stem + ".tsv"
+        path = shard.map { directory + "/" + stem + ".shard-\($0.number)-of-\($0.count).tsv" } ?? main
         valuesPerPhoto = k * k * 3
+        let shardFiles = ((try? listDirectory(directory)) ?? [])
+            .filter { $0.hasPrefix(stem + ".shard-") && $0.hasSuffix(".tsv") }.sorted().map { directory + "/" + $0 }
         // (A missing or unreadable file is an empty index.)
-        try? forEachLine(of: path) { line in
+        for file in [main] + shardFiles {
+            load(file, only: only)
+        }
+    }
+
+    private func load(_ file: String, only: Set<String>?) {
+        try? forEachLine(of: file) { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
             if let only, let first = fields.first, !only.contains(String(first)) { return }
             guard fields.count == 4 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { return }

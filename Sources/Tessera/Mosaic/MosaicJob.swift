@@ -202,8 +202,47 @@ public enum MosaicJob {
         return prepared
     }
 
+    /// `tessera analyse`: analyses the photos of `library` (share `shard` of them, in path
+    /// order, when given) into the feature index for cells of `cellWidth` x `cellHeight` and
+    /// `k` sub-cells, skipping those it already holds; saves it (a shard into its own file).
+    public static func analyse(library: PhotoLibrary, cellWidth: Int, cellHeight: Int, subCells k: Int, settings: RenderSettings,
+                               cacheDirectory: String?, shard: ShardSpec?, cancellation: RenderCancellation? = nil,
+                               progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> AnalyseSummary {
+        let started = monotonicSeconds()
+        let sorted = library.photos.sorted { $0.path < $1.path }
+        let share = shard.map { sorted.count * ($0.number - 1) / $0.count..<sorted.count * $0.number / $0.count } ?? 0..<sorted.count
+        let photos = Array(sorted[share])
+        let workers = settings.workers ?? onlineCoreCount()
+        let cellAspect = Double(cellWidth) / Double(cellHeight)
+        let index = FeatureIndex(directory: cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
+                                 only: Set(photos.map(\.path)), shard: shard)
+        let budget = DecodeBudget(budgetBytes: settings.maxMemoryBytes, workers: workers, spillDirectory: settings.temporaryDirectory)
+        let analysis = MosaicAnalysis.photoFeatures(photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
+                                                    budget: budget, cancellation: cancellation, progress: progress)
+        if cancellation?.isCancelled == true { throw .cancelled }
+        try index.save()
+        return AnalyseSummary(photos: photos.count, of: sorted.count, analysed: analysis.analysed, reused: index.hits,
+                              failed: analysis.failed, indexPath: index.path, seconds: monotonicSeconds() - started,
+                              peakResidentBytes: peakResidentBytes())
+    }
+
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).
     public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
         try MosaicManifest.write(match: mosaic.match, photoPaths: mosaic.request.photos.map(\.path), to: path)
     }
+}
+
+/// What `MosaicJob.analyse` did.
+public struct AnalyseSummary: Equatable, Sendable {
+    /// Photos in this run's share, of all found.
+    public let photos: Int
+    public let of: Int
+    /// Analysed now, and found in the index already.
+    public let analysed: Int
+    public let reused: Int
+    public let failed: [SkippedPhoto]
+    /// The index file written.
+    public let indexPath: String
+    public let seconds: Double
+    public let peakResidentBytes: Int64
 }

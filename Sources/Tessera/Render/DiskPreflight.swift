@@ -18,12 +18,20 @@ public enum DiskPreflight {
     /// in `temporaryDirectory`. Needs on the same filesystem are added up and reported under the
     /// first folder named for it. `freeSpace` and `freeFiles` are statvfs by default; tests pass
     /// their own.
+    /// `shard`: a shard's folder and its share of the outputs (0...1): its part goes there
+    /// instead of the outputs into theirs.
     public static func requirements(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
+                                    shard: (directory: String, share: Double)? = nil,
                                     freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                                     freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
         var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
-        if let outputPath { needs.append((parentDirectory(of: outputPath), plan.estimatedOutputBytes, 1)) }
-        if let deepZoomPath { needs.append((parentDirectory(of: deepZoomPath), plan.deepZoomDiskBytes, plan.deepZoomInodes)) }
+        if let shard {
+            let bytes = Double(plan.estimatedOutputBytes + plan.deepZoomDiskBytes) * min(1, shard.share)
+            needs.append((shard.directory, Int64(bytes) + (1 << 20), 1))
+        } else {
+            if let outputPath { needs.append((parentDirectory(of: outputPath), plan.estimatedOutputBytes, 1)) }
+            if let deepZoomPath { needs.append((parentDirectory(of: deepZoomPath), plan.deepZoomDiskBytes, plan.deepZoomInodes)) }
+        }
         needs.append((plan.stripeDirectory, plan.stripeDiskBytes, 1))
         needs.append((plan.temporaryDirectory, plan.spillDiskBytes, 1))
         var devices: [UInt64] = []
@@ -42,7 +50,7 @@ public enum DiskPreflight {
         for total in totals {
             var requirement = DiskRequirement(directory: total.directory, neededBytes: total.bytes, freeBytes: try freeSpace(total.directory))
             // Inodes matter only where a pyramid's thousands of files go.
-            if deepZoomPath != nil && total.inodes > 16 {
+            if deepZoomPath != nil && shard == nil && total.inodes > 16 {
                 requirement.neededInodes = total.inodes
                 requirement.freeInodes = try freeFiles(total.directory)
             }
@@ -54,9 +62,10 @@ public enum DiskPreflight {
     /// Throws `insufficientDiskSpace` (or `insufficientInodes`) for the first filesystem that
     /// lacks room.
     public static func check(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
+                             shard: (directory: String, share: Double)? = nil,
                              freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                              freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath,
+        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, shard: shard,
                                             freeSpace: freeSpace, freeFiles: freeFiles) where !requirement.fits {
             if requirement.neededBytes > requirement.freeBytes {
                 throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,

@@ -264,6 +264,9 @@ public enum ShardJoin {
     /// one render, each once, under their own names.
     static func openParts(in directory: String) throws(TesseraError) -> [PartReader] {
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
+        guard case .success(let info) = fileStatus(directory), (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw bad("there is no such folder (give the --shard-dir the shards wrote to)")
+        }
         let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
         guard !names.isEmpty else {
             throw bad("it holds no part files (*\(ShardSpec.partExtension)): run the shards with --shard K/N --shard-dir \(directory) first")
@@ -282,13 +285,16 @@ public enum ShardJoin {
         }
         guard let shards = Int(parts[0].header["shards"] ?? ""), shards >= 1 else { throw bad("\(name(parts[0])) has no valid shard count") }
         var byNumber: [Int: PartReader] = [:]
+        var claims: [Int: [String]] = [:]
+        for part in parts { claims[Int(part.header["shard"] ?? "") ?? 0, default: []].append(name(part)) }
+        if let (number, names) = claims.filter({ $0.value.count > 1 }).min(by: { $0.key < $1.key }) {
+            throw bad("\(names.joined(separator: " and ")) each claim to be shard \(number) of \(shards): keep only "
+                      + ((try? ShardSpec(number: number, count: shards))?.partFileName ?? "one"))
+        }
         for part in parts {
             guard let number = Int(part.header["shard"] ?? ""), (1...shards).contains(number),
                   let spec = try? ShardSpec(number: number, count: shards) else {
                 throw bad("\(name(part)) has no valid shard number")
-            }
-            if let other = byNumber[number] {
-                throw bad("\(name(other)) and \(name(part)) are both shard \(number) of \(shards): remove the one that is not \(spec.partFileName)")
             }
             guard name(part) == spec.partFileName else {
                 throw bad("\(name(part)) holds shard \(number) of \(shards) but is not named \(spec.partFileName): rename or remove it")

@@ -164,3 +164,140 @@ private let shapes: [(name: String, shape: ShardCase)] = {
         }
     }
 }
+
+/// Renders shards `numbers` of `count` of `shape` into `parts`, outputs named in `folder`.
+func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: String, folder: String,
+                  cancellation: RenderCancellation? = nil) throws {
+    for k in numbers {
+        let target = ShardTarget(shard: try ShardSpec(number: k, count: count), directory: parts)
+        _ = try StripeRenderer(request: shardRequest(shape, folder: folder), cancellation: cancellation, shard: target).render()
+    }
+}
+
+@Suite struct ShardJoinFailureTests {
+    /// A scratch folder with the outputs' folders, a sentinel file at the JPEG's name (which a
+    /// failed join must leave as it was), and the 3 parts of a render.
+    private func setUp() throws -> (scratch: ScratchDirectory, folder: String, parts: String) {
+        let scratch = try ScratchDirectory()
+        let folder = scratch.file("out"), parts = scratch.file("parts")
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        writeBytes(Array("old picture".utf8), to: folder + "/out.jpg")
+        try renderShards(ShardCase(), numbers: [1, 2, 3], of: 3, parts: parts, folder: folder)
+        return (scratch, folder, parts)
+    }
+
+    /// Join throws `.unusableParts` whose reason contains `words`, and writes nothing.
+    private func expectRefused(_ parts: String, folder: String, saying words: String) {
+        do {
+            _ = try ShardJoin.join(directory: parts)
+            Issue.record("join accepted the parts; expected a refusal saying '\(words)'")
+        } catch let error as TesseraError {
+            guard case .unusableParts(_, let reason) = error else {
+                Issue.record("expected unusableParts, got \(error)")
+                return
+            }
+            #expect(reason.contains(words), "\(reason)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        #expect(readBytes(folder + "/out.jpg") == Array("old picture".utf8))
+        #expect(listNames(folder) == ["out.jpg", "zoom"])
+        #expect(listNames(folder + "/zoom").isEmpty)
+    }
+
+    @Test func aMissingPartIsNamedAndNothingIsWritten() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        removeFile(parts + "/part-0002-of-0003.tessera-part")
+        expectRefused(parts, folder: folder, saying: "shard(s) 2 of 3 have no part yet")
+    }
+
+    @Test func aTruncatedPartIsRefused() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        let path = parts + "/part-0003-of-0003.tessera-part"
+        let bytes = readBytes(path)
+        for cut in [1, 40, bytes.count / 2, bytes.count - 9] {
+            writeBytes(Array(bytes[0..<cut]), to: path)
+            expectRefused(parts, folder: folder, saying: "part-0003-of-0003.tessera-part is truncated")
+        }
+        // One byte of its index changed: the record no longer fits its data.
+        var damaged = bytes
+        damaged[damaged.count - 45] ^= 0xFF
+        writeBytes(damaged, to: path)
+        #expect(throws: TesseraError.self) { try ShardJoin.join(directory: parts) }
+    }
+
+    @Test func aDuplicatedPartIsRefused() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        writeBytes(readBytes(parts + "/part-0002-of-0003.tessera-part"), to: parts + "/part-0002-of-0003 (copy).tessera-part")
+        expectRefused(parts, folder: folder, saying: "each claim to be shard 2 of 3")
+    }
+
+    @Test func aForeignPartIsRefused() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        // Shard 2 of the same grid at another quality: another render.
+        var other = ShardCase()
+        other.settings.quality = 70
+        try renderShards(other, numbers: [2], of: 3, parts: parts, folder: folder)
+        expectRefused(parts, folder: folder, saying: "part-0002-of-0003.tessera-part is a part of another render")
+        // A part of a 2-shard split of the same render, beside the 3.
+        try renderShards(ShardCase(), numbers: [2], of: 3, parts: parts, folder: folder)
+        try renderShards(ShardCase(), numbers: [1], of: 2, parts: parts, folder: folder)
+        expectRefused(parts, folder: folder, saying: "part-0001-of-0002.tessera-part is a part of another render")
+        removeFile(parts + "/part-0001-of-0002.tessera-part")
+        // Not a part at all.
+        writeBytes(Array("hello".utf8) + [UInt8](repeating: 0, count: 100), to: parts + "/notes.tessera-part")
+        expectRefused(parts, folder: folder, saying: "notes.tessera-part is not a Tessera part file")
+        removeFile(parts + "/notes.tessera-part")
+        _ = try ShardJoin.join(directory: parts)
+        #expect(readBytes(folder + "/out.jpg").starts(with: [0xFF, 0xD8]))
+    }
+
+    @Test func anEmptyOrMissingFolderIsRefused() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        try makeDirectory(scratch.file("empty"))
+        #expect(throws: TesseraError.unusableParts(directory: scratch.file("empty"),
+                                                   reason: "it holds no part files (*.tessera-part): run the shards with --shard K/N --shard-dir \(scratch.file("empty")) first")) {
+            try ShardJoin.join(directory: scratch.file("empty"))
+        }
+        #expect(throws: TesseraError.self) { try ShardJoin.join(directory: scratch.file("none")) }
+    }
+
+    @Test func aShardRunAgainReplacesItsPart() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        // A stale one first: the run replaces it whole.
+        writeBytes(Array("stale".utf8), to: parts + "/part-0002-of-0003.tessera-part")
+        try renderShards(ShardCase(), numbers: [2], of: 3, parts: parts, folder: folder)
+        #expect(listNames(parts) == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part", "part-0003-of-0003.tessera-part"])
+        _ = try ShardJoin.join(directory: parts)
+        #expect(listNames(folder).contains("out.jpg") && listNames(folder + "/zoom").contains("out.dzi"))
+    }
+
+    @Test func aCancelledShardLeavesNoPart() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        removeFile(parts + "/part-0003-of-0003.tessera-part")
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        #expect(throws: TesseraError.cancelled) {
+            try renderShards(ShardCase(), numbers: [3], of: 3, parts: parts, folder: folder, cancellation: cancellation)
+        }
+        #expect(listNames(parts) == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part"])
+    }
+
+    @Test func theSerialEncoderCannotBeSharded() throws {
+        var shape = ShardCase()
+        shape.settings.encoder = .serial
+        let target = ShardTarget(shard: try ShardSpec(number: 1, count: 2), directory: "/tmp")
+        #expect(throws: TesseraError.self) { try StripeRenderer(request: shardRequest(shape, folder: "/tmp"), shard: target) }
+        #expect(throws: TesseraError.self) { try ShardSpec(number: 3, count: 2) }
+        #expect(ShardSpec.parse("0/4") == nil && ShardSpec.parse("2/4")?.partFileName == "part-0002-of-0004.tessera-part")
+    }
+}
