@@ -115,12 +115,14 @@ public struct Runner {
     /// skipped photos (a named path that is not there is one), no photo at all, an output that is
     /// one of the inputs.
     func scanPhotos(_ options: GridOptions, alsoWriting extra: [OutputFile] = [],
-                    alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
+                    alsoReading inputs: [String] = [], checkingOutputs: Bool = true) -> Result<PhotoLibrary, ExitCode> {
         let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
-        do throws(TesseraError) {
-            try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
-        } catch {
-            return .failure(report(error, options: options, manifest: extra.first?.path))
+        if checkingOutputs {
+            do throws(TesseraError) {
+                try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
+            } catch {
+                return .failure(report(error, options: options, manifest: extra.first?.path))
+            }
         }
         // A named input besides the photos (a mosaic's target) that is not there is a command
         // line naming nothing (exit 2), said before any photo is read.
@@ -245,7 +247,7 @@ public struct Runner {
         scan.selection = options.selection
         scan.settings = options.settings
         let library: PhotoLibrary
-        switch scanPhotos(scan) {
+        switch scanPhotos(scan, checkingOutputs: false) {
         case .success(let found): library = found
         case .failure(let code): return code
         }

@@ -44,12 +44,17 @@ public enum ShardJoin {
             }
             return value
         }
-        func pair(_ key: String, in header: PartHeader) throws(TesseraError) -> Range<Int> {
+        func numbers(_ key: String, in header: PartHeader) throws(TesseraError) -> (Int, Int) {
             let fields = (header[key] ?? "").split(separator: " ").compactMap { Int($0) }
-            guard fields.count == 2, fields[0] <= fields[1] else {
+            guard fields.count == 2, fields[0] >= 0, fields[1] >= 0 else {
                 throw .unusableParts(directory: directory, reason: "a part has no valid \(key)")
             }
-            return fields[0]..<fields[1]
+            return (fields[0], fields[1])
+        }
+        func pair(_ key: String, in header: PartHeader) throws(TesseraError) -> Range<Int> {
+            let (low, high) = try numbers(key, in: header)
+            guard low <= high else { throw .unusableParts(directory: directory, reason: "a part has no valid \(key)") }
+            return low..<high
         }
         let width = try number("width"), height = try number("height")
         var summary = JoinSummary(shards: parts.count, width: width, height: height)
@@ -105,9 +110,9 @@ public enum ShardJoin {
             let geometry = DeepZoomGeometry(width: width, height: height, tileSize: settings.tileSize, overlap: settings.overlap)
             guard let withBand = parts.first(where: { $0.header["dz-lowest"] != nil }) else { throw bad("no part holds a band of the pyramid") }
             let lowest = try number("dz-lowest", in: withBand.header)
-            let size = try pair("dz-reduced-size", in: withBand.header)
-            guard (1...geometry.maxLevel).contains(lowest), size.lowerBound > 0, size.upperBound > 0 else { throw bad("a part's pyramid band is not valid") }
-            let reduced = DeepZoomGeometry(width: size.lowerBound, height: size.upperBound, tileSize: settings.tileSize, overlap: settings.overlap)
+            let size = try numbers("dz-reduced-size", in: withBand.header)
+            guard (1...geometry.maxLevel).contains(lowest), size.0 > 0, size.1 > 0 else { throw bad("a part's pyramid band is not valid") }
+            let reduced = DeepZoomGeometry(width: size.0, height: size.1, tileSize: settings.tileSize, overlap: settings.overlap)
             guard reduced.maxLevel == lowest - 1, reduced.width == geometry.levels[lowest - 1].width,
                   reduced.height == geometry.levels[lowest - 1].height else { throw bad("a part's reduced picture does not fit the pyramid") }
             var seen = Set<UInt64>()

@@ -105,6 +105,12 @@ private let shapes: [(name: String, shape: ShardCase)] = {
     zoomOnly.zoom!.overlap = 0
     zoomOnly.zoom!.labels = .path
     list.append(("grid, pyramid only, overlap 0", zoomOnly))
+    var wide = ShardCase()
+    wide.columns = 19
+    wide.rows = 5
+    wide.zoom!.tileSize = 50
+    wide.settings.subsampling = .s422
+    list.append(("wide grid, 50 px tiles, 4:2:2", wide))
     var mosaic = ShardCase()
     mosaic.mosaic = true
     mosaic.columns = 23
