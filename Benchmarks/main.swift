@@ -55,6 +55,8 @@ struct Options {
     var formats = true
     var matching = true
     var matchingSizes = [1000, 100_000, 1_000_000]
+    var shards = true
+    var shardDeepZoomGigapixels = 5.0
 }
 
 func fail(_ message: String) -> Never {
@@ -93,9 +95,11 @@ while !arguments.isEmpty {
     case "--target": options.target = value()
     case "--compare-binary": options.compareBinary = value()
     case "--no-worker-threads-comparison": options.compareWorkerThreads = false
+    case "--no-shards": options.shards = false
+    case "--shard-deep-zoom": options.shardDeepZoomGigapixels = number(value(), "--shard-deep-zoom")
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [--no-shards] [--shard-deep-zoom GP (0: skip)] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -331,6 +335,10 @@ if options.mosaic {
 
 if options.deepZoom {
     runDeepZoomBenchmark()
+}
+
+if options.shards {
+    runShardBenchmark()
 }
 
 if results.count > 1 {

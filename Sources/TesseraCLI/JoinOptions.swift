@@ -4,6 +4,8 @@ import Tessera
 /// A parsed `tessera join` command line.
 public struct JoinOptions: Equatable, Sendable {
     public var directory = ""
+    /// Join parts as they appear, waiting at most this long for each (`--wait`); nil: all now.
+    public var waitSeconds: Double?
     public var workers: Int?
     public var progress = ProgressStyle.bar
     public var quiet = false
@@ -97,8 +99,10 @@ private func progressStyle(_ value: String, _ position: Int) throws(CommandLineE
 
 public enum JoinCommand {
     public static let options: [OptionSpec] = [
+        OptionSpec(names: ["--wait"], valueName: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first."),
         OptionSpec(names: ["--workers"], valueName: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores)."),
         OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr; json ends with a summary event (shards, sizes, time, peak RSS)."),
+        OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
         OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors."),
         OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
     ]
@@ -110,7 +114,9 @@ public enum JoinCommand {
             name, value, position throws(CommandLineError) in
             switch name {
             case "--workers": options.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
+            case "--wait": options.waitSeconds = Double(try wholeNumber(name, value, 1...604_800, position))
             case "--progress": options.progress = try progressStyle(value, position)
+            case "--no-progress": options.progress = .none
             case "--quiet": options.quiet = true
             case "--help": options.help = true
             default: fatalError("option table and switch disagree on \(name)")
@@ -152,6 +158,9 @@ public enum JoinCommand {
           --shard {}/8 --shard-dir parts ::: 1 2 3 4 5 6 7 8
       tessera join parts
 
+      # the same, the join copying each part as soon as it appears
+      tessera join parts --wait 600 & parallel -j2 tessera grid ... --shard {}/8 --shard-dir parts ::: 1 2 3 4 5 6 7 8; wait
+
       # a Slurm job array and a join that runs when every shard succeeded
       jid=$(sbatch --parsable --array=1-16 --wrap 'tessera grid /data/photos --dzi /data/out/wall.dzi \\
           --grid 1000x1000 --tile-size 150 --shard $SLURM_ARRAY_TASK_ID/16 --shard-dir /data/parts')
@@ -170,6 +179,7 @@ public enum AnalyseCommand {
         OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders matching this pattern (repeatable)."),
         OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders."),
         OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr."),
+        OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
         OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors."),
         OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
     ]
@@ -206,6 +216,7 @@ public enum AnalyseCommand {
             case "--exclude": options.selection.excludes.append(value)
             case "--include-hidden": options.selection.includeHidden = true
             case "--progress": options.progress = try progressStyle(value, position)
+            case "--no-progress": options.progress = .none
             case "--quiet": options.quiet = true
             case "--help": options.help = true
             default: fatalError("option table and switch disagree on \(name)")

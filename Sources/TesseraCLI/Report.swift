@@ -62,6 +62,7 @@ public enum Report {
         var line = "wrote shard \(target.shard) to \(target.partPath): rows \(band.rows.lowerBound)..<\(band.rows.upperBound) of \(summary.height)"
         line += " (\(summary.width) px wide), \(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "peak RSS \(formatBytes(summary.peakResidentBytes)), \(summary.photosDecoded) photo(s) decoded"
+        if summary.cellsShared > 0 { line += ", \(summary.cellsShared) cell(s) read from other shards' decodes" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
         return line + "\nwhen all \(target.shard.count) shard(s) are done: tessera join \(target.directory)"

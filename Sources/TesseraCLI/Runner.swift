@@ -220,7 +220,8 @@ public struct Runner {
     public func join(_ options: JoinOptions) -> ExitCode {
         console.phase(.render)
         do throws(TesseraError) {
-            let summary = try ShardJoin.join(directory: options.directory, threads: options.workers, cancellation: cancellation)
+            let summary = try ShardJoin.join(directory: options.directory, threads: options.workers, waitSeconds: options.waitSeconds,
+                                             cancellation: cancellation)
             console.result(Report.join(summary, directory: options.directory))
             var fields: [(String, String)] = [("shards", String(summary.shards)), ("width", String(summary.width)),
                                               ("height", String(summary.height)), ("seconds", formatDecimal(summary.seconds, places: 3)),

@@ -70,6 +70,22 @@ import Tessera
         #expect(system("diff -r '\(directory)/ref' '\(directory)/out'") == 0)
     }
 
+    /// A shard killed with SIGKILL mid-render leaves no part under any name join reads.
+    @Test func aKilledShardLeavesNoPart() throws {
+        let directory = "\(testRoot)/tessera-killed-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/parts'") == 0)
+        let command = "'\(toolPath())' grid '\(fixtures)' -o '\(directory)/w.jpg' --grid 1000x600 --tile-size 64 --shard 1/2 "
+            + "--shard-dir '\(directory)/parts' -q & pid=$!; sleep 0.5; kill -9 $pid; wait $pid; echo $? > '\(directory)/status'"
+        writeFile(Array(command.utf8), to: directory + "/kill.sh")
+        #expect(system("bash '\(directory)/kill.sh'") == 0)
+        #expect(String(decoding: readFile(directory + "/status"), as: UTF8.self).hasPrefix("137"), "the shard finished before the kill")
+        let visible = ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/parts")) ?? []).filter { !$0.hasPrefix(".") }
+        #expect(visible.isEmpty, "\(visible)")
+        let join = runTesseraSplit(["join", directory + "/parts"])
+        #expect(join.status == 3 && join.standardError.contains("holds no part files"))
+    }
+
     /// Two analyse shards fill their own index files; the mosaic then analyses nothing.
     @Test func analyseShardsFillTheIndexAMosaicMerges() throws {
         let directory = "\(testRoot)/tessera-analyse-\(getpid())"

@@ -56,11 +56,16 @@ final class CellCache: @unchecked Sendable {
     private var spill: FileDescriptor?
     private var pendingEvents: [RenderEvent] = []
     private(set) var decodedCount = 0
+    /// Cells read from the shard folder's shared cells instead of decoded.
+    private(set) var sharedCount = 0
     private(set) var failedPhotos: [SkippedPhoto] = []
+    /// A shard's cells that other shards also draw (SharedCells.swift), or nil.
+    private let shared: SharedCells?
 
-    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String) {
+    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String, shared: SharedCells? = nil) {
         precondition(slotCount > 0)
         self.photos = photos
+        self.shared = shared
         self.decoder = decoder
         cellBytes = decoder.cellBytes
         self.slotCount = slotCount
@@ -120,7 +125,18 @@ final class CellCache: @unchecked Sendable {
         // Fill the pinned slot outside the lock.
         let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: cellBytes)
         var outcome: Result<DecodeNotes, TesseraError>
-        if fromDisk {
+        var fromShared = false
+        if !fromDisk, let shared {
+            do throws(TesseraError) {
+                let fetched = try shared.fetch(index, into: bytes) { () throws(TesseraError) in
+                    try decoder.decode(file: photos[index].file, into: bytes)
+                }
+                fromShared = fetched.read
+                outcome = .success(fetched.notes)
+            } catch {
+                outcome = .failure(error)
+            }
+        } else if fromDisk {
             do throws(TesseraError) {
                 try spill!.readAll(into: bytes, at: Int64(index) * Int64(cellBytes))
                 outcome = .success(DecodeNotes())
@@ -144,7 +160,9 @@ final class CellCache: @unchecked Sendable {
             states[index] = .resident(slot: slot)
             clock += 1
             slotLastUse[slot] = clock
-            if !fromDisk {
+            if fromShared {
+                sharedCount += 1
+            } else if !fromDisk {
                 decodedCount += 1
                 if notes.warningCount > 0 {
                     pendingEvents.append(.photoWarning(path: photos[index].path, message: notes.firstWarning))

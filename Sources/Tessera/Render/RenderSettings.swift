@@ -72,6 +72,8 @@ public struct RenderSummary: Equatable, Sendable {
     public var peakResidentBytes: Int64
     public var photosDecoded: Int
     public var failedPhotos: [SkippedPhoto]
+    /// A shard's cells read from other shards' decodes instead of decoded (SharedCells.swift).
+    public var cellsShared = 0
 
     public var megapixels: Double { Double(width) * Double(height) / 1e6 }
     public var megapixelsPerSecond: Double { seconds > 0 ? megapixels / seconds : 0 }

@@ -80,13 +80,24 @@ public final class StripeRenderer: Sendable {
             for sink in sinks { sink.discard() }
             throw error
         }
+        var shared: SharedCells?
+        if let shard, let fingerprint {
+            do throws(TesseraError) {
+                shared = try SharedCells(shardDirectory: shard.directory, fingerprint: fingerprint, layout: layout, photoCount: photos.count,
+                                         plan: plan, shards: shard.shard.count)
+            } catch {
+                store.releaseAll()
+                for sink in sinks { sink.discard() }
+                throw error
+            }
+        }
         let cache = CellCache(photos: photos,
                               decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
                                                                         spillDirectory: plan.temporaryDirectory,
                                                                         wholeImageLimitBytes: plan.wholeImageLimitBytes),
                                                    cancellation: cancellation, background: settings.background),
-                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory)
+                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, shared: shared)
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)
         do throws(TesseraError) {
@@ -113,6 +124,7 @@ public final class StripeRenderer: Sendable {
         var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
                                     outputBytes: 0, peakResidentBytes: peakResidentBytes(),
                                     photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+        summary.cellsShared = cache.sharedCount
         for sink in sinks { sink.record(into: &summary) }
         return summary
     }

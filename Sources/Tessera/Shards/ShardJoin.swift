@@ -33,235 +33,91 @@ public struct JoinSummary: Equatable, Sendable {
 public enum ShardJoin {
     /// Joins the parts in `directory` into the outputs named when the shards ran. `threads`
     /// encode the pyramid's lowest levels (nil: the online cores).
-    public static func join(directory: String, threads: Int? = nil,
+    ///
+    /// `waitSeconds` nil: every part must be there; all are checked before anything is written.
+    /// Otherwise the join starts with the parts there are and takes shards 1...N in order as
+    /// they appear (a shard's part appears whole, by rename), each checked before it is copied,
+    /// waiting at most `waitSeconds` for the next: run beside the shards on one machine, the
+    /// copying overlaps their rendering. Either way the outputs appear only when complete.
+    public static func join(directory: String, threads: Int? = nil, waitSeconds: Double? = nil,
                             cancellation: RenderCancellation? = nil) throws(TesseraError) -> JoinSummary {
         let started = monotonicSeconds()
-        let parts = try openParts(in: directory)
-        let first = parts[0].header
-        func number(_ key: String, in header: PartHeader = first) throws(TesseraError) -> Int {
-            guard let text = header[key], let value = Int(text) else {
-                throw .unusableParts(directory: directory, reason: "a part has no valid \(key)")
-            }
-            return value
-        }
-        func numbers(_ key: String, in header: PartHeader) throws(TesseraError) -> (Int, Int) {
-            let fields = (header[key] ?? "").split(separator: " ").compactMap { Int($0) }
-            guard fields.count == 2, fields[0] >= 0, fields[1] >= 0 else {
-                throw .unusableParts(directory: directory, reason: "a part has no valid \(key)")
-            }
-            return (fields[0], fields[1])
-        }
-        func pair(_ key: String, in header: PartHeader) throws(TesseraError) -> Range<Int> {
-            let (low, high) = try numbers(key, in: header)
-            guard low <= high else { throw .unusableParts(directory: directory, reason: "a part has no valid \(key)") }
-            return low..<high
-        }
-        let width = try number("width"), height = try number("height")
-        var summary = JoinSummary(shards: parts.count, width: width, height: height)
-        summary.jpegPath = first["jpeg"]
-        summary.deepZoomPath = first["dzi"]
-        func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
-
-        // The JPEG's stripes: each exactly once, in the part whose band holds it.
-        var segments: [(part: PartReader, record: PartRecord)?] = []
-        var jpegHeader: (part: PartReader, record: PartRecord)?
-        var jpegBytes: Int64 = 0
-        if summary.jpegPath != nil {
-            let stripeCount = try number("stripe-count")
-            guard stripeCount > 0, stripeCount <= height else { throw bad("the parts give \(stripeCount) stripes") }
-            segments = Array(repeating: nil, count: stripeCount)
-            for part in parts {
-                let owned = try pair("jpeg-stripes", in: part.header)
-                for record in part.records where record.kind == .jpegSegment || record.kind == .jpegHeader {
-                    if record.kind == .jpegHeader {
-                        guard jpegHeader == nil else { throw bad("two parts hold the JPEG's header") }
-                        jpegHeader = (part, record)
-                    } else {
-                        let stripe = Int(record.a)
-                        guard owned.contains(stripe), stripe < stripeCount, segments[stripe] == nil else {
-                            throw bad("\(name(part)) holds stripe \(stripe), which is not its own or is held twice")
-                        }
-                        segments[stripe] = (part, record)
-                    }
-                    jpegBytes += Int64(record.length) + 2
+        var joiner: Joiner
+        if let waitSeconds {
+            let first = try waitForPart(in: directory, number: nil, count: nil, fingerprint: nil, seconds: waitSeconds,
+                                        cancellation: cancellation)
+            joiner = try Joiner(directory: directory, first: first)
+            var parts = [first]
+            do throws(TesseraError) {
+                for number in 1...joiner.shards {
+                    let part = number == first.number ? first.part
+                        : try waitForPart(in: directory, number: number, count: joiner.shards, fingerprint: joiner.fingerprint,
+                                          seconds: waitSeconds, cancellation: cancellation).part
+                    try joiner.check(part)
+                    try joiner.write(part, threads: threads, cancellation: cancellation)
+                    parts.append((number, part))
                 }
+                try joiner.checkComplete()
+                try joiner.commit(parts: parts.dropFirst().map(\.part))
+            } catch {
+                joiner.discard()
+                throw error
             }
-            if let missing = segments.firstIndex(where: { $0 == nil }) {
-                throw bad("no part holds the JPEG's stripe \(missing) of \(stripeCount): a shard did not finish; run it again")
+        } else {
+            let parts = try openParts(in: directory)
+            joiner = try Joiner(directory: directory, first: (1, parts[0]))
+            for part in parts { try joiner.check(part) }
+            try joiner.checkComplete()
+            try joiner.checkDiskSpace(parts)
+            do throws(TesseraError) {
+                for part in parts { try joiner.write(part, threads: threads, cancellation: cancellation) }
+                try joiner.commit(parts: parts)
+            } catch {
+                joiner.discard()
+                throw error
             }
-            guard jpegHeader != nil else { throw bad("no part holds the JPEG's header") }
         }
-
-        // The pyramid: its settings, the tiles the shards wrote, the reduced rows in order.
-        var zoom: (path: String, geometry: DeepZoomGeometry, reduced: DeepZoomGeometry, settings: DeepZoomSettings,
-                   subsampling: ChromaSubsampling, lowest: Int)?
-        var reducedRows: [(part: PartReader, record: PartRecord)] = []
-        var tileBytes: Int64 = 0, tileCount = 0
-        if let path = summary.deepZoomPath {
-            var settings = DeepZoomSettings()
-            settings.tileSize = try number("dz-tile-size")
-            settings.overlap = try number("dz-overlap")
-            settings.quality = try number("dz-quality")
-            settings.viewer = first["dz-viewer"] == "1"
-            settings.labels = ViewerLabels(rawValue: first["dz-labels"] ?? "") ?? .name
-            settings.title = first["dz-title"]
-            try settings.validate()
-            guard let subsampling = ChromaSubsampling(rawValue: first["subsampling"] ?? "") else { throw bad("a part has no valid subsampling") }
-            let geometry = DeepZoomGeometry(width: width, height: height, tileSize: settings.tileSize, overlap: settings.overlap)
-            guard let withBand = parts.first(where: { $0.header["dz-lowest"] != nil }) else { throw bad("no part holds a band of the pyramid") }
-            let lowest = try number("dz-lowest", in: withBand.header)
-            let size = try numbers("dz-reduced-size", in: withBand.header)
-            guard (1...geometry.maxLevel).contains(lowest), size.0 > 0, size.1 > 0 else { throw bad("a part's pyramid band is not valid") }
-            let reduced = DeepZoomGeometry(width: size.0, height: size.1, tileSize: settings.tileSize, overlap: settings.overlap)
-            guard reduced.maxLevel == lowest - 1, reduced.width == geometry.levels[lowest - 1].width,
-                  reduced.height == geometry.levels[lowest - 1].height else { throw bad("a part's reduced picture does not fit the pyramid") }
-            var seen = Set<UInt64>()
-            var nextRow = 0
-            for part in parts {
-                if part.header["dz-lowest"] != nil {
-                    guard try number("dz-lowest", in: part.header) == lowest else { throw bad("\(name(part)) splits the pyramid at another level") }
-                }
-                for record in part.records {
-                    switch record.kind {
-                    case .tile:
-                        let level = Int(record.a), column = Int(record.b), row = Int(record.c)
-                        guard level >= lowest, level <= geometry.maxLevel, column < geometry.levels[level].columns,
-                              row < geometry.levels[level].rows,
-                              seen.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
-                            throw bad("\(name(part)) holds tile \(level)/\(column)_\(row), which is out of the pyramid or held twice")
-                        }
-                        tileBytes += Int64(record.length)
-                        tileCount += 1
-                    case .reducedRows:
-                        guard Int(record.a) == nextRow, record.b == 1, Int(record.length) == reduced.width * 3 else {
-                            throw bad("\(name(part))'s reduced rows do not follow the band before (row \(record.a), expected \(nextRow))")
-                        }
-                        nextRow += 1
-                        reducedRows.append((part, record))
-                    default: break
-                    }
-                }
-            }
-            let expected = geometry.levels[lowest...].reduce(0) { $0 + $1.columns * $1.rows }
-            guard tileCount == expected else { throw bad("the parts hold \(tileCount) of the pyramid's \(expected) tiles of levels \(lowest)...\(geometry.maxLevel): a shard did not finish; run it again") }
-            guard nextRow == reduced.height else { throw bad("the parts hold \(nextRow) of \(reduced.height) reduced rows") }
-            if settings.viewer && !parts[0].records.contains(where: { $0.kind == .cellsScript }) {
-                throw bad("\(name(parts[0])) holds no viewer cells")
-            }
-            zoom = (path, geometry, reduced, settings, subsampling, lowest)
-        }
-
-        // Room for the outputs, before any is begun (what dead runs left goes first).
-        var needs: [String: Int64] = [:]
-        if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += jpegBytes + (1 << 20) }
-        if let zoom {
-            needs[parentDirectory(of: zoom.path), default: 0] += tileBytes + Int64(tileCount) * 2048
-                + zoom.reduced.estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: zoom.settings.quality, subsampling: zoom.subsampling))
-        }
-        for (folder, bytes) in needs {
-            _ = StaleTemporaries.remove(in: folder)
-            let free = try freeDiskBytes(folder)
-            guard free >= bytes else { throw .insufficientDiskSpace(directory: folder, neededBytes: bytes, freeBytes: free) }
-        }
-
-        var zoomOutput: DeepZoomOutput?
-        var jpegOutput: AtomicOutputFile?
-        do throws(TesseraError) {
-            if let zoom {
-                let cellsPart = parts[0]
-                let output = try DeepZoomOutput(
-                    destination: zoom.path, geometry: zoom.geometry, settings: zoom.settings, subsampling: zoom.subsampling,
-                    labels: nil, threads: threads ?? onlineCoreCount(), writerGeometry: zoom.reduced,
-                    cells: { path throws(TesseraError) in
-                        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
-                        defer { file.close() }
-                        var buffer: [UInt8] = []
-                        for record in cellsPart.records where record.kind == .cellsScript {
-                            try cellsPart.read(record, into: &buffer)
-                            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw) } }.get()
-                        }
-                    })
-                zoomOutput = output
-                for level in zoom.lowest...zoom.geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
-                var buffer: [UInt8] = []
-                for part in parts {
-                    for record in part.records where record.kind == .tile {
-                        try part.read(record, into: &buffer)
-                        try buffer.withUnsafeBytes { raw in
-                            Result { () throws(TesseraError) in
-                                try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
-                            }
-                        }.get()
-                    }
-                    if cancellation?.isCancelled == true { throw .cancelled }
-                }
-                // The levels below: the reduced rows in order, a batch of rows at a time.
-                let rowBytes = zoom.reduced.width * 3
-                let batchRows = max(1, min(64, (4 << 20) / rowBytes))
-                var rows = [UInt8](repeating: 0, count: batchRows * rowBytes)
-                var index = 0
-                while index < reducedRows.count {
-                    let count = min(batchRows, reducedRows.count - index)
-                    for i in 0..<count {
-                        let (part, record) = reducedRows[index + i]
-                        try rows.withUnsafeMutableBytes { raw in
-                            Result { () throws(TesseraError) in
-                                try part.read(record, from: 0, count: rowBytes,
-                                              into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
-                            }
-                        }.get()
-                    }
-                    try rows.withUnsafeBytes { raw in
-                        Result { () throws(TesseraError) in try output.writer.append(rows: raw.baseAddress!, stride: rowBytes, count: count) }
-                    }.get()
-                    index += count
-                }
-                try output.finish()
-            }
-            if let path = summary.jpegPath, let jpegHeader {
-                let output = try AtomicOutputFile(destination: path)
-                jpegOutput = output
-                var buffer = [UInt8](repeating: 0, count: 4 << 20)
-                func copy(_ part: PartReader, _ record: PartRecord) throws(TesseraError) {
-                    var done = 0
-                    while done < Int(record.length) {
-                        let count = min(buffer.count, Int(record.length) - done)
-                        try buffer.withUnsafeMutableBytes { raw in
-                            Result { () throws(TesseraError) in
-                                try part.read(record, from: done, count: count, into: raw)
-                                try output.append(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
-                            }
-                        }.get()
-                        done += count
-                    }
-                }
-                try copy(jpegHeader.part, jpegHeader.record)
-                for (stripe, segment) in segments.enumerated() {
-                    try copy(segment!.part, segment!.record)
-                    let marker: [UInt8] = stripe + 1 < segments.count ? [0xFF, 0xD0 + UInt8(stripe % 8)] : [0xFF, 0xD9]
-                    try marker.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
-                    if stripe % 64 == 63, cancellation?.isCancelled == true { throw .cancelled }
-                }
-            }
-            // The pyramid first, as a render commits; a failed commit leaves neither.
-            if let zoomOutput {
-                try zoomOutput.commit()
-                summary.deepZoomTiles = zoomOutput.tilesWritten
-                summary.deepZoomBytes = zoomOutput.bytesWritten
-            }
-            if let jpegOutput {
-                try jpegOutput.commit()
-                summary.jpegBytes = jpegOutput.bytesWritten
-            }
-        } catch {
-            zoomOutput?.discard()
-            jpegOutput?.discard()
-            throw error
-        }
+        var summary = joiner.summary
         summary.seconds = monotonicSeconds() - started
         summary.peakResidentBytes = peakResidentBytes()
         return summary
     }
+
+    /// Waits for a part of the render in `directory`: shard `number` of `count` (nil: any), or
+    /// fails after `seconds`. A part of another render there is refused at once.
+    private static func waitForPart(in directory: String, number: Int?, count: Int?, fingerprint: String?, seconds: Double,
+                                    cancellation: RenderCancellation?) throws(TesseraError) -> (number: Int, part: PartReader) {
+        let deadline = monotonicSeconds() + seconds
+        while true {
+            guard case .success(let info) = fileStatus(directory), (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw .unusableParts(directory: directory, reason: "there is no such folder (give the --shard-dir the shards wrote to)")
+            }
+            let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
+            for name in names {
+                if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
+                let part = try PartReader(path: directory + "/" + name, directory: directory)
+                if let fingerprint, part.header["fingerprint"] != fingerprint || part.header["shards"] != count.map(String.init) {
+                    throw .unusableParts(directory: directory, reason: "\(name) is a part of another render (fingerprint "
+                                         + "\(part.header["fingerprint"] ?? "none"), not \(fingerprint) like the parts before): "
+                                         + "run that shard again with the same flags and inputs as the others")
+                }
+                guard let shard = Int(part.header["shard"] ?? ""), let shards = Int(part.header["shards"] ?? ""),
+                      name == (try? ShardSpec(number: shard, count: shards))?.partFileName else {
+                    throw .unusableParts(directory: directory, reason: "\(name) is not named for the shard it holds")
+                }
+                return (shard, part)
+            }
+            if cancellation?.isCancelled == true { throw .cancelled }
+            guard monotonicSeconds() < deadline else {
+                let what = number.map { "shard \($0) of \(count!) has no part" } ?? "no part appeared"
+                throw .unusableParts(directory: directory, reason: "\(what) after waiting \(formatDecimal(seconds, places: 0)) s: "
+                                     + "did that shard fail? run it again, then join again")
+            }
+            usleep(100_000)
+        }
+    }
+
+    static func nameOf(_ part: PartReader) -> String { name(part) }
 
     private static func name(_ part: PartReader) -> String { part.path.split(separator: "/").last.map(String.init) ?? part.path }
 
@@ -312,5 +168,285 @@ public enum ShardJoin {
             throw bad("shard(s) \(list) of \(shards) have no part yet: run them (or wait for them to finish), then join again")
         }
         return (1...shards).map { byNumber[$0]! }
+    }
+}
+
+/// One join: the render's description (from the first part), what the parts checked so far
+/// hold, and the outputs being written.
+private struct Joiner {
+    let directory: String
+    let fingerprint: String
+    let shards: Int
+    var summary: JoinSummary
+    private let stripeCount: Int
+    private let zoomPath: String?
+    private var zoomSettings = DeepZoomSettings()
+    private var subsampling = ChromaSubsampling.s420
+    private var geometry: DeepZoomGeometry?
+    // What the checks have seen, in order.
+    private var checkedStripes = 0
+    private var headerSeen = false
+    private var jpegBytes: Int64 = 0
+    private var lowest: Int?
+    private var reduced: DeepZoomGeometry?
+    private var checkedReducedRows = 0
+    private var tiles = Set<UInt64>()
+    private var tileBytes: Int64 = 0
+    private var firstHasCells = false
+    // The outputs, once begun.
+    private var jpegOutput: AtomicOutputFile?
+    private var zoomOutput: DeepZoomOutput?
+    private var writtenStripes = 0
+    private var buffer: [UInt8] = []
+
+    init(directory: String, first: (number: Int, part: PartReader)) throws(TesseraError) {
+        self.directory = directory
+        let header = first.part.header
+        func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
+        guard header["format"] == "1" else { throw bad("\(ShardJoin.nameOf(first.part)) is of another part format (\(header["format"] ?? "none"))") }
+        guard let fingerprint = header["fingerprint"], let shards = Int(header["shards"] ?? ""), shards >= 1,
+              let width = Int(header["width"] ?? ""), let height = Int(header["height"] ?? ""), width > 0, height > 0 else {
+            throw bad("\(ShardJoin.nameOf(first.part)) has no valid description of its render")
+        }
+        self.fingerprint = fingerprint
+        self.shards = shards
+        summary = JoinSummary(shards: shards, width: width, height: height)
+        summary.jpegPath = header["jpeg"]
+        summary.deepZoomPath = header["dzi"]
+        stripeCount = Int(header["stripe-count"] ?? "") ?? 0
+        if summary.jpegPath != nil {
+            guard stripeCount > 0, stripeCount <= height else { throw bad("the parts give \(stripeCount) stripes") }
+        }
+        zoomPath = header["dzi"]
+        if zoomPath != nil {
+            func number(_ key: String) throws(TesseraError) -> Int {
+                guard let value = Int(header[key] ?? "") else { throw bad("a part has no valid \(key)") }
+                return value
+            }
+            zoomSettings.tileSize = try number("dz-tile-size")
+            zoomSettings.overlap = try number("dz-overlap")
+            zoomSettings.quality = try number("dz-quality")
+            zoomSettings.viewer = header["dz-viewer"] == "1"
+            zoomSettings.labels = ViewerLabels(rawValue: header["dz-labels"] ?? "") ?? .name
+            zoomSettings.title = header["dz-title"]
+            try zoomSettings.validate()
+            guard let mode = ChromaSubsampling(rawValue: header["subsampling"] ?? "") else { throw bad("a part has no valid subsampling") }
+            subsampling = mode
+            geometry = DeepZoomGeometry(width: width, height: height, tileSize: zoomSettings.tileSize, overlap: zoomSettings.overlap)
+        }
+    }
+
+    private func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
+
+    private func numbers(_ key: String, in part: PartReader) throws(TesseraError) -> (Int, Int) {
+        let fields = (part.header[key] ?? "").split(separator: " ").compactMap { Int($0) }
+        guard fields.count == 2, fields[0] >= 0, fields[1] >= 0 else { throw bad("\(ShardJoin.nameOf(part)) has no valid \(key)") }
+        return (fields[0], fields[1])
+    }
+
+    /// Checks the next part (in shard order) against the render and the parts before it.
+    mutating func check(_ part: PartReader) throws(TesseraError) {
+        let name = ShardJoin.nameOf(part)
+        guard part.header["fingerprint"] == fingerprint, part.header["shards"] == String(shards) else {
+            throw bad("\(name) is a part of another render")
+        }
+        if part.header["shard"] == "1" { firstHasCells = part.records.contains { $0.kind == .cellsScript } }
+        if summary.jpegPath != nil {
+            let owned = try numbers("jpeg-stripes", in: part)
+            for record in part.records where record.kind == .jpegHeader || record.kind == .jpegSegment {
+                if record.kind == .jpegHeader {
+                    guard !headerSeen, checkedStripes == 0 else { throw bad("\(name) holds a second JPEG header") }
+                    headerSeen = true
+                } else {
+                    let stripe = Int(record.a)
+                    guard stripe == checkedStripes, stripe >= owned.0, stripe < owned.1, stripe < stripeCount, headerSeen else {
+                        throw bad("\(name) holds stripe \(stripe) where stripe \(checkedStripes) was due: a part is missing or not its own")
+                    }
+                    checkedStripes += 1
+                }
+                jpegBytes += Int64(record.length) + 2
+            }
+            guard checkedStripes == owned.1 || owned.0 >= owned.1 else {
+                throw bad("\(name) holds stripes up to \(checkedStripes), not all of \(owned.0)..<\(owned.1): run its shard again")
+            }
+        }
+        if let geometry {
+            if part.header["dz-lowest"] != nil {
+                guard let level = Int(part.header["dz-lowest"] ?? ""), (1...geometry.maxLevel).contains(level) else {
+                    throw bad("\(name)'s pyramid band is not valid")
+                }
+                if lowest == nil {
+                    let size = try numbers("dz-reduced-size", in: part)
+                    let picture = DeepZoomGeometry(width: max(1, size.0), height: max(1, size.1), tileSize: zoomSettings.tileSize,
+                                                   overlap: zoomSettings.overlap)
+                    guard picture.maxLevel == level - 1, size.0 == geometry.levels[level - 1].width,
+                          size.1 == geometry.levels[level - 1].height else {
+                        throw bad("\(name)'s reduced picture does not fit the pyramid")
+                    }
+                    lowest = level
+                    reduced = picture
+                }
+                guard level == lowest else { throw bad("\(name) splits the pyramid at another level") }
+            }
+            for record in part.records {
+                switch record.kind {
+                case .tile:
+                    let level = Int(record.a), column = Int(record.b), row = Int(record.c)
+                    guard let lowest, level >= lowest, level <= geometry.maxLevel, column < geometry.levels[level].columns,
+                          row < geometry.levels[level].rows,
+                          tiles.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
+                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c), which is out of the pyramid or held twice")
+                    }
+                    tileBytes += Int64(record.length)
+                case .reducedRows:
+                    guard let reduced, Int(record.a) == checkedReducedRows, record.b == 1, Int(record.length) == reduced.width * 3 else {
+                        throw bad("\(name)'s reduced rows do not follow the band before (row \(record.a), expected \(checkedReducedRows))")
+                    }
+                    checkedReducedRows += 1
+                default: break
+                }
+            }
+        }
+    }
+
+    /// After the last part: everything the outputs need was there.
+    func checkComplete() throws(TesseraError) {
+        if summary.jpegPath != nil {
+            guard checkedStripes == stripeCount, headerSeen else {
+                throw bad("the parts hold \(checkedStripes) of the JPEG's \(stripeCount) stripes: a shard did not finish; run it again")
+            }
+        }
+        if let geometry {
+            guard let lowest, let reduced else { throw bad("no part holds a band of the pyramid") }
+            let expected = geometry.levels[lowest...].reduce(0) { $0 + $1.columns * $1.rows }
+            guard tiles.count == expected else {
+                throw bad("the parts hold \(tiles.count) of the pyramid's \(expected) tiles of levels \(lowest)...\(geometry.maxLevel): a shard did not finish; run it again")
+            }
+            guard checkedReducedRows == reduced.height else { throw bad("the parts hold \(checkedReducedRows) of \(reduced.height) reduced rows") }
+            if zoomSettings.viewer && !firstHasCells { throw bad("part 1 holds no viewer cells") }
+        }
+    }
+
+    /// Room for the outputs (what dead runs left in their folders goes first).
+    func checkDiskSpace(_ parts: [PartReader]) throws(TesseraError) {
+        var needs: [String: Int64] = [:]
+        if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += jpegBytes + (1 << 20) }
+        if let zoomPath, let reduced {
+            needs[parentDirectory(of: zoomPath), default: 0] += tileBytes + Int64(tiles.count) * 2048
+                + reduced.estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: zoomSettings.quality, subsampling: subsampling))
+        }
+        for (folder, bytes) in needs {
+            _ = StaleTemporaries.remove(in: folder)
+            let free = try freeDiskBytes(folder)
+            guard free >= bytes else { throw .insufficientDiskSpace(directory: folder, neededBytes: bytes, freeBytes: free) }
+        }
+    }
+
+    /// Copies a checked part into the outputs (begun at the first part).
+    mutating func write(_ part: PartReader, threads: Int?, cancellation: RenderCancellation?) throws(TesseraError) {
+        if let path = summary.jpegPath {
+            if jpegOutput == nil {
+                _ = StaleTemporaries.remove(in: parentDirectory(of: path))
+                jpegOutput = try AtomicOutputFile(destination: path)
+            }
+            let output = jpegOutput!
+            for record in part.records where record.kind == .jpegHeader || record.kind == .jpegSegment {
+                try copy(part, record, to: output)
+                guard record.kind == .jpegSegment else { continue }
+                let marker: [UInt8] = writtenStripes + 1 < stripeCount ? [0xFF, 0xD0 + UInt8(writtenStripes % 8)] : [0xFF, 0xD9]
+                try marker.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
+                writtenStripes += 1
+            }
+        }
+        if let zoomPath, let geometry, let lowest, let reduced {
+            if zoomOutput == nil {
+                _ = StaleTemporaries.remove(in: parentDirectory(of: zoomPath))
+                let directory = self.directory, shards = self.shards
+                let output = try DeepZoomOutput(
+                    destination: zoomPath, geometry: geometry, settings: zoomSettings, subsampling: subsampling, labels: nil,
+                    threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
+                    cells: { path throws(TesseraError) in
+                        // Part 1's pieces of cells.js, in order (part 1 is always joined first).
+                        let part = try PartReader(path: directory + "/" + ShardSpec(number: 1, count: shards).partFileName,
+                                                  directory: directory)
+                        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
+                        defer { file.close() }
+                        var buffer: [UInt8] = []
+                        for record in part.records where record.kind == .cellsScript {
+                            try part.read(record, into: &buffer)
+                            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw) } }.get()
+                        }
+                    })
+                zoomOutput = output
+                for level in lowest...geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
+            }
+            let output = zoomOutput!
+            for record in part.records where record.kind == .tile {
+                try part.read(record, into: &buffer)
+                try buffer.withUnsafeBytes { raw in
+                    Result { () throws(TesseraError) in
+                        try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
+                    }
+                }.get()
+            }
+            // The band's reduced rows, a batch at a time, into the levels below.
+            let rowBytes = reduced.width * 3
+            let batchRows = max(1, min(64, (4 << 20) / rowBytes))
+            let rows = part.records.filter { $0.kind == .reducedRows }
+            var batch = [UInt8](repeating: 0, count: min(rows.count, batchRows) * rowBytes)
+            var index = 0
+            while index < rows.count {
+                let count = min(batchRows, rows.count - index)
+                for i in 0..<count {
+                    let record = rows[index + i]
+                    try batch.withUnsafeMutableBytes { raw in
+                        Result { () throws(TesseraError) in
+                            try part.read(record, from: 0, count: rowBytes, into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
+                        }
+                    }.get()
+                }
+                try batch.withUnsafeBytes { raw in
+                    Result { () throws(TesseraError) in try output.writer.append(rows: raw.baseAddress!, stride: rowBytes, count: count) }
+                }.get()
+                index += count
+            }
+        }
+        if cancellation?.isCancelled == true { throw .cancelled }
+    }
+
+    private mutating func copy(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
+        if buffer.count < 4 << 20 { buffer = [UInt8](repeating: 0, count: 4 << 20) }
+        var done = 0
+        while done < Int(record.length) {
+            let count = min(buffer.count, Int(record.length) - done)
+            try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(TesseraError) in
+                    try part.read(record, from: done, count: count, into: raw)
+                    try output.append(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+                }
+            }.get()
+            done += count
+        }
+    }
+
+    /// Finishes and commits the outputs, the pyramid first (as a render commits); removes the
+    /// shards' shared cells.
+    mutating func commit(parts: [PartReader]) throws(TesseraError) {
+        if let zoomOutput {
+            try zoomOutput.finish()
+            try zoomOutput.commit()
+            summary.deepZoomTiles = zoomOutput.tilesWritten
+            summary.deepZoomBytes = zoomOutput.bytesWritten
+        }
+        if let jpegOutput {
+            try jpegOutput.commit()
+            summary.jpegBytes = jpegOutput.bytesWritten
+        }
+        _ = removeTree(SharedCells.directory(shardDirectory: directory, fingerprint: fingerprint))
+    }
+
+    func discard() {
+        zoomOutput?.discard()
+        jpegOutput?.discard()
     }
 }

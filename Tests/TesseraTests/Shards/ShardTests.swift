@@ -281,7 +281,8 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         // A stale one first: the run replaces it whole.
         writeBytes(Array("stale".utf8), to: parts + "/part-0002-of-0003.tessera-part")
         try renderShards(ShardCase(), numbers: [2], of: 3, parts: parts, folder: folder)
-        #expect(listNames(parts) == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part", "part-0003-of-0003.tessera-part"])
+        #expect(listNames(parts).filter { !$0.hasPrefix(".") }
+                == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part", "part-0003-of-0003.tessera-part"])
         _ = try ShardJoin.join(directory: parts)
         #expect(listNames(folder).contains("out.jpg") && listNames(folder + "/zoom").contains("out.dzi"))
     }
@@ -295,7 +296,20 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         #expect(throws: TesseraError.cancelled) {
             try renderShards(ShardCase(), numbers: [3], of: 3, parts: parts, folder: folder, cancellation: cancellation)
         }
-        #expect(listNames(parts) == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part"])
+        #expect(listNames(parts).filter { !$0.hasPrefix(".") } == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part"])
+    }
+
+    @Test func aJoinThatWaitsGivesUpOnAMissingPartAndWritesNothing() throws {
+        let (scratch, folder, parts) = try setUp()
+        defer { scratch.remove() }
+        removeFile(parts + "/part-0002-of-0003.tessera-part")
+        let started = monotonicSeconds()
+        #expect(throws: TesseraError.unusableParts(directory: parts, reason: "shard 2 of 3 has no part after waiting 1 s: did that shard fail? run it again, then join again")) {
+            try ShardJoin.join(directory: parts, waitSeconds: 1)
+        }
+        #expect(monotonicSeconds() - started >= 1)
+        #expect(readBytes(folder + "/out.jpg") == Array("old picture".utf8))
+        #expect(listNames(folder) == ["out.jpg", "zoom"] && listNames(folder + "/zoom").isEmpty)
     }
 
     @Test func theSerialEncoderCannotBeSharded() throws {
@@ -306,4 +320,66 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         #expect(throws: TesseraError.self) { try ShardSpec(number: 3, count: 2) }
         #expect(ShardSpec.parse("0/4") == nil && ShardSpec.parse("2/4")?.partFileName == "part-0002-of-0004.tessera-part")
     }
+}
+
+@Suite struct ShardSharingTests {
+    /// A join started before the shards takes each part as it appears: the same files.
+    @Test func aJoinStartedFirstWaitsForThePartsInOrder() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
+        let folder = scratch.file("out"), parts = scratch.file("waiting")
+        _ = removeTree(folder)
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        let outcome = ThreadOutcome()
+        let joiner = try JoinableThread {
+            do { outcome.set(try ShardJoin.join(directory: parts, waitSeconds: 60)) } catch { outcome.fail("\(error)") }
+        }
+        // Shards in reverse: the join must still copy 1, 2, 3 in order.
+        try renderShards(ShardCase(), numbers: [3, 2, 1], of: 3, parts: parts, folder: folder)
+        joiner.join()
+        #expect(outcome.failure == nil, "\(outcome.failure ?? "")")
+        #expect(outcome.summary?.shards == 3)
+        let joined = treeContents(folder)
+        #expect(Set(joined.keys) == Set(whole.keys))
+        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+    }
+
+    /// Photos every band draws are decoded by the first shard and read by the others; the
+    /// join removes what they shared.
+    @Test func laterShardsReadTheCellsEarlierShardsDecoded() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let folder = scratch.file("out"), parts = scratch.file("parts")
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        var shape = ShardCase()
+        shape.zoom = nil
+        var summaries: [RenderSummary] = []
+        for k in 1...3 {
+            let target = ShardTarget(shard: try ShardSpec(number: k, count: 3), directory: parts)
+            summaries.append(try StripeRenderer(request: shardRequest(shape, folder: folder), shard: target).render())
+        }
+        let distinct = try shardRequest(shape, folder: folder).layout.distinctPhotoCount
+        #expect(summaries[0].photosDecoded == distinct && summaries[0].cellsShared == 0)
+        #expect(summaries[1].photosDecoded == 0 && summaries[1].cellsShared == distinct)
+        #expect(summaries[2].photosDecoded == 0 && summaries[2].cellsShared == distinct)
+        #expect(listNames(parts).contains { $0.hasPrefix(".cells-") })
+        _ = try ShardJoin.join(directory: parts)
+        #expect(!listNames(parts).contains { $0.hasPrefix(".cells-") })
+    }
+}
+
+/// What a test's helper thread returns.
+final class ThreadOutcome: @unchecked Sendable {
+    private let lock = Mutex()
+    private var value: JoinSummary?
+    private var error: String?
+    func set(_ summary: JoinSummary) { lock.withLock { value = summary } }
+    func fail(_ message: String) { lock.withLock { error = message } }
+    var summary: JoinSummary? { lock.withLock { value } }
+    var failure: String? { lock.withLock { error } }
 }
