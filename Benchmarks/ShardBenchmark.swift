@@ -83,6 +83,16 @@ func runShardBenchmark() {
     print("  tessera join                : \(fixed(join.seconds)) s\(floorNote)")
     print("  shards + join               : \(fixed(total)) s, x\(fixed(total / single.seconds)) of one process; output \(same ? "byte-identical" : "DIFFERENT")")
 
+    // The same with the join started first (--wait): its copying overlaps the shards.
+    _ = run(["rm", "-rf", folder + "/parts", folder + "/out/wall.jpg"])
+    mkdir(folder + "/parts", 0o755)
+    let overlapped = runTimed(["bash", "-c", shellQuoted(tessera) + " join " + shellQuoted(folder + "/parts") + " --wait 600 --no-progress & "
+                               + "parallel --will-cite -j2 --halt now,fail=1 " + shellQuoted(shardCommand) + " ::: 1 2 3 4 5 6 7 8 && wait $!"])
+    guard overlapped.status == 0 else { fail("shards with join --wait failed (status \(overlapped.status))") }
+    let sameAgain = runTimed(["cmp", folder + "/single.jpg", folder + "/out/wall.jpg"]).status == 0
+    print("  join --wait beside the shards: \(fixed(overlapped.seconds)) s in all, x\(fixed(overlapped.seconds / single.seconds)) of one process; "
+          + "output \(sameAgain ? "byte-identical" : "DIFFERENT")")
+
     // CPU: 4 shards one after the other against one process.
     _ = run(["rm", "-rf", folder + "/parts4"])
     mkdir(folder + "/parts4", 0o755)
@@ -131,7 +141,8 @@ func runShardBenchmark() {
         + " \\$SLURM_ARRAY_TASK_ID/16 --shard-dir " + shellQuoted(folder + "/zparts") + " --progress json"
     let environment = "export SLURM_CONF=" + shellQuoted(cluster + "/slurm.conf") + "; cd " + shellQuoted(folder) + "; "
     let submit = environment + "jid=$(sbatch --parsable --array=1-16 -o shard-%a.out -e shard-%a.jsonl --wrap \"\(shard)\") && "
-        + "sbatch --wait --dependency=afterok:$jid -o join.out --wrap " + shellQuoted(shellQuoted(tessera) + " join zparts --no-progress")
+        + "join=$(sbatch --parsable --dependency=afterok:$jid -o join.out --wrap " + shellQuoted(shellQuoted(tessera) + " join zparts --no-progress")
+        + ") && " + shellQuoted(script) + " wait " + shellQuoted(cluster) + " $join"
     let scheduled = runTimed(["bash", "-c", submit], stdout: folder + "/sbatch.txt", stderr: folder + "/sbatch.txt")
     guard scheduled.status == 0 else {
         print("  the Slurm jobs failed (status \(scheduled.status)):")

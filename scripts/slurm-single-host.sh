@@ -5,6 +5,9 @@
 #
 #   scripts/slurm-single-host.sh start DIR    # writes DIR/slurm.conf, starts both daemons, waits
 #                                             # until the node is idle; prints: export SLURM_CONF=...
+#   scripts/slurm-single-host.sh wait DIR JOB # waits for a job (polling every 0.2 s: sbatch --wait
+#                                             # polls at growing intervals, up to half a minute
+#                                             # late); exit 0 if it COMPLETED, else prints its state
 #   scripts/slurm-single-host.sh stop DIR     # stops both daemons
 #
 # Then: SLURM_CONF=DIR/slurm.conf sbatch --array=1-8 ...  (see the README's recipes).
@@ -62,6 +65,8 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+# Start tasks as soon as resources free up (defaults wait up to 3 s between batch starts).
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
@@ -86,11 +91,20 @@ CONF
     stop
     exit 1
     ;;
+wait)
+    job=${3:?usage: $0 wait DIR JOBID}
+    export SLURM_CONF="$conf"
+    while squeue -h -j "$job" 2>/dev/null | grep -q .; do sleep 0.2; done
+    state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -1)
+    if [[ "$state" == "JobState=COMPLETED" ]]; then exit 0; fi
+    echo "job $job: ${state:-unknown state}" >&2
+    exit 1
+    ;;
 stop)
     stop
     ;;
 *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop DIR, or $0 wait DIR JOBID" >&2
     exit 2
     ;;
 esac

@@ -45,8 +45,16 @@ func readmeTables(header: String) -> [[String]] {
         }
         let grid = Set(GridCommand.options.flatMap(\.names))
         let mosaic = Set(MosaicCommand.options.flatMap(\.names))
-        let readmeOnly = documented.subtracting(grid.union(mosaic)).sorted(), codeOnly = grid.union(mosaic).subtracting(documented).sorted()
-        #expect(documented == grid.union(mosaic), "README only: \(readmeOnly); code only: \(codeOnly)")
+        let shards = Set((JoinCommand.options + AnalyseCommand.options).flatMap(\.names))
+        let all = grid.union(mosaic).union(shards)
+        let readmeOnly = documented.subtracting(all).sorted(), codeOnly = all.subtracting(documented).sorted()
+        #expect(documented == all, "README only: \(readmeOnly); code only: \(codeOnly)")
+        for spec in JoinCommand.options {
+            #expect(JoinCommand.help.contains("\n  " + spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "") + "\n"))
+        }
+        for spec in AnalyseCommand.options {
+            #expect(AnalyseCommand.help.contains("\n  " + spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "") + "\n"))
+        }
         for spec in GridCommand.options {
             let spelled = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
             #expect(GridCommand.help.contains("\n  " + spelled + "\n"), "grid --help lacks \(spelled)")
@@ -71,6 +79,8 @@ func readmeTables(header: String) -> [[String]] {
                 arguments += ["--dzi", "z.dzi"]
             }
             if spec.names[0] == "--columns" { arguments.removeSubrange(5...6) }
+            if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
+            if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
             do {
                 _ = try MosaicCommand.parse(arguments)
             } catch {
@@ -86,6 +96,7 @@ func readmeTables(header: String) -> [[String]] {
         case "--tile-size", "--columns", "--quality", "--workers", "--stripe-height", "--dzi-quality", "--dpi",
              "--sub-cells", "--max-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
         case "--subsampling": return "444"
+        case "--shard": return "1/2"
         case "--encoder": return "serial"
         case "--worker-threads": return "dispatch"
         case "--order": return "shuffle"

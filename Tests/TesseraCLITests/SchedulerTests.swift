@@ -51,13 +51,14 @@ private func quote(_ text: String) -> String { "'" + text.replacingOccurrences(o
         let started = shell("SLURMCTLD_PORT=\(base) SLURMD_PORT=\(base + 1) \(quote(repositoryRoot))/scripts/slurm-single-host.sh start \(quote(cluster))")
         try #require(started.status == 0, "the single-host Slurm did not start: \(started.output)")
         let environment = "export SLURM_CONF=\(quote(cluster))/slurm.conf; cd \(quote(directory)); "
-        // 4 shards as an array; the join waits for all of them (afterok) and sbatch --wait for it.
+        // 4 shards as an array; the join waits for all of them (afterok), and the test for the join.
         let shard = "\(quote(toolPath())) grid \(flags(out)) --shard \\$SLURM_ARRAY_TASK_ID/4 --shard-dir parts --no-progress"
         let array = shell(environment + "sbatch --parsable --array=1-4 -o shard-%a.log --wrap \"\(shard)\"")
         try #require(array.status == 0, "\(array.output)")
         let jobID = array.output.split(separator: "\n").last.map(String.init) ?? ""
         #expect(Int(jobID) != nil, "sbatch printed \(array.output)")
-        let join = shell(environment + "sbatch --wait --dependency=afterok:\(jobID) -o join.log --wrap \"\(quote(toolPath())) join parts\"")
+        let join = shell(environment + "join=$(sbatch --parsable --dependency=afterok:\(jobID) -o join.log --wrap \"\(quote(toolPath())) join parts\") && "
+                         + "\(quote(repositoryRoot))/scripts/slurm-single-host.sh wait \(quote(cluster)) $join")
         let logs = shell("cat \(quote(directory))/*.log").output
         #expect(join.status == 0, "join job: \(join.output)\n\(logs)")
         for k in 1...4 { #expect(logs.contains("wrote shard \(k)/4"), "\(logs)") }
