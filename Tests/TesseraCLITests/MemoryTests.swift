@@ -170,6 +170,24 @@ let mixedFormatPhotos: String = {
         #expect(run.peakBytes <= budgetMiB << 20, "\(name): peak \(run.peakMiB) MiB over the \(budgetMiB) MiB budget")
     }
 
+    /// A shard (JPEG and pyramid, margins and shared cells) inside the budget, as the whole
+    /// render is: the first shard decodes and keeps the shared cells, the second reads them.
+    @Test(arguments: [1, 2])
+    func aShardStaysInsideTheBudget(number: Int) throws {
+        let folder = testRoot + "/memory-shard-\(number)-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        for k in 1...number {
+            let run = runMeasured(["grid", fixtures, "-o", folder + "/out.jpg", "--dzi", folder + "/z.dzi", "--grid", "60x60", "--tile-size", "150",
+                                   "--shard", "\(k)/3", "--shard-dir", folder, "--no-progress", "--temp-dir", folder])
+            #expect(run.exitCode == 0, "\(run.output)")
+            guard k == number else { continue }
+            #expect(run.peakBytes > 4 << 20, "a peak of \(run.peakBytes) bytes is not a measurement")
+            #expect(run.peakBytes <= 64 << 20, "shard \(k)/3: peak \(run.peakMiB) MiB over the 64 MiB budget")
+            #expect(run.output.contains(k == 1 ? "photo(s) decoded" : "read from other shards' decodes"), "\(run.output)")
+        }
+    }
+
     /// Progressive photos of 10.5 MP: libjpeg's whole-image coefficient buffers (32 MB a photo)
     /// must go through the decode budget (in memory or spilled), at 1/8 and at 2/8.
     @Test(arguments: [

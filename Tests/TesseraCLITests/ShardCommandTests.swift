@@ -70,6 +70,26 @@ import Tessera
         #expect(system("diff -r '\(directory)/ref' '\(directory)/out'") == 0)
     }
 
+    /// A mosaic's shards each analyse and match (the same assignment from the same seed) and
+    /// render their band: joined, the single-process mosaic.
+    @Test func aShardedMosaicIsTheSingleProcessMosaic() throws {
+        let directory = "\(testRoot)/tessera-mosaic-shards-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/out' '\(directory)/parts' '\(directory)/ref'") == 0)
+        let flags = ["--target", fixtures + "/Portrait_3.jpg", fixtures, "--grid", "24x30", "--tile-size", "32", "--min-distance", "0",
+                     "--max-uses", "400", "--tint", "15", "--cache-dir", directory + "/cache", "--seed", "5", "-q"]
+        let whole = runTesseraSplit(["mosaic"] + flags + ["-o", directory + "/ref/m.jpg", "--dzi", directory + "/ref/m.dzi", "--encoder", "parallel"])
+        #expect(whole.status == 0, "\(whole.standardError)")
+        for k in 1...2 {
+            let shard = runTesseraSplit(["mosaic"] + flags + ["-o", directory + "/out/m.jpg", "--dzi", directory + "/out/m.dzi",
+                                                              "--shard", "\(k)/2", "--shard-dir", directory + "/parts"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let joined = runTesseraSplit(["join", directory + "/parts", "-q"])
+        #expect(joined.status == 0, "\(joined.standardError)")
+        #expect(system("diff -r '\(directory)/ref' '\(directory)/out'") == 0)
+    }
+
     /// A shard killed with SIGKILL mid-render leaves no part under any name join reads.
     @Test func aKilledShardLeavesNoPart() throws {
         let directory = "\(testRoot)/tessera-killed-\(getpid())"

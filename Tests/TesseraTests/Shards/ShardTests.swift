@@ -347,6 +347,26 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
     }
 
+    /// A column of distinct photos: each shard decodes only the photos of its own band.
+    @Test func aShardDecodesOnlyThePhotosItsBandShows() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        try makeDirectory(scratch.file("parts"))
+        let library = try PhotoLibrary.scan(landscapes)
+        let layout = CellLayout(columns: 1, rows: 8, cellWidth: 64, cellHeight: 64, photoIndices: (0..<8).map { Int32($0) })
+        var settings = RenderSettings()
+        settings.stripeHeight = 64
+        let request = RenderRequest(photos: library.photos, layout: layout, settings: settings, outputs: [.jpeg(path: scratch.file("o.jpg"))])
+        var decoded = 0
+        for k in 1...4 {
+            let target = ShardTarget(shard: try ShardSpec(number: k, count: 4), directory: scratch.file("parts"))
+            let summary = try StripeRenderer(request: request, shard: target).render()
+            #expect(summary.photosDecoded == 2, "shard \(k)/4 decoded \(summary.photosDecoded) photos for its 2 rows")
+            decoded += summary.photosDecoded
+        }
+        #expect(decoded == 8)
+    }
+
     /// Photos every band draws are decoded by the first shard and read by the others; the
     /// join removes what they shared.
     @Test func laterShardsReadTheCellsEarlierShardsDecoded() throws {
