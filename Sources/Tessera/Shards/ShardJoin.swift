@@ -13,7 +13,13 @@
 //   the viewer and descriptor written, then committed.
 //
 // Both appear atomically, the pyramid first (as in a render); on any failure neither does and
-// what stood at their names is untouched. The parts are left in place.
+// what stood at their names is untouched. The parts are left in place; the shards' shared cells
+// (SharedCells.swift) are removed.
+//
+// With a wait (`--wait`), the join starts before the shards end: it takes parts 1...N in order
+// as they appear and checks each (the same checks, `Joiner.check`) before copying it, so a bad
+// part is found after the good ones before it were copied, still into outputs not yet visible.
+// The disk check then covers only what each part needs as it comes.
 import Glibc
 
 /// What a join wrote.
@@ -47,18 +53,17 @@ public enum ShardJoin {
             let first = try waitForPart(in: directory, number: nil, count: nil, fingerprint: nil, seconds: waitSeconds,
                                         cancellation: cancellation)
             joiner = try Joiner(directory: directory, first: first)
-            var parts = [first]
             do throws(TesseraError) {
                 for number in 1...joiner.shards {
                     let part = number == first.number ? first.part
                         : try waitForPart(in: directory, number: number, count: joiner.shards, fingerprint: joiner.fingerprint,
                                           seconds: waitSeconds, cancellation: cancellation).part
                     try joiner.check(part)
+                    try joiner.checkDiskSpace(for: part)
                     try joiner.write(part, threads: threads, cancellation: cancellation)
-                    parts.append((number, part))
                 }
                 try joiner.checkComplete()
-                try joiner.commit(parts: parts.dropFirst().map(\.part))
+                try joiner.commit()
             } catch {
                 joiner.discard()
                 throw error
@@ -71,7 +76,7 @@ public enum ShardJoin {
             try joiner.checkDiskSpace(parts)
             do throws(TesseraError) {
                 for part in parts { try joiner.write(part, threads: threads, cancellation: cancellation) }
-                try joiner.commit(parts: parts)
+                try joiner.commit()
             } catch {
                 joiner.discard()
                 throw error
@@ -342,6 +347,24 @@ private struct Joiner {
         }
     }
 
+    /// Room for what one part adds to the outputs (a join that waits cannot add up the rest).
+    func checkDiskSpace(for part: PartReader) throws(TesseraError) {
+        var needs: [String: Int64] = [:]
+        for record in part.records {
+            switch record.kind {
+            case .jpegHeader, .jpegSegment:
+                if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 2 }
+            case .tile, .reducedRows:
+                if let zoomPath { needs[parentDirectory(of: zoomPath), default: 0] += Int64(record.length) + 2048 }
+            case .cellsScript: break
+            }
+        }
+        for (folder, bytes) in needs {
+            let free = try freeDiskBytes(folder)
+            guard free >= bytes + (1 << 20) else { throw .insufficientDiskSpace(directory: folder, neededBytes: bytes + (1 << 20), freeBytes: free) }
+        }
+    }
+
     /// Copies a checked part into the outputs (begun at the first part).
     mutating func write(_ part: PartReader, threads: Int?, cancellation: RenderCancellation?) throws(TesseraError) {
         if let path = summary.jpegPath {
@@ -431,7 +454,7 @@ private struct Joiner {
 
     /// Finishes and commits the outputs, the pyramid first (as a render commits); removes the
     /// shards' shared cells.
-    mutating func commit(parts: [PartReader]) throws(TesseraError) {
+    mutating func commit() throws(TesseraError) {
         if let zoomOutput {
             try zoomOutput.finish()
             try zoomOutput.commit()
