@@ -9,6 +9,8 @@ import Tessera
 /// The steps of a run, as progress names them.
 public enum Phase: String, Sendable {
     case scan, analysis, target, matching, render
+    /// `tessera join`: parts copied of N.
+    case join
 }
 
 /// How progress is shown (`--progress`).

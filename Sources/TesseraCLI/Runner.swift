@@ -218,10 +218,14 @@ public struct Runner {
 
     /// `tessera join DIR`: the outputs from the parts.
     public func join(_ options: JoinOptions) -> ExitCode {
-        console.phase(.render)
+        console.phase(.join)
         do throws(TesseraError) {
+            let started = monotonicSeconds()
+            let console = self.console
             let summary = try ShardJoin.join(directory: options.directory, threads: options.workers, waitSeconds: options.waitSeconds,
-                                             cancellation: cancellation)
+                                             cancellation: cancellation) { done, total in
+                console.progress(.join, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
+            }
             console.result(Report.join(summary, directory: options.directory))
             var fields: [(String, String)] = [("shards", String(summary.shards)), ("width", String(summary.width)),
                                               ("height", String(summary.height)), ("seconds", formatDecimal(summary.seconds, places: 3)),

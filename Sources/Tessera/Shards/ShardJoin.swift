@@ -45,8 +45,10 @@ public enum ShardJoin {
     /// they appear (a shard's part appears whole, by rename), each checked before it is copied,
     /// waiting at most `waitSeconds` for the next: run beside the shards on one machine, the
     /// copying overlaps their rendering. Either way the outputs appear only when complete.
+    /// `progress` hears (parts copied, N) after each part.
     public static func join(directory: String, threads: Int? = nil, waitSeconds: Double? = nil,
-                            cancellation: RenderCancellation? = nil) throws(TesseraError) -> JoinSummary {
+                            cancellation: RenderCancellation? = nil,
+                            progress: (Int, Int) -> Void = { _, _ in }) throws(TesseraError) -> JoinSummary {
         let started = monotonicSeconds()
         var joiner: Joiner
         if let waitSeconds {
@@ -61,6 +63,7 @@ public enum ShardJoin {
                     try joiner.check(part)
                     try joiner.checkDiskSpace(for: part)
                     try joiner.write(part, threads: threads, cancellation: cancellation)
+                    progress(number, joiner.shards)
                 }
                 try joiner.checkComplete()
                 try joiner.commit()
@@ -75,7 +78,10 @@ public enum ShardJoin {
             try joiner.checkComplete()
             try joiner.checkDiskSpace(parts)
             do throws(TesseraError) {
-                for part in parts { try joiner.write(part, threads: threads, cancellation: cancellation) }
+                for (index, part) in parts.enumerated() {
+                    try joiner.write(part, threads: threads, cancellation: cancellation)
+                    progress(index + 1, parts.count)
+                }
                 try joiner.commit()
             } catch {
                 joiner.discard()
