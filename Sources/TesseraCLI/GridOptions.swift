@@ -51,6 +51,7 @@ public struct GridOptions: Equatable, Sendable {
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
+        if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil
     }
 }

@@ -116,12 +116,13 @@ public struct Runner {
     /// one of the inputs.
     func scanPhotos(_ options: GridOptions, alsoWriting extra: [OutputFile] = [],
                     alsoReading inputs: [String] = [], checkingOutputs: Bool = true) -> Result<PhotoLibrary, ExitCode> {
+        let manifest = extra.first?.path
         let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
         if checkingOutputs {
             do throws(TesseraError) {
                 try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
             } catch {
-                return .failure(report(error, options: options, manifest: extra.first?.path))
+                return .failure(report(error, options: options, manifest: manifest))
             }
         }
         // A named input besides the photos (a mosaic's target) that is not there is a command
@@ -162,7 +163,7 @@ public struct Runner {
         do throws(TesseraError) {
             try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
         } catch {
-            return .failure(report(error, options: options, manifest: extra.first?.path))
+            return .failure(report(error, options: options, manifest: manifest))
         }
         return .success(library)
     }
