@@ -57,7 +57,8 @@ import Tessera
             #expect(shard.standardOutput.contains("when all 3 shard(s) are done: tessera join \(directory)/parts"))
         }
         #expect(system("ls '\(directory)/out' | grep -q .") != 0)  // nothing before the join
-        let nowhere = runTesseraSplit(["grid"] + flags + ["-o", directory + "/out/w.jpg", "--shard", "1/3", "--shard-dir", directory + "/none"])
+        let nowhere = runTesseraSplit(["grid"] + flags + ["-o", directory + "/out/w.jpg", "--dzi", directory + "/out/w.dzi", "--shard", "1/3",
+                                                          "--shard-dir", directory + "/none"])
         #expect(nowhere.status == 2 && nowhere.standardError.contains("--shard-dir \(directory)/none/part-0001-of-0003.tessera-part: the folder"),
                 "\(nowhere.standardError)")
         #expect(system("cp -r '\(directory)/parts' '\(directory)/missing' && rm '\(directory)/missing/part-0002-of-0003.tessera-part'") == 0)
