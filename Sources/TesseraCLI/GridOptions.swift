@@ -109,61 +109,23 @@ public enum GridCommand {
                              extraOptions: [OptionSpec] = [],
                              extra: (String, String, Int) throws(CommandLineError) -> Void = { _, _, _ in }) throws(CommandLineError) -> GridOptions {
         var options = GridOptions()
-        var index = 0
         var sawTileSize = false
-        var onlyPositional = false
         var deepZoom = DeepZoomSettings()
         var deepZoomQuality: Int?
         var deepZoomOptionGiven: String?
-        // Options given so far (by their long name): a second value would silently replace the
-        // first (two -o: which file?), so only --exclude may repeat.
+        // The options given (by their long name), for the checks after the loop. (A value given
+        // twice, two -o say, is refused by scanArguments: which file?)
         var given: Set<String> = []
         var seedPosition: Int?
         var shardSpec: ShardSpec?
         var shardDirectory: String?
-        while index < arguments.count {
-            let argument = arguments[index]
-            let position = firstIndex + index
-            if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
-                options.photoPaths.append(argument)
-                index += 1
-                continue
-            }
-            if argument == "--" {
-                onlyPositional = true
-                index += 1
-                continue
-            }
-            // --name=value is accepted too.
-            var name = argument
-            var inlineValue: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
-            }
-            guard let spec = (GridCommand.options + extraOptions).first(where: { $0.names.contains(name) }) else {
-                throw CommandLineError("unknown option \(name) (see 'tessera \(command) --help')", argumentIndex: position)
-            }
-            var value = ""
-            if spec.valueName != nil {
-                if let inlineValue {
-                    value = inlineValue
-                } else {
-                    guard index + 1 < arguments.count else {
-                        throw CommandLineError("\(name) needs a value: \(name) \(spec.valueName!)", argumentIndex: position)
-                    }
-                    index += 1
-                    value = arguments[index]
-                }
-            } else if inlineValue != nil {
-                throw CommandLineError("\(name) takes no value", argumentIndex: position)
-            }
-            let valuePosition = inlineValue == nil ? firstIndex + index : position
+        try scanArguments(arguments, firstIndex: firstIndex, command: command, options: GridCommand.options + extraOptions,
+                          positional: { options.photoPaths.append($0) }) { option throws(CommandLineError) in
+            let (spec, name, value, position, valuePosition) = (option.spec, option.name, option.value, option.position, option.valuePosition)
+            let earlier = option.earlier
             let key = spec.names.last!
-            if spec.valueName != nil && key != "--exclude" && !given.insert(key).inserted {
-                throw CommandLineError("\(name) is given twice; give it once", argumentIndex: position)
-            }
-            if (key == "--grid" && given.contains("--columns")) || (key == "--columns" && given.contains("--grid")) {
+            given.insert(key)
+            if (key == "--grid" && earlier.contains("--columns")) || (key == "--columns" && earlier.contains("--grid")) {
                 throw CommandLineError("--grid and --columns both set the columns: give --grid CxR, or --columns C alone (rows then follow)",
                                        argumentIndex: position)
             }
@@ -298,16 +260,15 @@ public enum GridCommand {
                 shardDirectory = value
             case "--dry-run": options.dryRun = true
             case "--no-progress":
-                if given.contains("--progress") && options.progress != .none {
+                if earlier.contains("--progress") && options.progress != .none {
                     throw CommandLineError("--no-progress contradicts --progress \(options.progress.rawValue): give one", argumentIndex: position)
                 }
                 options.progress = .none
-                given.insert("--no-progress")
             case "--progress":
                 guard let style = ProgressStyle(rawValue: value) else {
                     throw CommandLineError("--progress expects bar, json or none, got '\(value)'", argumentIndex: valuePosition)
                 }
-                if given.contains("--no-progress") && style != .none {
+                if earlier.contains("--no-progress") && style != .none {
                     throw CommandLineError("--progress \(value) contradicts --no-progress: give one", argumentIndex: position)
                 }
                 options.progress = style
@@ -320,7 +281,6 @@ public enum GridCommand {
                 }
                 try extra(spec.names.last!, value, valuePosition)
             }
-            index += 1
         }
         if case .shuffle = options.order, let seed = options.seed { options.order = .shuffle(seed: seed) }
         if command == "grid", let seedPosition, case .name = options.order {

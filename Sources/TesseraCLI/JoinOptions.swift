@@ -29,14 +29,29 @@ public struct AnalyseOptions: Equatable, Sendable {
     public init() {}
 }
 
-/// The small shared loop of these two commands: `--name value`, `--name=value`, flags, and
-/// positional arguments.
-private func parseSimple(_ arguments: [String], firstIndex: Int, command: String, options: [OptionSpec],
-                         positional: (String) -> Void,
-                         handle: (String, String, Int) throws(CommandLineError) -> Void) throws(CommandLineError) {
+/// One option as the command line gave it (`scanArguments`).
+struct ScannedOption {
+    let spec: OptionSpec
+    /// As spelled (`-q` or `--quiet`); `spec.names.last` is its long name.
+    let name: String
+    let value: String
+    /// Where the option is on the command line, and where its value is.
+    let position: Int
+    let valuePosition: Int
+    /// The long names of the options before this one.
+    let earlier: Set<String>
+}
+
+/// Every command's loop over its arguments: positional arguments (everything after `--`
+/// too), `--name value`, `--name=value` and flags, from the command's option table. Unknown
+/// options, a missing or unexpected value, and an option with a value given twice (only
+/// `--exclude` may repeat: a second value would silently replace the first) are refused.
+func scanArguments(_ arguments: [String], firstIndex: Int, command: String, options: [OptionSpec],
+                   positional: (String) -> Void,
+                   handle: (ScannedOption) throws(CommandLineError) -> Void) throws(CommandLineError) {
     var index = 0
     var onlyPositional = false
-    var given: Set<String> = []
+    var seen = Set<String>()
     while index < arguments.count {
         let argument = arguments[index]
         let position = firstIndex + index
@@ -74,12 +89,28 @@ private func parseSimple(_ arguments: [String], firstIndex: Int, command: String
             throw CommandLineError("\(name) takes no value", argumentIndex: position)
         }
         let key = spec.names.last!
-        if spec.valueName != nil && key != "--exclude" && !given.insert(key).inserted {
+        if spec.valueName != nil && key != "--exclude" && seen.contains(key) {
             throw CommandLineError("\(name) is given twice; give it once", argumentIndex: position)
         }
-        try handle(key, value, inlineValue == nil ? firstIndex + index : position)
+        try handle(ScannedOption(spec: spec, name: name, value: value, position: position,
+                                 valuePosition: inlineValue == nil ? firstIndex + index : position, earlier: seen))
+        seen.insert(key)
         index += 1
     }
+}
+
+/// The output options `join` and `analyse` share (`--progress`, `--no-progress`, `--quiet`,
+/// `--help`); false for any other.
+private func takeOutputOption(_ option: ScannedOption, progress: inout ProgressStyle, quiet: inout Bool,
+                              help: inout Bool) throws(CommandLineError) -> Bool {
+    switch option.spec.names.last! {
+    case "--progress": progress = try progressStyle(option.value, option.valuePosition)
+    case "--no-progress": progress = .none
+    case "--quiet": quiet = true
+    case "--help": help = true
+    default: return false
+    }
+    return true
 }
 
 private func wholeNumber(_ name: String, _ value: String, _ range: ClosedRange<Int>, _ position: Int) throws(CommandLineError) -> Int {
@@ -110,15 +141,13 @@ public enum JoinCommand {
     public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> JoinOptions {
         var options = JoinOptions()
         var folders: [String] = []
-        try parseSimple(arguments, firstIndex: firstIndex, command: "join", options: options_, positional: { folders.append($0) }) {
-            name, value, position throws(CommandLineError) in
+        try scanArguments(arguments, firstIndex: firstIndex, command: "join", options: Self.options,
+                          positional: { folders.append($0) }) { option throws(CommandLineError) in
+            if try takeOutputOption(option, progress: &options.progress, quiet: &options.quiet, help: &options.help) { return }
+            let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
             switch name {
             case "--workers": options.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
             case "--wait": options.waitSeconds = Double(try wholeNumber(name, value, 1...604_800, position))
-            case "--progress": options.progress = try progressStyle(value, position)
-            case "--no-progress": options.progress = .none
-            case "--quiet": options.quiet = true
-            case "--help": options.help = true
             default: fatalError("option table and switch disagree on \(name)")
             }
         }
@@ -131,7 +160,6 @@ public enum JoinCommand {
         return options
     }
 
-    private static var options_: [OptionSpec] { options }
 
     public static let help: String = """
     tessera join — the outputs of a sharded render, from its part files
@@ -187,8 +215,10 @@ public enum AnalyseCommand {
     public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> AnalyseOptions {
         var options = AnalyseOptions()
         var sawTileSize = false
-        try parseSimple(arguments, firstIndex: firstIndex, command: "analyse", options: options_,
-                        positional: { options.photoPaths.append($0) }) { name, value, position throws(CommandLineError) in
+        try scanArguments(arguments, firstIndex: firstIndex, command: "analyse", options: Self.options,
+                          positional: { options.photoPaths.append($0) }) { option throws(CommandLineError) in
+            if try takeOutputOption(option, progress: &options.progress, quiet: &options.quiet, help: &options.help) { return }
+            let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
             switch name {
             case "--tile-size":
                 if let single = Int(value), single >= 1, single <= jpegMaxDimension {
@@ -215,10 +245,6 @@ public enum AnalyseCommand {
                 options.settings.maxMemoryBytes = bytes
             case "--exclude": options.selection.excludes.append(value)
             case "--include-hidden": options.selection.includeHidden = true
-            case "--progress": options.progress = try progressStyle(value, position)
-            case "--no-progress": options.progress = .none
-            case "--quiet": options.quiet = true
-            case "--help": options.help = true
             default: fatalError("option table and switch disagree on \(name)")
             }
         }
@@ -228,7 +254,6 @@ public enum AnalyseCommand {
         return options
     }
 
-    private static var options_: [OptionSpec] { options }
 
     public static let help: String = """
     tessera analyse — fill the mosaic feature index ahead of time, in shards if the library is large
