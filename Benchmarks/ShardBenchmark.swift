@@ -9,17 +9,8 @@ import Tessera
 /// Runs a command; returns wall seconds, the CPU seconds of it and every child it waited for
 /// (wait4's rusage), and its exit status.
 func runTimed(_ command: [String], stdout: String = "/dev/null", stderr: String = "/dev/null") -> (seconds: Double, cpu: Double, status: Int32) {
-    var pid: pid_t = 0
-    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    defer { posix_spawn_file_actions_destroy(&actions) }
     let start = monotonicSeconds()
-    let spawned = posix_spawnp(&pid, command[0], &actions, nil, &argv, environ)
-    guard spawned == 0 else { fail("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+    let pid = spawn(command, stdout: stdout, stderr: stderr)
     var status: Int32 = 0
     var usage = rusage()
     while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}

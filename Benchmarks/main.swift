@@ -114,8 +114,9 @@ func productsDirectory() -> String {
     return String(path[..<path.lastIndex(of: "/")!])
 }
 
-/// Runs a command; returns wall seconds, the child's peak RSS in bytes and its exit status.
-func run(_ command: [String], stdout: String = "/dev/null", stderr: String? = nil) -> (seconds: Double, peakBytes: Int64, status: Int32) {
+/// Starts `command` with its standard output (and error, when given) to files; fails the run if
+/// it cannot start.
+func spawn(_ command: [String], stdout: String, stderr: String?) -> pid_t {
     var pid: pid_t = 0
     var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
@@ -124,9 +125,15 @@ func run(_ command: [String], stdout: String = "/dev/null", stderr: String? = ni
     posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     defer { posix_spawn_file_actions_destroy(&actions) }
-    let start = monotonicSeconds()
     let spawned = posix_spawnp(&pid, command[0], &actions, nil, &argv, environ)
     guard spawned == 0 else { fail("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+    return pid
+}
+
+/// Runs a command; returns wall seconds, the child's peak RSS in bytes and its exit status.
+func run(_ command: [String], stdout: String = "/dev/null", stderr: String? = nil) -> (seconds: Double, peakBytes: Int64, status: Int32) {
+    let start = monotonicSeconds()
+    let pid = spawn(command, stdout: stdout, stderr: stderr)
     // Peak RSS: the child's VmHWM, sampled every 10 ms until it exits. (wait4's ru_maxrss is no
     // good here: posix_spawn shares this process's memory until exec, and Linux carries that
     // high-water mark into the child's, so a child would report at least this process's RSS.)

@@ -80,8 +80,10 @@ func runner(_ console: StreamConsole) -> Runner {
 
 /// Results on standard output; messages, warnings and progress on standard error, unbuffered,
 /// so that they interleave in order.
-func console(_ options: GridOptions) -> StreamConsole {
-    StreamConsole(style: options.progress, quiet: options.quiet, standardOutput: { text in print(text, terminator: "") },
+func console(_ options: GridOptions) -> StreamConsole { console(progress: options.progress, quiet: options.quiet) }
+
+func console(progress: ProgressStyle, quiet: Bool) -> StreamConsole {
+    StreamConsole(style: progress, quiet: quiet, standardOutput: { text in print(text, terminator: "") },
                   standardError: { text in writeStandardError(text) },
                   errorIsTerminal: isatty(STDERR_FILENO) != 0, terminalWidth: standardErrorColumns)
 }
@@ -110,17 +112,11 @@ case .join(let options):
         print(JoinCommand.help)
         exit(ExitCode.success.rawValue)
     }
-    var settings = GridOptions()
-    settings.progress = options.progress
-    settings.quiet = options.quiet
-    exit(runner(console(settings)).join(options).rawValue)
+    exit(runner(console(progress: options.progress, quiet: options.quiet)).join(options).rawValue)
 case .analyse(let options):
     if options.help {
         print(AnalyseCommand.help)
         exit(ExitCode.success.rawValue)
     }
-    var settings = GridOptions()
-    settings.progress = options.progress
-    settings.quiet = options.quiet
-    exit(runner(console(settings)).analyse(options).rawValue)
+    exit(runner(console(progress: options.progress, quiet: options.quiet)).analyse(options).rawValue)
 }

@@ -52,7 +52,6 @@ final class PartWriter: @unchecked Sendable {
     private let file: AtomicOutputFile
     private let lock = Mutex()
     private var records: [PartRecord] = []  // protected by `lock`
-    private var finished = false
 
     init(path: String) throws(TesseraError) {
         self.path = path
@@ -89,7 +88,6 @@ final class PartWriter: @unchecked Sendable {
         put64(headerOffset); put64(headerLength); put64(indexOffset); put64(UInt64(records.count))
         tail += PartFormat.endMagic
         try tail.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.append(raw) } }.get()
-        finished = true
     }
 
     func commit() throws(TesseraError) { try file.commit() }

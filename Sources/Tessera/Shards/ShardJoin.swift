@@ -128,9 +128,8 @@ public enum ShardJoin {
         }
     }
 
-    static func nameOf(_ part: PartReader) -> String { name(part) }
-
-    private static func name(_ part: PartReader) -> String { part.path.split(separator: "/").last.map(String.init) ?? part.path }
+    /// A part's file name, for messages.
+    static func name(_ part: PartReader) -> String { part.path.split(separator: "/").last.map(String.init) ?? part.path }
 
     /// The parts in `directory`, ordered by shard, after checking that they are shards 1...N of
     /// one render, each once, under their own names.
@@ -209,15 +208,17 @@ private struct Joiner {
     private var zoomOutput: DeepZoomOutput?
     private var writtenStripes = 0
     private var buffer: [UInt8] = []
+    /// Part 1 (always joined first): it holds the viewer's cells.js.
+    private var firstPart: PartReader?
 
     init(directory: String, first: (number: Int, part: PartReader)) throws(TesseraError) {
         self.directory = directory
         let header = first.part.header
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
-        guard header["format"] == "1" else { throw bad("\(ShardJoin.nameOf(first.part)) is of another part format (\(header["format"] ?? "none"))") }
+        guard header["format"] == "1" else { throw bad("\(ShardJoin.name(first.part)) is of another part format (\(header["format"] ?? "none"))") }
         guard let fingerprint = header["fingerprint"], let shards = Int(header["shards"] ?? ""), shards >= 1,
               let width = Int(header["width"] ?? ""), let height = Int(header["height"] ?? ""), width > 0, height > 0 else {
-            throw bad("\(ShardJoin.nameOf(first.part)) has no valid description of its render")
+            throw bad("\(ShardJoin.name(first.part)) has no valid description of its render")
         }
         self.fingerprint = fingerprint
         self.shards = shards
@@ -251,13 +252,13 @@ private struct Joiner {
 
     private func numbers(_ key: String, in part: PartReader) throws(TesseraError) -> (Int, Int) {
         let fields = (part.header[key] ?? "").split(separator: " ").compactMap { Int($0) }
-        guard fields.count == 2, fields[0] >= 0, fields[1] >= 0 else { throw bad("\(ShardJoin.nameOf(part)) has no valid \(key)") }
+        guard fields.count == 2, fields[0] >= 0, fields[1] >= 0 else { throw bad("\(ShardJoin.name(part)) has no valid \(key)") }
         return (fields[0], fields[1])
     }
 
     /// Checks the next part (in shard order) against the render and the parts before it.
     mutating func check(_ part: PartReader) throws(TesseraError) {
-        let name = ShardJoin.nameOf(part)
+        let name = ShardJoin.name(part)
         guard part.header["fingerprint"] == fingerprint, part.header["shards"] == String(shards) else {
             throw bad("\(name) is a part of another render")
         }
@@ -373,6 +374,7 @@ private struct Joiner {
 
     /// Copies a checked part into the outputs (begun at the first part).
     mutating func write(_ part: PartReader, threads: Int?, cancellation: RenderCancellation?) throws(TesseraError) {
+        if part.header["shard"] == "1" { firstPart = part }
         if let path = summary.jpegPath {
             if jpegOutput == nil {
                 _ = StaleTemporaries.remove(in: parentDirectory(of: path))
@@ -390,14 +392,13 @@ private struct Joiner {
         if let zoomPath, let geometry, let lowest, let reduced {
             if zoomOutput == nil {
                 _ = StaleTemporaries.remove(in: parentDirectory(of: zoomPath))
-                let directory = self.directory, shards = self.shards
+                guard let cellsPart = firstPart else { throw bad("part 1 was not joined first") }
                 let output = try DeepZoomOutput(
                     destination: zoomPath, geometry: geometry, settings: zoomSettings, subsampling: subsampling, labels: nil,
                     threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
                     cells: { path throws(TesseraError) in
-                        // Part 1's pieces of cells.js, in order (part 1 is always joined first).
-                        let part = try PartReader(path: directory + "/" + ShardSpec(number: 1, count: shards).partFileName,
-                                                  directory: directory)
+                        // Part 1's pieces of cells.js, in order.
+                        let part = cellsPart
                         let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
                         defer { file.close() }
                         var buffer: [UInt8] = []
