@@ -24,7 +24,7 @@
 //
 // A shard (ShardPlan.swift) runs the same writer over a window of the picture: levels
 // `window.lowest...maxLevel` only, fed the band's rows with margins, writing only the tile rows
-// the band owns, and handing the rows it averages below its lowest level to `window.reduced`
+// the band owns, and handing the rows it averages below its lowest level to `reduced`
 // (the small picture the join builds the remaining levels from). The join runs it once more
 // over that small picture, for levels 0...lowest-1. Every level is averaged from the one above
 // with pairs aligned to even rows, so each band's rows are exactly the whole render's.
