@@ -377,7 +377,7 @@ public struct CellDecoder: Sendable {
             } else {
                 throw TesseraError.unreadablePhoto(
                     path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
-                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one HEVC picture"), no thumbnail) takes about \(formatBytes(fullBytes)), more than --max-memory leaves for it; "
+                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one picture, not tiled"), no thumbnail) takes about \(formatBytes(fullBytes)), more than --max-memory leaves for it; "
                         + "give --max-memory \(needed) or more to draw it")
             }
         }
