@@ -101,7 +101,9 @@ public enum Report {
         }
         line += "\n        analysis \(analysed) photo(s) analysed, \(reused) from the index in \(formatDecimal(analysisSeconds, places: 2)) s; "
         line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s "
-        line += "(ranking \(formatDecimal(match.rankingSeconds, places: 2)) s\(match.usedTree ? ", feature tree" : ""), "
+        line += "(ranking \(formatDecimal(match.rankingSeconds, places: 2)) s\(match.usedTree ? ", feature tree" : "")"
+        if match.runs > 1 { line += " over \(match.runs) runs of up to \(match.runPhotos) photos" }
+        line += ", "
         line += "greedy \(formatDecimal(match.greedySeconds, places: 2)) s, local search \(formatDecimal(match.improvementSeconds, places: 2)) s)"
         return line
     }

@@ -1,7 +1,8 @@
 // FeatureStore.swift — the photos' features as the matcher reads them: k*k*3 floats a photo,
-// one photo after another, in one allocation (not an array per photo: a million photos' arrays
-// would cost their headers on top of the 108 MB of floats), rearranged into the feature tree's
-// order once the tree is built, so that a search reads runs of neighbouring photos.
+// photo after photo. The matcher never needs them all at once: it reads them a run of photos at
+// a time (ranking, a full scan) or one photo at a time (a photo it placed), so the store can be
+// the caller's arrays, one allocation, or an anonymous temporary file that holds a library too
+// large for the memory budget (a million photos' features are 108 MB at k = 3).
 import Glibc
 
 public final class FeatureStore: @unchecked Sendable {
@@ -9,13 +10,16 @@ public final class FeatureStore: @unchecked Sendable {
     public let count: Int
     /// Floats per photo (k*k*3).
     public let valuesPerPhoto: Int
-    /// Where the features are, for as long as this store lives (its own allocation, or the
-    /// mapping).
-    let base: UnsafePointer<Float>
-    private let mutableBase: UnsafeMutablePointer<Float>
-    /// After `arrange`: the slot each photo's features are in.
-    private var slotOfPhoto: [Int32]?
-    private let memory: UnsafeMutableBufferPointer<Float>
+
+    private enum Backing {
+        /// One photo's features after another, owned.
+        case memory(UnsafeMutableBufferPointer<Float>)
+        /// The caller's arrays, one a photo (not copied).
+        case arrays([[Float]])
+        /// An anonymous temporary file, photo after photo.
+        case file(FileDescriptor)
+    }
+    private let backing: Backing
 
     /// Features held in memory (`features.count` a multiple of `valuesPerPhoto`), copied.
     public convenience init(features: [Float], valuesPerPhoto: Int) {
@@ -25,14 +29,12 @@ public final class FeatureStore: @unchecked Sendable {
         }
     }
 
-    /// One photo's features after another, copied into memory (no flattened array between).
-    public convenience init(photos: [[Float]], valuesPerPhoto: Int) {
+    /// The photos' own arrays, one a photo, read where they are.
+    public init(photos: [[Float]], valuesPerPhoto: Int) {
         precondition(photos.allSatisfy { $0.count == valuesPerPhoto })
-        self.init(count: photos.count, valuesPerPhoto: valuesPerPhoto) { buffer in
-            for (index, photo) in photos.enumerated() {
-                _ = UnsafeMutableBufferPointer(rebasing: buffer[(index * valuesPerPhoto)..<((index + 1) * valuesPerPhoto)]).initialize(from: photo)
-            }
-        }
+        count = photos.count
+        self.valuesPerPhoto = valuesPerPhoto
+        backing = .arrays(photos)
     }
 
     /// `count` photos' features written by `fill` straight into the store's allocation.
@@ -41,27 +43,68 @@ public final class FeatureStore: @unchecked Sendable {
         self.valuesPerPhoto = valuesPerPhoto
         let storage = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, count * valuesPerPhoto))
         fill(UnsafeMutableBufferPointer(rebasing: storage[0..<(count * valuesPerPhoto)]))
-        memory = storage
-        mutableBase = storage.baseAddress!
-        base = UnsafePointer(storage.baseAddress!)
+        backing = .memory(storage)
     }
 
-    deinit { memory.deallocate() }
-
-    /// Photo `photo`'s features.
-    @inline(__always)
-    func pointer(_ photo: Int) -> UnsafePointer<Float> {
-        base + (slotOfPhoto.map { Int($0[photo]) } ?? photo) * valuesPerPhoto
+    /// `count` photos' features in an anonymous temporary file in `directory` (nothing is left
+    /// there, however the process ends), written `batch` photos at a time: `fill(first, buffer)`
+    /// writes photos first..<first + buffer.count / valuesPerPhoto into `buffer`. Holds one batch
+    /// in memory, never the whole store.
+    public init(count: Int, valuesPerPhoto: Int, directory: String, batch: Int = 16_384,
+                fill: (Int, UnsafeMutableBufferPointer<Float>) throws(TesseraError) -> Void) throws(TesseraError) {
+        self.count = count
+        self.valuesPerPhoto = valuesPerPhoto
+        let file = try FileDescriptor.openAnonymousTemporary(in: directory)
+        let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, min(batch, count) * valuesPerPhoto))
+        defer { buffer.deallocate() }
+        do {
+            // The blocks first: a full disk is an error here, not a short write later.
+            try file.reserve(offset: 0, length: Int64(count * valuesPerPhoto * 4))
+            var first = 0
+            while first < count {
+                let photos = min(batch, count - first)
+                let part = UnsafeMutableBufferPointer(rebasing: buffer[0..<(photos * valuesPerPhoto)])
+                try fill(first, part)
+                try file.writeAll(UnsafeRawBufferPointer(part), at: Int64(first * valuesPerPhoto * 4))
+                first += photos
+            }
+        } catch {
+            file.close()
+            throw error
+        }
+        backing = .file(file)
     }
 
-    /// Moves the features so that slot s holds photo `order[s]` (a permutation of the photos),
-    /// in place, cycle by cycle; `pointer(photo)` still finds each photo.
-    func arrange(_ order: [Int32]) {
-        precondition(order.count == count && slotOfPhoto == nil)
-        permuteRecords(mutableBase, width: valuesPerPhoto, order: order)
-        var slots = [Int32](repeating: 0, count: count)
-        for (slot, photo) in order.enumerated() { slots[Int(photo)] = Int32(slot) }
-        slotOfPhoto = slots
+    deinit {
+        switch backing {
+        case .memory(let storage): storage.deallocate()
+        case .file(let file): file.close()
+        case .arrays: break
+        }
+    }
+
+    /// Bytes of features this store keeps in the process's memory (the file's are not).
+    public var residentBytes: Int {
+        switch backing {
+        case .memory, .arrays: return count * valuesPerPhoto * 4
+        case .file: return 0
+        }
+    }
+
+    /// Copies photos first..<first + photos into `into` (photos * valuesPerPhoto floats).
+    func read(_ first: Int, _ photos: Int, into destination: UnsafeMutablePointer<Float>) throws(TesseraError) {
+        precondition(first >= 0 && photos >= 0 && first + photos <= count)
+        let d = valuesPerPhoto
+        switch backing {
+        case .memory(let storage):
+            destination.update(from: storage.baseAddress! + first * d, count: photos * d)
+        case .arrays(let arrays):
+            for photo in 0..<photos {
+                arrays[first + photo].withUnsafeBufferPointer { destination.advanced(by: photo * d).update(from: $0.baseAddress!, count: d) }
+            }
+        case .file(let file):
+            try file.readAll(into: UnsafeMutableRawBufferPointer(start: destination, count: photos * d * 4), at: Int64(first * d * 4))
+        }
     }
 }
 

@@ -12,6 +12,8 @@
 //
 // Memory: p floats a photo for the projected points (in tree order), a 4-byte permutation, and
 // the nodes (about 2n/leafSize of them); the full features stay where the caller keeps them.
+// The matcher builds one tree for each run of photos it reads (MosaicMatcher.chunkPhotos) and
+// merges each tree's photos into every cell's ranking, so a tree never covers more than a run.
 
 struct FeatureTree: Sendable {
     /// Dimensions of the projection.
@@ -22,8 +24,9 @@ struct FeatureTree: Sendable {
     /// subtracting `mean`.
     let axes: [Float]
     let mean: [Float]
-    /// Projected points in tree order, `dimensions` floats each.
-    let points: [Float]
+    /// Projected points in tree order, `dimensions` floats each padded with zeros to 8 (one
+    /// vector: the bound of a point is a handful of instructions).
+    let points: [SIMD8<Float>]
     /// Tree order to photo index.
     let order: [Int32]
     /// Nodes: leaves hold `order[start..<end]`; inner nodes split `axis` at `split`.
@@ -41,13 +44,83 @@ struct FeatureTree: Sendable {
 
     static let leafSize = 12
 
-    /// Builds the tree over `count` photos of `valuesPerPhoto` floats each at `features`.
-    init(features: UnsafePointer<Float>, count: Int, valuesPerPhoto d: Int, dimensions requested: Int = 6) {
+    /// The mean and the axes a tree projects on.
+    struct Projection: Sendable {
+        let dimensions: Int
+        let mean: [Float]
+        let axes: [Float]
+    }
+
+    var projection: Projection { Projection(dimensions: dimensions, mean: mean, axes: axes) }
+
+    /// Builds the tree over `count` photos of `valuesPerPhoto` floats each at `features`, on the
+    /// principal components of those photos, or on `projection`'s (another run of the same
+    /// library: the axes only decide how tight the bound is, never whether the answer is right).
+    init(features: UnsafePointer<Float>, count: Int, valuesPerPhoto d: Int, dimensions requested: Int = 8,
+         projection: Projection? = nil) {
         valuesPerPhoto = d
-        let p = min(requested, d)
-        dimensions = p
-        // Mean and covariance from at most 20,000 photos spread over the library (the axes only
-        // decide how tight the bound is, never whether the answer is right).
+        if let projection {
+            precondition(projection.mean.count == d && projection.axes.count == projection.dimensions * d)
+            dimensions = projection.dimensions
+            mean = projection.mean
+            axes = projection.axes
+        } else {
+            dimensions = min(requested, d, 8)
+            (mean, axes) = FeatureTree.principalComponents(features: features, count: count, valuesPerPhoto: d, dimensions: dimensions)
+        }
+        let p = dimensions, mean = self.mean, axes = self.axes
+        // Project every photo (lanes past p stay 0).
+        var points = [SIMD8<Float>](repeating: SIMD8(repeating: 0), count: count)
+        for photo in 0..<count {
+            for a in 0..<p {
+                var sum: Float = 0
+                for i in 0..<d { sum += (features[photo * d + i] - mean[i]) * axes[a * d + i] }
+                points[photo][a] = sum
+            }
+        }
+        // The k-d tree: split on the widest projected dimension at the median. The points move
+        // with the order, so every scan of a node's points is sequential.
+        var order = (0..<count).map { Int32($0) }
+        var nodes: [Node] = []
+        nodes.reserveCapacity(2 * count / FeatureTree.leafSize + 2)
+        points.withUnsafeMutableBufferPointer { points in
+            order.withUnsafeMutableBufferPointer { order in
+                func build(_ start: Int, _ end: Int) -> Int32 {
+                    let index = Int32(nodes.count)
+                    nodes.append(Node(start: Int32(start), end: Int32(end), axis: -1, split: 0, low: -1, high: -1))
+                    guard end - start > FeatureTree.leafSize else { return index }
+                    var smallest = points[start], largest = points[start]
+                    for i in (start + 1)..<end {
+                        smallest = pointwiseMin(smallest, points[i])
+                        largest = pointwiseMax(largest, points[i])
+                    }
+                    let span = largest - smallest
+                    var widest = 0
+                    for a in 1..<p where span[a] > span[widest] { widest = a }
+                    guard span[widest] > 0 else { return index }  // all the same point: one leaf
+                    let middle = (start + end) / 2
+                    FeatureTree.select(points: points, order: order, start: start, end: end, k: middle, axis: widest)
+                    let split = points[middle][widest]
+                    let low = build(start, middle)
+                    let high = build(middle, end)
+                    nodes[Int(index)].axis = Int32(widest)
+                    nodes[Int(index)].split = split
+                    nodes[Int(index)].low = low
+                    nodes[Int(index)].high = high
+                    return index
+                }
+                if count > 0 { _ = build(0, count) }
+            }
+        }
+        self.points = points
+        self.order = order
+        self.nodes = nodes
+    }
+
+    /// The mean and the top `p` principal axes of the features, from at most 20,000 photos
+    /// spread over them.
+    static func principalComponents(features: UnsafePointer<Float>, count: Int, valuesPerPhoto d: Int,
+                                    dimensions p: Int) -> (mean: [Float], axes: [Float]) {
         let stride = max(1, count / 20_000)
         var mean = [Float](repeating: 0, count: d)
         var sampled = 0
@@ -66,60 +139,7 @@ struct FeatureTree: Sendable {
             }
         }
         for i in 0..<d { for j in 0..<i { covariance[i * d + j] = covariance[j * d + i] } }
-        self.mean = mean
-        axes = FeatureTree.principalAxes(covariance: covariance, size: d, count: p)
-
-        // Project every photo.
-        var projected = [Float](repeating: 0, count: count * p)
-        for photo in 0..<count {
-            for a in 0..<p {
-                var sum: Float = 0
-                for i in 0..<d { sum += (features[photo * d + i] - mean[i]) * axes[a * d + i] }
-                projected[photo * p + a] = sum
-            }
-        }
-        // The k-d tree: split on the widest projected dimension at the median.
-        var order = (0..<count).map { Int32($0) }
-        var nodes: [Node] = []
-        nodes.reserveCapacity(2 * count / FeatureTree.leafSize + 2)
-        func build(_ start: Int, _ end: Int) -> Int32 {
-            let index = Int32(nodes.count)
-            nodes.append(Node(start: Int32(start), end: Int32(end), axis: -1, split: 0, low: -1, high: -1))
-            guard end - start > FeatureTree.leafSize else { return index }
-            var widest = 0
-            var widestSpan: Float = -1
-            for a in 0..<p {
-                var low = Float.infinity, high = -Float.infinity
-                for i in start..<end {
-                    let value = projected[Int(order[i]) * p + a]
-                    low = min(low, value)
-                    high = max(high, value)
-                }
-                if high - low > widestSpan {
-                    widestSpan = high - low
-                    widest = a
-                }
-            }
-            guard widestSpan > 0 else { return index }  // all the same point: one leaf
-            let middle = (start + end) / 2
-            order[start..<end].withUnsafeMutableBufferPointer { slice in
-                FeatureTree.select(slice, k: middle - start) { projected[Int($0) * p + widest] }
-            }
-            let split = projected[Int(order[middle]) * p + widest]
-            let low = build(start, middle)
-            let high = build(middle, end)
-            nodes[Int(index)].axis = Int32(widest)
-            nodes[Int(index)].split = split
-            nodes[Int(index)].low = low
-            nodes[Int(index)].high = high
-            return index
-        }
-        if count > 0 { _ = build(0, count) }
-        // The projected points into tree order, in place.
-        projected.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: p, order: order) }
-        self.order = order
-        self.points = projected
-        self.nodes = nodes
+        return (mean, principalAxes(covariance: covariance, size: d, count: p))
     }
 
     /// The top `count` eigenvectors of a symmetric matrix, by subspace iteration: orthonormal
@@ -166,17 +186,23 @@ struct FeatureTree: Sendable {
         return basis.map { Float($0) }
     }
 
-    /// Reorders `slice` so that its k-th element (by `key`) is in place, smaller ones before it.
-    static func select(_ slice: UnsafeMutableBufferPointer<Int32>, k: Int, key: (Int32) -> Float) {
-        var low = 0, high = slice.count - 1
+    /// Reorders points start..<end (and their photos in `order` with them) so that the k-th
+    /// by `axis` is in place, smaller ones before it and larger after.
+    static func select(points: UnsafeMutableBufferPointer<SIMD8<Float>>, order: UnsafeMutableBufferPointer<Int32>,
+                       start: Int, end: Int, k: Int, axis: Int) {
+        @inline(__always) func swapAt(_ i: Int, _ j: Int) {
+            points.swapAt(i, j)
+            order.swapAt(i, j)
+        }
+        var low = start, high = end - 1
         while low < high {
-            let pivot = key(slice[(low + high) / 2])
+            let pivot = points[(low + high) / 2][axis]
             var i = low, j = high
             while i <= j {
-                while key(slice[i]) < pivot { i += 1 }
-                while key(slice[j]) > pivot { j -= 1 }
+                while points[i][axis] < pivot { i += 1 }
+                while points[j][axis] > pivot { j -= 1 }
                 if i <= j {
-                    slice.swapAt(i, j)
+                    swapAt(i, j)
                     i += 1
                     j -= 1
                 }
@@ -187,49 +213,44 @@ struct FeatureTree: Sendable {
 
     /// Per-query working memory.
     struct Scratch {
-        var projected: [Float]
         var offsets: [Float]
         init(dimensions: Int) {
-            projected = [Float](repeating: 0, count: dimensions)
             offsets = [Float](repeating: 0, count: dimensions)
         }
     }
 
-    /// The `m` photos with the smallest cost (squared distance over all values) to `target`,
-    /// ranked by (cost, index), into `photos` and `costs` (m each). Exactly what comparing with
-    /// every photo gives. `features` are the full features the tree was built from, in tree
-    /// order (FeatureStore.arrange with `order`): slot s holds photo order[s].
-    func nearest(_ target: UnsafePointer<Float>, features: UnsafePointer<Float>, m: Int, photos: UnsafeMutablePointer<Int32>,
-                 costs: UnsafeMutablePointer<Float>, scratch: inout Scratch) {
+    /// Merges the tree's photos into the `m` best so far: `photos` and `costs` (m each) hold a
+    /// ranking by (cost, index) (infinity and Int32.max where empty), and leave holding the `m`
+    /// photos with the smallest cost (squared distance over all values) to `target` among
+    /// those and this tree's, ranked the same way. Exactly what comparing with every photo
+    /// gives. `features` are the full features the tree was built from, in tree order
+    /// (`permuteRecords` with `order`): slot s holds photo order[s], which is reported as
+    /// `firstPhoto + order[s]`.
+    func nearest(_ target: UnsafePointer<Float>, features: UnsafePointer<Float>, firstPhoto: Int32 = 0, m: Int,
+                 photos: UnsafeMutablePointer<Int32>, costs: UnsafeMutablePointer<Float>, scratch: inout Scratch) {
         let d = valuesPerPhoto, p = dimensions
-        for i in 0..<m {
-            costs[i] = .infinity
-            photos[i] = Int32.max
-        }
+        var projectedTarget = SIMD8<Float>(repeating: 0)
         for a in 0..<p {
             var sum: Float = 0
             for i in 0..<d { sum += (target[i] - mean[i]) * axes[a * d + i] }
-            scratch.projected[a] = sum
+            projectedTarget[a] = sum
             scratch.offsets[a] = 0
         }
+        let query = projectedTarget
         // A bound at or above this (with room for rounding) cannot beat the m-th best.
         @inline(__always) func beaten(_ bound: Float) -> Bool { bound > costs[m - 1] * 1.0001 + 1e-9 }
         points.withUnsafeBufferPointer { points in
             order.withUnsafeBufferPointer { order in
                 nodes.withUnsafeBufferPointer { nodes in
-                    scratch.projected.withUnsafeBufferPointer { query in
+                    do {
                         scratch.offsets.withUnsafeMutableBufferPointer { offsets in
                             func visit(_ index: Int, _ bound: Float) {
                                 let node = nodes[index]
                                 if node.axis < 0 {
                                     for slot in Int(node.start)..<Int(node.end) {
-                                        var projectedCost: Float = 0
-                                        for a in 0..<p {
-                                            let diff = query[a] - points[slot * p + a]
-                                            projectedCost += diff * diff
-                                        }
-                                        if beaten(projectedCost) { continue }
-                                        let photo = order[slot]
+                                        let gap = query - points[slot]
+                                        if beaten((gap * gap).sum()) { continue }
+                                        let photo = firstPhoto + order[slot]
                                         let worst = costs[m - 1]
                                         let full = features + slot * d
                                         var cost: Float = 0

@@ -77,9 +77,17 @@ public enum MosaicJob {
         let decodePool = DecodeBudget.poolBytes(forBudget: settings.maxMemoryBytes, workers: workers)
         let index = photoCount * (d * 4 + 160)
         let target = cells * k * k * 3 + cells * d * 4 + decodePool
-        let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k)
+        let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k,
+                                                  chunkPhotos: matchingRun(cells: cells, photoCount: photoCount, subCells: k, settings: settings))
         let analysis = decodePool + workers * (k * MosaicAnalysis.samplesPerSubCell) * (k * MosaicAnalysis.samplesPerSubCell) * 3
         return RenderPlan.processAllowanceBytes + index + max(target, matching, analysis)
+    }
+
+    /// Photos the matcher ranks at once: as many as the budget leaves room for beside the feature
+    /// index's entries (MosaicMatcher.runPhotos).
+    static func matchingRun(cells: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
+        MosaicMatcher.runPhotos(cells: cells, photos: max(1, photoCount), subCells: k, budgetBytes: settings.maxMemoryBytes,
+                                otherBytes: photoCount * (k * k * 3 * 4 + 160))
     }
 
     /// The mosaic's rows: as given, or from the target's upright shape.
@@ -185,7 +193,10 @@ public enum MosaicJob {
         progress?(.matching, 0, columns * rows)
         let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: features,
                                             minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
-                                            workers: workers, effort: mosaic.matchEffort, cancellation: cancellation,
+                                            workers: workers, effort: mosaic.matchEffort,
+                                            chunkPhotos: matchingRun(cells: columns * rows, photoCount: features.count, subCells: k,
+                                                                     settings: settings),
+                                            cancellation: cancellation,
                                             progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,

@@ -316,18 +316,22 @@ extension RenderTests {
                                            : photoLikeFeatures(count: n, k: k, seed: 21, clusters: clusters)
         let targets = photoLikeFeatures(count: 400, k: k, seed: 22, clusters: max(0, clusters))
         let tree = photos.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: n, valuesPerPhoto: d) }
-        let arranged = FeatureStore(features: photos, valuesPerPhoto: d)
-        arranged.arrange(tree.order)
-        for photo in [0, 1, 17, n - 1] {  // each photo still found where it went
-            #expect(Array(UnsafeBufferPointer(start: arranged.pointer(photo), count: d)) == Array(photos[(photo * d)..<((photo + 1) * d)]))
+        // The features in the tree's order, as the matcher moves them.
+        var arranged = photos
+        arranged.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: d, order: tree.order) }
+        for slot in [0, 1, 17, n - 1] {  // slot s holds photo order[s]
+            let photo = Int(tree.order[slot])
+            #expect(Array(arranged[(slot * d)..<((slot + 1) * d)]) == Array(photos[(photo * d)..<((photo + 1) * d)]))
         }
         var scratch = FeatureTree.Scratch(dimensions: tree.dimensions)
         var same = 0
         for cell in 0..<400 {
-            var treePhotos = [Int32](repeating: 0, count: m), treeCosts = [Float](repeating: 0, count: m)
+            var treePhotos = [Int32](repeating: .max, count: m), treeCosts = [Float](repeating: .infinity, count: m)
             targets.withUnsafeBufferPointer { t in
-                tree.nearest(t.baseAddress! + cell * d, features: arranged.base, m: m, photos: &treePhotos, costs: &treeCosts,
-                             scratch: &scratch)
+                arranged.withUnsafeBufferPointer { features in
+                    tree.nearest(t.baseAddress! + cell * d, features: features.baseAddress!, m: m, photos: &treePhotos, costs: &treeCosts,
+                                 scratch: &scratch)
+                }
             }
             // Exhaustive: every photo's cost, ranked by (cost, index).
             var all: [(cost: Float, photo: Int32)] = []
@@ -359,6 +363,101 @@ extension RenderTests {
         let withTree = try run(true), without = try run(false)
         #expect(withTree.usedTree && !without.usedTree)
         #expect(withTree == without)
+    }
+}
+
+@Suite struct StreamedMatchingTests {
+    /// Photos ranked a run at a time (a tree over each run, or every photo of it) give the same
+    /// mosaic as one run over all of them: clustered features with exact copies (ties broken by
+    /// photo index across runs), --min-distance and --max-uses, the local search.
+    @Test(arguments: [(2, 5 as Int?), (1, nil), (0, 2 as Int?)])
+    func runsOfPhotosGiveTheMosaicOfOneRun(minDistance: Int, maxUses: Int?) throws {
+        let photos = photoLikeFeatures(count: 1500, k: 3, seed: 51, clusters: 30)
+        let target = photoLikeFeatures(count: 60 * 40, k: 3, seed: 52)
+        func run(tree: Bool, chunk: Int) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 60, rows: 40, subCells: 3, photos: photos, minDistance: minDistance,
+                                    maxUses: maxUses, seed: 9, workers: 2, effort: 2, useTree: tree, chunkPhotos: chunk)
+        }
+        let whole = try run(tree: false, chunk: 1500)
+        for (tree, chunk) in [(true, 1500), (true, 700), (true, 256), (false, 333), (true, 1)] {
+            let result = try run(tree: tree, chunk: chunk)
+            #expect(result == whole, "tree \(tree), runs of \(chunk) photos")
+        }
+        #expect(LocalSearchTests.constraintsHold(whole, minDistance: minDistance, maxUses: maxUses) && whole.constraintViolations == 0)
+    }
+
+    /// When every candidate of a cell is used up, the cell scans all photos, a run at a time:
+    /// 60 photos for 1,200 cells at --max-uses 20 leaves no slack, so late cells take photos
+    /// far down their ranking. The runs give the same result as one run, and the uses hold.
+    @Test func aScanOfAllPhotosReadsThemARunAtATime() throws {
+        let photos = photoLikeFeatures(count: 60, k: 3, seed: 61)
+        let target = photoLikeFeatures(count: 40 * 30, k: 3, seed: 62)
+        func run(chunk: Int) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 40, rows: 30, subCells: 3, photos: photos, minDistance: 1,
+                                    maxUses: 20, seed: 4, workers: 2, effort: 1, chunkPhotos: chunk)
+        }
+        let whole = try run(chunk: 60)
+        #expect(try run(chunk: 7) == whole)
+        var uses: [Int32: Int] = [:]
+        for photo in whole.assignment { uses[photo, default: 0] += 1 }
+        #expect(uses.count == 60 && uses.values.allSatisfy { $0 == 20 }, "every photo used exactly 20 times")
+    }
+
+    /// A store in an anonymous temporary file: the same mosaic as the store in memory, none of
+    /// its features held by the process, and nothing left in the directory.
+    @Test func aStoreInATemporaryFileMatchesLikeOneInMemory() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let d = 27, n = 5000
+        let photos = photoLikeFeatures(count: n, k: 3, seed: 71, clusters: 40)
+        let target = photoLikeFeatures(count: 50 * 30, k: 3, seed: 72)
+        var batches: [Int] = []
+        let onDisk = try FeatureStore(count: n, valuesPerPhoto: d, directory: scratch.path, batch: 1024) { first, buffer in
+            batches.append(first)
+            _ = buffer.initialize(from: photos[(first * d)..<(first * d + buffer.count)])
+        }
+        #expect(batches == [0, 1024, 2048, 3072, 4096])
+        #expect(onDisk.residentBytes == 0 && FeatureStore(features: photos, valuesPerPhoto: d).residentBytes == n * d * 4)
+        #expect(scratch.contents().isEmpty, "the store's file has no name")
+        func run(_ store: FeatureStore) throws -> MosaicMatch {
+            try MosaicMatcher.match(target: target, columns: 50, rows: 30, subCells: 3, store: store, minDistance: 1, maxUses: 3,
+                                    seed: 2, workers: 2, effort: 2, chunkPhotos: 1200)
+        }
+        #expect(try run(onDisk) == run(FeatureStore(features: photos, valuesPerPhoto: d)))
+    }
+
+    /// Runs are as large as the budget leaves room for: all photos when they fit, fewer in a
+    /// smaller budget, never fewer than the smallest run; what is planned fits the budget.
+    @Test func runsAreAsLargeAsTheBudgetAllows() {
+        let cells = 200 * 267, k = 3
+        let all = MosaicMatcher.runPhotos(cells: cells, photos: 50_000, subCells: k, budgetBytes: 64 << 20)
+        #expect(all == 50_000)
+        let million = MosaicMatcher.runPhotos(cells: cells, photos: 1_000_000, subCells: k, budgetBytes: 64 << 20)
+        let smaller = MosaicMatcher.runPhotos(cells: cells, photos: 1_000_000, subCells: k, budgetBytes: 48 << 20)
+        #expect(million < 1_000_000 && smaller < million && smaller >= MosaicMatcher.smallestRun)
+        for (run, budget) in [(million, 64 << 20), (smaller, 48 << 20)] {
+            let planned = RenderPlan.processAllowanceBytes
+                + MosaicMatcher.workingBytes(cells: cells, photos: 1_000_000, subCells: k, chunkPhotos: run)
+            #expect(planned <= budget && planned + 200 * 1024 > budget, "run \(run): \(planned) planned in \(budget)")
+        }
+        #expect(MosaicMatcher.runPhotos(cells: cells, photos: 1_000_000, subCells: k, budgetBytes: 8 << 20) == MosaicMatcher.smallestRun)
+    }
+
+    /// A store that cannot be made says where and why; an error from the caller's fill is passed on.
+    @Test func aStoreThatCannotBeWrittenIsAnError() {
+        let missing = temporaryRoot + "/tessera-no-such-directory-\(getpid())"
+        #expect {
+            _ = try FeatureStore(count: 10, valuesPerPhoto: 27, directory: missing) { _, _ in }
+        } throws: { error in
+            guard case let TesseraError.system(_, errno, path) = error else { return false }
+            return errno == ENOENT && path.hasPrefix(missing)
+        }
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        #expect(throws: TesseraError.cancelled) {
+            _ = try FeatureStore(count: 10, valuesPerPhoto: 27, directory: scratch.path) { _, _ throws(TesseraError) in throw .cancelled }
+        }
+        #expect(scratch.contents().isEmpty)
     }
 }
 
