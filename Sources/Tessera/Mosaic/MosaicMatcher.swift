@@ -104,7 +104,7 @@ public enum MosaicMatcher {
     /// FeatureStore.residentBytes), in bytes. A cell: its target features, its `candidateCount`
     /// candidates (photo and cost), the order, assignment, costs and local search lists, the
     /// errors before and after. A placed photo (at most one a cell): its features and
-    /// bookkeeping. A photo of the run: its features, its projected point (as built and in tree
+    /// bookkeeping; with few photos, a table of every photo's slot. A photo of the run: its features, its projected point (as built and in tree
     /// order, 32 bytes each), its place in the order, its share of the nodes, the permutation's
     /// mark.
     public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24,
@@ -113,7 +113,8 @@ public enum MosaicMatcher {
         let m = min(candidateCount, max(1, photos))
         let run = min(chunkPhotos, photos)
         let placed = min(cells, photos)
-        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + run * runBytesPerPhoto(subCells: k)
+        let table = photos <= max(cells, PhotoSlots.largestTable) ? photos * 4 : 0
+        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k)
     }
 
     static func runBytesPerPhoto(subCells k: Int) -> Int { k * k * 3 * 4 + 32 + 32 + 4 + 5 + 1 }
@@ -257,21 +258,46 @@ public enum MosaicMatcher {
         // The photos placed so far, each in a slot: its features (read from the store once), its
         // uses, and the head of the list of cells holding it (for the local search's swaps with a
         // used-up photo). Only placed photos have a slot: at most one a cell, whatever the library.
-        var slotOfPhoto: [Int32: Int32] = [:]
+        // The greedy pass needs no features: the slots it makes are filled after it, in one pass
+        // over the store in photo order (tens of thousands of single reads scattered over a
+        // store that the page cache no longer holds took 2.2 s in a 64 MiB memory cgroup).
+        var slotOfPhoto = PhotoSlots(photos: n, cells: cells)
         var placedFeatures: [Float] = []
         var uses: [Int32] = []
         var head: [Int32] = []
+        var readingPlaced = false
         func slot(_ photo: Int32) throws(TesseraError) -> Int {
             if let slot = slotOfPhoto[photo] { return Int(slot) }
             let slot = uses.count
             slotOfPhoto[photo] = Int32(slot)
             placedFeatures.append(contentsOf: repeatElement(0, count: d))
-            try placedFeatures.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<Float>) throws(TesseraError) in
-                try store.read(Int(photo), 1, into: buffer.baseAddress! + slot * d)
+            if readingPlaced {
+                try placedFeatures.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<Float>) throws(TesseraError) in
+                    try store.read(Int(photo), 1, into: buffer.baseAddress! + slot * d)
+                }
             }
             uses.append(0)
             head.append(-1)
             return slot
+        }
+        /// Reads the features of every placed photo, a run of the store at a time (the runs that
+        /// hold none are not read), and from then on each newly placed photo's as it is placed.
+        func readPlacedFeatures(_ placed: [Int32]) throws(TesseraError) {
+            let sorted = placed.sorted()
+            var next = 0
+            while next < sorted.count {
+                let first = Int(sorted[next]) / run * run
+                let count = min(run, n - first)
+                try store.read(first, count, into: runFeatures.baseAddress!)
+                while next < sorted.count && Int(sorted[next]) < first + count {
+                    let photo = Int(sorted[next]), slot = Int(slotOfPhoto[sorted[next]]!)
+                    placedFeatures.withUnsafeMutableBufferPointer {
+                        $0.baseAddress!.advanced(by: slot * d).update(from: runFeatures.baseAddress! + (photo - first) * d, count: d)
+                    }
+                    next += 1
+                }
+            }
+            readingPlaced = true
         }
         func usesOf(_ photo: Int32) -> Int { slotOfPhoto[photo].map { Int(uses[Int($0)]) } ?? 0 }
         /// The cost of a placed photo in `cell`.
@@ -352,6 +378,7 @@ public enum MosaicMatcher {
                 progress?(cells + position + 1, totalWork)
             }
         }
+        try readPlacedFeatures(Array(Set(assignment)))
         greedySeconds = monotonicSeconds() - started
         let greedyCost = costs.reduce(0.0) { $0 + Double($1) }
         let greedyErrors = placedErrors(target: target, assignment: assignment, subCells: k, features: placedFeatures) {
@@ -477,6 +504,32 @@ public enum MosaicMatcher {
         match.runs = (n + run - 1) / run
         match.runPhotos = run
         return match
+    }
+
+    /// Each placed photo's slot: a table of every photo's when that is small (no hashing in the
+    /// hot loops of a mosaic of a few thousand photos), else a dictionary of the placed ones
+    /// (at most one a cell: a million photos' table would be 4 MB).
+    struct PhotoSlots {
+        static let largestTable = 65_536
+        private var table: [Int32]
+        private var dictionary: [Int32: Int32] = [:]
+
+        init(photos: Int, cells: Int) {
+            table = photos <= max(cells, PhotoSlots.largestTable) ? [Int32](repeating: -1, count: photos) : []
+        }
+
+        subscript(photo: Int32) -> Int32? {
+            get {
+                if !table.isEmpty {
+                    let slot = table[Int(photo)]
+                    return slot < 0 ? nil : slot
+                }
+                return dictionary[photo]
+            }
+            set {
+                if !table.isEmpty { table[Int(photo)] = newValue ?? -1 } else { dictionary[photo] = newValue }
+            }
+        }
     }
 
     /// Per cell: mean Euclidean Oklab distance over sub-cells between target and the placed
