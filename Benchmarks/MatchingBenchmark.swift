@@ -32,7 +32,7 @@ func runSyntheticMatching(photoCount: Int, workers: Int, temporaryDirectory: Str
         let seconds = monotonicSeconds() - started
         print("seconds \(seconds) ranking \(match.rankingSeconds) greedy \(match.greedySeconds) local \(match.improvementSeconds) "
               + "tree \(match.usedTree) greedy-error \(match.greedyMeanError) error \(match.meanError) moves \(match.improvements) "
-              + "generated \(generated) features-bytes \(photoCount * d * 4) resident-features \(store.residentBytes) run \(run)")
+              + "generated \(generated) features-bytes \(photoCount * d * 4) resident-features \(store.residentBytes) run \(run) runs \(match.runs)")
         exit(0)
     } catch {
         print("error \(error)")
@@ -59,7 +59,8 @@ func runMatchingBenchmark(sizes: [Int]) {
         }
         func number(_ key: String) -> Double { Double(fields[key] ?? "") ?? 0 }
         let featureBytes = Double(size * k * k * 3 * 4)
-        print("  \(size) photos: matching \(fixed(seconds, 2)) s (ranking \(fixed(number("ranking"), 2)) s\(fields["tree"] == "true" ? " with the feature tree" : ", every photo compared"), "
+        print("  \(size) photos: matching \(fixed(seconds, 2)) s (ranking \(fixed(number("ranking"), 2)) s\(fields["tree"] == "true" ? " with the feature tree" : ", every photo compared") "
+              + "in \(fields["runs"] ?? "?") run(s) of up to \(fields["run"] ?? "?") photos, "
               + "greedy \(fixed(number("greedy"), 2)) s, local search \(fixed(number("local"), 2)) s), "
               + "peak RSS \(fixed(Double(result.peakBytes) / 1e6, 1)) MB (\(result.peakBytes <= 64 << 20 ? "inside" : "over") the default 64 MiB budget; "
               + "the photos' features, \(fixed(featureBytes / 1e6, 1)) MB, read from a temporary file), "
