@@ -20,6 +20,11 @@ public final class FeatureStore: @unchecked Sendable {
         case file(FileDescriptor)
     }
     private let backing: Backing
+    private let lock = Mutex()
+    private var reads = (calls: 0, photos: 0, largest: 0)  // protected by `lock`
+    /// Reads so far, the photos they copied and the most photos one copied (what the matcher
+    /// held at once).
+    var readStatistics: (calls: Int, photos: Int, largest: Int) { lock.withLock { reads } }
 
     /// Features held in memory (`features.count` a multiple of `valuesPerPhoto`), copied.
     public convenience init(features: [Float], valuesPerPhoto: Int) {
@@ -94,6 +99,7 @@ public final class FeatureStore: @unchecked Sendable {
     /// Copies photos first..<first + photos into `into` (photos * valuesPerPhoto floats).
     func read(_ first: Int, _ photos: Int, into destination: UnsafeMutablePointer<Float>) throws(TesseraError) {
         precondition(first >= 0 && photos >= 0 && first + photos <= count)
+        lock.withLock { reads = (reads.calls + 1, reads.photos + photos, max(reads.largest, photos)) }
         let d = valuesPerPhoto
         switch backing {
         case .memory(let storage):

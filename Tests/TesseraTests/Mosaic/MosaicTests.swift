@@ -424,6 +424,12 @@ extension RenderTests {
                                     seed: 2, workers: 2, effort: 2, chunkPhotos: 1200)
         }
         #expect(try run(onDisk) == run(FeatureStore(features: photos, valuesPerPhoto: d)))
+        // The matcher read the store a run at a time and then the placed photos: never more than
+        // a run at once, every photo once in the ranking, and (no cell is left to a scan of all
+        // photos here) not much more after.
+        let reads = onDisk.readStatistics
+        #expect(reads.largest == 1200, "at most a run of 1,200 photos at once: \(reads)")
+        #expect(reads.photos >= n && reads.photos <= 3 * n, "\(reads)")
     }
 
     /// Runs are as large as the budget leaves room for: all photos when they fit, fewer in a
