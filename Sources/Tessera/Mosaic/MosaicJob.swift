@@ -90,6 +90,43 @@ public enum MosaicJob {
                                 otherBytes: photoCount * (k * k * 3 * 4 + 160))
     }
 
+    /// The photos a render of `layout` can draw within `settings`' budget, and the others with
+    /// why. A photo decoded whole (a HEIF without a thumbnail that covers the cell, a lossless
+    /// WebP) needs its whole image in memory, and the render leaves room for one such photo
+    /// only up to `RenderPlan.wholeImageLimitBytes` (analysis, which holds little else, allows
+    /// more: a photo could be analysed and matched, then drawn as a placeholder). Each left-out
+    /// photo names the smallest --max-memory that would draw it.
+    static func drawablePhotos(_ photos: [Photo], layout: CellLayout, settings: RenderSettings,
+                               outputs: [OutputKind]) -> (photos: [Photo], leftOut: [SkippedPhoto]) {
+        let needs = photos.map { $0.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight) }
+        guard let largest = needs.max(), largest > 0,
+              let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: largest),
+              largest > plan.wholeImageLimitBytes else { return (photos, []) }
+        var kept: [Photo] = [], leftOut: [SkippedPhoto] = []
+        var budgets: [Int: Int] = [:]
+        for (photo, need) in zip(photos, needs) {
+            guard need > plan.wholeImageLimitBytes else {
+                kept.append(photo)
+                continue
+            }
+            let budget = budgets[need] ?? RenderPlan.smallestBudget(from: settings.maxMemoryBytes) { bytes in
+                var trial = settings
+                trial.maxMemoryBytes = bytes
+                return (try? RenderPlan.make(layout: layout, settings: trial, writing: outputs, wholeImageBytes: need))
+                    .map { $0.wholeImageLimitBytes >= need } ?? false
+            }
+            if let budget { budgets[need] = budget }
+            let header = photo.header
+            leftOut.append(SkippedPhoto(
+                path: photo.path,
+                reason: "the mosaic's render could only draw it grey: decoding this \(header.width) x \(header.height) "
+                    + "\(header.format.rawValue) whole takes about \(formatBytes(Int64(need))), more than --max-memory "
+                    + "\(formatBytes(Int64(settings.maxMemoryBytes))) leaves for one photo (\(formatBytes(Int64(plan.wholeImageLimitBytes))))"
+                    + (budget.map { "; give --max-memory \(formatBytes(Int64($0))) or more to use it" } ?? "")))
+        }
+        return (kept, leftOut)
+    }
+
     /// The mosaic's rows: as given, or from the target's upright shape.
     public static func rows(for mosaic: MosaicSettings) throws(TesseraError) -> Int {
         if let rows = mosaic.rows { return rows }
@@ -119,12 +156,12 @@ public enum MosaicJob {
         // where does not change what it needs.)
         let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
                                            settings: settings)
+        // Every photo in turn (which photo goes where changes nothing the plan counts but the
+        // distinct photos, taken as all of them).
+        let distinct = max(1, min(library.photos.count, columns * rows))
+        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
         do {
-            // Every photo in turn (which photo goes where changes nothing the plan counts but the
-            // distinct photos, taken as all of them).
-            let distinct = max(1, min(library.photos.count, columns * rows))
-            let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                         photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
             func fits(_ budget: Int) -> Bool {
                 var trial = settings
                 trial.maxMemoryBytes = budget
@@ -150,10 +187,13 @@ public enum MosaicJob {
             analysisProgress = { done, total in progress(.analysis, done, total) }
             matchingProgress = { done, total in progress(.matching, done, total) }
         }
+        // Photos the render could not draw in this budget are left out before analysis: matched,
+        // each would be a grey placeholder in the mosaic.
+        let drawable = drawablePhotos(library.photos, layout: provisional, settings: settings, outputs: outputs.map(\.kind))
         var started = monotonicSeconds()
         let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
-                                 only: Set(library.photos.map(\.path)))
-        let analysis = MosaicAnalysis.photoFeatures(library.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
+                                 only: Set(drawable.photos.map(\.path)))
+        let analysis = MosaicAnalysis.photoFeatures(drawable.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
                                                     budget: decodeBudget, cancellation: cancellation,
                                                     progress: analysisProgress)
         if cancellation?.isCancelled == true { throw .cancelled }
@@ -162,7 +202,7 @@ public enum MosaicJob {
         let analysisSeconds = monotonicSeconds() - started
         var analysed: [Photo] = []
         var analysedFeatures: [[Float]] = []
-        for (photo, feature) in zip(library.photos, analysis.features) {
+        for (photo, feature) in zip(drawable.photos, analysis.features) {
             if let feature {
                 analysed.append(photo)
                 analysedFeatures.append(feature)
@@ -205,7 +245,7 @@ public enum MosaicJob {
             ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, photoFeatures: features)
             : nil
         var prepared = PreparedMosaic(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
-                                      match: match, failed: analysis.failed, analysed: analysis.analysed, reused: index.hits,
+                                      match: match, failed: drawable.leftOut + analysis.failed, analysed: analysis.analysed, reused: index.hits,
                                       analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
                                       indexNotSaved: indexNotSaved)
         prepared.duplicates = duplicates
