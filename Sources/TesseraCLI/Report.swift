@@ -104,7 +104,8 @@ public enum Report {
         line += "(ranking \(formatDecimal(match.rankingSeconds, places: 2)) s\(match.usedTree ? ", feature tree" : "")"
         if match.runs > 1 { line += " over \(match.runs) runs of up to \(match.runPhotos) photos" }
         line += ", "
-        line += "greedy \(formatDecimal(match.greedySeconds, places: 2)) s, local search \(formatDecimal(match.improvementSeconds, places: 2)) s)"
+        line += "greedy \(formatDecimal(match.greedySeconds, places: 2)) s, local search \(formatDecimal(match.improvementSeconds, places: 2)) s; "
+        line += "about \(formatBytes(Int64(match.plannedBytes))) planned)"
         return line
     }
 

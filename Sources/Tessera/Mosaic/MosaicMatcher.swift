@@ -48,6 +48,9 @@ public struct MosaicMatch: Equatable, Sendable {
     /// Runs of photos ranked (the store read a run at a time), and the most photos in one.
     public var runs = 0
     public var runPhotos = 0
+    /// What the matching was planned to hold besides the process and the store
+    /// (`MosaicMatcher.workingBytes`).
+    public var plannedBytes = 0
 
     /// Equal results: the same placements and figures (the time each phase took is not compared).
     public static func == (a: MosaicMatch, b: MosaicMatch) -> Bool {
@@ -503,6 +506,7 @@ public enum MosaicMatcher {
         match.usedTree = usedTree
         match.runs = (n + run - 1) / run
         match.runPhotos = run
+        match.plannedBytes = workingBytes(cells: cells, photos: n, subCells: k, candidateCount: candidateCount, chunkPhotos: run)
         return match
     }
 
