@@ -183,7 +183,6 @@ public enum MosaicMatcher {
         let run = min(chunkPhotos, n)
         let limit = maxUses ?? Int.max
         let totalWork = cells * (2 + max(0, effort))
-        var greedySeconds = 0.0, improvementSeconds = 0.0
 
         // Phase 1: every cell's m best photos, ranked by (cost, index), a run of photos at a
         // time: the run is read, a tree is built over it (its features moved into the tree's
@@ -382,7 +381,7 @@ public enum MosaicMatcher {
             }
         }
         try readPlacedFeatures(Array(Set(assignment)))
-        greedySeconds = monotonicSeconds() - started
+        let greedySeconds = monotonicSeconds() - started
         let greedyCost = costs.reduce(0.0) { $0 + Double($1) }
         let greedyErrors = placedErrors(target: target, assignment: assignment, subCells: k, features: placedFeatures) {
             Int(slotOfPhoto[$0]!)
@@ -489,7 +488,7 @@ public enum MosaicMatcher {
             passes += 1
             if moves == 0 { break }
         }
-        improvementSeconds = monotonicSeconds() - started
+        let improvementSeconds = monotonicSeconds() - started
 
         var match = MosaicMatch(columns: columns, rows: rows, assignment: assignment,
                                 cellErrors: placedErrors(target: target, assignment: assignment, subCells: k,
