@@ -127,10 +127,19 @@ public struct Runner {
         }
         // A named input besides the photos (a mosaic's target) that is not there is a command
         // line naming nothing (exit 2), said before any photo is read.
+        // A folder, FIFO or device there is the same mistake: nothing that could be read as a
+        // picture (a FIFO would block the run on whoever writes it).
         for input in inputs {
             var info = stat()
             if stat(input, &info) != 0 {
-                console.message(TesseraError.system(operation: "stat", errno: errno, path: input).description)
+                let code = errno
+                console.message("--target \(input): " + (code == ENOENT ? "no such file" : String(cString: strerror(code))))
+                return .failure(.usage)
+            }
+            let kind = info.st_mode & S_IFMT
+            if kind != S_IFREG {
+                let what = kind == S_IFDIR ? "a folder" : kind == S_IFIFO ? "a FIFO" : kind == S_IFSOCK ? "a socket" : "a device"
+                console.message("--target \(input) is \(what), not a photo: give the picture the mosaic should show")
                 return .failure(.usage)
             }
         }

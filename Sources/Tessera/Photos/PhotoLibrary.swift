@@ -94,79 +94,122 @@ public struct PhotoLibrary: Sendable {
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// A named path that does not exist or cannot be listed is skipped like a broken photo.
     /// Throws `.cancelled` once `cancellation` is (checked for every directory entry and header).
+    ///
+    /// Files are read as they are found, `Scan.batchSize` at a time, and only photos and
+    /// warnings are kept: a folder of a hundred thousand sidecars, empty files or notes costs
+    /// a batch while it is read, and nothing after it.
     public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil,
                             selection: PhotoSelection = PhotoSelection(),
                             progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> PhotoLibrary {
-        var candidates: [(path: PathBytes, named: Bool)] = []
-        var skipped: [SkippedPhoto] = []
-        var ignored = 0
+        var scan = Scan(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
+                        cancellation: cancellation, progress: progress)
+        // A file reached twice (named, and inside a named folder) counts once, as the named one.
+        // Keyed by the path's bytes: Swift's String equality is canonical, so "é.jpg" in NFC
+        // and in NFD (two files) would compare equal.
         var visited = Set<DirectoryIdentity>()
-        var leftOut = LeftOut()
+        var named = Set<PathBytes>()
+        for path in paths where !selection.excludes(name: String(path.split(separator: "/").last ?? Substring(path)), path: path) {
+            if case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) != S_IFDIR { named.insert(PathBytes(path)) }
+        }
+        scan.named = named
+        var namedTaken = Set<PathBytes>()
+        progress?(0, 0)
         for path in paths {
             if selection.excludes(name: String(path.split(separator: "/").last ?? Substring(path)), path: path) {
-                leftOut.excluded += 1
+                scan.leftOut.excluded += 1
                 continue
             }
             switch fileStatus(path) {
             case .failure(let code):
                 // One path among several that is not there (a typo, a card unplugged) costs its
                 // photos, not the run: skipped with the others, and refused under --strict.
-                skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
+                scan.skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
                 do {
-                    try collect(directory: PathBytes(path), info: info, into: &candidates, skipped: &skipped, visited: &visited,
-                                selection: selection, leftOut: &leftOut, cancellation: cancellation)
+                    try collect(directory: PathBytes(path), info: info, scan: &scan, visited: &visited, selection: selection)
                 } catch .cancelled {
                     throw .cancelled
                 } catch {
-                    skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
+                    scan.skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
                 }
             case .success:
-                candidates.append((PathBytes(path), true))
+                if namedTaken.insert(PathBytes(path)).inserted { try scan.add(PathBytes(path), named: true) }
             }
         }
-        // A file reached twice (named, and inside a named folder) counts once. Keyed by the
-        // path's bytes: Swift's String equality is canonical, so "é.jpg" in NFC and in NFD
-        // (two files) would compare equal.
-        var seen: [PathBytes: Int] = [:]
-        var unique: [(path: PathBytes, named: Bool)] = []
-        for candidate in candidates {
-            if let index = seen[candidate.path] {
-                unique[index].named = unique[index].named || candidate.named
-            } else {
-                seen[candidate.path] = unique.count
-                unique.append(candidate)
-            }
-        }
-        candidates = unique
-        // Read headers in parallel; each slot is written by exactly one iteration.
-        let files = candidates.map(\.path)
-        let headersRead = AtomicCounter()
-        progress?(0, files.count)
-        let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
-            defer { progress?(headersRead.increment(), files.count) }
-            return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs)
-        }
-        if cancellation?.isCancelled == true { throw .cancelled }
-        var photos: [Photo] = []
-        for (candidate, result) in zip(candidates, results) {
-            switch result! {
-            case .success(.some(let photo)): photos.append(photo)
-            case .success(.none): leftOut.ownOutputs += 1
-            case .failure(.unreadablePhoto(_, let reason))
-                where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
-                // Sidecars, notes, other files under their own names: not photos, no warning.
-                ignored += 1
-            case .failure(let error):
-                skipped.append(SkippedPhoto(path: candidate.path.display, reason: reason(of: error)))
-            }
-        }
-        photos.sort { $0.file < $1.file }
-        skipped.sort { $0.path < $1.path }
-        var library = PhotoLibrary(photos: photos, skipped: skipped, ignoredNonJPEGCount: ignored, searched: paths)
-        library.leftOut = leftOut
+        try scan.flush()
+        scan.photos.sort { $0.file < $1.file }
+        scan.skipped.sort { $0.path < $1.path }
+        var library = PhotoLibrary(photos: scan.photos, skipped: scan.skipped, ignoredNonJPEGCount: scan.ignored, searched: paths)
+        library.leftOut = scan.leftOut
         return library
+    }
+
+    /// A scan in progress: the files found and not read yet (at most `batchSize`), and what the
+    /// read ones gave.
+    private struct Scan {
+        /// Enough files for the workers to read in parallel, few enough that their paths and
+        /// results are a few hundred KiB.
+        static let batchSize = 1024
+        let workers: Int
+        let decoderMemoryBytes: Int
+        let ownOutputs: Bool
+        let cancellation: RenderCancellation?
+        let progress: (@Sendable (Int, Int) -> Void)?
+        /// Regular files named on the command line: a folder's walk leaves them to their name.
+        var named = Set<PathBytes>()
+        var batch: [(path: PathBytes, named: Bool)] = []
+        var found = 0
+        var read = 0
+        var photos: [Photo] = []
+        var skipped: [SkippedPhoto] = []
+        var ignored = 0
+        var leftOut = LeftOut()
+
+        init(workers: Int, decoderMemoryBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
+             progress: (@Sendable (Int, Int) -> Void)?) {
+            self.workers = workers
+            self.decoderMemoryBytes = decoderMemoryBytes
+            self.ownOutputs = ownOutputs
+            self.cancellation = cancellation
+            self.progress = progress
+            batch.reserveCapacity(Self.batchSize)
+        }
+
+        mutating func add(_ path: PathBytes, named: Bool) throws(TesseraError) {
+            batch.append((path, named))
+            found += 1
+            if batch.count >= Self.batchSize { try flush() }
+        }
+
+        /// Reads the batch's headers in parallel (each slot is written by exactly one
+        /// iteration) and keeps the photos and the warnings.
+        mutating func flush() throws(TesseraError) {
+            guard !batch.isEmpty else { return }
+            let files = batch.map(\.path)
+            let (decoderMemoryBytes, ownOutputs, progress) = (self.decoderMemoryBytes, self.ownOutputs, self.progress)
+            let headersRead = AtomicCounter()
+            let (before, found) = (read, self.found)
+            let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
+                defer { progress?(before + headersRead.increment(), found) }
+                return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: ownOutputs)
+            }
+            if cancellation?.isCancelled == true { throw .cancelled }
+            for (candidate, result) in zip(batch, results) {
+                switch result! {
+                case .success(.some(let photo)): photos.append(photo)
+                case .success(.none): leftOut.ownOutputs += 1
+                case .failure(.unreadablePhoto(_, let reason))
+                    where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
+                    // Sidecars, notes, other files under their own names: not photos, no warning.
+                    ignored += 1
+                case .failure(let error):
+                    skipped.append(SkippedPhoto(path: candidate.path.display, reason: reason(of: error)))
+                }
+            }
+            read += batch.count
+            batch.removeAll(keepingCapacity: true)
+        }
     }
 
     private struct DirectoryIdentity: Hashable {
@@ -174,56 +217,61 @@ public struct PhotoLibrary: Sendable {
         let inode: UInt64
     }
 
-    private static func collect(directory: PathBytes, info: stat, into candidates: inout [(path: PathBytes, named: Bool)],
-                                skipped: inout [SkippedPhoto], visited: inout Set<DirectoryIdentity>,
-                                selection: PhotoSelection, leftOut: inout LeftOut,
-                                cancellation: RenderCancellation?) throws(TesseraError) {
+    /// Walks `directory` depth first, its subfolders in byte order (so which of two paths to one
+    /// folder is taken does not depend on the file system's listing order). The files are
+    /// handed to `scan` as they are listed; only the subfolders wait, and only their names.
+    private static func collect(directory: PathBytes, info: stat, scan: inout Scan, visited: inout Set<DirectoryIdentity>,
+                                selection: PhotoSelection) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
+        var folders: [(name: [UInt8], info: stat)] = []
         // By bytes, end to end: a name that is not UTF-8 is still a file that can be opened.
-        let names = try listDirectoryBytes(directory).sorted { $0.lexicographicallyPrecedes($1) }
-        for name in names {
-            if cancellation?.isCancelled == true { throw .cancelled }
+        try forEachDirectoryEntry(directory) { (name: [UInt8]) throws(TesseraError) in
+            if scan.cancellation?.isCancelled == true { throw .cancelled }
             let path = directory.appending(name)
             // Hidden entries (".DS_Store", ".trash/", editors' copies) are not looked at.
             if !selection.includeHidden && name.first == UInt8(ascii: ".") {
-                leftOut.hidden += 1
-                continue
+                scan.leftOut.hidden += 1
+                return
             }
             let text = String(decoding: name, as: UTF8.self)
             if selection.excludes(name: text, path: path.display) {
-                leftOut.excluded += 1
-                continue
+                scan.leftOut.excluded += 1
+                return
             }
             switch fileStatus(path) {
             case .failure(let code):
                 if code.rawValue == ENOENT || code.rawValue == ELOOP {
-                    skipped.append(SkippedPhoto(path: path.display, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
+                    scan.skipped.append(SkippedPhoto(path: path.display, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
                 } else {
-                    skipped.append(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
+                    scan.skipped.append(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && PhotoSelection.thumbnailFolders.contains(text):
-                leftOut.thumbnailFolders += 1
+                scan.leftOut.thumbnailFolders += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && !selection.includeOwnOutputs && text.hasSuffix("_files")
                 && isRegularFile(directory.appending(Array(name.dropLast(6)) + Array(".dzi".utf8))):
                 // A Deep Zoom pyramid's tiles, beside its NAME.dzi: thousands of tiles, none a photo.
-                leftOut.ownOutputs += 1
+                scan.leftOut.ownOutputs += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
-                do {
-                    try collect(directory: path, info: entry, into: &candidates, skipped: &skipped, visited: &visited,
-                                selection: selection, leftOut: &leftOut, cancellation: cancellation)
-                } catch .cancelled {
-                    throw .cancelled
-                } catch {
-                    skipped.append(SkippedPhoto(path: path.display, reason: reason(of: error)))
-                }
+                folders.append((name, entry))
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFREG:
-                candidates.append((path, false))
+                if !scan.named.contains(path) { try scan.add(path, named: false) }
             case .success:
                 // FIFOs, sockets, devices: never opened. Reported only when named like a photo.
-                if looksLikePhotoName(String(decoding: name, as: UTF8.self)) {
-                    skipped.append(SkippedPhoto(path: path.display, reason: "not a regular file"))
+                if looksLikePhotoName(text) {
+                    scan.skipped.append(SkippedPhoto(path: path.display, reason: "not a regular file"))
                 }
+            }
+        }
+        folders.sort { $0.name.lexicographicallyPrecedes($1.name) }
+        for folder in folders {
+            let path = directory.appending(folder.name)
+            do {
+                try collect(directory: path, info: folder.info, scan: &scan, visited: &visited, selection: selection)
+            } catch .cancelled {
+                throw .cancelled
+            } catch {
+                scan.skipped.append(SkippedPhoto(path: path.display, reason: reason(of: error)))
             }
         }
     }

@@ -12,6 +12,15 @@ func listDirectory(_ path: String) throws(TesseraError) -> [String] {
 
 /// The entry names of `path` as bytes, without "." and "..", in no particular order.
 func listDirectoryBytes(_ path: PathBytes) throws(TesseraError) -> [[UInt8]] {
+    var names: [[UInt8]] = []
+    try forEachDirectoryEntry(path) { (name: [UInt8]) throws(TesseraError) in names.append(name) }
+    return names
+}
+
+/// Calls `body` with each entry name of `path` (bytes, without "." and ".."), in the order
+/// readdir gives them, while the directory is open: a folder of a million entries is never a
+/// list. An error `body` throws ends the listing and is rethrown.
+func forEachDirectoryEntry(_ path: PathBytes, _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
     if let injected = SyscallFaults.take("opendir", path: path.display) {
         throw TesseraError.system(operation: "opendir", errno: injected, path: path.display)
     }
@@ -19,19 +28,15 @@ func listDirectoryBytes(_ path: PathBytes) throws(TesseraError) -> [[UInt8]] {
         throw TesseraError.system(operation: "opendir", errno: errno, path: path.display)
     }
     defer { _ = system_closedir(directory) }
-    var names: [[UInt8]] = []
     while let entry = system_readdir(directory) {
         let name = withUnsafePointer(to: entry.pointee.d_name) {
             $0.withMemoryRebound(to: UInt8.self, capacity: 256) { pointer -> [UInt8] in
-                var bytes: [UInt8] = []
-                var i = 0
-                while i < 256 && pointer[i] != 0 { bytes.append(pointer[i]); i += 1 }
-                return bytes
+                let length = strnlen(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), 256)
+                return Array(UnsafeBufferPointer(start: pointer, count: length))
             }
         }
-        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
+        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { try body(name) }
     }
-    return names
 }
 
 /// stat(2) of `path` (bytes), following symlinks.

@@ -1,0 +1,49 @@
+// ScanCostTests.swift — issue 25: files that are not photos cost nothing that stays, and a
+// target that is not a file is a command line naming nothing (exit 2, before any photo is read).
+import Glibc
+import Testing
+
+@Suite struct ScanCostTests {
+    /// 100,000 empty files beside one photo, at --max-memory 32M: the scan reads them a batch at
+    /// a time and keeps none, so the run's peak stays inside the budget (it was 52 MiB when every
+    /// file's path and result were held until the scan ended).
+    @Test func emptyFilesCostNothingThatStays() throws {
+        let folder = testRoot + "/empty-files"
+        #expect(mkdir(folder, 0o755) == 0)
+        for index in 0..<100_000 {
+            let fd = open(folder + "/sidecar-\(index).xmp", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(fd >= 0)
+            close(fd)
+        }
+        #expect(system("cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photo.jpg'") == 0)
+        let output = testRoot + "/empty-files.jpg"
+        let run = runMeasured(["grid", folder, "--columns", "1", "--tile-size", "64", "--max-memory", "32M", "-o", output])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(run.output.contains("64 x 64 px"), "\(run.output)")
+        #expect(run.peakBytes <= 32 << 20, "peak \(run.peakMiB) MiB for 100,000 empty files at --max-memory 32M")
+        // The photo is still found among them, and the sidecars draw no warning.
+        #expect(!run.output.contains("warning"), "\(run.output)")
+        #expect(system("rm -rf '\(folder)'") == 0)
+    }
+
+    /// A folder, a FIFO or a missing file as --target: exit 2 naming --target and the path,
+    /// before any photo is read (nothing is written).
+    @Test func targetThatIsNotAFile() throws {
+        let folder = testRoot + "/target-kinds"
+        #expect(mkdir(folder, 0o755) == 0)
+        let fifo = folder + "/target.jpg"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let output = folder + "/mosaic.jpg"
+        let cases: [(target: String, says: String)] = [
+            (folder, "is a folder"), (fifo, "is a FIFO"), (folder + "/chelsa.jpg", "no such file"),
+        ]
+        for (target, says) in cases {
+            let run = runTessera(["mosaic", "--target", target, fixtures, "-o", output, "--columns", "4", "--tile-size", "8"])
+            #expect(run.status == 2, "\(target): \(run.output)")
+            #expect(run.output.contains("--target \(target)") && run.output.contains(says), "\(run.output)")
+            #expect(!run.output.contains("cannot read photo"), "\(run.output)")
+            #expect(access(output, F_OK) != 0, "\(target): an output was written")
+        }
+        #expect(system("rm -rf '\(folder)'") == 0)
+    }
+}
