@@ -3,7 +3,8 @@
 # demo.jpg and a Deep Zoom pyramid with its viewer (demo-zoom/demo.html) from the photos the
 # repository ships (one photo stored in all eight EXIF orientations: every cell of the grid
 # should come out upright). The tests also use Chromium, to open the viewer headless, and
-# slurm-wlm and GNU parallel, to run sharded renders under a real scheduler.
+# slurm-wlm and GNU parallel, to run sharded renders under a real scheduler; zsh and fish, to
+# check the completion scripts; lintian and debootstrap, to check the Debian package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -11,7 +12,8 @@ if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev libexif-dev \
     libspng-dev libwebp-dev libheif-dev liblcms2-dev \
-    libjpeg-turbo-progs libvips-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel >/dev/null
+    libjpeg-turbo-progs libvips-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
+    zsh fish lintian debootstrap >/dev/null
 swift build -c release
 mkdir -p demo-zoom
 .build/release/tessera grid Tests/TesseraTests/Fixtures/orientation -o demo.jpg --dzi demo-zoom/demo.dzi \

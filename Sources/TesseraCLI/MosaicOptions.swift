@@ -32,6 +32,20 @@ public enum MosaicCommand {
         OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),
     ]
 
+    /// The grid's options a mosaic takes (all but --order), the shape, the seed and the manifest
+    /// in a mosaic's words: the grid's own do not hold for a mosaic.
+    public static let renderingOptions: [OptionSpec] = {
+        let mosaicWords = [
+            "--grid": "Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.",
+            "--columns": "Columns only; rows follow from the target's shape (upright).",
+            "--seed": "Seed of the matching order (default 1); the same seed gives the same mosaic.",
+            "--manifest": "Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.",
+        ]
+        return GridCommand.options.filter { !$0.names.contains("--order") }.map { spec in
+            mosaicWords[spec.names.last!].map { OptionSpec(names: spec.names, valueName: spec.valueName, help: $0) } ?? spec
+        }
+    }()
+
     /// Parses the arguments after `mosaic`.
     public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> MosaicOptions {
         var mosaic = MosaicOptions()
@@ -82,16 +96,7 @@ public enum MosaicCommand {
         """
         text += describe(options)
         text += "\nRENDERING OPTIONS (as for tessera grid; --grid, --columns, --seed and --manifest in a mosaic's words)\n\n"
-        // The grid's own words for the shape and the seed do not hold for a mosaic.
-        let mosaicWords = [
-            "--grid": "Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.",
-            "--columns": "Columns only; rows follow from the target's shape (upright).",
-            "--seed": "Seed of the matching order (default 1); the same seed gives the same mosaic.",
-            "--manifest": "Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.",
-        ]
-        text += describe(GridCommand.options.filter { !$0.names.contains("--order") }.map { spec in
-            mosaicWords[spec.names.last!].map { OptionSpec(names: spec.names, valueName: spec.valueName, help: $0) } ?? spec
-        })
+        text += describe(renderingOptions)
         text += """
 
         EXAMPLES

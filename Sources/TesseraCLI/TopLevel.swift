@@ -1,7 +1,11 @@
 // TopLevel.swift — `tessera`'s subcommands, exit codes and top-level help.
 import Tessera
 
-public let tesseraVersion = "0.1.0"
+/// The version: the one place it is written (the package, the manual and `--version` read it
+/// here; CHANGELOG.md's newest heading must name it, which a test checks).
+public let tesseraVersion = "0.2.0"
+/// When this version was made, for the manual page's header.
+public let tesseraReleaseDate = "2026-12-01"
 
 /// The process exit codes, documented in `tessera --help` and the README. An Error too, so a
 /// step of the tool can fail with the code it wants.
@@ -27,7 +31,7 @@ public enum ExitCode: Int32, Error, Sendable {
     public static let documented: [(code: String, meaning: String)] = [
         ("0", "the JPEG and/or the pyramid was written"),
         ("1", "the render failed (I/O or encoder error); nothing was written under the output names"),
-        ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a missing target, a JPEG over 65,500 px a side"),
+        ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a --target that is missing or not a file (a folder, a FIFO), a JPEG over 65,500 px a side"),
         ("3", "no usable photo found, or a photo would be skipped under --strict; for join, a part missing, duplicated, truncated or of another render"),
         ("4", "not enough disk space, inodes or memory budget, found before rendering started (the message says what would fit)"),
         ("129 / 130 / 143", "hung up (SIGHUP) / interrupted (SIGINT) / terminated (SIGTERM); nothing written, temporaries removed"),
@@ -48,7 +52,11 @@ public enum ExitCode: Int32, Error, Sendable {
 /// A parsed `tessera` invocation.
 public enum Invocation: Equatable, Sendable {
     case help
-    case version
+    case version(json: Bool)
+    /// `tessera man`: the manual page, as roff.
+    case manPage
+    /// `tessera completions SHELL`.
+    case completions(shell: String)
     case grid(GridOptions)
     case mosaic(MosaicOptions)
     case join(JoinOptions)
@@ -82,7 +90,20 @@ public enum TopLevel {
                                        argumentIndex: 2)
             }
             return .help
-        case "--version", "-V": return .version
+        case "--version", "-V":
+            let rest = arguments.dropFirst()
+            if rest.isEmpty { return .version(json: false) }
+            if rest.count == 1 && rest.first == "--json" { return .version(json: true) }
+            throw CommandLineError("--version takes only --json, got '\(rest.first!)'", argumentIndex: rest.first == "--json" ? 3 : 2)
+        case "man":
+            guard arguments.count == 1 else { throw CommandLineError("man takes no arguments", argumentIndex: 2) }
+            return .manPage
+        case "completions":
+            guard arguments.count == 2, Distribution.completion(shell: arguments[1]) != nil else {
+                throw CommandLineError("completions expects bash, zsh or fish, e.g. tessera completions bash > /etc/bash_completion.d/tessera",
+                                       argumentIndex: 2)
+            }
+            return .completions(shell: arguments[1])
         case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         case "mosaic": return .mosaic(try MosaicCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         case "join": return .join(try JoinCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
@@ -117,7 +138,9 @@ public enum TopLevel {
       tessera help mosaic       every option of mosaic, with examples
       tessera help join         sharded renders: the join, and recipes for Slurm and GNU parallel
       tessera help analyse      analysing a large library ahead, in shards
-      tessera --version
+      tessera man               the manual page (roff: tessera man | man -l -)
+      tessera completions SHELL the completion script for bash, zsh or fish
+      tessera --version         the version, its commit and the image libraries' (--json for scripts)
 
     The canvas is never held in memory: it is rendered in horizontal stripes of a temporary
     file, filled and JPEG-compressed by all cores, and joined in order with restart markers into

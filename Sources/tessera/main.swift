@@ -92,8 +92,14 @@ switch invocation {
 case .help:
     print(TopLevel.help)
     exit(ExitCode.success.rawValue)
-case .version:
-    print("tessera \(tesseraVersion)")
+case .version(let json):
+    print(Distribution.versionText(json: json))
+    exit(ExitCode.success.rawValue)
+case .manPage:
+    print(Distribution.manPage, terminator: "")
+    exit(ExitCode.success.rawValue)
+case .completions(let shell):
+    print(Distribution.completion(shell: shell)!, terminator: "")
     exit(ExitCode.success.rawValue)
 case .grid(let options):
     if options.help {
