@@ -18,6 +18,13 @@
 // means are computed from those; the coefficients left out (3, 5 and 7 in either direction)
 // are small in photos, so the result is within a level of libjpeg's on average (tests).
 // Other subsampled components are replicated, as libjpeg does at 1/8 (no fancy upsampling).
+// The layouts where libjpeg draws a component at 2/8 and then replicates it (4 x 2 beside
+// 1 x 1), draws luma at 2/8 (chroma sampled finer), or a component at 4/8 (1 x 1 beside 4 x 4)
+// are handed back to libjpeg: the three coefficients are not enough there (tests).
+//
+// What libjpeg refuses is refused here too, with TESSERA_JPEG_ERROR (a placeholder, not a
+// fallback): progressive scan parameters out of range, an interleaved MCU over 10 blocks,
+// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has.
 //
 // Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
 // usual lookahead table plus per-length limits (T.81 F.2.2.3).
