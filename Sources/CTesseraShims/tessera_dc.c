@@ -18,6 +18,13 @@
 // means are computed from those; the coefficients left out (3, 5 and 7 in either direction)
 // are small in photos, so the result is within a level of libjpeg's on average (tests).
 // Other subsampled components are replicated, as libjpeg does at 1/8 (no fancy upsampling).
+// The layouts where libjpeg draws a component at 2/8 and then replicates it (4 x 2 beside
+// 1 x 1), draws luma at 2/8 (chroma sampled finer), or a component at 4/8 (1 x 1 beside 4 x 4)
+// are handed back to libjpeg: the three coefficients are not enough there (tests).
+//
+// What libjpeg refuses is refused here too, with TESSERA_JPEG_ERROR (a placeholder, not a
+// fallback): progressive scan parameters out of range, an interleaved MCU over 10 blocks,
+// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has.
 //
 // Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
 // usual lookahead table plus per-length limits (T.81 F.2.2.3).
@@ -51,6 +58,7 @@ typedef struct {
     int id, h, v, quant_table;
     int dc_quant;              // the DC quantiser, latched at the component's first scan
     int latched;
+    int8_t coefficient_bits[64]; // Al of the last scan of each coefficient, -1 before its first (progressive)
     int blocks_w, blocks_h;    // the component's own block grid
     int padded_w, padded_h;    // rounded up to whole MCUs (interleaved scans code these blocks)
     int prediction;            // DC predictor within a scan
@@ -90,6 +98,7 @@ struct tessera_dc_decoder {
     tessera_spill spill_copy;
     uint64_t plane_bytes;
     int stored_rgb;
+    const char *libjpeg_only;  // why libjpeg must draw this layout (see read_frame), or NULL
 
     int out_w, out_h, out_row;
     uint64_t work_limit_blocks, work_blocks;
@@ -346,6 +355,16 @@ static void open_store(tessera_dc_decoder *d, dc_component *c, tessera_rowstore 
     *offset += (uint64_t)row_bytes * (uint64_t)c->padded_h;
 }
 
+/// The IDCT size libjpeg gives a component's blocks for a 1/8 output (jdmaster.c): it doubles
+/// from 1 while the component, at twice the size, still divides the largest sampling factors
+/// in both directions, so that less is left to the upsampler. At most 4 with factors up to 4,
+/// and 4 only for a 1 x 1 component beside a 4 x 4 one.
+static int libjpeg_scaled_size(const tessera_dc_decoder *d, const dc_component *c) {
+    int size = 1;
+    while (size < 8 && d->h_max % (c->h * size * 2) == 0 && d->v_max % (c->v * size * 2) == 0) size *= 2;
+    return size;
+}
+
 static void read_frame(tessera_dc_decoder *d, int progressive) {
     if (d->frame_seen) unsupported(d, "two frame headers");
     long length = required_u16(d);
@@ -370,6 +389,15 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
         if (c->h > d->h_max) d->h_max = c->h;
         if (c->v > d->v_max) d->v_max = c->v;
     }
+    for (int i = 0; i < d->component_count; i++) {
+        // libjpeg's upsampler only multiplies by whole numbers (jdsample.c); it refuses the rest
+        // when the decode starts, at every scale.
+        const dc_component *c = &d->components[i];
+        if (d->h_max % c->h != 0 || d->v_max % c->v != 0) {
+            fail_with(d, TESSERA_JPEG_ERROR, "fractional sampling factors (a component's do not divide the largest), "
+                                             "which libjpeg refuses");
+        }
+    }
     d->mcus_x = (d->width + 8 * d->h_max - 1) / (8 * d->h_max);
     d->mcus_y = (d->height + 8 * d->v_max - 1) / (8 * d->v_max);
     uint64_t total = 0;
@@ -382,7 +410,19 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
         c->blocks_h = (int)((comp_h + 7) / 8);
         c->padded_w = d->mcus_x * c->h;
         c->padded_h = d->mcus_y * c->v;
-        c->reduced = c->h * 2 == d->h_max && c->v * 2 == d->v_max;
+        // A component libjpeg draws at 2/8 needs coefficients 1, 3, 5 and 7 each way, of which
+        // this decoder keeps the first (see the top): close enough (tests) for chroma that
+        // needs no more upsampling (4:2:0). Luma (or a stored RGB channel) has more detail
+        // there, one that libjpeg then replicates is drawn larger, and one at 4/8 needs nearly
+        // every coefficient: libjpeg draws those (rare) layouts.
+        int scaled = libjpeg_scaled_size(d, c);
+        c->reduced = scaled == 2;
+        if (scaled == 2 && (c->h * 2 != d->h_max || c->v * 2 != d->v_max)) {
+            d->libjpeg_only = "a component libjpeg draws at 2/8 and then replicates (e.g. 4 x 2 beside 1 x 1 sampling)";
+        } else if (scaled == 2 && (i == 0 || d->stored_rgb)) {
+            d->libjpeg_only = "luma libjpeg draws at 2/8 (chroma sampled finer than luma)";
+        }
+        if (scaled > 2) d->libjpeg_only = "a component libjpeg draws at 4/8 (1 x 1 beside 4 x 4 sampling)";
         total += (uint64_t)c->padded_w * c->padded_h * (sizeof(int16_t) + (c->reduced ? sizeof(low_block) : 0));
     }
     d->plane_bytes = total;
@@ -398,6 +438,7 @@ static void read_frame(tessera_dc_decoder *d, int progressive) {
             c->low_allocated = 1;
         }
     }
+    for (int i = 0; i < d->component_count; i++) memset(d->components[i].coefficient_bits, -1, 64);
     d->progressive = progressive;
     d->frame_seen = 1;
 }
@@ -459,7 +500,6 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
     dc_component *c = scan->components[0];
     const huffman_table *table = &d->ac_tables[scan->ac_table[0]];
     if (!table->defined) unsupported(d, "AC Huffman table missing");
-    if (scan->se > 63 || scan->ss > scan->se || scan->al > 13) unsupported(d, "bad AC scan");
     reset_bits(d);
     d->marker = 0;
     d->overrun = 0;
@@ -559,6 +599,9 @@ static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, 
         return;
     }
     int size = decode_huffman(d, &d->dc_tables[scan->dc_table[i]]);
+    // 8-bit samples give DC differences of at most 11 bits (T.81 F.1.2.1): more is corrupt
+    // data, which libjpeg draws as wrapped-around garbage without a word.
+    if (size > 11) fail_with(d, TESSERA_JPEG_ERROR, "corrupt DC data (a difference over 11 bits)");
     // Unsigned: corrupt data must not overflow a signed int (undefined behaviour).
     c->prediction = (int)((unsigned)c->prediction + (unsigned)receive_extend(d, size));
     *coefficient = (int16_t)((unsigned)c->prediction << scan->al);
@@ -660,6 +703,42 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
     if (d->marker == 0) d->marker = find_marker(d, 1);
 }
 
+/// libjpeg's checks of a scan that make it refuse the file (jdinput.c, jdphuff.c): an
+/// interleaved scan's MCU over 10 blocks; a progressive scan's Ss, Se, Ah and Al out of range.
+/// A progression out of order (a refinement before its first scan, an AC scan before the DC)
+/// is only a warning to libjpeg, which then draws the file its own way: handed to it, so that
+/// it draws the same picture and says so.
+static void check_scan(tessera_dc_decoder *d, const scan_header *scan) {
+    if (scan->count > 1) {
+        int blocks = 0;
+        for (int i = 0; i < scan->count; i++) blocks += scan->components[i]->h * scan->components[i]->v;
+        if (blocks > 10) {
+            char message[160];
+            snprintf(message, sizeof message, "an interleaved scan of %d blocks an MCU (libjpeg refuses more than 10)", blocks);
+            fail_with(d, TESSERA_JPEG_ERROR, message);
+        }
+    }
+    if (!d->progressive) return;
+    int dc_band = scan->ss == 0;
+    int bad = dc_band ? scan->se != 0 : scan->ss > scan->se || scan->se > 63 || scan->count != 1;
+    if (scan->ah != 0 && scan->al != scan->ah - 1) bad = 1;
+    if (scan->al > 13) bad = 1;
+    if (bad) {
+        char message[160];
+        snprintf(message, sizeof message, "invalid progressive scan (Ss=%d Se=%d Ah=%d Al=%d), which libjpeg refuses",
+                 scan->ss, scan->se, scan->ah, scan->al);
+        fail_with(d, TESSERA_JPEG_ERROR, message);
+    }
+    for (int i = 0; i < scan->count; i++) {
+        int8_t *bits = scan->components[i]->coefficient_bits;
+        if (!dc_band && bits[0] < 0) unsupported(d, "an AC scan before the component's DC scan");
+        for (int k = scan->ss; k <= scan->se; k++) {
+            if (scan->ah != (bits[k] < 0 ? 0 : bits[k])) unsupported(d, "scans out of progression order");
+            bits[k] = (int8_t)scan->al;
+        }
+    }
+}
+
 static void read_scan(tessera_dc_decoder *d) {
     if (!d->frame_seen) unsupported(d, "scan before frame header");
     if (++d->scans > TESSERA_JPEG_MAX_SCANS) {
@@ -690,11 +769,13 @@ static void read_scan(tessera_dc_decoder *d) {
     int approximation = required_byte(d);
     scan.ah = approximation >> 4;
     scan.al = approximation & 15;
+    check_scan(d, &scan);
+    // After the checks, so that a layout libjpeg would refuse is refused here too.
+    if (d->libjpeg_only != NULL) unsupported(d, d->libjpeg_only);
     if (d->progressive) {
         if (scan.ss != 0) {
             // An AC scan: nothing in it changes a DC coefficient. Its data ends at the first
             // marker that is not a restart marker.
-            if (scan.count != 1) unsupported(d, "interleaved AC scan");
             dc_component *c = scan.components[0];
             if (c->reduced) {
                 decode_ac_scan(d, &scan);
@@ -703,7 +784,6 @@ static void read_scan(tessera_dc_decoder *d) {
             }
             return;
         }
-        if (scan.se != 0 || scan.al > 13) unsupported(d, "bad DC scan");
     } else if (scan.ss != 0 || scan.se != 63 || scan.ah != 0 || scan.al != 0) {
         unsupported(d, "bad sequential scan");
     }

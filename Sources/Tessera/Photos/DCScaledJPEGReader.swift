@@ -24,7 +24,9 @@ final class DCScaledJPEGReader {
     /// The result of `decode`.
     enum Outcome {
         case decoded(width: Int, height: Int)
-        /// Not a file this decoder handles (or data it finds corrupt): use libjpeg.
+        /// Not a file this decoder handles (a sampling layout libjpeg draws from more than the
+        /// DC, arithmetic coding, scans out of progression order): use libjpeg. Data that
+        /// libjpeg would refuse as corrupt is a thrown error instead.
         case unsupported(reason: String)
     }
 
