@@ -357,13 +357,10 @@ public struct CellDecoder: Sendable {
         let scaled = (width: max(1, min(width, Int((Double(width) * factor).rounded(.up)))),
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
-        if reader.info.lossless != 0 && reader.wholeImageBytes > Int64(budget.wholeImageLimitBytes) {
-            throw TesseraError.unreadablePhoto(
-                path: reader.photo.path, reason: "libwebp decodes a lossless WebP whole: this \(width) x \(height) one takes about "
-                    + "\(formatBytes(reader.wholeImageBytes)), more than --max-memory leaves for it; give --max-memory "
-                    + "\(formatBytes(reader.wholeImageBytes * 2 + (8 << 20))) or more to draw it")
-        }
         let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
+        let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole)"
+            : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole)" : "WebP"
+        try budget.check(oneDecodeBytes: request, photo: reader.photo.path, what: "decoding this \(width) x \(height) \(kind)")
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: output)
             defer { rgba.deallocate() }
