@@ -275,6 +275,34 @@ static uint32_t item_references(const struct meta_boxes *m, uint32_t from, const
     return 0;
 }
 
+/// The items that refer to `to` with reference `type` (an alpha plane's 'auxl' to its image), up
+/// to `capacity` of them; how many were found.
+static uint32_t items_referring(const struct meta_boxes *m, uint32_t to, const char *type, uint32_t *from, uint32_t capacity) {
+    if (m->iref_size < 4) return 0;
+    const uint8_t *d = m->data;
+    int wide = d[m->iref] != 0;
+    uint32_t found = 0;
+    size_t q = m->iref + 4, end = m->iref + m->iref_size;
+    while (q + 8 <= end && found < capacity) {
+        uint32_t size = be32(d + q);
+        if (size < 8 || size > end - q) break;
+        size_t r = q + 8, box_end = q + size;
+        uint64_t source = 0, count = 0;
+        if (memcmp(d + q + 4, type, 4) == 0 && read_n(d, box_end, r, wide ? 4 : 2, &source) &&
+            read_n(d, box_end, r + (wide ? 4 : 2), 2, &count)) {
+            r += (wide ? 4 : 2) + 2;
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t target = 0;
+                if (!read_n(d, box_end, r, wide ? 4 : 2, &target)) break;
+                r += wide ? 4 : 2;
+                if (target == to) { from[found++] = (uint32_t)source; break; }
+            }
+        }
+        q += size;
+    }
+    return found;
+}
+
 // MARK: Coded sizes: HEVC SPS, AV1 sequence header
 
 /// Bits of an RBSP (emulation-prevention bytes already removed).
@@ -655,6 +683,30 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         heif->icc = malloc(icc_bytes);
         if (heif->icc != NULL && heif_image_handle_get_raw_color_profile(heif->primary, heif->icc).code == heif_error_Ok) {
             heif->icc_bytes = icc_bytes;
+        }
+    }
+    // An alpha plane (or depth map) is its own coded item, which libheif decodes beside the
+    // image: one larger than the image it belongs to is refused like an ispe that lies.
+    uint32_t auxiliary[8];
+    uint32_t auxiliaries = items_referring(&meta, primary, "auxl", auxiliary, 8);
+    for (uint32_t i = 0; i < auxiliaries; i++) {
+        tessera_heif_size size = { 0 };
+        uint32_t ispe_w, ispe_h, shown_w, shown_h;
+        int read = 1;
+        if (item_ispe(&meta, auxiliary[i], &ispe_w, &ispe_h)) {
+            read = decode_size(heif, &meta, auxiliary[i], &size, reason, sizeof reason);
+        } else if (!coded_size(heif, &meta, auxiliary[i], &size.width, &size.height, &shown_w, &shown_h)) {
+            continue;  // no parameter set to decode it from: libheif cannot decode it either
+        }
+        uint32_t image_w = info->decode.width, image_h = info->decode.height;
+        if (!read || differs(size.width > image_w ? size.width : image_w, image_w) ||
+            differs(size.height > image_h ? size.height : image_h, image_h)) {
+            if (read) snprintf(reason, sizeof reason, "its alpha or depth item is %u x %u, larger than its %u x %u image",
+                               size.width, size.height, image_w, image_h);
+            free(meta_data);
+            snprintf(message, message_bytes, "%s (refused: libheif would decode it)", reason);
+            tessera_heif_close(heif);
+            return NULL;
         }
     }
     // The largest thumbnail.
