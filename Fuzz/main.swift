@@ -49,7 +49,7 @@ while !arguments.isEmpty {
     }
 }
 guard !seedPaths.isEmpty else {
-    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] [--target scan|decode|analyse|render|all] [--regressions DIR] SEED.jpg...")
+    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] [--target scan|decode|analyse|render|heif|all] [--regressions DIR] SEED.jpg...")
     exit(2)
 }
 
@@ -172,10 +172,11 @@ watchdog.resume()
 /// The entry points, one per iteration in turn.
 enum Target: String, CaseIterable {
     case scan, decode, analyse, render
+    case heif  // HEIFBoxMutator.swift: box-aware mutations of the HEIF seeds, scanned and decoded
 }
 let targets: [Target] = targetName == "all" ? Target.allCases : [Target(rawValue: targetName)].compactMap { $0 }
 guard !targets.isEmpty else {
-    print("tessera-fuzz: unknown --target \(targetName) (scan, decode, analyse, render or all)")
+    print("tessera-fuzz: unknown --target \(targetName) (scan, decode, analyse, render, heif or all)")
     exit(2)
 }
 /// A photo that always decodes, drawn beside the fuzzed one in renders.
@@ -206,6 +207,8 @@ let goodSeed = seedPaths[0]
             _ = try MosaicAnalysis.targetFeatures(path: path, columns: 1 + below(12), rows: 1 + below(12), subCells: 1 + below(4),
                                                   budget: budget)
             return analysed.failed.isEmpty ? "analyse: analysed" : "analyse: photo refused, target drawn"
+        case .heif:
+            return try exerciseHEIF(path)
         case .render:
             let library = try PhotoLibrary.scan([path, goodSeed])
             var settings = RenderSettings()
@@ -265,7 +268,8 @@ let start = monotonicSeconds()
 print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
 while monotonicSeconds() - start < seconds {
     progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
-    let input = mutate(seeds[below(seeds.count)])
+    let heifTurn = targets[(iterations + 1) % targets.count] == .heif
+    let input = (heifTurn ? mutateHEIFBoxes(seeds) : nil) ?? mutate(seeds[below(seeds.count)])
     writeFile(input, current)
     // Sometimes a sparse file: the input followed by a long hole (zeros that take no disk).
     if below(20) == 0 { truncate(current, off_t(input.count) + off_t([2 << 20, 64 << 20, 20 << 30][below(3)])) }

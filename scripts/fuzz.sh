@@ -3,7 +3,8 @@
 # tiny canvases) for a bounded time, built with AddressSanitizer for both the Swift code and the
 # C shim, under a memory limit. First it replays Fuzz/regressions/ (earlier findings) through every
 # entry point. CI runs it for 60 s after the tests.
-#   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render or all
+#   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render, heif or all
+# (heif: box-aware mutations of the HEIC and AVIF seeds, Fuzz/HEIFBoxMutator.swift)
 # A crash leaves the input that caused it in the work folder (printed), as current.jpg; a hang
 # as hang-N.jpg. Fix the bug, then commit the input to Fuzz/regressions/.
 set -euo pipefail

@@ -93,11 +93,491 @@ static int find_box(const uint8_t *data, size_t start, size_t end, const char *t
     return 0;
 }
 
-/// Whether the primary item of the 'meta' box has an irot or imir property, and whether it is
-/// a grid of tiles (`*grid`: its item type in 'iinf' is "grid").
-static int primary_has_transform(struct tessera_heif *heif, int *grid) {
-    *grid = 0;
-    // The top-level boxes up to 'meta', which a HEIF file puts first (after 'ftyp').
+// MARK: What libheif will allocate, from the boxes
+//
+// libheif 1.15 sizes a decode from the coded data, not from 'ispe': a grid's canvas is the
+// output size in its 'grid' item data, and a coded picture is as large as its SPS (HEVC) or
+// sequence header (AV1) says. A hostile file's 'ispe' can claim 512 x 512 over a grid of
+// 40 x 40 references to one tile (20480 x 20480 px), or 100 x 75 over a 4000 x 3000 picture.
+// So the sizes are read here from the same boxes libheif reads, every read bounded by the
+// 'meta' box (at most 16 MiB, in memory) or by a few KiB of pread, and compared with 'ispe'.
+
+/// The 'meta' box's children that item sizes come from (offsets into `data`, 0 when absent).
+struct meta_boxes {
+    const uint8_t *data;
+    size_t end;
+    size_t iinf, iinf_size, iref, iref_size, ipco, ipco_size, ipma, ipma_size, iloc, iloc_size, idat, idat_size;
+};
+
+/// A big-endian number of `n` (0..8) bytes at `at`, if [at, at + n) is inside `end`.
+static int read_n(const uint8_t *data, size_t end, size_t at, int n, uint64_t *value) {
+    if (n < 0 || n > 8 || at > end || (size_t)n > end - at) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | data[at + i];
+    *value = v;
+    return 1;
+}
+
+/// The four-character item type of `id` from 'iinf' (infe version 2 or 3).
+static int item_type(const struct meta_boxes *m, uint32_t id, char type[4]) {
+    if (m->iinf_size < 6) return 0;
+    const uint8_t *d = m->data;
+    size_t q = m->iinf + (d[m->iinf] == 0 ? 6 : 8), end = m->iinf + m->iinf_size;
+    while (q + 8 <= end) {
+        uint32_t size = be32(d + q);
+        if (size < 8 || size > end - q) return 0;
+        if (memcmp(d + q + 4, "infe", 4) == 0 && size >= 20 && d[q + 8] >= 2) {
+            int wide = d[q + 8] == 3;
+            uint32_t item = wide ? be32(d + q + 12) : be16(d + q + 12);
+            size_t at = q + 12 + (wide ? 4 : 2) + 2;
+            if (item == id && at + 4 <= q + size) { memcpy(type, d + at, 4); return 1; }
+        }
+        q += size;
+    }
+    return 0;
+}
+
+/// The first property of `type` associated with item `id` (ipco/ipma): its payload.
+static int item_property(const struct meta_boxes *m, uint32_t id, const char *type, size_t *payload, size_t *size) {
+    if (m->ipma_size < 8) return 0;
+    const uint8_t *d = m->data;
+    int version = d[m->ipma], flags = d[m->ipma + 3];
+    uint32_t entries = be32(d + m->ipma + 4);
+    size_t q = m->ipma + 8, end = m->ipma + m->ipma_size;
+    for (uint32_t e = 0; e < entries && q < end; e++) {
+        uint64_t item = 0, count = 0;
+        if (!read_n(d, end, q, version < 1 ? 2 : 4, &item)) return 0;
+        q += version < 1 ? 2 : 4;
+        if (!read_n(d, end, q, 1, &count)) return 0;
+        q += 1;
+        for (uint64_t a = 0; a < count; a++) {
+            uint64_t raw = 0;
+            int wide = flags & 1;
+            if (!read_n(d, end, q, wide ? 2 : 1, &raw)) return 0;
+            q += wide ? 2 : 1;
+            uint64_t index = raw & (wide ? 0x7FFF : 0x7F);
+            if (item != id || index == 0) continue;
+            // The index-th box of ipco (1-based).
+            size_t p = m->ipco, ipco_end = m->ipco + m->ipco_size;
+            for (uint64_t i = 1; p + 8 <= ipco_end; i++) {
+                uint32_t box = be32(d + p);
+                if (box < 8 || box > ipco_end - p) break;
+                if (i == index) {
+                    if (memcmp(d + p + 4, type, 4) != 0) break;
+                    *payload = p + 8;
+                    *size = box - 8;
+                    return 1;
+                }
+                p += box;
+            }
+        }
+    }
+    return 0;
+}
+
+/// A raw 'ispe' of item `id` (before irot and clap).
+static int item_ispe(const struct meta_boxes *m, uint32_t id, uint32_t *width, uint32_t *height) {
+    size_t at, size;
+    if (!item_property(m, id, "ispe", &at, &size) || size < 12) return 0;
+    *width = be32(m->data + at + 4);
+    *height = be32(m->data + at + 8);
+    return 1;
+}
+
+/// The first extent of item `id` in 'iloc': where its data starts, in the file (method 0) or in
+/// 'idat' (method 1, `*in_idat`), and how long it is (0: to the end of the file).
+static int item_extent(const struct meta_boxes *m, uint32_t id, uint64_t *offset, uint64_t *length, int *in_idat) {
+    const uint8_t *d = m->data;
+    size_t q = m->iloc, end = m->iloc + m->iloc_size;
+    if (m->iloc_size < 8) return 0;
+    int version = d[q];
+    q += 4;
+    int offset_size = d[q] >> 4, length_size = d[q] & 15, base_size = d[q + 1] >> 4;
+    int index_size = version >= 1 ? d[q + 1] & 15 : 0;
+    q += 2;
+    uint64_t items = 0;
+    if (!read_n(d, end, q, version < 2 ? 2 : 4, &items)) return 0;
+    q += version < 2 ? 2 : 4;
+    for (uint64_t i = 0; i < items; i++) {
+        uint64_t item = 0, method = 0, base = 0, extents = 0;
+        if (!read_n(d, end, q, version < 2 ? 2 : 4, &item)) return 0;
+        q += version < 2 ? 2 : 4;
+        if (version >= 1) { if (!read_n(d, end, q, 2, &method)) return 0; q += 2; }
+        q += 2;  // data_reference_index
+        if (!read_n(d, end, q, base_size, &base)) return 0;
+        q += (size_t)base_size;
+        if (!read_n(d, end, q, 2, &extents)) return 0;
+        q += 2;
+        for (uint64_t e = 0; e < extents; e++) {
+            uint64_t extent_offset = 0, extent_length = 0;
+            q += (size_t)index_size;
+            if (!read_n(d, end, q, offset_size, &extent_offset)) return 0;
+            q += (size_t)offset_size;
+            if (!read_n(d, end, q, length_size, &extent_length)) return 0;
+            q += (size_t)length_size;
+            if (item == id && e == 0) {
+                if ((method & 15) > 1) return 0;
+                *offset = base + extent_offset;
+                *length = extent_length;
+                *in_idat = (method & 15) == 1;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/// The first `count` (at most `capacity`) bytes of item `id`'s data; how many were read.
+static size_t item_head(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, uint8_t *out, size_t capacity) {
+    uint64_t offset = 0, length = 0;
+    int in_idat = 0;
+    if (!item_extent(m, id, &offset, &length, &in_idat)) return 0;
+    size_t want = capacity;
+    if (length > 0 && length < want) want = (size_t)length;
+    if (in_idat) {
+        if (offset > m->idat_size) return 0;
+        if (want > m->idat_size - offset) want = m->idat_size - (size_t)offset;
+        memcpy(out, m->data + m->idat + offset, want);
+        return want;
+    }
+    if ((int64_t)offset < 0 || (int64_t)offset >= heif->file_bytes) return 0;
+    ssize_t n = pread(heif->fd, out, want, (off_t)offset);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/// The items `from` refers to with reference `type` (iref), up to `capacity` of them; how many
+/// references there are in all.
+static uint32_t item_references(const struct meta_boxes *m, uint32_t from, const char *type, uint32_t *to, uint32_t capacity) {
+    if (m->iref_size < 4) return 0;
+    const uint8_t *d = m->data;
+    int wide = d[m->iref] != 0;
+    size_t q = m->iref + 4, end = m->iref + m->iref_size;
+    while (q + 8 <= end) {
+        uint32_t size = be32(d + q);
+        if (size < 8 || size > end - q) return 0;
+        size_t r = q + 8, box_end = q + size;
+        uint64_t source = 0, count = 0;
+        if (memcmp(d + q + 4, type, 4) == 0 && read_n(d, box_end, r, wide ? 4 : 2, &source) &&
+            read_n(d, box_end, r + (wide ? 4 : 2), 2, &count) && source == from) {
+            r += (wide ? 4 : 2) + 2;
+            uint32_t found = 0;
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t target = 0;
+                if (!read_n(d, box_end, r, wide ? 4 : 2, &target)) break;
+                r += wide ? 4 : 2;
+                if (found < capacity) to[found] = (uint32_t)target;
+                found++;
+            }
+            return found;
+        }
+        q += size;
+    }
+    return 0;
+}
+
+/// The items that refer to `to` with reference `type` (an alpha plane's 'auxl' to its image), up
+/// to `capacity` of them; how many were found.
+static uint32_t items_referring(const struct meta_boxes *m, uint32_t to, const char *type, uint32_t *from, uint32_t capacity) {
+    if (m->iref_size < 4) return 0;
+    const uint8_t *d = m->data;
+    int wide = d[m->iref] != 0;
+    uint32_t found = 0;
+    size_t q = m->iref + 4, end = m->iref + m->iref_size;
+    while (q + 8 <= end && found < capacity) {
+        uint32_t size = be32(d + q);
+        if (size < 8 || size > end - q) break;
+        size_t r = q + 8, box_end = q + size;
+        uint64_t source = 0, count = 0;
+        if (memcmp(d + q + 4, type, 4) == 0 && read_n(d, box_end, r, wide ? 4 : 2, &source) &&
+            read_n(d, box_end, r + (wide ? 4 : 2), 2, &count)) {
+            r += (wide ? 4 : 2) + 2;
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t target = 0;
+                if (!read_n(d, box_end, r, wide ? 4 : 2, &target)) break;
+                r += wide ? 4 : 2;
+                if (target == to) { from[found++] = (uint32_t)source; break; }
+            }
+        }
+        q += size;
+    }
+    return found;
+}
+
+// MARK: Coded sizes: HEVC SPS, AV1 sequence header
+
+/// Bits of an RBSP (emulation-prevention bytes already removed).
+struct bits { const uint8_t *data; size_t count, at; int failed; };
+
+static uint32_t read_bits(struct bits *b, int n) {
+    uint32_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (b->at >= b->count * 8) { b->failed = 1; return 0; }
+        v = v << 1 | ((b->data[b->at >> 3] >> (7 - (b->at & 7))) & 1);
+        b->at++;
+    }
+    return v;
+}
+
+static uint32_t read_ue(struct bits *b) {
+    int zeros = 0;
+    while (read_bits(b, 1) == 0) { if (b->failed || ++zeros > 31) { b->failed = 1; return 0; } }
+    return (uint32_t)(((uint64_t)1 << zeros) - 1 + read_bits(b, zeros));
+}
+
+/// An HEVC SPS NAL unit (with its 2-byte header): the coded picture's size as decoded, and the
+/// size after its conformance window. 1 when read.
+static int hevc_sps_size(const uint8_t *nal, size_t length, uint32_t *coded_w, uint32_t *coded_h,
+                         uint32_t *shown_w, uint32_t *shown_h) {
+    uint8_t rbsp[512];
+    size_t count = 0;
+    for (size_t i = 2, zeros = 0; i < length && count < sizeof rbsp; i++) {
+        if (zeros >= 2 && nal[i] == 3) { zeros = 0; continue; }
+        zeros = nal[i] == 0 ? zeros + 1 : 0;
+        rbsp[count++] = nal[i];
+    }
+    struct bits b = { rbsp, count, 0, 0 };
+    read_bits(&b, 4);                               // sps_video_parameter_set_id
+    int sub_layers = (int)read_bits(&b, 3);         // sps_max_sub_layers_minus1
+    read_bits(&b, 1);
+    b.at += 88 + 8;                                 // general profile, level
+    int profile_present[8] = { 0 }, level_present[8] = { 0 };
+    for (int i = 0; i < sub_layers; i++) { profile_present[i] = (int)read_bits(&b, 1); level_present[i] = (int)read_bits(&b, 1); }
+    if (sub_layers > 0) for (int i = sub_layers; i < 8; i++) read_bits(&b, 2);
+    for (int i = 0; i < sub_layers; i++) b.at += (profile_present[i] ? 88 : 0) + (level_present[i] ? 8 : 0);
+    read_ue(&b);                                    // sps_seq_parameter_set_id
+    uint32_t chroma = read_ue(&b);
+    if (chroma == 3) read_bits(&b, 1);
+    uint32_t w = read_ue(&b), h = read_ue(&b);
+    uint32_t left = 0, right = 0, top = 0, bottom = 0;
+    if (read_bits(&b, 1)) { left = read_ue(&b); right = read_ue(&b); top = read_ue(&b); bottom = read_ue(&b); }
+    if (b.failed || w == 0 || h == 0 || chroma > 3) return 0;
+    uint32_t unit_x = chroma == 1 || chroma == 2 ? 2 : 1, unit_y = chroma == 1 ? 2 : 1;
+    uint64_t crop_x = ((uint64_t)left + right) * unit_x, crop_y = ((uint64_t)top + bottom) * unit_y;
+    *coded_w = w;
+    *coded_h = h;
+    *shown_w = crop_x < w ? w - (uint32_t)crop_x : 0;
+    *shown_h = crop_y < h ? h - (uint32_t)crop_y : 0;
+    return 1;
+}
+
+/// The largest SPS picture in an hvcC payload (its parameter-set arrays).
+static int hvcc_size(const uint8_t *p, size_t size, uint32_t *coded_w, uint32_t *coded_h, uint32_t *shown_w, uint32_t *shown_h,
+                     int *length_bytes) {
+    if (size < 23) return 0;
+    *length_bytes = (p[21] & 3) + 1;
+    int arrays = p[22], found = 0;
+    size_t q = 23;
+    for (int a = 0; a < arrays; a++) {
+        if (q + 3 > size) return found;
+        int type = p[q] & 0x3F, nalus = be16(p + q + 1);
+        q += 3;
+        for (int n = 0; n < nalus; n++) {
+            if (q + 2 > size) return found;
+            size_t length = be16(p + q);
+            q += 2;
+            if (length > size - q) return found;
+            uint32_t cw, ch, sw, sh;
+            if (type == 33 && hevc_sps_size(p + q, length, &cw, &ch, &sw, &sh) &&
+                (!found || (uint64_t)cw * ch > (uint64_t)*coded_w * *coded_h)) {
+                *coded_w = cw; *coded_h = ch; *shown_w = sw; *shown_h = sh;
+                found = 1;
+            }
+            q += length;
+        }
+    }
+    return found;
+}
+
+/// An AV1 sequence header OBU's payload: max_frame_width and max_frame_height, what dav1d and
+/// libaom size their frames from.
+static int av1_sequence_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h) {
+    struct bits b = { p, size, 0, 0 };
+    read_bits(&b, 3);                               // seq_profile
+    read_bits(&b, 1);                               // still_picture
+    int reduced = (int)read_bits(&b, 1);
+    if (reduced) {
+        read_bits(&b, 5);
+    } else {
+        int decoder_model = 0, buffer_delay_bits = 0;
+        if (read_bits(&b, 1)) {                     // timing_info_present_flag
+            read_bits(&b, 32); read_bits(&b, 32);
+            if (read_bits(&b, 1)) {                 // equal_picture_interval: uvlc
+                int zeros = 0;
+                while (!b.failed && read_bits(&b, 1) == 0) if (++zeros >= 32) { b.failed = 1; break; }
+                if (zeros < 32) read_bits(&b, zeros);
+            }
+            decoder_model = (int)read_bits(&b, 1);
+            if (decoder_model) {
+                buffer_delay_bits = (int)read_bits(&b, 5) + 1;
+                read_bits(&b, 32); read_bits(&b, 5); read_bits(&b, 5);
+            }
+        }
+        int initial_delay = (int)read_bits(&b, 1);
+        int points = (int)read_bits(&b, 5) + 1;
+        for (int i = 0; i < points && !b.failed; i++) {
+            read_bits(&b, 12);
+            if (read_bits(&b, 5) > 7) read_bits(&b, 1);
+            if (decoder_model && read_bits(&b, 1)) { read_bits(&b, buffer_delay_bits); read_bits(&b, buffer_delay_bits); read_bits(&b, 1); }
+            if (initial_delay && read_bits(&b, 1)) read_bits(&b, 4);
+        }
+    }
+    int width_bits = (int)read_bits(&b, 4) + 1, height_bits = (int)read_bits(&b, 4) + 1;
+    *w = read_bits(&b, width_bits) + 1;
+    *h = read_bits(&b, height_bits) + 1;
+    return !b.failed;
+}
+
+/// The largest AV1 sequence header among the OBUs in [p, p + size).
+static int av1_obus_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h) {
+    int found = 0;
+    size_t q = 0;
+    for (int obus = 0; obus < 64 && q < size; obus++) {
+        int header = p[q], type = header >> 3 & 15, extension = header >> 2 & 1, has_size = header >> 1 & 1;
+        q += 1 + (size_t)extension;
+        uint64_t length = size > q ? size - q : 0;
+        if (has_size) {
+            length = 0;
+            for (int i = 0; i < 8; i++) {
+                if (q >= size) return found;
+                length |= (uint64_t)(p[q] & 0x7F) << (7 * i);
+                if (!(p[q++] & 0x80)) break;
+            }
+        }
+        if (q > size || length > size - q) return found;
+        uint32_t sw, sh;
+        if (type == 1 && av1_sequence_size(p + q, (size_t)length, &sw, &sh) &&
+            (!found || (uint64_t)sw * sh > (uint64_t)*w * *h)) { *w = sw; *h = sh; found = 1; }
+        q += (size_t)length;
+    }
+    return found;
+}
+
+/// What a decoder allocates for coded item `id` (hvc1 or av01), and what it shows (HEVC's
+/// conformance window), from its decoder configuration and the start of its data (where a
+/// parameter set may repeat and override it). 1 when read.
+static int coded_size(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, uint32_t *w, uint32_t *h,
+                      uint32_t *shown_w, uint32_t *shown_h) {
+    char type[4];
+    size_t at, size;
+    if (!item_type(m, id, type)) return 0;
+    uint8_t head[4096];
+    size_t head_bytes = item_head(heif, m, id, head, sizeof head);
+    if (memcmp(type, "hvc1", 4) == 0) {
+        int length_bytes = 4, found = 0;
+        if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes);
+        // NAL units in the data, each after its length: an SPS there replaces hvcC's.
+        for (size_t q = 0; q + (size_t)length_bytes + 2 <= head_bytes;) {
+            uint64_t length = 0;
+            read_n(head, head_bytes, q, length_bytes, &length);
+            q += (size_t)length_bytes;
+            uint32_t cw, ch, sw, sh;
+            if (((head[q] >> 1) & 0x3F) == 33 && hevc_sps_size(head + q, length < head_bytes - q ? (size_t)length : head_bytes - q,
+                                                               &cw, &ch, &sw, &sh) &&
+                (!found || (uint64_t)cw * ch > (uint64_t)*w * *h)) {
+                *w = cw; *h = ch; *shown_w = sw; *shown_h = sh;
+                found = 1;
+            }
+            if (length > head_bytes - q) break;
+            q += (size_t)length;
+        }
+        return found;
+    }
+    if (memcmp(type, "av01", 4) == 0) {
+        int found = 0;
+        if (item_property(m, id, "av1C", &at, &size) && size > 4) found = av1_obus_size(m->data + at + 4, size - 4, w, h);
+        uint32_t dw = 0, dh = 0;
+        if (av1_obus_size(head, head_bytes, &dw, &dh) && (!found || (uint64_t)dw * dh > (uint64_t)*w * *h)) {
+            *w = dw; *h = dh;
+            found = 1;
+        }
+        *shown_w = *w;
+        *shown_h = *h;
+        return found;
+    }
+    return 0;
+}
+
+/// Whether two sizes of one picture disagree by more than coding can explain (HEVC codes whole
+/// 8-pixel blocks, and a 4:2:0 picture of odd size one more row or column).
+static int differs(uint32_t a, uint32_t b) { return (uint64_t)a > (uint64_t)b + 64 || (uint64_t)b > (uint64_t)a + 64; }
+
+/// Whether a picture of `w` x `h` is not what item `id`'s 'ispe' of `ispe_w` x `ispe_h` says. An
+/// item turned by a quarter (irot) is also taken with the two swapped: libheif 1.15's encoder
+/// writes 'ispe' after the turn, where the standard puts it before.
+static int size_differs(const struct meta_boxes *m, uint32_t id, uint32_t w, uint32_t h, uint32_t ispe_w, uint32_t ispe_h) {
+    if (!differs(w, ispe_w) && !differs(h, ispe_h)) return 0;
+    size_t at, size;
+    int quarter = item_property(m, id, "irot", &at, &size) && size >= 1 && (m->data[at] & 1);
+    return !quarter || differs(w, ispe_h) || differs(h, ispe_w);
+}
+
+/// The size libheif will decode item `id` at (a grid: its canvas; one picture: its coded
+/// size), checked against its 'ispe'. 1 when found and consistent; 0 with the reason in
+/// `message` otherwise.
+static int decode_size(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, tessera_heif_size *out,
+                       char *message, size_t message_bytes) {
+    memset(out, 0, sizeof *out);
+    char type[4];
+    uint32_t ispe_w = 0, ispe_h = 0;
+    if (!item_type(m, id, type)) { snprintf(message, message_bytes, "item %u has no type", id); return 0; }
+    if (!item_ispe(m, id, &ispe_w, &ispe_h)) { snprintf(message, message_bytes, "item %u has no ispe", id); return 0; }
+    if (memcmp(type, "grid", 4) == 0) {
+        uint8_t grid[12];
+        size_t n = item_head(heif, m, id, grid, sizeof grid);
+        if (n < 8 || grid[0] != 0) { snprintf(message, message_bytes, "its grid description cannot be read"); return 0; }
+        int wide = grid[1] & 1;
+        if (wide && n < 12) { snprintf(message, message_bytes, "its grid description cannot be read"); return 0; }
+        uint32_t rows = (uint32_t)grid[2] + 1, columns = (uint32_t)grid[3] + 1;
+        out->width = wide ? be32(grid + 4) : be16(grid + 4);
+        out->height = wide ? be32(grid + 8) : be16(grid + 6);
+        // The tiles: every distinct one is sized (a file may reference one tile many times).
+        static const uint32_t most = 4096;  // libheif 1.15 allows no more than 4096 references an item
+        uint32_t tiles[4096];
+        uint32_t count = item_references(m, id, "dimg", tiles, most);
+        if (count != rows * columns || count > most) {
+            snprintf(message, message_bytes, "its grid of %u x %u tiles references %u", columns, rows, count);
+            return 0;
+        }
+        for (uint32_t t = 0; t < count; t++) {
+            int seen = 0;
+            for (uint32_t s = 0; s < t && !seen; s++) seen = tiles[s] == tiles[t];
+            if (seen) continue;
+            uint32_t tw = 0, th = 0, sw = 0, sh = 0, tile_ispe_w = 0, tile_ispe_h = 0;
+            if (!coded_size(heif, m, tiles[t], &tw, &th, &sw, &sh)) {
+                snprintf(message, message_bytes, "the coded size of its tile (item %u) cannot be read", tiles[t]);
+                return 0;
+            }
+            if (item_ispe(m, tiles[t], &tile_ispe_w, &tile_ispe_h) && size_differs(m, tiles[t], sw, sh, tile_ispe_w, tile_ispe_h)) {
+                snprintf(message, message_bytes, "a tile's ispe says %u x %u but its coded picture is %u x %u", tile_ispe_w,
+                         tile_ispe_h, sw, sh);
+                return 0;
+            }
+            if ((uint64_t)tw * th > (uint64_t)out->tile_width * out->tile_height) { out->tile_width = tw; out->tile_height = th; }
+        }
+        if (size_differs(m, id, out->width, out->height, ispe_w, ispe_h)) {
+            snprintf(message, message_bytes, "its ispe says %u x %u but its grid of %u x %u tiles makes %u x %u", ispe_w, ispe_h,
+                     columns, rows, out->width, out->height);
+            return 0;
+        }
+        return 1;
+    }
+    uint32_t sw = 0, sh = 0;
+    if (!coded_size(heif, m, id, &out->width, &out->height, &sw, &sh)) {
+        snprintf(message, message_bytes, "the coded size of its picture cannot be read");
+        return 0;
+    }
+    if (size_differs(m, id, sw, sh, ispe_w, ispe_h)) {
+        snprintf(message, message_bytes, "its ispe says %u x %u but its coded picture is %u x %u", ispe_w, ispe_h, sw, sh);
+        return 0;
+    }
+    return 1;
+}
+
+/// Reads the top-level 'meta' box (a HEIF file puts it first, after 'ftyp') into `*data`
+/// (freed by the caller) and finds its children. 1 when found.
+static int read_meta(struct tessera_heif *heif, uint8_t **data, struct meta_boxes *m) {
+    *data = NULL;
+    memset(m, 0, sizeof *m);
     int64_t at = 0;
     for (int boxes = 0; boxes < 64 && at + 8 <= heif->file_bytes; boxes++) {
         uint8_t head[16];
@@ -106,69 +586,40 @@ static int primary_has_transform(struct tessera_heif *heif, int *grid) {
         if (length == 1) length = (uint64_t)be32(head + 8) << 32 | be32(head + 12);
         if (length < 8) return 0;
         if (memcmp(head + 4, "meta", 4) == 0) {
-            if (length > (16u << 20)) return 0;
+            if (length > (16u << 20) || length < 12) return 0;
             uint8_t *meta = malloc((size_t)length);
             if (meta == NULL || pread(heif->fd, meta, (size_t)length, at) != (ssize_t)length) { free(meta); return 0; }
-            int found = 0;
-            size_t end = (size_t)length, pitm, pitm_size, iprp, iprp_size, ipco, ipco_size, ipma, ipma_size;
+            *data = meta;
+            m->data = meta;
+            m->end = (size_t)length;
             // 'meta' is a full box: 8 bytes of header, 4 of version and flags.
-            if (end >= 12 && find_box(meta, 12, end, "pitm", &pitm, &pitm_size) && pitm_size >= 6 &&
-                find_box(meta, 12, end, "iprp", &iprp, &iprp_size) &&
-                find_box(meta, iprp, iprp + iprp_size, "ipco", &ipco, &ipco_size) &&
-                find_box(meta, iprp, iprp + iprp_size, "ipma", &ipma, &ipma_size) && ipma_size >= 8) {
-                uint32_t primary = meta[pitm] == 0 ? be16(meta + pitm + 4) : (pitm_size >= 8 ? be32(meta + pitm + 4) : 0);
-                // The primary item's type, from its 'infe' (version 2 or 3) in 'iinf'.
-                size_t iinf, iinf_size;
-                if (find_box(meta, 12, end, "iinf", &iinf, &iinf_size) && iinf_size >= 6) {
-                    size_t q = iinf + (meta[iinf] == 0 ? 6 : 8), iinf_end = iinf + iinf_size;
-                    while (q + 8 <= iinf_end) {
-                        uint32_t size = be32(meta + q);
-                        if (size < 8 || size > iinf_end - q) break;
-                        if (memcmp(meta + q + 4, "infe", 4) == 0 && size >= 20 && meta[q + 8] >= 2) {
-                            int wide = meta[q + 8] == 3;
-                            uint32_t id = wide ? be32(meta + q + 12) : be16(meta + q + 12);
-                            const uint8_t *type = meta + q + 12 + (wide ? 4 : 2) + 2;
-                            if (id == primary && type + 4 <= meta + q + size && memcmp(type, "grid", 4) == 0) *grid = 1;
-                        }
-                        q += size;
-                    }
-                }
-                // The property types, in order (1-based in ipma).
-                char types[256][4];
-                int count = 0;
-                size_t p = ipco;
-                while (p + 8 <= ipco + ipco_size && count < 256) {
-                    uint32_t size = be32(meta + p);
-                    if (size < 8 || size > ipco + ipco_size - p) break;
-                    memcpy(types[count++], meta + p + 4, 4);
-                    p += size;
-                }
-                int version = meta[ipma], flags = meta[ipma + 3];
-                uint32_t entries = be32(meta + ipma + 4);
-                size_t q = ipma + 8, ipma_end = ipma + ipma_size;
-                for (uint32_t e = 0; e < entries && q < ipma_end; e++) {
-                    uint32_t item;
-                    if (version < 1) { if (q + 2 > ipma_end) break; item = be16(meta + q); q += 2; }
-                    else { if (q + 4 > ipma_end) break; item = be32(meta + q); q += 4; }
-                    if (q + 1 > ipma_end) break;
-                    int associations = meta[q++];
-                    for (int a = 0; a < associations; a++) {
-                        int index;
-                        if (flags & 1) { if (q + 2 > ipma_end) break; index = be16(meta + q) & 0x7FFF; q += 2; }
-                        else { if (q + 1 > ipma_end) break; index = meta[q] & 0x7F; q += 1; }
-                        if (item == primary && index >= 1 && index <= count &&
-                            (memcmp(types[index - 1], "irot", 4) == 0 || memcmp(types[index - 1], "imir", 4) == 0)) {
-                            found = 1;
-                        }
-                    }
-                }
+            size_t iprp, iprp_size;
+            find_box(meta, 12, m->end, "iinf", &m->iinf, &m->iinf_size);
+            find_box(meta, 12, m->end, "iref", &m->iref, &m->iref_size);
+            find_box(meta, 12, m->end, "iloc", &m->iloc, &m->iloc_size);
+            find_box(meta, 12, m->end, "idat", &m->idat, &m->idat_size);
+            if (find_box(meta, 12, m->end, "iprp", &iprp, &iprp_size)) {
+                find_box(meta, iprp, iprp + iprp_size, "ipco", &m->ipco, &m->ipco_size);
+                find_box(meta, iprp, iprp + iprp_size, "ipma", &m->ipma, &m->ipma_size);
             }
-            free(meta);
-            return found;
+            return 1;
         }
         at += (int64_t)length;
     }
     return 0;
+}
+
+/// The primary item's id ('pitm'); 0 when absent.
+static uint32_t primary_item(const struct meta_boxes *m) {
+    size_t pitm, size;
+    if (!find_box(m->data, 12, m->end, "pitm", &pitm, &size) || size < 6) return 0;
+    return m->data[pitm] == 0 ? be16(m->data + pitm + 4) : (size >= 8 ? be32(m->data + pitm + 4) : 0);
+}
+
+/// Whether item `id` has an irot or imir property.
+static int has_transform(const struct meta_boxes *m, uint32_t id) {
+    size_t at, size;
+    return item_property(m, id, "irot", &at, &size) || item_property(m, id, "imir", &at, &size);
 }
 
 // MARK: Open, decode
@@ -198,10 +649,26 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     info->height = (uint32_t)heif_image_handle_get_height(heif->primary);
     info->has_alpha = heif_image_handle_has_alpha_channel(heif->primary);
     info->luma_bits = heif_image_handle_get_luma_bits_per_pixel(heif->primary);
-    int grid = 0;
-    info->has_transform = primary_has_transform(heif, &grid);
-    info->is_grid = grid;
-    heif->is_grid = grid;
+    // What libheif will allocate, from the boxes rather than from 'ispe' (the handle's size).
+    uint8_t *meta_data = NULL;
+    struct meta_boxes meta;
+    uint32_t primary = 0;
+    char type[4] = { 0 };
+    if (!read_meta(heif, &meta_data, &meta) || (primary = primary_item(&meta)) == 0 || !item_type(&meta, primary, type)) {
+        free(meta_data);
+        snprintf(message, message_bytes, "its item boxes (meta) cannot be read");
+        tessera_heif_close(heif);
+        return NULL;
+    }
+    info->has_transform = has_transform(&meta, primary);
+    info->is_grid = heif->is_grid = memcmp(type, "grid", 4) == 0;
+    char reason[160];
+    if (!decode_size(heif, &meta, primary, &info->decode, reason, sizeof reason)) {
+        free(meta_data);
+        snprintf(message, message_bytes, "%s (refused: libheif would decode the larger)", reason);
+        tessera_heif_close(heif);
+        return NULL;
+    }
     info->cicp_primaries = info->cicp_transfer = info->cicp_matrix = info->cicp_full_range = -1;
     struct heif_color_profile_nclx *nclx = NULL;
     if (heif_image_handle_get_nclx_color_profile(heif->primary, &nclx).code == heif_error_Ok && nclx != NULL) {
@@ -218,6 +685,30 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
             heif->icc_bytes = icc_bytes;
         }
     }
+    // An alpha plane (or depth map) is its own coded item, which libheif decodes beside the
+    // image: one larger than the image it belongs to is refused like an ispe that lies.
+    uint32_t auxiliary[8];
+    uint32_t auxiliaries = items_referring(&meta, primary, "auxl", auxiliary, 8);
+    for (uint32_t i = 0; i < auxiliaries; i++) {
+        tessera_heif_size size = { 0 };
+        uint32_t ispe_w, ispe_h, shown_w, shown_h;
+        int read = 1;
+        if (item_ispe(&meta, auxiliary[i], &ispe_w, &ispe_h)) {
+            read = decode_size(heif, &meta, auxiliary[i], &size, reason, sizeof reason);
+        } else if (!coded_size(heif, &meta, auxiliary[i], &size.width, &size.height, &shown_w, &shown_h)) {
+            continue;  // no parameter set to decode it from: libheif cannot decode it either
+        }
+        uint32_t image_w = info->decode.width, image_h = info->decode.height;
+        if (!read || differs(size.width > image_w ? size.width : image_w, image_w) ||
+            differs(size.height > image_h ? size.height : image_h, image_h)) {
+            if (read) snprintf(reason, sizeof reason, "its alpha or depth item is %u x %u, larger than its %u x %u image",
+                               size.width, size.height, image_w, image_h);
+            free(meta_data);
+            snprintf(message, message_bytes, "%s (refused: libheif would decode it)", reason);
+            tessera_heif_close(heif);
+            return NULL;
+        }
+    }
     // The largest thumbnail.
     heif_item_id ids[8];
     int thumbnails = heif_image_handle_get_list_of_thumbnail_IDs(heif->primary, ids, 8);
@@ -225,7 +716,11 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         struct heif_image_handle *thumbnail = NULL;
         if (heif_image_handle_get_thumbnail(heif->primary, ids[i], &thumbnail).code != heif_error_Ok) continue;
         int w = heif_image_handle_get_width(thumbnail), h = heif_image_handle_get_height(thumbnail);
+        // A thumbnail whose coded size cannot be read or disagrees with its ispe is not used.
+        tessera_heif_size size;
+        if (!decode_size(heif, &meta, ids[i], &size, reason, sizeof reason)) { heif_image_handle_release(thumbnail); continue; }
         if ((uint64_t)w * (uint64_t)h > (uint64_t)info->thumbnail_width * info->thumbnail_height) {
+            info->thumbnail_decode = size;
             if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);
             heif->thumbnail = thumbnail;
             info->thumbnail_width = (uint32_t)w;
@@ -234,6 +729,13 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
             heif_image_handle_release(thumbnail);
         }
     }
+    free(meta_data);
+    // libheif refuses anything wider or taller than what was just budgeted (a second line,
+    // should its reading of the boxes ever differ from the one above).
+    uint32_t largest = info->decode.width > info->decode.height ? info->decode.width : info->decode.height;
+    if (info->decode.tile_width > largest) largest = info->decode.tile_width;
+    if (info->decode.tile_height > largest) largest = info->decode.tile_height;
+    if (largest + 1 < (1u << 15)) heif_context_set_maximum_image_size_limit(heif->context, (int)largest + 1);
     // EXIF: 4 bytes giving the offset of the TIFF header, then (usually "Exif\0\0" and) TIFF.
     heif_item_id exif_id;
     if (heif_image_handle_get_list_of_metadata_block_IDs(heif->primary, "Exif", &exif_id, 1) == 1) {

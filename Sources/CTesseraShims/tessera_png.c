@@ -25,7 +25,18 @@ struct tessera_png {
     struct spng_iccp iccp;
     int has_iccp;
     struct spng_row_info row;
+    uint32_t text_chunks;           // tEXt, zTXt, iTXt before IDAT (counted by read_cicp)
+    // An indexed image whose palette is shorter than its bit depth allows: indices past its end
+    // are given `sentinel` (a colour the palette does not have) and counted as they come.
+    int check_palette;
+    uint8_t sentinel[4];
+    uint32_t palette_entries;
+    uint64_t bad_palette_pixels;
 };
+
+/// Tessera's limit on the metadata chunks libspng keeps (text, and unknown ones kept): each is
+/// held in memory, so a file of a few MB with hundreds of thousands of them is refused.
+static const uint32_t chunk_count_limit = 10000;
 
 static int read_fn(spng_ctx *ctx, void *user, void *dest, size_t length) {
     (void)ctx;
@@ -46,24 +57,49 @@ static int read_fn(spng_ctx *ctx, void *user, void *dest, size_t length) {
     return 0;
 }
 
+/// libspng's error said for a person (its own words name internal states: "non-recoverable
+/// state", "reached chunk/cache limits").
+static const char *readable(const struct tessera_png *png, int status) {
+    switch (status) {
+    case SPNG_IO_EOF: case SPNG_EIDAT_TOO_SHORT: return "the file ends early (truncated PNG)";
+    case SPNG_ECHUNK_CRC: return "a chunk's CRC checksum is wrong: the file is corrupt";
+    case SPNG_ECHUNK_LIMITS:
+        return png->text_chunks > chunk_count_limit ? "too many text chunks (more than 10000)"
+                                                    : "a metadata chunk over 16 MiB, or over 64 MiB of them, or more than 10000";
+    case SPNG_EBADSTATE:
+        // libspng stopped at an earlier error that a getter swallowed (the chunk limits, most often).
+        return png->text_chunks > chunk_count_limit ? "too many text chunks (more than 10000)"
+                                                    : "libspng stopped at an earlier error in the chunks before the image";
+    case SPNG_EIDAT_STREAM: case SPNG_EZLIB: return "its compressed image data is corrupt";
+    case SPNG_EFILTER: return "a row has an unknown filter type: the image data is corrupt";
+    case SPNG_EUSER_WIDTH: return "wider than the 1,048,576 px Tessera reads";
+    case SPNG_EUSER_HEIGHT: return "taller than the 1,048,576 px Tessera reads";
+    case SPNG_EMEM: return "out of memory";
+    case SPNG_ESIGNATURE: return "not a PNG (bad signature)";
+    case SPNG_ENOPLTE: return "an indexed image without a palette (PLTE)";
+    default: return spng_strerror(status);
+    }
+}
+
+/// Keeps the first failure: after one, libspng answers every call with "non-recoverable state".
 static void fail(struct tessera_png *png, int status) {
+    if (png->message[0] != 0) return;
     if (png->read_errno != 0) {
         snprintf(png->message, sizeof png->message, "read: %s", strerror(png->read_errno));
-    } else if (status == SPNG_IO_EOF) {
-        snprintf(png->message, sizeof png->message, "the file ends early (truncated PNG)");
     } else {
-        snprintf(png->message, sizeof png->message, "%s", spng_strerror(status));
+        snprintf(png->message, sizeof png->message, "%s", readable(png, status));
     }
 }
 
 /// cICP before IDAT: walks the chunk list by pread (lengths and types only).
 static void read_cicp(struct tessera_png *png, tessera_png_info *info) {
     uint64_t at = 8;
-    for (int chunks = 0; chunks < 10000 && at + 8 <= png->file_bytes; chunks++) {
+    for (uint32_t chunks = 0; chunks <= chunk_count_limit + 1 && at + 8 <= png->file_bytes; chunks++) {
         uint8_t head[12];
         if (pread(png->fd, head, 8, (off_t)at) != 8) return;
         uint32_t length = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
         if (memcmp(head + 4, "IDAT", 4) == 0 || memcmp(head + 4, "IEND", 4) == 0) return;
+        if (memcmp(head + 4, "tEXt", 4) == 0 || memcmp(head + 4, "zTXt", 4) == 0 || memcmp(head + 4, "iTXt", 4) == 0) png->text_chunks++;
         if (memcmp(head + 4, "cICP", 4) == 0 && length == 4) {
             if (pread(png->fd, head, 4, (off_t)(at + 8)) != 4) return;
             info->cicp_primaries = head[0];
@@ -87,6 +123,7 @@ tessera_png *tessera_png_open(int fd, uint64_t file_bytes, tessera_png_info *inf
     // above 16 MiB, and at most 64 MiB of chunks kept.
     spng_set_image_limits(png->ctx, 1u << 20, 1u << 20);
     spng_set_chunk_limits(png->ctx, 16u << 20, 64u << 20);
+    spng_set_option(png->ctx, SPNG_CHUNK_COUNT_LIMIT, (int)chunk_count_limit);
     spng_set_png_stream(png->ctx, read_fn, png);
     struct spng_ihdr ihdr;
     int status = spng_get_ihdr(png->ctx, &ihdr);
@@ -128,8 +165,45 @@ const uint8_t *tessera_png_icc(tessera_png *png, size_t *length) {
     return (const uint8_t *)png->iccp.profile;
 }
 
+/// For an indexed image with fewer palette entries than its bit depth allows: the palette given
+/// to libspng is filled to the end with a colour none of its entries has, so the pixels whose
+/// index is past the file's palette (libspng 0.7 draws them black, silently) can be counted.
+static int fill_palette(struct tessera_png *png) {
+    struct spng_ihdr ihdr;
+    struct spng_plte plte;
+    if (spng_get_ihdr(png->ctx, &ihdr) != 0 || ihdr.color_type != SPNG_COLOR_TYPE_INDEXED) return 0;
+    int status = spng_get_plte(png->ctx, &plte);
+    if (status != 0) return status;
+    uint32_t capacity = 1u << ihdr.bit_depth;
+    if (plte.n_entries >= capacity) return 0;
+    uint8_t colour[3] = { 1, 2, 3 };
+    for (int taken = 1; taken;) {
+        taken = 0;
+        for (uint32_t i = 0; i < plte.n_entries; i++) {
+            if (plte.entries[i].red == colour[0] && plte.entries[i].green == colour[1] && plte.entries[i].blue == colour[2]) taken = 1;
+        }
+        if (taken && ++colour[0] == 0) colour[1]++;
+    }
+    png->palette_entries = plte.n_entries;
+    for (uint32_t i = plte.n_entries; i < capacity; i++) {
+        plte.entries[i].red = colour[0];
+        plte.entries[i].green = colour[1];
+        plte.entries[i].blue = colour[2];
+        plte.entries[i].alpha = 255;
+    }
+    plte.n_entries = capacity;
+    status = spng_set_plte(png->ctx, &plte);
+    if (status != 0) return status;
+    memcpy(png->sentinel, colour, 3);
+    png->sentinel[3] = 255;
+    png->check_palette = 1;
+    return 0;
+}
+
 int tessera_png_start(tessera_png *png) {
-    int status = spng_decode_image(png->ctx, NULL, 0, SPNG_FMT_RGBA8, SPNG_DECODE_TRNS | SPNG_DECODE_PROGRESSIVE);
+    int status = fill_palette(png);
+    if (status != 0) { fail(png, status); return -1; }
+    status = spng_decode_image(png->ctx, NULL, 0, SPNG_FMT_RGBA8, SPNG_DECODE_TRNS | SPNG_DECODE_PROGRESSIVE);
     if (status != 0) { fail(png, status); return -1; }
     return 0;
 }
@@ -142,7 +216,34 @@ int tessera_png_read_row(tessera_png *png, uint8_t *rgba, size_t length, uint32_
     *pass = png->row.pass;
     status = spng_decode_row(png->ctx, rgba, length);
     if (status != 0 && status != SPNG_EOI) { fail(png, status); return -1; }
+    if (png->check_palette) {
+        // This pass's columns only: the others hold what an earlier row left.
+        static const int first[7] = { 0, 4, 0, 2, 0, 1, 0 }, step[7] = { 8, 8, 4, 4, 2, 2, 1 };
+        struct spng_ihdr ihdr;
+        spng_get_ihdr(png->ctx, &ihdr);
+        int p = ihdr.interlace_method != 0 && *pass >= 0 && *pass < 7 ? *pass : 6;
+        for (size_t x = (size_t)first[p]; x * 4 + 4 <= length; x += (size_t)step[p]) {
+            uint8_t *pixel = rgba + x * 4;
+            if (memcmp(pixel, png->sentinel, 4) == 0) {
+                pixel[0] = pixel[1] = pixel[2] = 0;  // black, as libspng draws them
+                png->bad_palette_pixels++;
+            }
+        }
+    }
     return 1;
+}
+
+int tessera_png_finish(tessera_png *png) {
+    uint32_t count = 0;
+    int status = spng_get_text(png->ctx, NULL, &count);
+    if (status == 0 || status == SPNG_ECHUNKAVAIL) return 0;
+    fail(png, status);
+    return -1;
+}
+
+uint64_t tessera_png_bad_palette_pixels(const tessera_png *png, uint32_t *palette_entries) {
+    *palette_entries = png->palette_entries;
+    return png->bad_palette_pixels;
 }
 
 const char *tessera_png_message(const tessera_png *png) { return png->message; }

@@ -331,3 +331,97 @@ done:
     free(block);
     return result;
 }
+
+// MARK: HEICs whose ispe lies
+
+int tessera_test_write_lying_heic(const char *path, int picture_width, int picture_height, int columns, int rows,
+                                  uint32_t ispe_width, uint32_t ispe_height, char *message, size_t message_bytes) {
+    // One picture: a gradient, coded by libheif's encoder.
+    uint8_t *rgb = malloc((size_t)picture_width * picture_height * 3);
+    if (rgb == NULL) { snprintf(message, message_bytes, "out of memory"); return -1; }
+    for (int y = 0; y < picture_height; y++)
+        for (int x = 0; x < picture_width; x++) {
+            uint8_t *p = rgb + ((size_t)y * picture_width + x) * 3;
+            p[0] = (uint8_t)(x * 255 / picture_width); p[1] = (uint8_t)(y * 255 / picture_height); p[2] = 128;
+        }
+    coded picture;
+    int ok = encode_one(rgb, picture_width, picture_height, picture_width * 3, 50, &picture, message, message_bytes);
+    free(rgb);
+    if (ok != 0) return -1;
+    int grid = columns > 0 && rows > 0;
+    uint32_t tile_id = 1, grid_id = 2, primary = grid ? grid_id : tile_id;
+    buffer out = { 0 };
+    size_t box = begin_box(&out, "ftyp");
+    put4cc(&out, "heic"); put32(&out, 0); put4cc(&out, "mif1"); put4cc(&out, "heic");
+    end_box(&out, box);
+    size_t meta = begin_full_box(&out, "meta", 0, 0);
+    box = begin_full_box(&out, "hdlr", 0, 0);
+    put32(&out, 0); put4cc(&out, "pict"); put32(&out, 0); put32(&out, 0); put32(&out, 0); put8(&out, 0);
+    end_box(&out, box);
+    box = begin_full_box(&out, "pitm", 0, 0); put16(&out, primary); end_box(&out, box);
+    box = begin_full_box(&out, "iinf", 0, 0);
+    put16(&out, grid ? 2 : 1);
+    size_t infe = begin_full_box(&out, "infe", 2, grid ? 1 : 0);
+    put16(&out, tile_id); put16(&out, 0); put4cc(&out, "hvc1"); put8(&out, 0);
+    end_box(&out, infe);
+    if (grid) {
+        infe = begin_full_box(&out, "infe", 2, 0);
+        put16(&out, grid_id); put16(&out, 0); put4cc(&out, "grid"); put8(&out, 0);
+        end_box(&out, infe);
+    }
+    end_box(&out, box);
+    if (grid) {
+        // Every cell of the grid is the same tile item.
+        box = begin_full_box(&out, "iref", 0, 0);
+        size_t dimg = begin_box(&out, "dimg");
+        put16(&out, grid_id); put16(&out, (uint32_t)(columns * rows));
+        for (int t = 0; t < columns * rows; t++) put16(&out, tile_id);
+        end_box(&out, dimg);
+        end_box(&out, box);
+    }
+    // Properties: 1 hvcC, 2 the tile's ispe (grid: its true size; else the lie), 3 the grid's.
+    size_t iprp = begin_box(&out, "iprp");
+    size_t ipco = begin_box(&out, "ipco");
+    put(&out, picture.hvcc.bytes, picture.hvcc.count);
+    size_t ispe = begin_full_box(&out, "ispe", 0, 0);
+    put32(&out, grid ? (uint32_t)picture_width : ispe_width); put32(&out, grid ? (uint32_t)picture_height : ispe_height);
+    end_box(&out, ispe);
+    if (grid) { ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, ispe_width); put32(&out, ispe_height); end_box(&out, ispe); }
+    end_box(&out, ipco);
+    size_t ipma = begin_full_box(&out, "ipma", 0, 0);
+    put32(&out, grid ? 2 : 1);
+    put16(&out, tile_id); put8(&out, 2); put8(&out, 0x81); put8(&out, 2);
+    if (grid) { put16(&out, grid_id); put8(&out, 1); put8(&out, 3); }
+    end_box(&out, ipma);
+    end_box(&out, iprp);
+    if (grid) {
+        box = begin_box(&out, "idat");
+        uint32_t width = (uint32_t)(columns * picture_width), height = (uint32_t)(rows * picture_height);
+        put8(&out, 0); put8(&out, 1); put8(&out, (uint32_t)rows - 1); put8(&out, (uint32_t)columns - 1);
+        put32(&out, width); put32(&out, height);
+        end_box(&out, box);
+    }
+    size_t iloc = begin_full_box(&out, "iloc", 1, 0);
+    put8(&out, 0x44); put8(&out, 0x00);
+    put16(&out, grid ? 2 : 1);
+    put16(&out, tile_id); put16(&out, 0); put16(&out, 0); put16(&out, 1);
+    size_t offset_at = out.count;
+    put32(&out, 0); put32(&out, (uint32_t)picture.data.count);
+    if (grid) { put16(&out, grid_id); put16(&out, 1); put16(&out, 0); put16(&out, 1); put32(&out, 0); put32(&out, 12); }
+    end_box(&out, iloc);
+    end_box(&out, meta);
+    size_t mdat = begin_box(&out, "mdat");
+    uint32_t offset = (uint32_t)out.count;
+    out.bytes[offset_at] = offset >> 24; out.bytes[offset_at + 1] = offset >> 16;
+    out.bytes[offset_at + 2] = offset >> 8; out.bytes[offset_at + 3] = offset;
+    put(&out, picture.data.bytes, picture.data.count);
+    end_box(&out, mdat);
+    int result = -1;
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(out.bytes, 1, out.count, f) != out.count) snprintf(message, message_bytes, "write failed");
+    else result = 0;
+    if (f != NULL) fclose(f);
+    free(out.bytes);
+    free(picture.hvcc.bytes); free(picture.colr.bytes); free(picture.data.bytes);
+    return result;
+}

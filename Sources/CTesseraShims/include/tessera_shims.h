@@ -284,6 +284,12 @@ int tessera_png_start(tessera_png *png);
 /// Decodes the next row into `rgba` (a whole row's length): returns 1 with its row number and
 /// Adam7 pass (0 when not interlaced), 0 at the end of the image, -1 on error.
 int tessera_png_read_row(tessera_png *png, uint8_t *rgba, size_t length, uint32_t *row, int *pass);
+/// After the last row: reads the chunks after the image data, which is when libspng checks the
+/// last IDAT's CRC. 0, or -1 with the reason in tessera_png_message.
+int tessera_png_finish(tessera_png *png);
+/// How many pixels so far had a palette index past the end of the file's palette (drawn
+/// black); `palette_entries` is that palette's length.
+uint64_t tessera_png_bad_palette_pixels(const tessera_png *png, uint32_t *palette_entries);
 const char *tessera_png_message(const tessera_png *png);
 void tessera_png_close(tessera_png *png);
 
@@ -311,6 +317,15 @@ void tessera_webp_close(tessera_webp *webp);
 
 typedef struct tessera_heif tessera_heif;
 
+/// What libheif allocates to decode an item, read from its boxes (not from 'ispe'): a grid's
+/// canvas and its largest tile, or one coded picture (tile 0 x 0).
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    uint32_t tile_width;
+    uint32_t tile_height;
+} tessera_heif_size;
+
 typedef struct {
     uint32_t width;            // after the file's own transforms (irot, imir, clap)
     uint32_t height;
@@ -325,6 +340,8 @@ typedef struct {
     int32_t cicp_transfer;
     int32_t cicp_matrix;
     int32_t cicp_full_range;
+    tessera_heif_size decode;  // the primary image's decode, checked against its ispe
+    tessera_heif_size thumbnail_decode;
 } tessera_heif_info;
 
 typedef struct {

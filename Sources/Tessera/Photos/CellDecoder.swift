@@ -214,33 +214,25 @@ public struct CellDecoder: Sendable {
         let stored = storedCell(orientation)
         let region = crop(width: width, height: height, orientation: orientation)
         let interlaced = reader.info.interlaced != 0
-        // An interlaced picture larger than the cell is binned pass by pass; one smaller is
-        // decoded whole (it is small) and resampled like any other.
-        let binned = interlaced && region.width >= Double(stored.width) && region.height >= Double(stored.height)
-        let whole = interlaced && !binned ? width * height * 4 : 0
-        let request = workingBytes(outputWidth: width) + width * 4 + whole
+        // Rows streamed through the resampler (16 at a time), unless the picture is interlaced
+        // (its rows come pass by pass) or its rows are too wide for that to fit the pool: those
+        // are binned as they come into the cell, or into the crop's own size when that is
+        // smaller than the cell (then resampled up), so what is held is a row and the bins.
+        let streamedBytes = workingBytes(outputWidth: width) + width * 4 + reader.decoderBytes
+        let binned = interlaced || streamedBytes > budget.poolBytes
+        let bins = (width: min(stored.width, max(1, Int(region.width))), height: min(stored.height, max(1, Int(region.height))))
+        let binnedBytes = reader.decoderBytes + width * 4 + bins.width * bins.height * 16 + 2 * cellBytes
+            + (bins == stored ? 0 : workingBytes(outputWidth: bins.width))
+        let request = binned ? binnedBytes : streamedBytes
+        try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
+                         what: "decoding this \(width) x \(height) PNG\(interlaced ? " (Adam7)" : "") row by row")
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             try reader.start()
             let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
             defer { rgba.deallocate() }
             if binned {
-                try drawBinned(reader: reader, rgba: rgba, region: region, orientation: orientation,
+                try drawBinned(reader: reader, rgba: rgba, region: region, bins: bins, orientation: orientation,
                                conversion: conversion, into: cell)
-            } else if interlaced {
-                let image = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, whole))
-                defer { image.deallocate() }
-                let passColumns = [(0, 8), (4, 8), (0, 4), (2, 4), (0, 2), (1, 2), (0, 1)]
-                while let (row, pass) = try reader.readRow(into: rgba) {
-                    guard row < height, pass >= 0, pass < 7 else { continue }
-                    let (first, step) = passColumns[pass]
-                    for x in Swift.stride(from: first, to: width, by: step) {
-                        for c in 0..<4 { image[(row * width + x) * 4 + c] = rgba[x * 4 + c] }
-                    }
-                    if cancellation?.isCancelled == true { throw .cancelled }
-                }
-                try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
-                         adobeInverted: false, conversion: conversion, rows: rows(ofRGBA: image, width: width, height: height),
-                         into: cell)
             } else {
                 try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
                          adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
@@ -254,7 +246,12 @@ public struct CellDecoder: Sendable {
                     return rows
                 }, into: cell)
             }
-            return notes(conversion)
+            var result = notes(conversion)
+            if let problem = try reader.finish(rgba: rgba, cancellation: cancellation) {
+                result.warningCount += 1
+                result.firstWarning = result.firstWarning.isEmpty ? problem + "; drawn as read" : result.firstWarning
+            }
+            return result
         }
     }
 
@@ -273,51 +270,78 @@ public struct CellDecoder: Sendable {
         }
     }
 
-    /// An Adam7 PNG, pass by pass: every pixel of the crop added to the cell pixel it falls in.
+    /// A PNG row by row (an Adam7 one pass by pass): every pixel of the crop added to the bin it
+    /// falls in, `bins` across the crop (the stored cell, or fewer when the crop is smaller:
+    /// each bin then holds at least one pixel, and the bins are resampled up to the cell).
     private func drawBinned(reader: PNGReader, rgba: UnsafeMutablePointer<UInt8>,
-                            region: (x: Double, y: Double, width: Double, height: Double), orientation: OrientationTransform,
-                            conversion: ColorConversion, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+                            region: (x: Double, y: Double, width: Double, height: Double), bins: (width: Int, height: Int),
+                            orientation: OrientationTransform, conversion: ColorConversion,
+                            into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         let width = Int(reader.info.width), height = Int(reader.info.height)
         let stored = storedCell(orientation)
-        func bins(_ count: Int, start: Double, length: Double, cells: Int) -> [Int32] {
-            (0..<count).map { i in
-                let position = (Double(i) + 0.5 - start) / length
-                return position < 0 || position >= 1 ? -1 : Int32(min(cells - 1, Int(position * Double(cells))))
-            }
+        let interlaced = reader.info.interlaced != 0
+        func bin(_ i: Int, start: Double, length: Double, count: Int) -> Int {
+            let position = (Double(i) + 0.5 - start) / length
+            return position < 0 || position >= 1 ? -1 : min(count - 1, Int(position * Double(count)))
         }
-        let columnBins = bins(width, start: region.x, length: region.width, cells: stored.width)
-        let rowBins = bins(height, start: region.y, length: region.height, cells: stored.height)
-        var sums = [UInt32](repeating: 0, count: stored.width * stored.height * 3)
-        var counts = [UInt32](repeating: 0, count: stored.width * stored.height)
+        // The crop's columns and the bin each falls in; computed per pixel rather than kept in
+        // an array, which for a 1,048,576 px row would be 4 MiB more.
+        let firstColumn = max(0, Int((region.x - 0.5).rounded(.up)))
+        let columnScale = Double(bins.width) / region.width
+        var sums = [UInt32](repeating: 0, count: bins.width * bins.height * 3)
+        var counts = [UInt32](repeating: 0, count: bins.width * bins.height)
         let passColumns = [(0, 8), (4, 8), (0, 4), (2, 4), (0, 2), (1, 2), (0, 1)]
-        let rgb = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 3)
-        defer { rgb.deallocate() }
+        let br = Int(background.red), bg = Int(background.green), bb = Int(background.blue)
+        var rowsRead = 0
         while let (row, pass) = try reader.readRow(into: rgba) {
+            rowsRead += 1
+            if rowsRead & 63 == 0, cancellation?.isCancelled == true { throw .cancelled }
             guard row < height, pass >= 0, pass < 7 else { continue }
-            let outRow = Int(rowBins[row])
+            let outRow = bin(row, start: region.y, length: region.height, count: bins.height)
             if outRow < 0 { continue }
-            compositeRGBA(rgba, into: rgb, width: width, background: background)
-            let (first, step) = passColumns[pass]
-            for x in Swift.stride(from: first, to: width, by: step) {
-                let outColumn = Int(columnBins[x])
-                if outColumn < 0 { continue }
-                let target = outRow * stored.width + outColumn
-                counts[target] += 1
-                sums[target * 3] += UInt32(rgb[x * 3])
-                sums[target * 3 + 1] += UInt32(rgb[x * 3 + 1])
-                sums[target * 3 + 2] += UInt32(rgb[x * 3 + 2])
+            let (first, step) = interlaced ? passColumns[pass] : (0, 1)
+            var x = first
+            if x < firstColumn { x += (firstColumn - x + step - 1) / step * step }
+            while x < width {
+                let position = (Double(x) + 0.5 - region.x) * columnScale
+                if position >= Double(bins.width) { break }
+                let outColumn = position < 0 ? -1 : Int(position)
+                if outColumn >= 0 {
+                    let target = outRow * bins.width + outColumn
+                    let a = Int(rgba[x * 4 + 3]), na = 255 - a
+                    counts[target] += 1
+                    sums[target * 3] += UInt32((Int(rgba[x * 4]) * a + br * na + 127) / 255)
+                    sums[target * 3 + 1] += UInt32((Int(rgba[x * 4 + 1]) * a + bg * na + 127) / 255)
+                    sums[target * 3 + 2] += UInt32((Int(rgba[x * 4 + 2]) * a + bb * na + 127) / 255)
+                }
+                x += step
             }
-            if row & 63 == 0, cancellation?.isCancelled == true { throw .cancelled }
         }
-        let storedPixels = UnsafeMutableRawBufferPointer.allocate(byteCount: cellBytes, alignment: 16)
-        defer { storedPixels.deallocate() }
-        for i in 0..<(stored.width * stored.height) {
+        let binBytes = bins.width * bins.height * 3
+        let averaged = UnsafeMutableRawBufferPointer.allocate(byteCount: max(binBytes, cellBytes), alignment: 16)
+        defer { averaged.deallocate() }
+        for i in 0..<(bins.width * bins.height) {
             let n = max(1, counts[i])
-            for c in 0..<3 { storedPixels[i * 3 + c] = UInt8((sums[i * 3 + c] + n / 2) / n) }
+            for c in 0..<3 { averaged[i * 3 + c] = UInt8((sums[i * 3 + c] + n / 2) / n) }
         }
-        conversion.apply(storedPixels.baseAddress!, pixels: stored.width * stored.height)
-        orientation.apply(stored: UnsafeRawBufferPointer(storedPixels), storedWidth: stored.width,
-                          storedHeight: stored.height, upright: cell)
+        if bins == stored {
+            conversion.apply(averaged.baseAddress!, pixels: stored.width * stored.height)
+            orientation.apply(stored: UnsafeRawBufferPointer(averaged), storedWidth: stored.width,
+                              storedHeight: stored.height, upright: cell)
+            return
+        }
+        // Fewer bins than the cell: the bins are the picture (the crop, at its own size),
+        // resampled up like any picture smaller than its cell.
+        var next = 0
+        try draw(path: reader.photo.path, orientation: orientation, scaled: bins, components: 3, adobeInverted: false,
+                 conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+            let made = min(count, bins.height - next)
+            for i in 0..<made {
+                (buffer + i * stride).copyMemory(from: averaged.baseAddress! + (next + i) * bins.width * 3, byteCount: bins.width * 3)
+            }
+            next += made
+            return made
+        }, into: cell)
     }
 
     private func decodeWebP(_ reader: WebPReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
@@ -333,13 +357,10 @@ public struct CellDecoder: Sendable {
         let scaled = (width: max(1, min(width, Int((Double(width) * factor).rounded(.up)))),
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
-        if reader.info.lossless != 0 && reader.wholeImageBytes > Int64(budget.wholeImageLimitBytes) {
-            throw TesseraError.unreadablePhoto(
-                path: reader.photo.path, reason: "libwebp decodes a lossless WebP whole: this \(width) x \(height) one takes about "
-                    + "\(formatBytes(reader.wholeImageBytes)), more than --max-memory leaves for it; give --max-memory "
-                    + "\(formatBytes(reader.wholeImageBytes * 2 + (8 << 20))) or more to draw it")
-        }
         let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
+        let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole)"
+            : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole)" : "WebP"
+        try budget.check(oneDecodeBytes: request, photo: reader.photo.path, what: "decoding this \(width) x \(height) \(kind)")
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: output)
             defer { rgba.deallocate() }
@@ -364,8 +385,7 @@ public struct CellDecoder: Sendable {
             useThumbnail = region.width >= Double(stored.width) - 1e-9 && region.height >= Double(stored.height) - 1e-9
         }
         let bits = Int(reader.info.luma_bits)
-        let fullBytes = HEIFReader.decodeBytes(width: Int(reader.info.width), height: Int(reader.info.height), bits: bits,
-                                               grid: reader.info.is_grid != 0)
+        let fullBytes = HEIFReader.decodeBytes(reader.info.decode, bits: bits)
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
             let needed = formatBytes(fullBytes * 2 + (8 << 20))
@@ -382,7 +402,7 @@ public struct CellDecoder: Sendable {
             }
         }
         let size = useThumbnail ? thumbnail : (Int(reader.info.width), Int(reader.info.height))
-        let whole = useThumbnail ? HEIFReader.decodeBytes(width: size.0, height: size.1, bits: bits, grid: false) : fullBytes
+        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits) : fullBytes
         let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let planes = try reader.decode(thumbnail: useThumbnail)

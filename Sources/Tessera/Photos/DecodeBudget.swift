@@ -4,7 +4,8 @@
 // A decode asks for an estimate of what it will hold (row buffers, its cell, and the whole-image
 // buffers of a multi-scan JPEG) before it starts and gives it back when done. Decodes that do
 // not fit wait for others to finish, so the sum stays inside the pool whatever the number of
-// workers; a request larger than the pool is cut to the pool and then runs alone. The pool is a
+// workers; a request larger than the pool is cut to the pool and then runs alone, which the plan
+// allows up to `oneDecodeLimitBytes` (a decode that would need more is refused first). The pool is a
 // fixed part of `--max-memory` (RenderPlan), not a cap per worker that multiplies.
 //
 // Threading: `admitted` is called from any number of worker threads at once.
@@ -53,6 +54,21 @@ public final class DecodeBudget: @unchecked Sendable {
 
     /// The most that decodes held at once so far (their estimates).
     public var peakAdmittedBytes: Int { lock.withLock { peakBytes } }
+
+    /// The most one decode may hold: the pool, or, running alone (`admitted` cuts a larger
+    /// request to the pool, so it waits until no other decode holds any), what the plan leaves
+    /// for one photo decoded whole.
+    public var oneDecodeLimitBytes: Int { max(poolBytes, wholeImageLimitBytes) }
+
+    /// Refuses, before anything is allocated, a decode that would hold more than
+    /// `oneDecodeLimitBytes` (`what` it is, for the message), naming the --max-memory that would
+    /// draw it: an estimate over the limit is never cut down and run anyway.
+    func check(oneDecodeBytes bytes: Int, photo path: String, what: String) throws(TesseraError) {
+        guard bytes > oneDecodeLimitBytes else { return }
+        throw TesseraError.unreadablePhoto(
+            path: path, reason: "\(what) takes about \(formatBytes(Int64(bytes))), more than --max-memory leaves for one photo; "
+                + "give --max-memory \(formatBytes(Int64(bytes) * 2 + (8 << 20))) or more to draw it")
+    }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
     func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {

@@ -23,6 +23,13 @@ int tessera_test_write_heic(const char *path, const uint8_t *rgb, int width, int
 int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
                                  int quality, char *message, size_t message_bytes);
 
+/// Writes a HEIC whose 'ispe' says `ispe_width` x `ispe_height` whatever its pictures are: one
+/// `picture_width` x `picture_height` HEVC picture, or (`columns` and `rows` > 0) a grid of
+/// `columns` x `rows` references to that one picture as its tile, whose canvas is the tiles'.
+/// Returns 0, or -1 with the reason in `message`.
+int tessera_test_write_lying_heic(const char *path, int picture_width, int picture_height, int columns, int rows,
+                                  uint32_t ispe_width, uint32_t ispe_height, char *message, size_t message_bytes);
+
 /// A Display P3 profile (P3 primaries, D65, the sRGB curve) written to `path`. 0 or -1.
 int tessera_test_write_display_p3_profile(const char *path);
 

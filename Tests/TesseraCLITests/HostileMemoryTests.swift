@@ -1,0 +1,165 @@
+// HostileMemoryTests.swift — tiny files whose headers claim less than their decoders would
+// allocate (issue 25), run through the real binary: each is drawn or refused with a warning that
+// names it, and the child's peak resident set (VmHWM, as MemoryTests reads it) stays within
+// --max-memory plus the documented slack. Every file is made here: the HEICs by hand around a
+// tile libheif encodes (tessera_test_write_lying_heic), the PNGs by a small writer in Python
+// (zlib; a 1,000,000 px wide 1-bit Adam7 picture is 7 KB), the WebP by cwebp.
+import CTesseraTestShims
+import Glibc
+import Testing
+
+/// What one photo or target may take the process over --max-memory, whatever its headers claim
+/// (the README's memory section says the same).
+let hostileSlackBytes = 4 << 20
+
+/// The PNG writer: `kind` is adam7 (1,000,000 x 60, 1-bit grey, Adam7), wide (1,048,576 x 64,
+/// 1-bit grey), crc (a bad IDAT CRC), palette (indices past a 2-colour palette), text (200,000
+/// tEXt chunks), alpha N (N x N RGBA, half of it half transparent).
+private let pngWriter = """
+import sys, zlib, struct
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+def png(path, w, h, interlace, depth=1, color=0, extra=b"", corrupt_crc=False, plte=None):
+    bpp = depth * {0: 1, 2: 3, 3: 1, 6: 4}[color]
+    def scan(width): return (width * bpp + 7) // 8
+    c = zlib.compressobj(9)
+    data = []
+    if interlace:
+        for x0, y0, dx, dy in [(0,0,8,8),(4,0,8,8),(0,4,4,8),(2,0,4,4),(0,2,2,4),(1,0,2,2),(0,1,1,2)]:
+            pw, ph = max(0, (w - x0 + dx - 1) // dx), max(0, (h - y0 + dy - 1) // dy)
+            if pw and ph:
+                for y in range(ph): data.append(c.compress(b"\\0" + b"\\x55" * scan(pw)))
+    else:
+        for y in range(h): data.append(c.compress(b"\\0" + b"\\x55" * scan(w)))
+    data.append(c.flush())
+    idat = chunk(b"IDAT", b"".join(data))
+    if corrupt_crc: idat = idat[:-1] + bytes([idat[-1] ^ 0xFF])
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color, 0, 0, interlace))
+    open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + (chunk(b"PLTE", plte) if plte else b"") + extra + idat + chunk(b"IEND", b""))
+def alpha(path, n):
+    c = zlib.compressobj(1)
+    row = b"\\0" + b"\\xff\\x00\\x00\\xff" * (n // 2) + b"\\x00\\x00\\xff\\x80" * (n - n // 2)
+    data = b"".join([c.compress(row) for _ in range(n)]) + c.flush()
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", n, n, 8, 6, 0, 0, 0))
+    open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+kind, path = sys.argv[1], sys.argv[2]
+if kind == "adam7": png(path, 1000000, 60, 1)
+elif kind == "wide": png(path, 1048576, 64, 0)
+elif kind == "crc": png(path, 300, 200, 0, 8, 2, corrupt_crc=True)
+elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 255, 0]))
+elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
+elif kind == "alpha": alpha(path, int(sys.argv[3]))
+"""
+
+/// A folder with the hostile file `name` (made by `make`, given its path) and one valid photo.
+private func hostileFolder(_ name: String, _ make: (String) -> Bool) -> String? {
+    let folder = testRoot + "/hostile-\(UInt32.random(in: 0...UInt32.max))"
+    mkdir(folder, 0o755)
+    mkdir(folder + "/photos", 0o755)
+    guard make(folder + "/photos/" + name),
+          system("convert -size 300x200 gradient:red-blue '\(folder)/photos/valid.png'") == 0 else { return nil }
+    return folder
+}
+
+private func writePNG(_ kind: String, _ path: String, _ extra: String = "") -> Bool {
+    let script = path + ".py"
+    writeText(pngWriter, to: script)
+    defer { unlink(script) }
+    return system("python3 '\(script)' \(kind) '\(path)' \(extra)") == 0
+}
+
+private func writeLyingHEIC(_ path: String, picture: (Int, Int), grid: (Int, Int), ispe: (UInt32, UInt32)) -> Bool {
+    var message = [CChar](repeating: 0, count: 200)
+    return tessera_test_write_lying_heic(path, Int32(picture.0), Int32(picture.1), Int32(grid.0), Int32(grid.1),
+                                         ispe.0, ispe.1, &message, 200) == 0
+}
+
+private func writeText(_ text: String, to path: String) {
+    let file = fopen(path, "w")
+    fputs(text, file)
+    fclose(file)
+}
+
+/// One hostile case: a file, the budget, and what the run must say about it.
+struct HostileCase: CustomTestStringConvertible, Sendable {
+    let name: String
+    let file: String
+    let budgetMiB: Int
+    /// Words the warning about the file must contain.
+    let saying: String
+    let make: @Sendable (String) -> Bool
+    var testDescription: String { name }
+}
+
+@Suite(.serialized) struct HostileMemoryTests {
+    static let cases: [HostileCase] = [
+        HostileCase(name: "HEIC grid: one 512 px tile referenced 40 x 40 times, ispe 512 x 512", file: "grid.heic",
+                    budgetMiB: 64, saying: "makes 20480 x 20480") {
+            writeLyingHEIC($0, picture: (512, 512), grid: (40, 40), ispe: (512, 512))
+        },
+        HostileCase(name: "HEIC: ispe 100 x 75 over a 4000 x 3000 picture, 32M", file: "lie.heic", budgetMiB: 32,
+                    saying: "coded picture is 4000 x 3000") {
+            writeLyingHEIC($0, picture: (4000, 3000), grid: (0, 0), ispe: (100, 75))
+        },
+        HostileCase(name: "HEIC grid that says its size honestly (20480 x 20480), refused with the budget it needs",
+                    file: "honest.heic", budgetMiB: 64, saying: "--max-memory") {
+            writeLyingHEIC($0, picture: (512, 512), grid: (40, 40), ispe: (20480, 20480))
+        },
+        HostileCase(name: "Adam7 PNG of 1,000,000 x 60 into 100 px cells", file: "adam7.png", budgetMiB: 64, saying: "") {
+            writePNG("adam7", $0)
+        },
+        HostileCase(name: "Adam7 PNG of 1,000,000 x 60 into 100 px cells, 32M", file: "adam7.png", budgetMiB: 32, saying: "") {
+            writePNG("adam7", $0)
+        },
+        HostileCase(name: "PNG of 1,048,576 x 64, 32M", file: "wide.png", budgetMiB: 32, saying: "") { writePNG("wide", $0) },
+        HostileCase(name: "lossy WebP with alpha, 8000 x 8000", file: "alpha.webp", budgetMiB: 64, saying: "alpha plane") {
+            writePNG("alpha", $0 + ".png", "8000") && system("cwebp -quiet -q 50 '\($0).png' -o '\($0)' && rm '\($0).png'") == 0
+        },
+        HostileCase(name: "PNG with a bad IDAT CRC", file: "crc.png", budgetMiB: 32, saying: "CRC") { writePNG("crc", $0) },
+        HostileCase(name: "PNG with palette indices past its palette", file: "palette.png", budgetMiB: 32,
+                    saying: "palette index past its 2 colours") { writePNG("palette", $0) },
+        HostileCase(name: "PNG with 200,000 tEXt chunks", file: "text.png", budgetMiB: 32, saying: "too many text chunks") {
+            writePNG("text", $0)
+        },
+    ]
+
+    /// The file and a valid photo in a 2 x 1 grid of 100 px cells: exit 0, the valid photo drawn,
+    /// the file drawn or named in a warning, the peak within the budget and the slack.
+    @Test(arguments: cases)
+    func gridOfHostileFileStaysInsideTheBudget(_ hostile: HostileCase) throws {
+        guard let folder = hostileFolder(hostile.file, hostile.make) else {
+            Issue.record("\(hostile.name): could not make the file")
+            return
+        }
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "2x1", "--tile-size", "100",
+                               "--max-memory", "\(hostile.budgetMiB)M", "--no-progress", "--temp-dir", folder])
+        print("hostile \(hostile.name): exit \(run.exitCode), peak \(run.peakMiB) MiB at --max-memory \(hostile.budgetMiB)M")
+        #expect(run.exitCode == 0, "\(hostile.name): \(run.output)")
+        #expect(access(folder + "/out.jpg", F_OK) == 0)
+        if !hostile.saying.isEmpty {
+            let warning = run.output.split(separator: "\n").first { $0.contains(hostile.file) && $0.contains("warning") }
+            #expect(warning?.contains(hostile.saying) == true, "\(hostile.name): \(run.output)")
+        }
+        #expect(run.peakBytes <= (hostile.budgetMiB << 20) + hostileSlackBytes,
+                "\(hostile.name): peak \(run.peakMiB) MiB over \(hostile.budgetMiB) MiB and the slack")
+    }
+
+    /// The 40 x 40 grid of one tile as a mosaic's target (1.2 GB peak before): refused before
+    /// any photo is decoded whole, naming the target, inside the budget.
+    @Test func hostileHEICTargetIsRefused() throws {
+        guard let folder = hostileFolder("target.heic", { writeLyingHEIC($0, picture: (512, 512), grid: (40, 40), ispe: (512, 512)) })
+        else {
+            Issue.record("could not make the target")
+            return
+        }
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("mv '\(folder)/photos/target.heic' '\(folder)/target.heic'") == 0)
+        let run = runMeasured(["mosaic", "--target", folder + "/target.heic", folder + "/photos", "-o", folder + "/out.jpg",
+                               "--grid", "4x4", "--tile-size", "50", "--no-progress", "--temp-dir", folder])
+        print("hostile mosaic target: exit \(run.exitCode), peak \(run.peakMiB) MiB")
+        #expect(run.exitCode != 0 && run.exitCode < 128, "\(run.output)")
+        #expect(run.output.contains("target.heic") && run.output.contains("20480 x 20480"), "\(run.output)")
+        #expect(access(folder + "/out.jpg", F_OK) != 0)
+        #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
+    }
+}
