@@ -233,6 +233,10 @@ final class PartReader {
                     guard record.offset >= 8, record.offset <= headerOffset, record.length <= headerOffset - record.offset else {
                         throw bad("has a record outside its data (record \(number) of \(count)): it is damaged or not a part")
                     }
+                    // Fields a kind does not use are what the writer left there: anything else is an edit.
+                    guard kind == .tile || (record.b == (kind == .reducedRows ? 1 : 0) && record.c == 0) else {
+                        throw bad("has a record with fields its kind does not have (record \(number) of \(count)): it is damaged or not a part")
+                    }
                     guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
                         throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
                     }

@@ -620,3 +620,17 @@ private struct Joiner {
         jpegOutput?.discard()
     }
 }
+
+extension ShardJoin {
+    /// Opens the part at `path` and checks it as a join checks its first part: its shape, the
+    /// header's description of the render, its records against that render, and every
+    /// checksum. Returns the number of records. Writes nothing (the fuzzer's part entry point).
+    public static func verifyPart(at path: String) throws(TesseraError) -> Int {
+        let directory = parentDirectory(of: path)
+        let part = try PartReader(path: path, directory: directory)
+        var joiner = try Joiner(directory: directory, first: (1, part))
+        try joiner.check(part)
+        try joiner.verify(part)
+        return part.records.count
+    }
+}
