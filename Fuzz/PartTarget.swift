@@ -38,15 +38,16 @@ func mutatePart(_ input: [UInt8]) -> [UInt8] {
             let at = footer + 8 * below(4)
             store(load(bytes, at: at) &+ UInt64(bitPattern: Int64(below(81) - 40)), &bytes, at: at, width: 8)
         case 2, 3:  // an index record's field: kind, a, b, c (32 bits), offset, length (64), checksum (32)
-            let indexOffset = Int(truncatingIfNeeded: load(bytes, at: footer + 16))
-            let count = max(1, (footer - max(0, min(indexOffset, footer))) / recordBytes)
+            // (The footer may be mutated already: the index is clamped into the file.)
+            let indexOffset = Int(min(load(bytes, at: footer + 16), UInt64(footer)))
+            let count = max(1, (footer - indexOffset) / recordBytes)
             let record = indexOffset + below(count) * recordBytes
             let (offset, width) = [(0, 4), (4, 4), (8, 4), (12, 4), (16, 8), (24, 8), (32, 4)][below(7)]
             store(extreme(), &bytes, at: record + offset, width: width)
         case 4:  // the magic of another version
             store(UInt64(0x3130_5452_4150_5354), &bytes, at: 0, width: 8)  // "TSPART01"
         default:  // a header value: a digit run replaced by a huge or negative number
-            let headerOffset = Int(truncatingIfNeeded: load(bytes, at: footer))
+            let headerOffset = Int(min(load(bytes, at: footer), UInt64(footer)))
             guard headerOffset > 0, headerOffset < footer else { break }
             let digits = (headerOffset..<footer).filter { bytes[$0] >= 0x30 && bytes[$0] <= 0x39 }
             guard !digits.isEmpty else { break }

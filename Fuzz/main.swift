@@ -268,7 +268,7 @@ if let regressionDirectory {
 }
 
 let start = monotonicSeconds()
-print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
+print("tessera-fuzz: \(seeds.count) photo seeds, \(partSeeds.count) part seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
 while monotonicSeconds() - start < seconds {
     progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
     let target = targets[(iterations + 1) % targets.count]
