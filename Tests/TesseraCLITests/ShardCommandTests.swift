@@ -346,6 +346,11 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         _ = system("ln '\(part(folder, 1))' '\(folder)/out/linked.jpg'")
         pointJPEG(at: folder + "/out/linked.jpg")
         expectRefused(folder, status: 2, saying: ["it is the part part-0001-of-0003.tessera-part"], given: false)
+        // Given to join by mistake: refused the same way, the part intact.
+        let linked = readFile(part(folder, 1))
+        let given = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/linked.jpg", "--dzi", folder + "/out/w.dzi", "-q"])
+        #expect(given.status == 2 && given.standardError.contains("it is the part part-0001-of-0003.tessera-part"), "\(given.standardError)")
+        #expect(readFile(part(folder, 1)) == linked)
         unlink(folder + "/out/linked.jpg")
         // Only one part edited: the parts disagree, exit 3.
         for k in 1...3 { original[k - 1].write(to: part(folder, k)) }

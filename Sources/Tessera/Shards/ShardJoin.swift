@@ -250,6 +250,9 @@ private struct Joiner {
     /// before a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at
     /// quality 100 with 4:4:4, byte stuffing included.
     private var maxTileBytes: UInt64 = 0
+    /// The files already at the destinations (given to join): a part that comes later with
+    /// `--wait` must not be one of them.
+    private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
 
@@ -354,6 +357,7 @@ private struct Joiner {
             if let identity = OutputDestination.identity(file.path), let part = partsByIdentity[identity] {
                 throw .unusableOutput(path: file.path, reason: "it is the part \(part); writing \(file.role) there would destroy it")
             }
+            if let identity = OutputDestination.identity(file.path) { destinationIdentities[identity] = file.path }
             if given.isEmpty, case .success = linkStatus(file.path) {
                 throw .unusableOutput(path: file.path, reason: "\(file.role) exists, and this path comes from the parts, not from "
                                       + "you: the join only creates files at paths its parts name; to replace it, give it to the join ("
@@ -383,6 +387,9 @@ private struct Joiner {
         let name = ShardJoin.name(part)
         guard part.header["fingerprint"] == fingerprint, part.header["shards"] == String(shards) else {
             throw bad("\(name) is a part of another render")
+        }
+        if let path = destinationIdentities[part.identity] {
+            throw .unusableOutput(path: path, reason: "it is the part \(name); writing the output there would destroy it")
         }
         guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom else {
             throw bad("\(name) names other outputs than the part before it: it is damaged or not a part of this render")
