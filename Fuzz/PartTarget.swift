@@ -2,9 +2,10 @@
 // and verified as `tessera join` would (ShardJoin.verifyPart), from real parts the built tool
 // made (scripts/fuzz.sh). Besides the byte mutations every input gets, a part's own structure
 // is aimed at: the footer's and the index's numbers set to extremes (where overflow and
-// oversized reads would be), header values replaced, and the checksums left as they were or
-// not (a record whose checksum is stale is refused early; the range checks are reached only
-// through the footer's numbers, which no checksum covers).
+// oversized reads would be), header values replaced; then, one time in 3, the checksums
+// recomputed (`reseal`: most of an input's time), as a careful attacker would leave them, so
+// that the checks behind the checksums (ranges, the render's description, the records against
+// it) are reached too.
 import Tessera
 
 /// A part's layout, as PartFile.swift describes it.
@@ -56,7 +57,44 @@ func mutatePart(_ input: [UInt8]) -> [UInt8] {
             bytes.replaceSubrange(at..<(at + 1), with: replacement)
         }
     }
-    return below(3) == 0 && !seeds.isEmpty ? mutate(bytes) : bytes
+    if below(3) == 0 && !seeds.isEmpty { bytes = mutate(bytes) }
+    if below(3) == 0 { reseal(&bytes) }
+    return bytes
+}
+
+/// Recomputes each record's CRC-32C and the one over header and index, wherever the (mutated)
+/// footer and index say they are; what they cannot point at is left alone.
+private func reseal(_ bytes: inout [UInt8]) {
+    guard bytes.count > footerBytes + 8 else { return }
+    let footer = bytes.count - footerBytes
+    let headerOffset = load(bytes, at: footer), indexOffset = load(bytes, at: footer + 16), count = load(bytes, at: footer + 24)
+    guard headerOffset <= UInt64(footer), indexOffset <= UInt64(footer) else { return }
+    let records = min(count, (UInt64(footer) - indexOffset) / UInt64(recordBytes))
+    // At most 4 times the file's bytes summed: mutated records may each cover most of the file.
+    var budget = 4 * UInt64(bytes.count)
+    for i in 0..<Int(records) {
+        let record = Int(indexOffset) + i * recordBytes
+        let offset = load(bytes, at: record + 16), length = load(bytes, at: record + 24)
+        guard offset <= UInt64(footer), length <= UInt64(footer) - offset, length <= budget else { continue }
+        budget -= length
+        store(UInt64(crc32c(bytes[Int(offset)..<Int(offset + length)])), &bytes, at: record + 32, width: 4)
+    }
+    store(UInt64(crc32c(bytes[Int(headerOffset)..<footer])), &bytes, at: footer + 32, width: 4)
+}
+
+/// CRC-32C a byte at a time from one table (the library's is internal).
+private let crcTable: [UInt32] = (0..<256).map { (n: Int) -> UInt32 in
+    var crc = UInt32(n)
+    for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+    return crc
+}
+
+private func crc32c(_ data: ArraySlice<UInt8>) -> UInt32 {
+    crcTable.withUnsafeBufferPointer { table in
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in data { crc = (crc >> 8) ^ table[Int((crc ^ UInt32(byte)) & 0xFF)] }
+        return ~crc
+    }
 }
 
 /// Parses and verifies the part at `path`; the outcome's name.

@@ -19,7 +19,8 @@
 // count is checked against the file's size with arithmetic that cannot overflow before it sizes
 // a read, an allocation or a loop; the header text is at most 1 MiB (a real one is under 2 KB)
 // and the index is read in 1 MiB pieces, each record checked as it comes, so a sparse file
-// whose footer claims gigabytes is refused after a few reads. The checksums (CRC32C.swift) find
+// whose footer claims gigabytes is refused after a few reads; records must lie end to end, as
+// the writer appends them, so that verifying reads each byte once. The checksums (CRC32C.swift) find
 // a changed byte: the join verifies every record's before it writes anything (`verify`). They
 // are not a signature: whoever can write the folder can write a consistent part, so what a
 // part may make the join do is bounded elsewhere (the join's destinations, ShardJoin.swift). The file is made as an AtomicOutputFile: a shard
@@ -213,6 +214,10 @@ final class PartReader {
             var chunk = [UInt8](repeating: 0, count: Int(min(count, UInt64(recordsPerRead))) * PartFormat.recordBytes)
             var records: [PartRecord] = []
             var read: UInt64 = 0
+            // The writer appends each record's bytes after the last: records are contiguous from
+            // the magic to the header. Required, so that no two records share bytes (N records
+            // each claiming the whole file would make verifying read it N times).
+            var dataEnd: UInt64 = 8
             while read < count {
                 let n = Int(min(count - read, UInt64(recordsPerRead)))
                 try chunk.withUnsafeMutableBytes { raw in
@@ -230,9 +235,10 @@ final class PartReader {
                     }
                     let record = PartRecord(kind: kind, a: u32(chunk, at + 4), b: u32(chunk, at + 8), c: u32(chunk, at + 12),
                                             offset: u64(chunk, at + 16), length: u64(chunk, at + 24), checksum: u32(chunk, at + 32))
-                    guard record.offset >= 8, record.offset <= headerOffset, record.length <= headerOffset - record.offset else {
+                    guard record.offset == dataEnd, record.length <= headerOffset - record.offset else {
                         throw bad("has a record outside its data (record \(number) of \(count)): it is damaged or not a part")
                     }
+                    dataEnd += record.length
                     // Fields a kind does not use are what the writer left there: anything else is an edit.
                     guard kind == .tile || (record.b == (kind == .reducedRows ? 1 : 0) && record.c == 0) else {
                         throw bad("has a record with fields its kind does not have (record \(number) of \(count)): it is damaged or not a part")
@@ -243,6 +249,9 @@ final class PartReader {
                     records.append(record)
                 }
                 read += UInt64(n)
+            }
+            guard dataEnd == headerOffset else {
+                throw bad("has \(headerOffset - dataEnd) bytes of data no record holds: it is damaged or not a part")
             }
             guard checksum.value == expectedChecksum else {
                 throw bad("has a header and index that do not match their checksum: the part was changed or damaged; run its shard again")

@@ -86,6 +86,16 @@ import TesseraTestSupport
             put(UInt64(checksum), &bytes, footer + 32, 4)
             expectRefused(bytes, "record 0 field \(field) = \(value)")
         }
+        // Records that share bytes (each claiming all the data: verifying would read it once a
+        // record), resealed: refused.
+        var overlapping = original
+        for i in 0..<part.records.count {
+            put(8, &overlapping, indexOffset + i * PartFormat.recordBytes + 16, 8)
+            put(UInt64(headerOffset - 8), &overlapping, indexOffset + i * PartFormat.recordBytes + 24, 8)
+        }
+        let crc = overlapping[headerOffset..<footer].withUnsafeBytes { CRC32C.checksum($0) }
+        put(UInt64(crc), &overlapping, footer + 32, 4)
+        expectRefused(overlapping, "every record over all the data")
         writeBytes(original, to: path)
         #expect(try ShardJoin.verifyPart(at: path) == part.records.count)
     }
