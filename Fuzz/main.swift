@@ -1,7 +1,8 @@
 // tessera-fuzz — a mutation fuzzer for every way a photo gets in: the library scan (header, EXIF,
 // orientation), the tile decoder (streamed baseline, the DC decoder at 1/8, libjpeg's coefficient
 // arrays in memory or spilled), mosaic analysis (photo and target features), and the whole render
-// path on tiny canvases (serial and parallel encoders, Deep Zoom).
+// path on tiny canvases (serial and parallel encoders, Deep Zoom); and a shard's part file, parsed
+// and verified as `tessera join` would (PartTarget.swift, seeded with *.tessera-part files).
 //
 // Each iteration takes a seed JPEG, applies a few mutations (bit flips, byte overwrites,
 // truncation, chunk duplication, random markers, edited SOF dimensions, EXIF segments with random
@@ -49,7 +50,7 @@ while !arguments.isEmpty {
     }
 }
 guard !seedPaths.isEmpty else {
-    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] [--target scan|decode|analyse|render|heif|all] [--regressions DIR] SEED.jpg...")
+    print("usage: tessera-fuzz [--seconds N] [--work DIR] [--seed S] [--target scan|decode|analyse|render|heif|part|all] [--regressions DIR] SEED.jpg... [PART.tessera-part...]")
     exit(2)
 }
 
@@ -61,7 +62,9 @@ func writeFile(_ bytes: [UInt8], _ path: String) {
     fclose(file)
 }
 
-let seeds = seedPaths.map(readFile).filter { $0.count > 4 }
+// Parts seed the part target; photos the others.
+let seeds = seedPaths.filter { !$0.hasSuffix(".tessera-part") }.map(readFile).filter { $0.count > 4 }
+let partSeeds = seedPaths.filter { $0.hasSuffix(".tessera-part") }.map(readFile).filter { $0.count > 4 }
 mkdir(workDirectory, 0o755)
 let current = workDirectory + "/current.jpg"
 nonisolated(unsafe) var random = SplitMix64(seed: seedValue)  // single-threaded program
@@ -173,10 +176,12 @@ watchdog.resume()
 enum Target: String, CaseIterable {
     case scan, decode, analyse, render
     case heif  // HEIFBoxMutator.swift: box-aware mutations of the HEIF seeds, scanned and decoded
+    case part  // PartTarget.swift: a shard's part file, parsed and verified as the join does
 }
-let targets: [Target] = targetName == "all" ? Target.allCases : [Target(rawValue: targetName)].compactMap { $0 }
-guard !targets.isEmpty else {
-    print("tessera-fuzz: unknown --target \(targetName) (scan, decode, analyse, render, heif or all)")
+let targets: [Target] = (targetName == "all" ? Target.allCases : [Target(rawValue: targetName)].compactMap { $0 })
+    .filter { $0 != .part || !partSeeds.isEmpty }
+guard !targets.isEmpty, !seeds.isEmpty || targets == [.part] else {
+    print("tessera-fuzz: unknown --target \(targetName) (scan, decode, analyse, render, heif, part or all), or no seeds for it")
     exit(2)
 }
 /// A photo that always decodes, drawn beside the fuzzed one in renders.
@@ -232,10 +237,12 @@ let goodSeed = seedPaths[0]
             let summary = try renderer.render()
             _ = system("rm -rf '\(workDirectory)/render.jpg' '\(workDirectory)/render.dzi' '\(workDirectory)/render_files'")
             return summary.failedPhotos.isEmpty ? "render: drawn" : "render: drawn with a placeholder"
+        case .part:
+            return try exercisePart(path)
         }
     } catch {
         switch error {
-        case .unreadablePhoto, .noPhotos: return "\(target): refused"
+        case .unreadablePhoto, .noPhotos, .unusableParts: return "\(target): refused"
         default: return "\(target): other error: \(error)"
         }
     }
@@ -265,18 +272,19 @@ if let regressionDirectory {
 }
 
 let start = monotonicSeconds()
-print("tessera-fuzz: \(seeds.count) seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
+print("tessera-fuzz: \(seeds.count) photo seeds, \(partSeeds.count) part seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
 while monotonicSeconds() - start < seconds {
     progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
-    let heifTurn = targets[(iterations + 1) % targets.count] == .heif
-    let input = (heifTurn ? mutateHEIFBoxes(seeds) : nil) ?? mutate(seeds[below(seeds.count)])
+    let target = targets[(iterations + 1) % targets.count]
+    let input = target == .part ? mutatePart(partSeeds[below(partSeeds.count)])
+        : (target == .heif ? mutateHEIFBoxes(seeds) : nil) ?? mutate(seeds[below(seeds.count)])
     writeFile(input, current)
     // Sometimes a sparse file: the input followed by a long hole (zeros that take no disk).
     if below(20) == 0 { truncate(current, off_t(input.count) + off_t([2 << 20, 64 << 20, 20 << 30][below(3)])) }
     let inputStarted = monotonicSeconds()
     iterations += 1
     progress.started(iterations)
-    let outcome = exercise(current, targets[iterations % targets.count])
+    let outcome = exercise(current, target)
     outcomes[outcome, default: 0] += 1
     let took = monotonicSeconds() - inputStarted
     if took > slowest.seconds { slowest = (took, iterations) }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every way a photo gets in (library scan, tile decoder, mosaic analysis, the render path on
-# tiny canvases) for a bounded time, built with AddressSanitizer for both the Swift code and the
+# tiny canvases), and a shard's part file as `tessera join` parses and verifies it, for a bounded time, built with AddressSanitizer for both the Swift code and the
 # C shim, under a memory limit. First it replays Fuzz/regressions/ (earlier findings) through every
 # entry point. CI runs it for 60 s after the tests.
-#   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render, heif or all
+#   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render, heif, part or all
 # (heif: box-aware mutations of the HEIC and AVIF seeds, Fuzz/HEIFBoxMutator.swift)
 # A crash leaves the input that caused it in the work folder (printed), as current.jpg; a hang
 # as hang-N.jpg. Fix the bug, then commit the input to Fuzz/regressions/.
@@ -41,6 +41,22 @@ heif-enc -A -q 50 "$seeds/rgb.png" -o "$seeds/small.avif" >/dev/null
 jpegtran -scans "$seeds/dc-last.txt" "$variants/base.jpg" > "$seeds/dc-last.jpg"
 jpegtran -scans "$seeds/separate.txt" "$variants/base.jpg" > "$seeds/separate.jpg"
 swift build --build-path .build/asan --product tessera-fuzz -Xswiftc -sanitize=address -Xcc -fsanitize=address 2>&1 | tail -1
+# Part seeds for the part target: real parts made by the tool, of a JPEG and pyramid split in 3
+# (with the viewer's cells in part 1) and of a JPEG alone split in 2. The plain debug build: the
+# seeds are not what is fuzzed, and an ASan finding while making them would stop the run.
+swift build --product tessera 2>&1 | tail -1
+mkdir -p "$seeds/out" "$seeds/parts-a" "$seeds/parts-b"
+for k in 1 2 3; do
+    .build/debug/tessera grid "$variants" -o "$seeds/out/a.jpg" --dzi "$seeds/out/a.dzi" \
+        --grid 6x4 --tile-size 40x30 --dzi-tile-size 62 --shard $k/3 --shard-dir "$seeds/parts-a" -q
+done
+for k in 1 2; do
+    .build/debug/tessera grid "$variants" -o "$seeds/out/b.jpg" --grid 3x5 --tile-size 24 \
+        --subsampling 444 --shard $k/2 --shard-dir "$seeds/parts-b" -q
+done
+for folder in parts-a parts-b; do
+    for part in "$seeds/$folder"/*.tessera-part; do cp "$part" "$seeds/$folder-$(basename "$part")"; done
+done
 # The memory limit: AddressSanitizer's own (its shadow memory rules out ulimit -v); a process whose
 # resident set passes it is stopped and reported as a finding.
 export ASAN_OPTIONS="hard_rss_limit_mb=1024:quarantine_size_mb=64:detect_leaks=0:abort_on_error=1"
@@ -49,7 +65,7 @@ status=0
 .build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --target "$target" --work "$work" \
     --regressions Fuzz/regressions \
     Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg "$seeds"/*.png "$seeds"/*.webp \
-    "$seeds"/*.heic "$seeds"/*.avif || status=$?
+    "$seeds"/*.heic "$seeds"/*.avif "$seeds"/*.tessera-part || status=$?
 if [ "$status" != 0 ]; then
     echo "fuzz: FINDING (exit $status, seed $seed); the input is kept in $work (current.jpg or hang-N.jpg)" >&2
     exit "$status"

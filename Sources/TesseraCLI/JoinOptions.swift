@@ -7,6 +7,8 @@ public struct JoinOptions: Equatable, Sendable {
     /// Join parts as they appear, waiting at most this long for each (`--wait`); nil: all now.
     public var waitSeconds: Double?
     public var workers: Int?
+    /// The outputs (-o, --dzi); empty: the paths the parts name, which the join only creates.
+    public var destinations = JoinDestinations()
     public var progress = ProgressStyle.bar
     public var quiet = false
     public var help = false
@@ -130,6 +132,8 @@ private func progressStyle(_ value: String, _ position: Int) throws(CommandLineE
 
 public enum JoinCommand {
     public static let options: [OptionSpec] = [
+        OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Write the JPEG here, replacing a file already there (checked as a render checks -o). Without -o and --dzi the join writes where the shards were told to, but only if nothing is there yet: those paths come from the parts, which anyone who can write the shard folder can change."),
+        OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Write the pyramid here (as -o; with both outputs in the parts, give both)."),
         OptionSpec(names: ["--wait"], valueName: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first."),
         OptionSpec(names: ["--workers"], valueName: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores)."),
         OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr; json ends with a summary event (shards, sizes, time, peak RSS)."),
@@ -147,6 +151,12 @@ public enum JoinCommand {
             let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
             switch name {
             case "--workers": options.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
+            case "--output": options.destinations.jpegPath = value
+            case "--dzi":
+                guard RenderOutput.isDeepZoomPath(value) else {
+                    throw CommandLineError("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(value)'", argumentIndex: position)
+                }
+                options.destinations.deepZoomPath = value
             case "--wait": options.waitSeconds = Double(try wholeNumber(name, value, 1...604_800, position))
             default: fatalError("option table and switch disagree on \(name)")
             }
@@ -170,9 +180,11 @@ public enum JoinCommand {
     DIR is the --shard-dir every shard wrote its part to. The join checks that the parts are
     shards 1...N of one render (the same flags and inputs: each part carries the render's
     fingerprint), each present once and complete, and that the disk has room; then it writes
-    the JPEG and/or the pyramid named when the shards ran, byte for byte the single-process
-    render's (with --encoder parallel), each appearing only when complete. A missing,
-    duplicated, truncated or foreign part is named, and nothing is written (exit 3). The JPEG
+    the JPEG and/or the pyramid, byte for byte the single-process render's (with --encoder
+    parallel), each appearing only when complete. A part is untrusted: every record's checksum
+    is verified first, and a missing, duplicated, truncated, damaged or foreign part is named,
+    and nothing is written (exit 3). The outputs go where -o and --dzi say; without them, to the
+    paths the shards were given, only if nothing is there yet (exit 2 otherwise). The JPEG
     is a streaming copy of the shards' stripes (I/O only); the pyramid's lowest levels are
     built from the small pictures the shards left. The parts are kept: remove DIR when done.
 

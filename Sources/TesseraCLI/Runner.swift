@@ -232,8 +232,8 @@ public struct Runner {
         do throws(TesseraError) {
             let started = monotonicSeconds()
             let console = self.console
-            let summary = try ShardJoin.join(directory: options.directory, threads: options.workers, waitSeconds: options.waitSeconds,
-                                             cancellation: cancellation) { done, total in
+            let summary = try ShardJoin.join(directory: options.directory, destinations: options.destinations, threads: options.workers,
+                                             waitSeconds: options.waitSeconds, cancellation: cancellation) { done, total in
                 console.progress(.join, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
             }
             console.result(Report.join(summary, directory: options.directory))

@@ -132,3 +132,260 @@ import Tessera
         #expect((fields["reused"] as? Int ?? 0) > 0)
     }
 }
+
+/// The three parts of a small grid (JPEG and pyramid) rendered by the binary, made once per test
+/// process from copies of the fixtures in `photos/`, with `out/` empty: each hostile-part test
+/// copies it and edits the copy.
+private let hostileBase: String = {
+    let base = "\(testRoot)/hostile-base"
+    let made = system("mkdir -p '\(base)/photos' '\(base)/parts' '\(base)/out' && cp '\(fixtures)'/Landscape_*.jpg '\(base)/photos/'") == 0
+    precondition(made, "cannot make \(base)")
+    for k in 1...3 {
+        let shard = runTesseraSplit(["grid", base + "/photos", "--grid", "12x8", "--tile-size", "40x30", "--dzi-tile-size", "62",
+                                     "-o", base + "/out/w.jpg", "--dzi", base + "/out/w.dzi", "--shard", "\(k)/3",
+                                     "--shard-dir", base + "/parts", "-q"])
+        precondition(shard.status == 0, shard.standardError)
+    }
+    return base
+}()
+
+/// Every regular file under `root` with its bytes (symbolic links by their target).
+private func snapshot(_ root: String) -> [String: [UInt8]] {
+    var files: [String: [UInt8]] = [:]
+    let enumerator = FileManager.default.enumerator(atPath: root)
+    while let name = enumerator?.nextObject() as? String {
+        let path = root + "/" + name
+        var info = stat()
+        guard lstat(path, &info) == 0 else { continue }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: files[name] = readFile(path)
+        case S_IFLNK: files[name] = Array(((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "").utf8)
+        default: files[name] = []
+        }
+    }
+    return files
+}
+
+@Suite struct HostilePartTests {
+    /// A copy of the base (`folder`), with "old picture" at out/w.jpg: a join refused must leave it.
+    private func copyOfBase(_ name: String) -> String {
+        let folder = "\(testRoot)/hostile-\(name)"
+        _ = system("rm -rf '\(folder)'")
+        #expect(system("cp -a '\(hostileBase)' '\(folder)'") == 0)
+        // The parts name the base's outputs: pointed at this copy's (every part alike, resealed).
+        for k in 1...3 {
+            var edited = PartEditor(path: part(folder, k))
+            edited.setHeader("jpeg", folder + "/out/w.jpg")
+            edited.setHeader("dzi", folder + "/out/w.dzi")
+            edited.write(to: part(folder, k))
+        }
+        writeFile(Array("old picture".utf8), to: folder + "/out/w.jpg")
+        return folder
+    }
+
+    private func part(_ folder: String, _ k: Int) -> String { folder + "/parts/part-000\(k)-of-0003.tessera-part" }
+
+    /// Joins `folder`'s parts (with -o and --dzi naming out/, unless `given` is false): expects
+    /// exit `status`, stderr naming `words`, never the photo wording, and photos, parts and
+    /// outputs as they were.
+    @discardableResult
+    private func expectRefused(_ folder: String, status: Int32 = 3, saying words: [String], given: Bool = true,
+                               extra: [String] = [], parts: Bool = true) -> String {
+        // (`parts` false: not read back, for a sparse part of gigabytes.)
+        let before = (snapshot(folder + "/photos"), parts ? snapshot(folder + "/parts") : [:], snapshot(folder + "/out"))
+        let outputs = given ? ["-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi"] : []
+        let join = runTesseraSplit(["join", folder + "/parts"] + outputs + extra + ["--no-progress"])
+        #expect(join.status == status, "\(join.standardError)")
+        for word in words { #expect(join.standardError.contains(word), "expected '\(word)' in: \(join.standardError)") }
+        #expect(!join.standardError.contains("cannot read photo"), "\(join.standardError)")
+        #expect(snapshot(folder + "/photos") == before.0, "a photo changed")
+        if parts { #expect(snapshot(folder + "/parts") == before.1, "a part changed") }
+        #expect(snapshot(folder + "/out") == before.2, "the outputs changed")
+        return join.standardError
+    }
+
+    /// The base joins (given its outputs) into a JPEG: the edits below are what is refused.
+    @Test func theUneditedPartsJoin() {
+        let folder = copyOfBase("unedited")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let join = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+        #expect(readFile(folder + "/out/w.jpg").starts(with: [0xFF, 0xD8]))
+        // Without -o the JPEG, which exists, comes from the parts: refused, not replaced.
+        writeFile(Array("old picture".utf8), to: folder + "/out/w.jpg")
+        _ = system("rm -rf '\(folder)/out/w.dzi' '\(folder)/out/w_files' '\(folder)/out/w.html'")
+        expectRefused(folder, status: 2, saying: ["w.jpg", "comes from the parts", "-o PATH"], given: false)
+    }
+
+    /// Huge numbers in the footer and the index: exit 3 naming the part, never a trap.
+    @Test func hugeFooterAndIndexNumbersAreRefusedNotTrapped() {
+        let folder = copyOfBase("footer")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = PartEditor(path: part(folder, 2))
+        let values: [UInt64] = [UInt64.max, UInt64.max - 7, UInt64(Int64.max), 1 << 63, 1 << 40, UInt64(original.bytes.count)]
+        for field in PartEditor.FooterField.allCases {
+            for value in values {
+                var edited = original
+                edited[field] = value
+                edited.write(to: part(folder, 2))
+                expectRefused(folder, saying: ["part-0002-of-0003.tessera-part"])
+            }
+        }
+        for (offset, wide) in [(16, true), (24, true), (4, false), (8, false), (12, false)] {
+            for value in [UInt64.max, UInt64(Int64.max), UInt64(UInt32.max)] {
+                var edited = original
+                if wide { edited.setRecord64(0, offset, value) } else { edited.setRecord32(0, offset, UInt32(truncatingIfNeeded: value)) }
+                edited.reseal()  // consistent checksums: only the range checks can refuse it
+                edited.write(to: part(folder, 2))
+                expectRefused(folder, saying: ["part-0002-of-0003.tessera-part"])
+            }
+        }
+    }
+
+    /// Header values no render makes: exit 3 naming the part.
+    @Test func impossibleHeaderValuesAreRefused() {
+        let folder = copyOfBase("header")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        let cases: [(String, String)] = [("width", "1000000000000"), ("height", "1000000000000"), ("width", "65501"),
+                                         ("stripe-count", "99999999999"), ("dz-tile-size", "9223372036854775807"),
+                                         ("dz-overlap", "-1"), ("shards", "9223372036854775807"), ("dz-lowest", "99"),
+                                         ("dz-reduced-size", "9223372036854775807 9223372036854775807"), ("jpeg-stripes", "0 99999999")]
+        for (key, value) in cases {
+            // Every part edited alike (so they still agree), checksums recomputed.
+            for k in 1...3 {
+                var edited = original[k - 1]
+                edited.setHeader(key, value)
+                edited.write(to: part(folder, k))
+            }
+            expectRefused(folder, saying: ["part-000"])
+        }
+        // 10^12 x 10^12 named as the claim it is.
+        for k in 1...3 {
+            var edited = original[k - 1]
+            edited.setHeader("width", "1000000000000")
+            edited.setHeader("height", "1000000000000")
+            edited.write(to: part(folder, k))
+        }
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part claims a picture of 1000000000000 x 1000000000000 px"])
+    }
+
+    /// One byte changed in a stripe's segment, in a tile, in the header text: exit 3 naming the
+    /// part and the record, nothing written.
+    @Test func aChangedByteFailsItsChecksum() throws {
+        let folder = copyOfBase("checksum")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = PartEditor(path: part(folder, 2))
+        var segment = original
+        let index = try #require(segment.firstRecord(kind: 2))
+        segment.flipByte(inRecord: index)
+        segment.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part: the segment of stripe \(segment.record32(index, 4))",
+                                       "does not match its checksum"])
+        var tile = original
+        let tileIndex = try #require(tile.firstRecord(kind: 3))
+        tile.flipByte(inRecord: tileIndex)
+        tile.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part: the tile ", "does not match its checksum"])
+        var header = original
+        header.bytes[Int(header[.headerOffset]) + 3] ^= 0x01
+        header.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part has a header and index that do not match their checksum"])
+        // A part of the format before checksums: named as another version's.
+        var old = original
+        old.bytes.replaceSubrange(0..<8, with: Array("TSPART01".utf8))
+        old.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part was made by another version of tessera (part format 01"])
+    }
+
+    /// Sparse parts whose footer claims a 256 MiB or 8 GiB header, or an 8 GiB index of zeros:
+    /// refused after a few reads, the join's peak RSS far below what they claim.
+    @Test func aSparsePartIsNotReadIntoMemory() {
+        let folder = copyOfBase("sparse")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = PartEditor(path: part(folder, 3))
+        let photos = snapshot(folder + "/photos"), outputs = snapshot(folder + "/out")
+        for (bytes, index) in [(Int64(256) << 20, false), (Int64(8) << 30, false), (Int64(8) << 30, true)] {
+            writeSparsePart(from: original, apparentBytes: bytes, to: part(folder, 3), claimingIndex: index)
+            let measured = runMeasured(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi", "--no-progress"])
+            #expect((measured.status >> 8) & 0xFF == 3, "\(measured.output)")
+            #expect(measured.output.contains("part-0003-of-0003.tessera-part"), "\(measured.output)")
+            #expect(measured.peakBytes < 48 << 20, "sparse part of \(bytes >> 20) MiB: join peak RSS \(measured.peakMiB) MiB")
+            print("hostile sparse part of \(bytes >> 20) MiB (claiming \(index ? "an index" : "a header")): join exit \((measured.status >> 8) & 0xFF), peak RSS \(measured.peakMiB) MiB")
+            #expect(snapshot(folder + "/photos") == photos && snapshot(folder + "/out") == outputs)
+        }
+        expectRefused(folder, saying: ["part-0003-of-0003.tessera-part has a record of an unknown kind (record 1 of"], parts: false)
+    }
+
+    /// Parts edited to name a photo of the render, another part, or a path in the shard folder
+    /// as the JPEG (every part alike, checksums recomputed): only the destination checks stand
+    /// in the way, and they refuse (exit 2) with nothing replaced.
+    @Test func partsCannotChooseWhatTheJoinReplaces() {
+        let folder = copyOfBase("destinations")
+        defer { _ = system("rm -rf '\(folder)'") }
+        unlink(folder + "/out/w.jpg")
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        func pointJPEG(at path: String) {
+            for k in 1...3 {
+                var edited = original[k - 1]
+                edited.setHeader("jpeg", path)
+                edited.write(to: part(folder, k))
+            }
+        }
+        pointJPEG(at: folder + "/photos/Landscape_1.jpg")
+        expectRefused(folder, status: 2, saying: ["photos/Landscape_1.jpg", "comes from the parts"], given: false)
+        pointJPEG(at: part(folder, 2))
+        expectRefused(folder, status: 2, saying: ["part-0002-of-0003.tessera-part"], given: false)
+        pointJPEG(at: folder + "/parts/part-0009-of-0009.jpg")
+        expectRefused(folder, status: 2, saying: ["inside the shard folder"], given: false)
+        pointJPEG(at: folder + "/parts/new.jpg")
+        expectRefused(folder, status: 2, saying: ["inside the shard folder"], given: false)
+        pointJPEG(at: folder + "/out/profile")
+        expectRefused(folder, status: 2, saying: ["does not end in .jpg"], given: false)
+        // A hard link to a part outside the folder: refused as the part it is.
+        _ = system("ln '\(part(folder, 1))' '\(folder)/out/linked.jpg'")
+        pointJPEG(at: folder + "/out/linked.jpg")
+        expectRefused(folder, status: 2, saying: ["it is the part part-0001-of-0003.tessera-part"], given: false)
+        // Given to join by mistake: refused the same way, the part intact.
+        let linked = readFile(part(folder, 1))
+        let given = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/linked.jpg", "--dzi", folder + "/out/w.dzi", "-q"])
+        #expect(given.status == 2 && given.standardError.contains("it is the part part-0001-of-0003.tessera-part"), "\(given.standardError)")
+        #expect(readFile(part(folder, 1)) == linked)
+        unlink(folder + "/out/linked.jpg")
+        // Only one part edited: the parts disagree, exit 3.
+        for k in 1...3 { original[k - 1].write(to: part(folder, k)) }
+        var one = original[1]
+        one.setHeader("jpeg", folder + "/photos/Landscape_2.jpg")
+        one.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part names other outputs"], given: false)
+        // Unedited, to a new path: joined.
+        original[1].write(to: part(folder, 2))
+        let join = runTesseraSplit(["join", folder + "/parts", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+        #expect(readFile(folder + "/out/w.jpg").starts(with: [0xFF, 0xD8]))
+    }
+
+    /// A part that is a dangling symbolic link, a folder, a FIFO: exit 3 naming it, in a part's
+    /// words. A --shard-dir that is a file is said to be one, for join and for a shard.
+    @Test func partsThatAreNotFilesAreNamed() {
+        let folder = copyOfBase("kinds")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let path = part(folder, 2)
+        #expect(system("mv '\(path)' '\(folder)/moved' && ln -s '\(folder)/nowhere' '\(path)'") == 0)
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part is a symbolic link to nothing"])
+        unlink(path)
+        #expect(mkdir(path, 0o755) == 0)
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part is a folder"])
+        rmdir(path)
+        #expect(mkfifo(path, 0o644) == 0)
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part is a FIFO"])
+        unlink(path)
+        let file = folder + "/a-file"
+        writeFile(Array("x".utf8), to: file)
+        let join = runTesseraSplit(["join", file])
+        #expect(join.status == 3 && join.standardError.contains("it is a file, not a folder"), "\(join.standardError)")
+        let shard = runTesseraSplit(["grid", folder + "/photos", "-o", folder + "/out/x.jpg", "--grid", "4x4", "--tile-size", "16",
+                                     "--shard", "1/2", "--shard-dir", file])
+        #expect(shard.status == 2 && shard.standardError.contains("\(file) is a file, not a folder"), "\(shard.standardError)")
+    }
+}

@@ -140,6 +140,11 @@ public struct RenderRequest: Sendable {
             }
             let folder = parentDirectory(of: file.path)
             guard case .success(let info) = fileStatus(folder), (info.st_mode & S_IFMT) == S_IFDIR else {
+                // A file where the folder should be is named as a file: "does not exist" would send
+                // the user looking for something that is there.
+                if case .success = fileStatus(folder) {
+                    throw .unusableOutput(path: file.path, reason: "\(folder) is a file, not a folder")
+                }
                 throw .unusableOutput(path: file.path, reason: "the folder \(folder) does not exist (create it first)")
             }
             guard access(folder, W_OK) == 0 else {

@@ -1,16 +1,29 @@
 // PartFile.swift — one shard's output: a single file in the shard folder, written atomically.
 //
-//     "TSPART01"                                   8 bytes
+//     "TSPART02"                                   8 bytes
 //     records' bytes, in the order they were made  (JPEG header and segments, tiles, reduced
 //                                                   rows, the viewer's cells.js)
 //     header text                                  "key=value" lines (the render's description)
-//     index                                        32 bytes a record: kind, a, b, c (UInt32),
-//                                                   offset, length (UInt64), little-endian
+//     index                                        40 bytes a record: kind, a, b, c (UInt32),
+//                                                   offset, length (UInt64), the CRC-32C of its
+//                                                   bytes, 0 (UInt32), little-endian
 //     footer                                       header offset and length, index offset and
-//                                                   record count (UInt64 each), "TSPARTOK"
+//                                                   record count (UInt64 each), the CRC-32C of
+//                                                   header text and index, 0 (UInt32), "TSPARTOK"
 //
 // The footer comes last, so a part cut short (a copy that stopped, a disk that filled) has no
-// valid footer and is refused as truncated. The file is made as an AtomicOutputFile: a shard
+// valid footer and is refused as truncated.
+//
+// A part is untrusted input: a shard folder is often on a shared filesystem that other users
+// and jobs can write. The reader takes no number from it on trust: every offset, length and
+// count is checked against the file's size with arithmetic that cannot overflow before it sizes
+// a read, an allocation or a loop; the header text is at most 1 MiB (a real one is under 2 KB)
+// and the index is read in 1 MiB pieces, each record checked as it comes, so a sparse file
+// whose footer claims gigabytes is refused after a few reads; records must lie end to end, as
+// the writer appends them, so that verifying reads each byte once. The checksums (CRC32C.swift) find
+// a changed byte: the join verifies every record's before it writes anything (`verify`). They
+// are not a signature: whoever can write the folder can write a consistent part, so what a
+// part may make the join do is bounded elsewhere (the join's destinations, ShardJoin.swift). The file is made as an AtomicOutputFile: a shard
 // killed mid-way leaves nothing under the part's name, and a shard run again replaces its part
 // in one rename. One file a shard (not a folder of tiles) keeps a shared folder (NFS, a
 // Kubernetes volume) to N files, however many tiles the pyramid has.
@@ -38,13 +51,21 @@ struct PartRecord: Equatable, Sendable {
     let a: UInt32, b: UInt32, c: UInt32
     let offset: UInt64
     let length: UInt64
+    /// CRC-32C of the record's bytes.
+    let checksum: UInt32
 }
 
 enum PartFormat {
-    static let startMagic = Array("TSPART01".utf8)
+    /// "TSPART" and the format's two digits: 01 had no checksums.
+    static let startMagic = Array("TSPART02".utf8)
+    static let version = "2"
     static let endMagic = Array("TSPARTOK".utf8)
-    static let recordBytes = 32
-    static let footerBytes = 40
+    static let recordBytes = 40
+    static let footerBytes = 48
+    /// The most header text a part may claim; a real render's is under 2 KB (a long title at most).
+    static let maxHeaderBytes: UInt64 = 1 << 20
+    /// The most a JPEG header record may hold (tables and markers: under 1 KB).
+    static let maxJPEGHeaderBytes: UInt64 = 1 << 20
 }
 
 final class PartWriter: @unchecked Sendable {
@@ -62,11 +83,13 @@ final class PartWriter: @unchecked Sendable {
     var bytesWritten: Int64 { lock.withLock { file.bytesWritten } }
 
     func append(_ kind: PartRecordKind, a: Int, b: Int = 0, c: Int = 0, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        let checksum = CRC32C.checksum(bytes)  // (outside the lock: the encoding jobs sum in parallel)
         lock.lock()
         defer { lock.unlock() }
         let offset = UInt64(file.bytesWritten)
         try file.append(bytes)
-        records.append(PartRecord(kind: kind, a: UInt32(a), b: UInt32(b), c: UInt32(c), offset: offset, length: UInt64(bytes.count)))
+        records.append(PartRecord(kind: kind, a: UInt32(a), b: UInt32(b), c: UInt32(c), offset: offset, length: UInt64(bytes.count),
+                                  checksum: checksum))
     }
 
     /// Writes the header, the index and the footer; the part is complete (still invisible).
@@ -83,9 +106,10 @@ final class PartWriter: @unchecked Sendable {
         func put64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { tail += $0 } }
         for record in records {
             put32(record.kind.rawValue); put32(record.a); put32(record.b); put32(record.c)
-            put64(record.offset); put64(record.length)
+            put64(record.offset); put64(record.length); put32(record.checksum); put32(0)
         }
-        put64(headerOffset); put64(headerLength); put64(indexOffset); put64(UInt64(records.count))
+        let checksum = tail.withUnsafeBytes { CRC32C.checksum($0) }
+        put64(headerOffset); put64(headerLength); put64(indexOffset); put64(UInt64(records.count)); put32(checksum); put32(0)
         tail += PartFormat.endMagic
         try tail.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.append(raw) } }.get()
     }
@@ -121,52 +145,116 @@ struct PartHeader: Equatable, Sendable {
 /// A part, opened and checked for reading.
 final class PartReader {
     let path: String
+    /// The file's name, for messages.
+    let name: String
     let header: PartHeader
     let records: [PartRecord]
     let size: Int64
+    /// The file's device and inode: an output must not be one of the parts.
+    let identity: OutputDestination.Identity
     private let file: FileDescriptor
+    private let directory: String
 
-    /// Opens `path` and checks its shape: the magic at both ends, and a header and index inside
-    /// the file. Throws `.unusableParts` (naming the file) for anything else.
+    /// Opens `path` and checks its shape: the magic at both ends, a header and an index inside
+    /// the file and within their bounds, each record inside the data, and the checksum of header
+    /// and index. Throws `.unusableParts` (naming the file) for anything else, a file that
+    /// cannot be opened or is not a regular file included.
     init(path: String, directory: String) throws(TesseraError) {
         self.path = path
+        self.directory = directory
         let name = path.split(separator: "/").last.map(String.init) ?? path
+        self.name = name
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: "\(name) \(why)") }
-        let (file, info) = try FileDescriptor.openRegularFileForReading(path)
+        let file: FileDescriptor, info: stat
+        do throws(TesseraError) {
+            (file, info) = try FileDescriptor.openRegularFileForReading(path)
+        } catch {
+            throw bad(PartReader.whyNotOpened(path, error))
+        }
         let size = Int64(info.st_size)
         var parsedHeader = PartHeader(text: "")
         var parsedRecords: [PartRecord] = []
         do throws(TesseraError) {
             let truncated = bad("is truncated or not a part (\(size) bytes, no complete index at its end): run its shard again")
-            guard size >= Int64(PartFormat.startMagic.count + PartFormat.footerBytes) else { throw truncated }
-            var start = [UInt8](repeating: 0, count: 8)
-            try start.withUnsafeMutableBytes { raw in Result { () throws(TesseraError) in try file.readAll(into: raw, at: 0) } }.get()
-            guard start == PartFormat.startMagic else { throw bad("is not a Tessera part file") }
+            guard size >= Int64(PartFormat.startMagic.count + PartFormat.footerBytes) else {
+                if size >= 8 { try PartReader.checkMagic(file, bad) }
+                throw truncated
+            }
+            try PartReader.checkMagic(file, bad)
             var footer = [UInt8](repeating: 0, count: PartFormat.footerBytes)
             try footer.withUnsafeMutableBytes { raw in
                 Result { () throws(TesseraError) in try file.readAll(into: raw, at: size - Int64(PartFormat.footerBytes)) }
             }.get()
-            guard Array(footer[32..<40]) == PartFormat.endMagic else { throw truncated }
-            func u64(_ bytes: [UInt8], _ at: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
-            func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << (8 * $1) } }
+            guard Array(footer[40..<48]) == PartFormat.endMagic else { throw truncated }
             let headerOffset = u64(footer, 0), headerLength = u64(footer, 8), indexOffset = u64(footer, 16), count = u64(footer, 24)
+            let expectedChecksum = u32(footer, 32)
+            // Each bound is checked before the next uses it, so that no sum or product overflows.
             let footerStart = UInt64(size) - UInt64(PartFormat.footerBytes)
-            guard headerOffset >= 8, headerOffset + headerLength == indexOffset, count < UInt64(Int32.max),
-                  indexOffset + count * UInt64(PartFormat.recordBytes) == footerStart else { throw truncated }
-            var tail = [UInt8](repeating: 0, count: Int(footerStart - headerOffset))
-            try tail.withUnsafeMutableBytes { raw in
-                Result { () throws(TesseraError) in try file.readAll(into: raw, at: Int64(headerOffset)) }
+            guard headerOffset >= 8, headerOffset <= footerStart, headerLength <= footerStart - headerOffset,
+                  indexOffset == headerOffset + headerLength else { throw truncated }
+            guard headerLength <= PartFormat.maxHeaderBytes else {
+                throw bad("claims a header of \(headerLength) bytes (a part's is at most \(PartFormat.maxHeaderBytes)): it is damaged or not a part")
+            }
+            let indexBytes = footerStart - indexOffset
+            guard count <= indexBytes / UInt64(PartFormat.recordBytes), count * UInt64(PartFormat.recordBytes) == indexBytes else {
+                throw truncated
+            }
+            var checksum = CRC32C()
+            var text = [UInt8](repeating: 0, count: Int(headerLength))
+            try text.withUnsafeMutableBytes { raw in
+                Result { () throws(TesseraError) in
+                    if raw.count > 0 { try file.readAll(into: raw, at: Int64(headerOffset)) }
+                    checksum.update(UnsafeRawBufferPointer(raw))
+                }
             }.get()
-            parsedHeader = PartHeader(text: String(decoding: tail[0..<Int(headerLength)], as: UTF8.self))
+            parsedHeader = PartHeader(text: String(decoding: text, as: UTF8.self))
+            // The index, 1 MiB at a time, each record checked as it is read: a hole of zeros
+            // fails at its first record. What stays is the records that passed.
+            let recordsPerRead = (1 << 20) / PartFormat.recordBytes
+            var chunk = [UInt8](repeating: 0, count: Int(min(count, UInt64(recordsPerRead))) * PartFormat.recordBytes)
             var records: [PartRecord] = []
-            records.reserveCapacity(Int(count))
-            for i in 0..<Int(count) {
-                let at = Int(headerLength) + i * PartFormat.recordBytes
-                guard let kind = PartRecordKind(rawValue: u32(tail, at)) else { throw bad("has a record of an unknown kind") }
-                let record = PartRecord(kind: kind, a: u32(tail, at + 4), b: u32(tail, at + 8), c: u32(tail, at + 12),
-                                        offset: u64(tail, at + 16), length: u64(tail, at + 24))
-                guard record.offset >= 8, record.offset + record.length <= headerOffset else { throw bad("has a record outside its data") }
-                records.append(record)
+            var read: UInt64 = 0
+            // The writer appends each record's bytes after the last: records are contiguous from
+            // the magic to the header. Required, so that no two records share bytes (N records
+            // each claiming the whole file would make verifying read it N times).
+            var dataEnd: UInt64 = 8
+            while read < count {
+                let n = Int(min(count - read, UInt64(recordsPerRead)))
+                try chunk.withUnsafeMutableBytes { raw in
+                    Result { () throws(TesseraError) in
+                        let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<(n * PartFormat.recordBytes)])
+                        try file.readAll(into: piece, at: Int64(indexOffset + read * UInt64(PartFormat.recordBytes)))
+                        checksum.update(UnsafeRawBufferPointer(piece))
+                    }
+                }.get()
+                for i in 0..<n {
+                    let at = i * PartFormat.recordBytes
+                    let number = read + UInt64(i) + 1
+                    guard let kind = PartRecordKind(rawValue: u32(chunk, at)) else {
+                        throw bad("has a record of an unknown kind (record \(number) of \(count)): it is damaged or not a part")
+                    }
+                    let record = PartRecord(kind: kind, a: u32(chunk, at + 4), b: u32(chunk, at + 8), c: u32(chunk, at + 12),
+                                            offset: u64(chunk, at + 16), length: u64(chunk, at + 24), checksum: u32(chunk, at + 32))
+                    guard record.offset == dataEnd, record.length <= headerOffset - record.offset else {
+                        throw bad("has a record outside its data (record \(number) of \(count)): it is damaged or not a part")
+                    }
+                    dataEnd += record.length
+                    // Fields a kind does not use are what the writer left there: anything else is an edit.
+                    guard kind == .tile || (record.b == (kind == .reducedRows ? 1 : 0) && record.c == 0) else {
+                        throw bad("has a record with fields its kind does not have (record \(number) of \(count)): it is damaged or not a part")
+                    }
+                    guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
+                        throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
+                    }
+                    records.append(record)
+                }
+                read += UInt64(n)
+            }
+            guard dataEnd == headerOffset else {
+                throw bad("has \(headerOffset - dataEnd) bytes of data no record holds: it is damaged or not a part")
+            }
+            guard checksum.value == expectedChecksum else {
+                throw bad("has a header and index that do not match their checksum: the part was changed or damaged; run its shard again")
             }
             parsedRecords = records
         } catch {
@@ -175,11 +263,80 @@ final class PartReader {
         }
         self.file = file
         self.size = size
+        identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         header = parsedHeader
         records = parsedRecords
     }
 
     deinit { file.close() }
+
+    /// The start magic: a part of another format version is named as such.
+    private static func checkMagic(_ file: FileDescriptor, _ bad: (String) -> TesseraError) throws(TesseraError) {
+        var start = [UInt8](repeating: 0, count: 8)
+        try start.withUnsafeMutableBytes { raw in Result { () throws(TesseraError) in try file.readAll(into: raw, at: 0) } }.get()
+        guard start != PartFormat.startMagic else { return }
+        if start.starts(with: Array("TSPART".utf8)) {
+            let version = String(decoding: start[6...], as: UTF8.self)
+            throw bad("was made by another version of tessera (part format \(version); this one reads format "
+                      + "\(String(decoding: PartFormat.startMagic[6...], as: UTF8.self))): run its shard again with this version")
+        }
+        throw bad("is not a Tessera part file")
+    }
+
+    /// Why `path` could not be opened as a part, from what stands there (a part's own words:
+    /// the open's error is worded for photos).
+    private static func whyNotOpened(_ path: String, _ error: TesseraError) -> String {
+        if case .success(let link) = linkStatus(path), (link.st_mode & S_IFMT) == S_IFLNK,
+           case .failure = fileStatus(path) {
+            return "is a symbolic link to nothing: remove it, or run its shard again"
+        }
+        if case .success(let info) = fileStatus(path) {
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: return "is a folder, not a part file: remove it, or run its shard again"
+            case S_IFIFO: return "is a FIFO, not a part file: remove it, or run its shard again"
+            case S_IFREG: break
+            default: return "is not a regular file: remove it, or run its shard again"
+            }
+        }
+        if case .system(_, let code, _) = error { return "cannot be opened (\(errnoDescription(code)))" }
+        return "cannot be opened"
+    }
+
+    /// What `record` is, for messages.
+    static func describe(_ record: PartRecord) -> String {
+        switch record.kind {
+        case .jpegHeader: return "JPEG header"
+        case .jpegSegment: return "segment of stripe \(record.a)"
+        case .tile: return "tile \(record.a)/\(record.b)_\(record.c)"
+        case .reducedRows: return "reduced row \(record.a)"
+        case .cellsScript: return "piece \(record.a) of the viewer's cells.js"
+        }
+    }
+
+    /// Reads every record in pieces of `buffer`'s size and compares its checksum; throws
+    /// `.unusableParts` naming the part and the record at the first that differs.
+    func verify(using buffer: inout [UInt8]) throws(TesseraError) {
+        precondition(!buffer.isEmpty)
+        for (index, record) in records.enumerated() {
+            var checksum = CRC32C()
+            var done: UInt64 = 0
+            while done < record.length {
+                let count = Int(min(UInt64(buffer.count), record.length - done))
+                try buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(TesseraError) in
+                        let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<count])
+                        try file.readAll(into: piece, at: Int64(record.offset + done))
+                        checksum.update(UnsafeRawBufferPointer(piece))
+                    }
+                }.get()
+                done += UInt64(count)
+            }
+            guard checksum.value == record.checksum else {
+                throw .unusableParts(directory: directory, reason: "\(name): the \(PartReader.describe(record)) (record \(index + 1) of "
+                                     + "\(records.count)) does not match its checksum: the part was changed or damaged; run its shard again")
+            }
+        }
+    }
 
     /// Reads `record`'s bytes into `buffer` (resized to fit).
     func read(_ record: PartRecord, into buffer: inout [UInt8]) throws(TesseraError) {
@@ -196,6 +353,10 @@ final class PartReader {
         try file.readAll(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]), at: Int64(record.offset) + Int64(start))
     }
 }
+
+/// Little-endian fields of a part's footer and index.
+private func u64(_ bytes: [UInt8], _ at: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
+private func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << (8 * $1) } }
 
 extension String {
     /// Every occurrence of `target` replaced (without Foundation).

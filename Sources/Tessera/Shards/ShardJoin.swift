@@ -2,8 +2,8 @@
 //
 // Everything is checked before anything is written: the parts present are all complete part
 // files of one render (one fingerprint, one N), shards 1...N each exactly once under their own
-// names, every JPEG stripe, pyramid tile and reduced row exactly once, and the disk has room.
-// Then:
+// names, every JPEG stripe, pyramid tile and reduced row exactly once, the destinations, every
+// record's checksum (PartFile.swift), and the disk has room. Then:
 //
 // - the JPEG: the header (from the part holding stripe 0), each stripe's segment in order with
 //   RST0...RST7 cycling between them and EOI after the last — the bytes of the single-process
@@ -15,6 +15,15 @@
 // Both appear atomically, the pyramid first (as in a render); on any failure neither does and
 // what stood at their names is untouched. The parts are left in place; the shards' shared cells
 // (SharedCells.swift) are removed.
+//
+// Destinations. A part is untrusted (anyone who can write the shard folder can write one), so
+// the paths its header names are not taken on trust: the outputs are the paths given to `join`
+// (-o, --dzi), or, when none is given, the ones every part names, after the render's own checks
+// (RenderRequest.checkDestinations: the folder exists and can be written, nothing there that is
+// not a regular file, a symbolic link, an immutable file, two outputs one file) and three more:
+// not inside the shard folder, not one of the parts, and nothing there yet. The last is what
+// keeps a part from naming a photo of the render (the join cannot know the photos): taken from
+// the parts, a path may only be created; to replace a file, give its path to `join`.
 //
 // With a wait (`--wait`), the join starts before the shards end: it takes parts 1...N in order
 // as they appear and checks each (the same checks, `Joiner.check`) before copying it, so a bad
@@ -36,6 +45,19 @@ public struct JoinSummary: Equatable, Sendable {
     public var peakResidentBytes: Int64 = 0
 }
 
+/// Where a join writes its outputs. Empty: the paths the parts name, checked (ShardJoin.swift).
+public struct JoinDestinations: Equatable, Sendable {
+    public var jpegPath: String?
+    public var deepZoomPath: String?
+
+    public init(jpegPath: String? = nil, deepZoomPath: String? = nil) {
+        self.jpegPath = jpegPath
+        self.deepZoomPath = deepZoomPath
+    }
+
+    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil }
+}
+
 public enum ShardJoin {
     /// Joins the parts in `directory` into the outputs named when the shards ran. `threads`
     /// encode the pyramid's lowest levels (nil: the online cores).
@@ -46,8 +68,8 @@ public enum ShardJoin {
     /// waiting at most `waitSeconds` for the next: run beside the shards on one machine, the
     /// copying overlaps their rendering. Either way the outputs appear only when complete.
     /// `progress` hears (parts copied, N) after each part.
-    public static func join(directory: String, threads: Int? = nil, waitSeconds: Double? = nil,
-                            cancellation: RenderCancellation? = nil,
+    public static func join(directory: String, destinations: JoinDestinations = JoinDestinations(), threads: Int? = nil,
+                            waitSeconds: Double? = nil, cancellation: RenderCancellation? = nil,
                             progress: (Int, Int) -> Void = { _, _ in }) throws(TesseraError) -> JoinSummary {
         let started = monotonicSeconds()
         var joiner: Joiner
@@ -55,12 +77,16 @@ public enum ShardJoin {
             let first = try waitForPart(in: directory, number: nil, count: nil, fingerprint: nil, seconds: waitSeconds,
                                         cancellation: cancellation)
             joiner = try Joiner(directory: directory, first: first)
+            // The parts still to come cannot be compared yet: only the first is known not to be
+            // a destination; the others are checked as they come (`check`).
+            try joiner.decideDestinations(destinations, parts: [first.part])
             do throws(TesseraError) {
                 for number in 1...joiner.shards {
                     let part = number == first.number ? first.part
                         : try waitForPart(in: directory, number: number, count: joiner.shards, fingerprint: joiner.fingerprint,
                                           seconds: waitSeconds, cancellation: cancellation).part
                     try joiner.check(part)
+                    try joiner.verify(part)
                     try joiner.checkDiskSpace(for: part)
                     try joiner.write(part, threads: threads, cancellation: cancellation)
                     progress(number, joiner.shards)
@@ -76,6 +102,8 @@ public enum ShardJoin {
             joiner = try Joiner(directory: directory, first: (1, parts[0]))
             for part in parts { try joiner.check(part) }
             try joiner.checkComplete()
+            try joiner.decideDestinations(destinations, parts: parts)
+            for part in parts { try joiner.verify(part) }
             try joiner.checkDiskSpace(parts)
             do throws(TesseraError) {
                 for (index, part) in parts.enumerated() {
@@ -100,9 +128,7 @@ public enum ShardJoin {
                                     cancellation: RenderCancellation?) throws(TesseraError) -> (number: Int, part: PartReader) {
         let deadline = monotonicSeconds() + seconds
         while true {
-            guard case .success(let info) = fileStatus(directory), (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw .unusableParts(directory: directory, reason: "there is no such folder (give the --shard-dir the shards wrote to)")
-            }
+            try checkFolder(directory)
             let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
             for name in names {
                 if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
@@ -129,15 +155,24 @@ public enum ShardJoin {
     }
 
     /// A part's file name, for messages.
-    static func name(_ part: PartReader) -> String { part.path.split(separator: "/").last.map(String.init) ?? part.path }
+    static func name(_ part: PartReader) -> String { part.name }
+
+    /// Throws unless `directory` is a folder: a file there is named as one, not as missing.
+    static func checkFolder(_ directory: String) throws(TesseraError) {
+        switch fileStatus(directory) {
+        case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR: return
+        case .success:
+            throw .unusableParts(directory: directory, reason: "it is a file, not a folder (give the --shard-dir the shards wrote to)")
+        case .failure:
+            throw .unusableParts(directory: directory, reason: "there is no such folder (give the --shard-dir the shards wrote to)")
+        }
+    }
 
     /// The parts in `directory`, ordered by shard, after checking that they are shards 1...N of
     /// one render, each once, under their own names.
     static func openParts(in directory: String) throws(TesseraError) -> [PartReader] {
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
-        guard case .success(let info) = fileStatus(directory), (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw bad("there is no such folder (give the --shard-dir the shards wrote to)")
-        }
+        try checkFolder(directory)
         let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
         guard !names.isEmpty else {
             throw bad("it holds no part files (*\(ShardSpec.partExtension)): run the shards with --shard K/N --shard-dir \(directory) first")
@@ -189,7 +224,9 @@ private struct Joiner {
     let shards: Int
     var summary: JoinSummary
     private let stripeCount: Int
-    private let zoomPath: String?
+    private var zoomPath: String?
+    /// The outputs part 1 names: every part must name the same.
+    private let namedJPEG: String?, namedZoom: String?
     private var zoomSettings = DeepZoomSettings()
     private var subsampling = ChromaSubsampling.s420
     private var geometry: DeepZoomGeometry?
@@ -208,31 +245,52 @@ private struct Joiner {
     private var zoomOutput: DeepZoomOutput?
     private var writtenStripes = 0
     private var buffer: [UInt8] = []
+    private var verifyBuffer: [UInt8] = []
+    /// The most bytes a pyramid tile of this render can hold (a record claiming more is refused
+    /// before a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at
+    /// quality 100 with 4:4:4, byte stuffing included.
+    private var maxTileBytes: UInt64 = 0
+    /// The files already at the destinations (given to join): a part that comes later with
+    /// `--wait` must not be one of them.
+    private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
 
     init(directory: String, first: (number: Int, part: PartReader)) throws(TesseraError) {
         self.directory = directory
         let header = first.part.header
+        let name = ShardJoin.name(first.part)
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
-        guard header["format"] == "1" else { throw bad("\(ShardJoin.name(first.part)) is of another part format (\(header["format"] ?? "none"))") }
-        guard let fingerprint = header["fingerprint"], let shards = Int(header["shards"] ?? ""), shards >= 1,
+        guard header["format"] == PartFormat.version else {
+            throw bad("\(name) was made by another version of tessera (part format \(header["format"] ?? "none"); this one reads "
+                      + "format \(PartFormat.version)): run its shard again with this version")
+        }
+        guard let fingerprint = header["fingerprint"], let shards = Int(header["shards"] ?? ""), (1...ShardSpec.maxCount).contains(shards),
               let width = Int(header["width"] ?? ""), let height = Int(header["height"] ?? ""), width > 0, height > 0 else {
-            throw bad("\(ShardJoin.name(first.part)) has no valid description of its render")
+            throw bad("\(name) has no valid description of its render")
+        }
+        // No bigger than a render could have made: its own limits (RenderPlan), before any
+        // size, level count or loop is derived from them.
+        let side = header["jpeg"] != nil ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+        guard width <= side, height <= side else {
+            throw bad("\(name) claims a picture of \(width) x \(height) px, more than a render makes (\(side) px a side "
+                      + (header["jpeg"] != nil ? "with a JPEG" : "for a pyramid") + "): it is damaged or not a part")
         }
         self.fingerprint = fingerprint
         self.shards = shards
         summary = JoinSummary(shards: shards, width: width, height: height)
-        summary.jpegPath = header["jpeg"]
-        summary.deepZoomPath = header["dzi"]
+        namedJPEG = header["jpeg"]
+        namedZoom = header["dzi"]
+        summary.jpegPath = namedJPEG
+        summary.deepZoomPath = namedZoom
         stripeCount = Int(header["stripe-count"] ?? "") ?? 0
         if summary.jpegPath != nil {
-            guard stripeCount > 0, stripeCount <= height else { throw bad("the parts give \(stripeCount) stripes") }
+            guard stripeCount > 0, stripeCount <= height else { throw bad("\(name) gives \(stripeCount) stripes for \(height) rows") }
         }
-        zoomPath = header["dzi"]
+        zoomPath = namedZoom
         if zoomPath != nil {
             func number(_ key: String) throws(TesseraError) -> Int {
-                guard let value = Int(header[key] ?? "") else { throw bad("a part has no valid \(key)") }
+                guard let value = Int(header[key] ?? "") else { throw bad("\(name) has no valid \(key)") }
                 return value
             }
             zoomSettings.tileSize = try number("dz-tile-size")
@@ -241,11 +299,79 @@ private struct Joiner {
             zoomSettings.viewer = header["dz-viewer"] == "1"
             zoomSettings.labels = ViewerLabels(rawValue: header["dz-labels"] ?? "") ?? .name
             zoomSettings.title = header["dz-title"]
-            try zoomSettings.validate()
-            guard let mode = ChromaSubsampling(rawValue: header["subsampling"] ?? "") else { throw bad("a part has no valid subsampling") }
+            do throws(TesseraError) {
+                try zoomSettings.validate()
+            } catch {
+                throw bad("\(name) has pyramid settings no render has (\(error)): it is damaged or not a part")
+            }
+            guard let mode = ChromaSubsampling(rawValue: header["subsampling"] ?? "") else { throw bad("\(name) has no valid subsampling") }
             subsampling = mode
             geometry = DeepZoomGeometry(width: width, height: height, tileSize: zoomSettings.tileSize, overlap: zoomSettings.overlap)
+            let tileSide = UInt64(zoomSettings.tileSize + 2 * zoomSettings.overlap)
+            maxTileBytes = tileSide * tileSide * 24 + (1 << 20)
         }
+    }
+
+    /// Decides the outputs: `given` (join's -o and --dzi), or the paths the parts name, and
+    /// checks them as a render checks its own, and against `parts` and the shard folder (the
+    /// file's header says why). Throws `.invalidSettings` or `.unusableOutput` (exit 2, as a
+    /// render's destination would), before anything is written.
+    mutating func decideDestinations(_ given: JoinDestinations, parts: [PartReader]) throws(TesseraError) {
+        if !given.isEmpty {
+            if given.jpegPath != nil && namedJPEG == nil {
+                throw .invalidSettings("-o: the parts hold no JPEG (their render wrote only a pyramid); give --dzi alone")
+            }
+            if given.deepZoomPath != nil && namedZoom == nil {
+                throw .invalidSettings("--dzi: the parts hold no pyramid (their render wrote only a JPEG); give -o alone")
+            }
+            if given.jpegPath == nil && namedJPEG != nil {
+                throw .invalidSettings("the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)")
+            }
+            if given.deepZoomPath == nil && namedZoom != nil {
+                throw .invalidSettings("the parts hold a pyramid too: give --dzi PATH as well as -o (or neither, to use the paths the shards named)")
+            }
+            summary.jpegPath = given.jpegPath
+            summary.deepZoomPath = given.deepZoomPath
+            zoomPath = given.deepZoomPath
+        }
+        var outputs: [RenderOutput] = []
+        if let path = summary.jpegPath { outputs.append(.jpeg(path: path)) }
+        if let path = zoomPath {
+            guard RenderOutput.isDeepZoomPath(path) else {
+                throw .unusableOutput(path: path, reason: "a part names this as the pyramid, but a pyramid's path ends in NAME.dzi")
+            }
+            outputs.append(.deepZoom(path: path, settings: zoomSettings))
+        }
+        if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
+            throw .unusableOutput(path: path, reason: "a part names this as the JPEG, but it does not end in .jpg or .jpeg: give -o PATH to join")
+        }
+        try RenderRequest.checkDestinations(outputs, temporaryDirectory: nil)
+        let folder = resolvedPath(directory) ?? directory
+        let partsByIdentity = Dictionary(parts.map { ($0.identity, $0.name) }, uniquingKeysWith: { first, _ in first })
+        for file in outputs.flatMap(\.files) {
+            let canonical = OutputDestination.canonicalPath(file.path)
+            if canonical == folder || canonical.hasPrefix(folder == "/" ? "/" : folder + "/") {
+                throw .unusableOutput(path: file.path, reason: "\(file.role) would be inside the shard folder \(directory), "
+                                      + "where the parts are: choose another folder")
+            }
+            if let identity = OutputDestination.identity(file.path), let part = partsByIdentity[identity] {
+                throw .unusableOutput(path: file.path, reason: "it is the part \(part); writing \(file.role) there would destroy it")
+            }
+            if let identity = OutputDestination.identity(file.path) { destinationIdentities[identity] = file.path }
+            if given.isEmpty, case .success = linkStatus(file.path) {
+                throw .unusableOutput(path: file.path, reason: "\(file.role) exists, and this path comes from the parts, not from "
+                                      + "you: the join only creates files at paths its parts name; to replace it, give it to the join ("
+                                      + (file.role == "the JPEG" ? "-o" : "--dzi") + " PATH)")
+            }
+        }
+    }
+
+    /// Reads every record of a checked part and compares its checksum, before anything of it is
+    /// written. Pieces of 4 MiB: the memory does not grow with the part.
+    mutating func verify(_ part: PartReader) throws(TesseraError) {
+        if verifyBuffer.isEmpty { verifyBuffer = [UInt8](repeating: 0, count: 4 << 20) }
+        try part.verify(using: &verifyBuffer)
+        // Every later part names the same outputs; one that does not has been refused by `check`.
     }
 
     private func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
@@ -261,6 +387,12 @@ private struct Joiner {
         let name = ShardJoin.name(part)
         guard part.header["fingerprint"] == fingerprint, part.header["shards"] == String(shards) else {
             throw bad("\(name) is a part of another render")
+        }
+        if let path = destinationIdentities[part.identity] {
+            throw .unusableOutput(path: path, reason: "it is the part \(name); writing the output there would destroy it")
+        }
+        guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom else {
+            throw bad("\(name) names other outputs than the part before it: it is damaged or not a part of this render")
         }
         if part.header["shard"] == "1" { firstHasCells = part.records.contains { $0.kind == .cellsScript } }
         if summary.jpegPath != nil {
@@ -289,12 +421,13 @@ private struct Joiner {
                 }
                 if lowest == nil {
                     let size = try numbers("dz-reduced-size", in: part)
-                    let picture = DeepZoomGeometry(width: max(1, size.0), height: max(1, size.1), tileSize: zoomSettings.tileSize,
-                                                   overlap: zoomSettings.overlap)
-                    guard picture.maxLevel == level - 1, size.0 == geometry.levels[level - 1].width,
-                          size.1 == geometry.levels[level - 1].height else {
+                    // Compared with the level first: the geometry is made only from a size that fits.
+                    guard size.0 == geometry.levels[level - 1].width, size.1 == geometry.levels[level - 1].height else {
                         throw bad("\(name)'s reduced picture does not fit the pyramid")
                     }
+                    let picture = DeepZoomGeometry(width: max(1, size.0), height: max(1, size.1), tileSize: zoomSettings.tileSize,
+                                                   overlap: zoomSettings.overlap)
+                    guard picture.maxLevel == level - 1 else { throw bad("\(name)'s reduced picture does not fit the pyramid") }
                     lowest = level
                     reduced = picture
                 }
@@ -309,9 +442,13 @@ private struct Joiner {
                           tiles.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
                         throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c), which is out of the pyramid or held twice")
                     }
+                    guard record.length <= maxTileBytes else {
+                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c) of \(record.length) bytes, more than a tile of "
+                                  + "this pyramid can be (\(maxTileBytes)): it is damaged or not a part")
+                    }
                     tileBytes += Int64(record.length)
                 case .reducedRows:
-                    guard let reduced, Int(record.a) == checkedReducedRows, record.b == 1, Int(record.length) == reduced.width * 3 else {
+                    guard let reduced, checkedReducedRows < reduced.height, Int(record.a) == checkedReducedRows, record.b == 1, Int(record.length) == reduced.width * 3 else {
                         throw bad("\(name)'s reduced rows do not follow the band before (row \(record.a), expected \(checkedReducedRows))")
                     }
                     checkedReducedRows += 1
@@ -401,10 +538,20 @@ private struct Joiner {
                         let part = cellsPart
                         let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
                         defer { file.close() }
-                        var buffer: [UInt8] = []
+                        // (In pieces: a piece's length is the part's word, not a size to allocate.)
+                        var buffer = [UInt8](repeating: 0, count: 1 << 20)
                         for record in part.records where record.kind == .cellsScript {
-                            try part.read(record, into: &buffer)
-                            try buffer.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw) } }.get()
+                            var done = 0
+                            while done < Int(record.length) {
+                                let count = min(buffer.count, Int(record.length) - done)
+                                try buffer.withUnsafeMutableBytes { raw in
+                                    Result { () throws(TesseraError) in
+                                        try part.read(record, from: done, count: count, into: raw)
+                                        try file.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+                                    }
+                                }.get()
+                                done += count
+                            }
                         }
                     })
                 zoomOutput = output
@@ -478,5 +625,19 @@ private struct Joiner {
     func discard() {
         zoomOutput?.discard()
         jpegOutput?.discard()
+    }
+}
+
+extension ShardJoin {
+    /// Opens the part at `path` and checks it as a join checks its first part: its shape, the
+    /// header's description of the render, its records against that render, and every
+    /// checksum. Returns the number of records. Writes nothing (the fuzzer's part entry point).
+    public static func verifyPart(at path: String) throws(TesseraError) -> Int {
+        let directory = parentDirectory(of: path)
+        let part = try PartReader(path: path, directory: directory)
+        var joiner = try Joiner(directory: directory, first: (1, part))
+        try joiner.check(part)
+        try joiner.verify(part)
+        return part.records.count
     }
 }

@@ -40,7 +40,7 @@ final class ShardSink: StripeSink {
         marks = .output(dotsPerInch: request.settings.dotsPerInch)
         part = try PartWriter(path: target.partPath)
         var header: [(key: String, value: String)] = [
-            ("format", "1"), ("shard", String(target.shard.number)),
+            ("format", PartFormat.version), ("shard", String(target.shard.number)),
             ("shards", String(target.shard.count)), ("fingerprint", fingerprint),
             ("width", String(plan.width)), ("height", String(plan.height)),
             ("stripe-height", String(plan.geometry.stripeHeight)), ("stripe-count", String(plan.geometry.stripeCount)),

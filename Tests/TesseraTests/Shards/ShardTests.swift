@@ -194,10 +194,16 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         return (scratch, folder, parts)
     }
 
+    /// The outputs given to the join (the sentinel stands at the JPEG's name, which a join
+    /// replaces only when given it).
+    private func given(_ folder: String) -> JoinDestinations {
+        JoinDestinations(jpegPath: folder + "/out.jpg", deepZoomPath: folder + "/zoom/out.dzi")
+    }
+
     /// Join throws `.unusableParts` whose reason contains `words`, and writes nothing.
     private func expectRefused(_ parts: String, folder: String, saying words: String) {
         do {
-            _ = try ShardJoin.join(directory: parts)
+            _ = try ShardJoin.join(directory: parts, destinations: given(folder))
             Issue.record("join accepted the parts; expected a refusal saying '\(words)'")
         } catch let error as TesseraError {
             guard case .unusableParts(_, let reason) = error else {
@@ -233,7 +239,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         var damaged = bytes
         damaged[damaged.count - 45] ^= 0xFF
         writeBytes(damaged, to: path)
-        #expect(throws: TesseraError.self) { try ShardJoin.join(directory: parts) }
+        #expect(throws: TesseraError.self) { try ShardJoin.join(directory: parts, destinations: given(folder)) }
     }
 
     @Test func aDuplicatedPartIsRefused() throws {
@@ -260,7 +266,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         writeBytes(Array("hello".utf8) + [UInt8](repeating: 0, count: 100), to: parts + "/notes.tessera-part")
         expectRefused(parts, folder: folder, saying: "notes.tessera-part is not a Tessera part file")
         removeFile(parts + "/notes.tessera-part")
-        _ = try ShardJoin.join(directory: parts)
+        _ = try ShardJoin.join(directory: parts, destinations: given(folder))
         #expect(readBytes(folder + "/out.jpg").starts(with: [0xFF, 0xD8]))
     }
 
@@ -283,7 +289,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         try renderShards(ShardCase(), numbers: [2], of: 3, parts: parts, folder: folder)
         #expect(listNames(parts).filter { !$0.hasPrefix(".") }
                 == ["part-0001-of-0003.tessera-part", "part-0002-of-0003.tessera-part", "part-0003-of-0003.tessera-part"])
-        _ = try ShardJoin.join(directory: parts)
+        _ = try ShardJoin.join(directory: parts, destinations: given(folder))
         #expect(listNames(folder).contains("out.jpg") && listNames(folder + "/zoom").contains("out.dzi"))
     }
 
@@ -305,7 +311,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         removeFile(parts + "/part-0002-of-0003.tessera-part")
         let started = monotonicSeconds()
         #expect(throws: TesseraError.unusableParts(directory: parts, reason: "shard 2 of 3 has no part after waiting 1 s: did that shard fail? run it again, then join again")) {
-            try ShardJoin.join(directory: parts, waitSeconds: 1)
+            try ShardJoin.join(directory: parts, destinations: given(folder), waitSeconds: 1)
         }
         #expect(monotonicSeconds() - started >= 1)
         #expect(readBytes(folder + "/out.jpg") == Array("old picture".utf8))

@@ -1,0 +1,102 @@
+// PartFileTests.swift — the part file's checksum and its reader against hostile numbers: CRC-32C
+// against published vectors and its own byte-at-a-time reference; the reader given a real part
+// whose footer and index hold extreme values refuses it (`.unusableParts` naming it), never traps.
+import Glibc
+import Testing
+import TesseraTestSupport
+@testable import Tessera
+
+@Suite struct PartFileTests {
+    @Test func crc32cMatchesPublishedVectors() {
+        func crc(_ bytes: [UInt8]) -> UInt32 { bytes.withUnsafeBytes { CRC32C.checksum($0) } }
+        #expect(crc(Array("123456789".utf8)) == 0xE306_9283)
+        // RFC 3720 (iSCSI), appendix B.4.
+        #expect(crc([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(crc([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        #expect(crc((0..<32).map { UInt8($0) }) == 0x46DD_794E)
+        #expect(crc([]) == 0)
+    }
+
+    /// Slicing-by-8 at every alignment and length near its 8-byte steps, in pieces, equals the
+    /// one-table reference over the whole.
+    @Test func slicingEqualsTheByteAtATimeReference() {
+        var random = SplitMix64(seed: 25)
+        let data = (0..<4099).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        for start in 0..<9 {
+            for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4090 - start] {
+                var reference = CRC32C()
+                for byte in data[start..<(start + length)] { reference.update(byte: byte) }
+                var sliced = CRC32C()
+                let cut = length / 3
+                data.withUnsafeBytes { raw in
+                    sliced.update(UnsafeRawBufferPointer(rebasing: raw[start..<(start + cut)]))
+                    sliced.update(UnsafeRawBufferPointer(rebasing: raw[(start + cut)..<(start + length)]))
+                }
+                #expect(sliced == reference, "start \(start), length \(length)")
+            }
+        }
+    }
+
+    /// Every footer field, and a record's offset and length (its checksums recomputed), set to
+    /// extreme values: refused with the part named.
+    @Test func extremeFooterAndIndexNumbersAreRefused() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let folder = scratch.file("out"), parts = scratch.file("parts")
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
+        let path = parts + "/part-0001-of-0001.tessera-part"
+        let original = readBytes(path)
+        let part = try PartReader(path: path, directory: parts)
+        #expect(part.records.count > 10)
+        let footer = original.count - PartFormat.footerBytes
+        func put(_ value: UInt64, _ bytes: inout [UInt8], _ at: Int, _ width: Int) {
+            for i in 0..<width { bytes[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) }
+        }
+        func expectRefused(_ bytes: [UInt8], _ what: String) {
+            writeBytes(bytes, to: path)
+            do {
+                _ = try ShardJoin.verifyPart(at: path)
+                Issue.record("\(what): accepted")
+            } catch {
+                guard case .unusableParts(_, let reason) = error else {
+                    Issue.record("\(what): \(error)")
+                    return
+                }
+                #expect(reason.contains("part-0001-of-0001.tessera-part"), "\(what): \(reason)")
+            }
+        }
+        let values: [UInt64] = [0, 7, UInt64(original.count), UInt64(original.count) + 1, 1 << 32, 1 << 63, UInt64(Int64.max),
+                                UInt64.max - 39, UInt64.max]
+        for field in 0..<4 {
+            for value in values where value != (0..<8).reduce(UInt64(0), { $0 | UInt64(original[footer + 8 * field + $1]) << (8 * $1) }) {
+                var bytes = original
+                put(value, &bytes, footer + 8 * field, 8)
+                expectRefused(bytes, "footer field \(field) = \(value)")
+            }
+        }
+        let headerOffset = Int(part.records.map { $0.offset + $0.length }.max()!)
+        let indexOffset = footer - part.records.count * PartFormat.recordBytes
+        for (field, value) in [(16, UInt64.max), (16, UInt64(headerOffset)), (24, UInt64.max), (24, UInt64(Int64.max)), (16, 0)] {
+            var bytes = original
+            put(value, &bytes, indexOffset + field, 8)
+            let checksum = bytes[headerOffset..<footer].withUnsafeBytes { CRC32C.checksum($0) }
+            put(UInt64(checksum), &bytes, footer + 32, 4)
+            expectRefused(bytes, "record 0 field \(field) = \(value)")
+        }
+        // Records that share bytes (each claiming all the data: verifying would read it once a
+        // record), resealed: refused.
+        var overlapping = original
+        for i in 0..<part.records.count {
+            put(8, &overlapping, indexOffset + i * PartFormat.recordBytes + 16, 8)
+            put(UInt64(headerOffset - 8), &overlapping, indexOffset + i * PartFormat.recordBytes + 24, 8)
+        }
+        let crc = overlapping[headerOffset..<footer].withUnsafeBytes { CRC32C.checksum($0) }
+        put(UInt64(crc), &overlapping, footer + 32, 4)
+        expectRefused(overlapping, "every record over all the data")
+        writeBytes(original, to: path)
+        #expect(try ShardJoin.verifyPart(at: path) == part.records.count)
+    }
+}
