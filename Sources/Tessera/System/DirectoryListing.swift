@@ -29,12 +29,12 @@ func forEachDirectoryEntry(_ path: PathBytes, _ body: ([UInt8]) throws(TesseraEr
     }
     defer { _ = system_closedir(directory) }
     while let entry = system_readdir(directory) {
-        let name = withUnsafePointer(to: entry.pointee.d_name) {
-            $0.withMemoryRebound(to: UInt8.self, capacity: 256) { pointer -> [UInt8] in
-                let length = strnlen(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), 256)
-                return Array(UnsafeBufferPointer(start: pointer, count: length))
-            }
-        }
+        // The name is read in place: a dirent is as long as its name, not the struct's 256-byte
+        // field, so copying `entry.pointee.d_name` would read past a short entry (AddressSanitizer
+        // found it).
+        let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let length = strnlen(field.assumingMemoryBound(to: CChar.self), 256)
+        let name = Array(UnsafeRawBufferPointer(start: field, count: length))
         if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { try body(name) }
     }
 }
