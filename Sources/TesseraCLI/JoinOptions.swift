@@ -7,6 +7,8 @@ public struct JoinOptions: Equatable, Sendable {
     /// Join parts as they appear, waiting at most this long for each (`--wait`); nil: all now.
     public var waitSeconds: Double?
     public var workers: Int?
+    /// The join's memory budget (`--max-memory`).
+    public var maxMemoryBytes = 64 << 20
     /// The outputs (-o, --dzi); empty: the paths the parts name, which the join only creates.
     public var destinations = JoinDestinations()
     public var progress = ProgressStyle.bar
@@ -136,6 +138,7 @@ public enum JoinCommand {
         OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Write the pyramid here (as -o; with both outputs in the parts, give both)."),
         OptionSpec(names: ["--wait"], valueName: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first."),
         OptionSpec(names: ["--workers"], valueName: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores)."),
+        OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for the levels of the pyramid the join builds and the tiles it copies (default 64MiB, at least 32M): a part whose sizes need more is refused before anything is written (exit 4, naming what would fit)."),
         OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr; json ends with a summary event (shards, sizes, time, peak RSS)."),
         OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
         OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors."),
@@ -151,6 +154,11 @@ public enum JoinCommand {
             let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
             switch name {
             case "--workers": options.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
+            case "--max-memory":
+                guard let bytes = parseByteSize(value), bytes >= 32 << 20 else {
+                    throw CommandLineError("--max-memory expects a size of at least 32M like 64M, 512MiB, 2G, got '\(value)'", argumentIndex: position)
+                }
+                options.maxMemoryBytes = bytes
             case "--output": options.destinations.jpegPath = value
             case "--dzi":
                 guard RenderOutput.isDeepZoomPath(value) else {

@@ -233,7 +233,7 @@ public struct Runner {
             let started = monotonicSeconds()
             let console = self.console
             let summary = try ShardJoin.join(directory: options.directory, destinations: options.destinations, threads: options.workers,
-                                             waitSeconds: options.waitSeconds, cancellation: cancellation) { done, total in
+                                             memoryBytes: options.maxMemoryBytes, waitSeconds: options.waitSeconds, cancellation: cancellation) { done, total in
                 console.progress(.join, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
             }
             console.result(Report.join(summary, directory: options.directory))

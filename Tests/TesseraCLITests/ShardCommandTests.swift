@@ -389,3 +389,58 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         #expect(shard.status == 2 && shard.standardError.contains("\(file) is a file, not a folder"), "\(shard.standardError)")
     }
 }
+
+/// The second review's cases: what a consistent forgery (checksums recomputed) could still do.
+extension HostilePartTests {
+    /// A NUL in a path from the parts: "evil.sh\0.jpg" passed as a .jpg and created evil.sh.
+    @Test func aPathWithANulIsRefused() {
+        let folder = copyOfBase("nul")
+        defer { _ = system("rm -rf '\(folder)'") }
+        unlink(folder + "/out/w.jpg")
+        for k in 1...3 {
+            var edited = PartEditor(path: part(folder, k))
+            edited.setHeader("jpeg", folder + "/out/evil.sh\u{0}.jpg")
+            edited.write(to: part(folder, k))
+        }
+        expectRefused(folder, status: 2, saying: ["NUL"], given: false)
+        #expect(access(folder + "/out/evil.sh", F_OK) != 0, "the join created the file the NUL cut the path to")
+    }
+
+    /// A header whose size is not the JPEG's own (its SOF): the summary would report a size the
+    /// file does not have.
+    @Test func aSizeThatIsNotTheJPEGsIsRefused() {
+        let folder = copyOfBase("sof")
+        defer { _ = system("rm -rf '\(folder)'") }
+        for k in 1...3 {
+            var edited = PartEditor(path: part(folder, k))
+            edited.setHeader("width", "65500")
+            edited.setHeader("height", "65500")
+            edited.write(to: part(folder, k))
+        }
+        expectRefused(folder, saying: ["JPEG header is not of a 65500 x 65500 px picture"])
+    }
+
+    /// Tiles of 4096 px (a render with a large budget may make them): the levels the join builds
+    /// need more than its default budget, so it refuses before writing (exit 4, naming the
+    /// need), and joins with --max-memory.
+    @Test func theJoinKeepsToItsBudget() {
+        let folder = "\(testRoot)/join-budget"
+        _ = system("rm -rf '\(folder)'")
+        #expect(system("mkdir -p '\(folder)/parts' '\(folder)/out'") == 0)
+        for k in 1...3 {
+            let shard = runTesseraSplit(["grid", fixtures, "--grid", "12x8", "--tile-size", "40x30", "--dzi-tile-size", "4096",
+                                         "--dzi", folder + "/out/w.dzi", "--max-memory", "1G", "--shard", "\(k)/3",
+                                         "--shard-dir", folder + "/parts", "-q"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let refused = runMeasured(["join", folder + "/parts", "--no-progress"])
+        #expect(refused.exitCode == 4, "\(refused.output)")
+        #expect(refused.output.contains("64.0 MiB is too small"), "\(refused.output)")
+        #expect(access(folder + "/out/w.dzi", F_OK) != 0)
+        #expect(refused.peakBytes <= 68 << 20, "peak \(refused.peakMiB) MiB")
+        let joined = runTesseraSplit(["join", folder + "/parts", "--max-memory", "1G", "-q"])
+        #expect(joined.status == 0, "\(joined.standardError)")
+        #expect(access(folder + "/out/w.dzi", F_OK) == 0)
+        _ = system("rm -rf '\(folder)'")
+    }
+}

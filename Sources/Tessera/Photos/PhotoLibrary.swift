@@ -224,7 +224,7 @@ public struct PhotoLibrary: Sendable {
                                 selection: PhotoSelection) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
-        var folders: [(name: [UInt8], info: stat)] = []
+        var folders: [[UInt8]] = []  // names only: a stat is 144 bytes, and a folder may hold 100,000 folders
         // By bytes, end to end: a name that is not UTF-8 is still a file that can be opened.
         try forEachDirectoryEntry(directory) { (name: [UInt8]) throws(TesseraError) in
             if scan.cancellation?.isCancelled == true { throw .cancelled }
@@ -253,7 +253,7 @@ public struct PhotoLibrary: Sendable {
                 // A Deep Zoom pyramid's tiles, beside its NAME.dzi: thousands of tiles, none a photo.
                 scan.leftOut.ownOutputs += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
-                folders.append((name, entry))
+                folders.append(name)
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFREG:
                 if !scan.named.contains(path) { try scan.add(path, named: false) }
             case .success:
@@ -263,11 +263,13 @@ public struct PhotoLibrary: Sendable {
                 }
             }
         }
-        folders.sort { $0.name.lexicographicallyPrecedes($1.name) }
-        for folder in folders {
-            let path = directory.appending(folder.name)
+        folders.sort { $0.lexicographicallyPrecedes($1) }
+        for name in folders {
+            let path = directory.appending(name)
+            // Stat again: a folder that went away since the listing is skipped like any other.
+            guard case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) == S_IFDIR else { continue }
             do {
-                try collect(directory: path, info: folder.info, scan: &scan, visited: &visited, selection: selection)
+                try collect(directory: path, info: info, scan: &scan, visited: &visited, selection: selection)
             } catch .cancelled {
                 throw .cancelled
             } catch {

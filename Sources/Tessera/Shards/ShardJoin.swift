@@ -69,14 +69,14 @@ public enum ShardJoin {
     /// copying overlaps their rendering. Either way the outputs appear only when complete.
     /// `progress` hears (parts copied, N) after each part.
     public static func join(directory: String, destinations: JoinDestinations = JoinDestinations(), threads: Int? = nil,
-                            waitSeconds: Double? = nil, cancellation: RenderCancellation? = nil,
+                            memoryBytes: Int = 64 << 20, waitSeconds: Double? = nil, cancellation: RenderCancellation? = nil,
                             progress: (Int, Int) -> Void = { _, _ in }) throws(TesseraError) -> JoinSummary {
         let started = monotonicSeconds()
         var joiner: Joiner
         if let waitSeconds {
             let first = try waitForPart(in: directory, number: nil, count: nil, fingerprint: nil, seconds: waitSeconds,
                                         cancellation: cancellation)
-            joiner = try Joiner(directory: directory, first: first)
+            joiner = try Joiner(directory: directory, first: first, memoryBytes: memoryBytes)
             // The parts still to come cannot be compared yet: only the first is known not to be
             // a destination; the others are checked as they come (`check`).
             try joiner.decideDestinations(destinations, parts: [first.part])
@@ -99,7 +99,7 @@ public enum ShardJoin {
             }
         } else {
             let parts = try openParts(in: directory)
-            joiner = try Joiner(directory: directory, first: (1, parts[0]))
+            joiner = try Joiner(directory: directory, first: (1, parts[0]), memoryBytes: memoryBytes)
             for part in parts { try joiner.check(part) }
             try joiner.checkComplete()
             try joiner.decideDestinations(destinations, parts: parts)
@@ -157,12 +157,37 @@ public enum ShardJoin {
     /// A part's file name, for messages.
     static func name(_ part: PartReader) -> String { part.name }
 
+    /// What the join holds besides the pyramid's levels: the copy and verify buffers (4 MiB
+    /// each), a batch of reduced rows (4 MiB) and the process itself.
+    static let fixedBytes = 28 << 20
+
+    /// The width and height in a JPEG header's SOF marker (nil when there is none).
+    static func frameSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
+        var at = 2
+        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+        while at + 4 <= bytes.count {
+            guard bytes[at] == 0xFF else { return nil }
+            let marker = bytes[at + 1]
+            if marker == 0xFF { at += 1; continue }
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
+                guard at + 9 <= bytes.count else { return nil }
+                return (Int(bytes[at + 7]) << 8 | Int(bytes[at + 8]), Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]))
+            }
+            if marker == 0xDA || marker == 0xD9 { return nil }
+            guard length >= 2 else { return nil }
+            at += 2 + length
+        }
+        return nil
+    }
+
     /// Throws unless `directory` is a folder: a file there is named as one, not as missing.
     static func checkFolder(_ directory: String) throws(TesseraError) {
         switch fileStatus(directory) {
         case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR: return
-        case .success:
-            throw .unusableParts(directory: directory, reason: "it is a file, not a folder (give the --shard-dir the shards wrote to)")
+        case .success(let info):
+            let what = (info.st_mode & S_IFMT) == S_IFREG ? "a file" : "not a regular file (a FIFO, socket or device)"
+            throw .unusableParts(directory: directory, reason: "it is \(what), not a folder (give the --shard-dir the shards wrote to)")
         case .failure:
             throw .unusableParts(directory: directory, reason: "there is no such folder (give the --shard-dir the shards wrote to)")
         }
@@ -250,14 +275,18 @@ private struct Joiner {
     /// before a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at
     /// quality 100 with 4:4:4, byte stuffing included.
     private var maxTileBytes: UInt64 = 0
+    /// The join's memory budget (`--max-memory`): what building the levels below the bands and
+    /// copying tiles may hold. Sizes a part gives are checked against it before they size anything.
+    private let memoryBytes: Int
     /// The files already at the destinations (given to join): a part that comes later with
     /// `--wait` must not be one of them.
     private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
 
-    init(directory: String, first: (number: Int, part: PartReader)) throws(TesseraError) {
+    init(directory: String, first: (number: Int, part: PartReader), memoryBytes: Int) throws(TesseraError) {
         self.directory = directory
+        self.memoryBytes = memoryBytes
         let header = first.part.header
         let name = ShardJoin.name(first.part)
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
@@ -334,6 +363,11 @@ private struct Joiner {
             summary.deepZoomPath = given.deepZoomPath
             zoomPath = given.deepZoomPath
         }
+        // A NUL would end the path where the kernel reads it: "evil.sh\0.jpg" passes the checks
+        // below as a .jpg and creates evil.sh.
+        for path in [summary.jpegPath, zoomPath].compactMap({ $0 }) where path.utf8.contains(0) {
+            throw .unusableOutput(path: path.replacing("\u{0}", with: "\\0"), reason: "a part names a path with a NUL byte in it: it is damaged or not a part")
+        }
         var outputs: [RenderOutput] = []
         if let path = summary.jpegPath { outputs.append(.jpeg(path: path)) }
         if let path = zoomPath {
@@ -401,8 +435,18 @@ private struct Joiner {
                 if record.kind == .jpegHeader {
                     guard !headerSeen, checkedStripes == 0 else { throw bad("\(name) holds a second JPEG header") }
                     headerSeen = true
+                    // The picture's size is the JPEG's own (its SOF), not only the header's word.
+                    guard record.length <= PartFormat.maxJPEGHeaderBytes else { throw bad("\(name)'s JPEG header is too long") }
+                    try part.read(record, into: &buffer)
+                    guard let size = ShardJoin.frameSize(buffer), size.width == summary.width, size.height == summary.height else {
+                        throw bad("\(name)'s JPEG header is not of a \(summary.width) x \(summary.height) px picture, "
+                                  + "as its description says: it is damaged or not a part")
+                    }
                 } else {
                     let stripe = Int(record.a)
+                    guard stripe >= owned.0, stripe < owned.1 else {
+                        throw bad("\(name) holds stripe \(stripe), outside its own band (stripes \(owned.0)..<\(owned.1)): it is damaged or not a part")
+                    }
                     guard stripe == checkedStripes, stripe >= owned.0, stripe < owned.1, stripe < stripeCount, headerSeen else {
                         throw bad("\(name) holds stripe \(stripe) where stripe \(checkedStripes) was due: a part is missing or not its own")
                     }
@@ -428,6 +472,13 @@ private struct Joiner {
                     let picture = DeepZoomGeometry(width: max(1, size.0), height: max(1, size.1), tileSize: zoomSettings.tileSize,
                                                    overlap: zoomSettings.overlap)
                     guard picture.maxLevel == level - 1 else { throw bad("\(name)'s reduced picture does not fit the pyramid") }
+                    // What the levels below the bands take (as a render plans its pyramid:
+                    // tiles in progress and kept rows a level), checked before any is built.
+                    let tileSide = zoomSettings.tileSize + 2 * zoomSettings.overlap
+                    let columns = picture.levels.reduce(0) { $0 + $1.columns }
+                    let need = columns * (RenderPlan.tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * zoomSettings.overlap * tileSide * 3)
+                        + 2 * picture.width * 3 + ShardJoin.fixedBytes
+                    guard need <= memoryBytes else { throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: need) }
                     lowest = level
                     reduced = picture
                 }
@@ -445,6 +496,14 @@ private struct Joiner {
                     guard record.length <= maxTileBytes else {
                         throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c) of \(record.length) bytes, more than a tile of "
                                   + "this pyramid can be (\(maxTileBytes)): it is damaged or not a part")
+                    }
+                    // A tile is copied whole (the writer takes its bytes at once): no more than a
+                    // quarter of the budget, and at least a JPEG's SOI and EOI.
+                    guard record.length >= 4 else {
+                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c) of \(record.length) bytes, too short for a JPEG")
+                    }
+                    guard record.length <= UInt64(memoryBytes / 4) else {
+                        throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: Int(record.length) * 4)
                     }
                     tileBytes += Int64(record.length)
                 case .reducedRows:
@@ -635,7 +694,7 @@ extension ShardJoin {
     public static func verifyPart(at path: String) throws(TesseraError) -> Int {
         let directory = parentDirectory(of: path)
         let part = try PartReader(path: path, directory: directory)
-        var joiner = try Joiner(directory: directory, first: (1, part))
+        var joiner = try Joiner(directory: directory, first: (1, part), memoryBytes: 64 << 20)
         try joiner.check(part)
         try joiner.verify(part)
         return part.records.count
