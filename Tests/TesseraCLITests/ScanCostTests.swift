@@ -26,6 +26,19 @@ import Testing
         #expect(system("rm -rf '\(folder)'") == 0)
     }
 
+    /// 100,000 empty subfolders beside one photo, at --max-memory 32M: a folder waiting to be
+    /// entered costs its name, not its stat (it peaked at 40 MB when each kept a stat).
+    @Test func emptyFoldersCostLittle() throws {
+        let folder = testRoot + "/empty-folders"
+        #expect(mkdir(folder, 0o755) == 0)
+        for index in 0..<100_000 { try #require(mkdir(folder + "/album-\(index)", 0o755) == 0) }
+        #expect(system("cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photo.jpg'") == 0)
+        let run = runMeasured(["grid", folder, "--grid", "2x1", "--tile-size", "64", "--max-memory", "32M", "-o", testRoot + "/empty-folders.jpg"])
+        #expect(run.exitCode == 0 && run.output.contains("128 x 64 px"), "\(run.output)")
+        #expect(run.peakBytes <= 32 << 20, "peak \(run.peakMiB) MiB for 100,000 empty folders at --max-memory 32M")
+        #expect(system("rm -rf '\(folder)'") == 0)
+    }
+
     /// A folder, a FIFO or a missing file as --target: exit 2 naming --target and the path,
     /// before any photo is read (nothing is written).
     @Test func targetThatIsNotAFile() throws {
