@@ -348,6 +348,23 @@ final class PartReader {
         }.get()
     }
 
+    /// Hands `record`'s bytes to `write` a `buffer`-full at a time: the memory is the buffer's,
+    /// whatever length the record claims.
+    func copy(_ record: PartRecord, using buffer: inout [UInt8],
+              to write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
+        var done = 0
+        while done < Int(record.length) {
+            let count = min(buffer.count, Int(record.length) - done)
+            try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(TesseraError) in
+                    try read(record, from: done, count: count, into: raw)
+                    try write(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+                }
+            }.get()
+            done += count
+        }
+    }
+
     /// Reads part of `record`: `count` bytes from `start` within it.
     func read(_ record: PartRecord, from start: Int, count: Int, into raw: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         try file.readAll(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]), at: Int64(record.offset) + Int64(start))

@@ -600,17 +600,7 @@ private struct Joiner {
                         // (In pieces: a piece's length is the part's word, not a size to allocate.)
                         var buffer = [UInt8](repeating: 0, count: 1 << 20)
                         for record in part.records where record.kind == .cellsScript {
-                            var done = 0
-                            while done < Int(record.length) {
-                                let count = min(buffer.count, Int(record.length) - done)
-                                try buffer.withUnsafeMutableBytes { raw in
-                                    Result { () throws(TesseraError) in
-                                        try part.read(record, from: done, count: count, into: raw)
-                                        try file.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
-                                    }
-                                }.get()
-                                done += count
-                            }
+                            try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try file.writeAll(piece) }
                         }
                     })
                 zoomOutput = output
@@ -652,17 +642,7 @@ private struct Joiner {
 
     private mutating func copy(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
         if buffer.count < 4 << 20 { buffer = [UInt8](repeating: 0, count: 4 << 20) }
-        var done = 0
-        while done < Int(record.length) {
-            let count = min(buffer.count, Int(record.length) - done)
-            try buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(TesseraError) in
-                    try part.read(record, from: done, count: count, into: raw)
-                    try output.append(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
-                }
-            }.get()
-            done += count
-        }
+        try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try output.append(piece) }
     }
 
     /// Finishes and commits the outputs, the pyramid first (as a render commits); removes the
