@@ -46,10 +46,13 @@ public final class DecodeBudget: @unchecked Sendable {
     }
 
     /// A budget with the pool of `poolBytes(forBudget:workers:)`, spilling to `spillDirectory`
-    /// or the default temporary directory.
+    /// or the default temporary directory. One photo decoded whole may take three quarters of
+    /// the budget, and never what the process itself holds (RenderPlan.processAllowanceBytes):
+    /// at 32M a 22.5 MiB decode on top of the process's 15 MiB peaked at 39 MB.
     public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
-                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory(), wholeImageLimitBytes: budgetBytes * 3 / 4)
+                  spillDirectory: spillDirectory ?? defaultTemporaryDirectory(),
+                  wholeImageLimitBytes: min(budgetBytes * 3 / 4, budgetBytes - RenderPlan.processAllowanceBytes))
     }
 
     /// The most that decodes held at once so far (their estimates).
