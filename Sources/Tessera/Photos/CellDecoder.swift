@@ -388,7 +388,7 @@ public struct CellDecoder: Sendable {
         let fullBytes = HEIFReader.decodeBytes(reader.info.decode, bits: bits)
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
-            let needed = formatBytes(fullBytes * 2 + (8 << 20))
+            let needed = formatBytes(DecodeBudget.budgetToDraw(bytes: fullBytes))
             if thumbnail.width > 0 {
                 useThumbnail = true
                 warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "

@@ -70,8 +70,12 @@ public final class DecodeBudget: @unchecked Sendable {
         guard bytes > oneDecodeLimitBytes else { return }
         throw TesseraError.unreadablePhoto(
             path: path, reason: "\(what) takes about \(formatBytes(Int64(bytes))), more than --max-memory leaves for one photo; "
-                + "give --max-memory \(formatBytes(Int64(bytes) * 2 + (8 << 20))) or more to draw it")
+                + "give --max-memory \(formatBytes(DecodeBudget.budgetToDraw(bytes: Int64(bytes)))) or more to draw it")
     }
+
+    /// The --max-memory a message suggests for a decode of `bytes`: twice it and 8 MiB, which
+    /// covers the three-quarter limit and the process's own share with room to spare.
+    static func budgetToDraw(bytes: Int64) -> Int64 { bytes * 2 + (8 << 20) }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
     func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {
