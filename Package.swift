@@ -16,12 +16,15 @@ let package = Package(
         // WebP, HEIF and Little CMS readers behind plain C structs.
         // The system-library targets' `link` lines reach only Swift importers, so the libraries are
         // named here as well for this C target.
-        .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif"], path: "Sources/CTesseraShims",
+        // Tessera's own decoding pieces, not a shim: the DC decoder (multi-scan JPEGs at 1/8),
+        // the row store, and the coefficient arrays the libjpeg shim installs.
+        .target(name: "CTesseraCodec", dependencies: ["CJPEG"], path: "Sources/CTesseraCodec"),
+        .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif", "CTesseraCodec"], path: "Sources/CTesseraShims",
                 linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif"), .linkedLibrary("spng"),
                                  .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
                                  .linkedLibrary("lcms2")]),
         // The engine: photos in, stripes, encoder out. Never prints.
-        .target(name: "Tessera", dependencies: ["CTesseraShims"], path: "Sources/Tessera"),
+        .target(name: "Tessera", dependencies: ["CTesseraShims", "CTesseraCodec"], path: "Sources/Tessera"),
         // Command-line parsing and help, testable without running a process.
         .target(name: "TesseraCLI", dependencies: ["Tessera"], path: "Sources/TesseraCLI"),
         // The thin executable: parse, call the library, draw progress, map errors to exit codes.
@@ -39,7 +42,7 @@ let package = Package(
         .executableTarget(name: "tessera-example", dependencies: ["Tessera"], path: "Examples/LibraryExample"),
         // Mutation fuzzer for decode + EXIF + orientation: `scripts/fuzz.sh SECONDS`. Not run by CI.
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
-        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
+        .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "CTesseraCodec", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
         .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "tessera-example", "CTesseraTestShims"], path: "Tests/TesseraCLITests"),
     ]

@@ -55,10 +55,24 @@ static void tessera_error_init(tessera_error *err) {
 
 // MARK: Decoder
 
+static tessera_jpeg_decoder *decoder_of(j_common_ptr cinfo) {
+    return (tessera_jpeg_decoder *)((char *)cinfo->client_data - offsetof(tessera_jpeg_decoder, client));
+}
+
+// The coefficient arrays' failures (a spill file that cannot be read or written, a limit
+// passed): the message is theirs, and error_exit keeps it.
+static void coefficients_fail(j_common_ptr cinfo, const char *message) {
+    tessera_error *err = (tessera_error *)cinfo->err;
+    snprintf(err->message, sizeof err->message, "%s", message);
+    err->io_failed = 1;
+    cinfo->err->msg_code = JERR_FILE_READ;
+    (*cinfo->err->error_exit)(cinfo);
+}
+
 static void src_init(j_decompress_ptr cinfo) { (void)cinfo; }
 
 static boolean src_fill(j_decompress_ptr cinfo) {
-    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    tessera_jpeg_decoder *d = decoder_of((j_common_ptr)cinfo);
     long n = d->source(d->context, d->buffer, d->buffer_bytes);
     if (n < 0) {
         d->err.io_failed = 1;
@@ -78,7 +92,7 @@ static boolean src_fill(j_decompress_ptr cinfo) {
 }
 
 static void src_skip(j_decompress_ptr cinfo, long count) {
-    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    tessera_jpeg_decoder *d = decoder_of((j_common_ptr)cinfo);
     if (count <= 0) return;
     while ((size_t)count > d->src.bytes_in_buffer) {
         count -= (long)d->src.bytes_in_buffer;
@@ -97,7 +111,7 @@ static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
 // at the start of the scan that crosses the line.
 static void scan_limit_monitor(j_common_ptr cinfo) {
     j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
-    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
+    tessera_jpeg_decoder *d = decoder_of((j_common_ptr)cinfo);
     tessera_error *err = (tessera_error *)cinfo->err;
     if (tessera_flag_is_raised(d->cancel_flag)) {
         snprintf(err->message, sizeof err->message, "cancelled");
@@ -147,8 +161,10 @@ tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, vo
     }
     jpeg_create_decompress(&d->cinfo);
     d->created = 1;
-    d->cinfo.client_data = d;
-    tessera_coefficients_install(&d->cinfo, &d->coefficients);
+    d->client.coefficients = &d->coefficients;
+    d->client.fail = coefficients_fail;
+    d->cinfo.client_data = &d->client;
+    tessera_coefficients_install(&d->cinfo);
     d->progress.progress_monitor = scan_limit_monitor;
     d->cinfo.progress = &d->progress;
     d->src.init_source = src_init;

@@ -1,6 +1,6 @@
-// tessera_private.h — what the shim's C files share and Swift never sees: the row store that
-// holds whole-image buffers (in memory, or in a window over a spill file), the replacement for
-// libjpeg's virtual coefficient arrays built on it, and the decoder's own struct.
+// tessera_private.h — what the shim's C files share and Swift never sees: the libjpeg
+// decoder's own struct and its error manager (the row store and coefficient arrays it uses are
+// CTesseraCodec's, tessera_codec_internal.h).
 #ifndef TESSERA_PRIVATE_H
 #define TESSERA_PRIVATE_H
 
@@ -10,55 +10,7 @@
 
 #include "tessera_shims.h"
 
-// MARK: Row store
-
-/// `rows` rows of `row_bytes` bytes, accessed a few rows at a time, in a forward sweep (a scan),
-/// any number of sweeps. With `spill` NULL every row is in memory. Otherwise `window_rows` rows
-/// are: an access outside them writes the window back to the spill file (if it was written to)
-/// and reads the rows asked for; rows never written read as zeros.
-typedef struct {
-    size_t row_bytes;
-    size_t rows;
-    size_t window_rows;
-    size_t first;          // first row held in `window`
-    size_t valid;          // rows held (0 before the first access)
-    int dirty;
-    uint64_t file_offset;  // where row 0 lives in the spill file
-    size_t file_rows;      // rows [0, file_rows) have a place in the file (written or a hole)
-    uint8_t *window;
-    const tessera_spill *spill;
-} tessera_rowstore;
-
-/// Allocates the store: whole in memory when `spill` is NULL, else a zeroed window of
-/// `window_rows` rows (at least one). Returns 0, or -1 when malloc fails.
-int tessera_rowstore_init(tessera_rowstore *store, size_t row_bytes, size_t rows, size_t window_rows,
-                          const tessera_spill *spill, uint64_t file_offset);
-
-/// The address of row `start`, with rows start ..< start + count (count <= window_rows) held
-/// contiguously until the next access. NULL when the spill file could not be read or written.
-uint8_t *tessera_rowstore_access(tessera_rowstore *store, size_t start, size_t count, int writable);
-
-void tessera_rowstore_free(tessera_rowstore *store);
-
-// MARK: Coefficient arrays for libjpeg
-
-/// Where a decoder keeps a multi-scan file's coefficients (libjpeg's "virtual block arrays"):
-/// `tessera_coefficients_install` replaces four methods of libjpeg's memory manager
-/// (request_virt_barray, realize_virt_arrays, access_virt_barray, free_pool and
-/// self_destruct to release them) with row stores of our own. The arrays live in memory when
-/// they fit `memory_limit` bytes, else in a spill file through windows that together fit it.
-typedef struct tessera_coefficients {
-    struct jvirt_barray_control *arrays;  // requested, in request order
-    long memory_limit;
-    const tessera_spill *spill;           // NULL: in memory only, failing past memory_limit
-    int spilled;                          // set when realize chose the spill file
-    size_t total_bytes;                   // of every array, set by realize
-    void (*libjpeg_realize)(j_common_ptr);
-    void (*libjpeg_free_pool)(j_common_ptr, int);
-    void (*libjpeg_self_destruct)(j_common_ptr);
-} tessera_coefficients;
-
-void tessera_coefficients_install(j_decompress_ptr cinfo, tessera_coefficients *coefficients);
+#include "tessera_codec_internal.h"
 
 // MARK: Errors and the decoder
 
@@ -72,6 +24,7 @@ typedef struct {
 
 struct tessera_jpeg_decoder {
     struct jpeg_decompress_struct cinfo;
+    tessera_coefficients_client client;  // cinfo.client_data points here
     tessera_error err;
     struct jpeg_source_mgr src;
     struct jpeg_progress_mgr progress;

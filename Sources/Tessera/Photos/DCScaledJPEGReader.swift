@@ -6,6 +6,7 @@
 // from its first byte, so the libjpeg reader that read the header is untouched.
 //
 // Threading: an instance belongs to one thread at a time.
+import CTesseraCodec
 import CTesseraShims
 
 final class DCScaledJPEGReader {

@@ -9,6 +9,7 @@
 // fixed part of `--max-memory` (RenderPlan), not a cap per worker that multiplies.
 //
 // Threading: `admitted` is called from any number of worker threads at once.
+import CTesseraCodec
 import CTesseraShims
 import Glibc
 

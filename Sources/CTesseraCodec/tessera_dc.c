@@ -31,8 +31,9 @@
 //
 // Errors longjmp to the entry point that set `jump`; no Swift frame is ever in between.
 // Threading: one decoder per thread.
-#include "tessera_private.h"
+#include "tessera_codec_internal.h"
 
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 

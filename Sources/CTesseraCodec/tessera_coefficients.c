@@ -11,7 +11,7 @@
 //
 // `struct jvirt_barray_control` is opaque in jpeglib.h; libjpeg's own definition is private to
 // jmemmgr.c, which never sees an array made here (only these methods touch them).
-#include "tessera_private.h"
+#include "tessera_codec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +30,11 @@ struct jvirt_barray_control {
 };
 
 static tessera_coefficients *coefficients_of(j_common_ptr cinfo) {
-    tessera_jpeg_decoder *d = (tessera_jpeg_decoder *)cinfo->client_data;
-    return &d->coefficients;
+    return ((tessera_coefficients_client *)cinfo->client_data)->coefficients;
 }
 
 static void fail(j_common_ptr cinfo, const char *message) {
-    tessera_error *err = (tessera_error *)cinfo->err;
-    snprintf(err->message, sizeof err->message, "%s", message);
-    err->io_failed = 1;  // the message is ours: error_exit keeps it
-    cinfo->err->msg_code = JERR_FILE_READ;
-    (*cinfo->err->error_exit)(cinfo);
+    ((tessera_coefficients_client *)cinfo->client_data)->fail(cinfo, message);
 }
 
 static jvirt_barray_ptr request_virt_barray(j_common_ptr cinfo, int pool_id, boolean pre_zero,
@@ -149,8 +144,9 @@ static void self_destruct(j_common_ptr cinfo) {
     (*c->libjpeg_self_destruct)(cinfo);
 }
 
-void tessera_coefficients_install(j_decompress_ptr cinfo, tessera_coefficients *c) {
+void tessera_coefficients_install(j_decompress_ptr cinfo) {
     struct jpeg_memory_mgr *mem = cinfo->mem;
+    tessera_coefficients *c = coefficients_of((j_common_ptr)cinfo);
     c->arrays = NULL;
     c->libjpeg_realize = mem->realize_virt_arrays;
     c->libjpeg_free_pool = mem->free_pool;

@@ -1,7 +1,7 @@
 // tessera_rowstore.c — whole-image buffers held in memory or in a window over a spill file.
 // See tessera_private.h. Used by the libjpeg coefficient arrays (tessera_coefficients.c) and by
 // the DC decoder's planes (tessera_dc.c). Single-threaded: a store belongs to one decoder.
-#include "tessera_private.h"
+#include "tessera_codec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
