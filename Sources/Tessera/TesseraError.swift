@@ -10,13 +10,17 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(operation: String, errno: Int32, path: String)
     /// A photo could not be decoded. `reason` is libjpeg's message or ours.
     case unreadablePhoto(path: String, reason: String)
+    /// A photo cannot be drawn within the memory budget: `reason` says what it takes, and
+    /// `budgetToDrawBytes` is the budget that would draw it.
+    case photoNeedsMemory(path: String, reason: String, budgetToDrawBytes: Int64)
     /// A setting is out of range or inconsistent; the message says which and why.
     case invalidSettings(String)
     /// An output (or the temporary folder) cannot be written where it is asked for: its folder
     /// is missing, what stands at its name is not ours to replace, two outputs are one file.
     /// Checked before any work.
     case unusableOutput(path: String, reason: String)
-    /// The output would exceed what baseline JPEG can store in one dimension.
+    /// The output would exceed what its format can store in one dimension: `limit` is a JPEG's
+    /// (65,500 px) when a JPEG is written, else a Deep Zoom pyramid's (RenderPlan.maxDeepZoomSide).
     case outputTooLarge(width: Int, height: Int, limit: Int)
     /// No usable photo was found in the given paths.
     case noPhotos(searched: [String])
@@ -30,6 +34,14 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case insufficientInodes(directory: String, neededFiles: Int64, freeFiles: Int64)
     /// The render was cancelled (a signal, or the caller).
     case cancelled
+    /// A sharded render was asked for with the serial encoder: shards are joined from the
+    /// parallel encoder's restart-marker stripes.
+    case shardedSerialEncoder
+    /// The outputs given to a join do not match what the parts hold.
+    case joinOutputs(JoinOutputMismatch)
+    /// A path the parts name for `output` (the JPEG, the pyramid; `file` is which of its files,
+    /// "the Deep Zoom tiles") cannot be used as it stands: the join must be given one instead.
+    case joinPathFromParts(path: String, output: OutputRole, file: String, problem: JoinPathProblem)
     /// A shard folder cannot be joined: a part is missing, duplicated, truncated, or of another
     /// render. Nothing was written.
     case unusableParts(directory: String, reason: String)
@@ -40,14 +52,17 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(operation) failed for \(path): \(errnoDescription(errno))"
         case let .unreadablePhoto(path, reason):
             return "cannot read photo \(path): \(reason)"
+        case let .photoNeedsMemory(path, reason, budget):
+            return "cannot read photo \(path): \(reason); a memory budget of \(formatBytes(budget)) or more would draw it"
         case let .invalidSettings(message):
             return message
         case let .unusableOutput(path, reason):
             return "\(path): \(reason)"
         case let .outputTooLarge(width, height, limit):
-            return "output would be \(width) x \(height) px, but a JPEG side is limited to \(limit) px"
+            let what = limit == jpegMaxDimension ? "a JPEG side" : "a Deep Zoom pyramid's side"
+            return "output would be \(width) x \(height) px, but \(what) is limited to \(limit) px"
         case let .noPhotos(searched):
-            return "no JPEG photos found in \(searched.joined(separator: ", "))"
+            return "no photos (\(Formats.names)) in \(searched.joined(separator: ", "))"
         case let .encodeFailed(path, reason):
             return "encoding \(path) failed: \(reason)"
         case let .budgetTooSmall(budget, needed):
@@ -58,8 +73,58 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "not enough free inodes in \(directory): the Deep Zoom pyramid needs \(needed) files and directories, \(free) can be made"
         case .cancelled:
             return "cancelled"
+        case .shardedSerialEncoder:
+            return "a sharded render is joined from restart-marker stripes, which the serial encoder does not make"
+        case let .joinOutputs(mismatch):
+            return mismatch.description
+        case let .joinPathFromParts(path, _, file, problem):
+            return "\(path): " + problem.description(file: file)
         case let .unusableParts(directory, reason):
             return "cannot join the parts in \(directory): \(reason)"
+        }
+    }
+}
+
+/// An output of a render, as messages name it.
+public enum OutputRole: String, Equatable, Sendable {
+    case jpeg = "the JPEG"
+    case pyramid = "the pyramid"
+}
+
+/// How the outputs given to a join disagree with the parts.
+public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
+    /// A JPEG was asked for, but the parts' render wrote only a pyramid.
+    case noJPEGInParts
+    /// A pyramid was asked for, but the parts' render wrote only a JPEG.
+    case noPyramidInParts
+    /// Outputs were given, but not the JPEG the parts also hold.
+    case jpegNotGiven
+    /// Outputs were given, but not the pyramid the parts also hold.
+    case pyramidNotGiven
+
+    public var description: String {
+        switch self {
+        case .noJPEGInParts: "the parts hold no JPEG (their render wrote only a pyramid)"
+        case .noPyramidInParts: "the parts hold no pyramid (their render wrote only a JPEG)"
+        case .jpegNotGiven: "the parts hold a JPEG too: give its path as well (or no paths, to use those the shards named)"
+        case .pyramidNotGiven: "the parts hold a pyramid too: give its path as well (or no paths, to use those the shards named)"
+        }
+    }
+}
+
+/// Why a path named by the parts is not used without the join being given one.
+public enum JoinPathProblem: Equatable, Sendable {
+    /// A JPEG's path that does not end in .jpg or .jpeg.
+    case notJPEGName
+    /// Something exists there: the join only creates files at the paths its parts name.
+    case exists
+
+    /// The reason, for `file` ("the JPEG", "the Deep Zoom tiles").
+    public func description(file: String) -> String {
+        switch self {
+        case .notJPEGName: "a part names this as the JPEG, but it does not end in .jpg or .jpeg"
+        case .exists: "\(file) exists, and this path comes from the parts, not from you: the join only creates "
+            + "files at paths its parts name; to replace it, give it to the join"
         }
     }
 }

@@ -98,9 +98,9 @@ public final class StreamConsole: Console, @unchecked Sendable {
     public func photo(_ photo: SkippedPhoto, placeholder: Bool) {
         if style == .json {
             emit("{\"event\": \"\(placeholder ? "placeholder" : "skipped")\", \"path\": \(jsonStringLiteral(photo.path)), "
-                 + "\"reason\": \(jsonStringLiteral(photo.reason))}")
+                 + "\"reason\": \(jsonStringLiteral(photo.commandLineReason))}")
         } else {
-            warning(placeholder ? "\(photo.path): \(photo.reason); drawn as a placeholder" : "skipping \(photo.path): \(photo.reason)")
+            warning(placeholder ? "\(photo.path): \(photo.commandLineReason); drawn as a placeholder" : "skipping \(photo.path): \(photo.commandLineReason)")
         }
     }
 

@@ -156,7 +156,7 @@ public struct Runner {
             return .failure(report(.cancelled, options: options))
         } catch {
             // A named path that does not exist or cannot be listed is bad input, not a failed render.
-            console.message(error.description)
+            console.message(error.commandLineDescription)
             return .failure(.badInput)
         }
         for skipped in library.skipped { console.photo(skipped, placeholder: false) }
@@ -250,7 +250,7 @@ public struct Runner {
             console.message("interrupted; nothing was written and temporaries are removed")
             return cancelledCode()
         } catch {
-            console.message(error.description)
+            console.message(error.commandLineDescription)
             return ExitCode(error)
         }
     }
@@ -290,7 +290,7 @@ public struct Runner {
             console.message("interrupted; the index is as it was")
             return cancelledCode()
         } catch {
-            console.message(error.description)
+            console.message(error.commandLineDescription)
             return ExitCode(error)
         }
     }
@@ -305,7 +305,7 @@ public struct Runner {
             let flag = path == manifest ? "--manifest" : options.flag(naming: path)
             console.message((flag.map { "\($0) " } ?? "") + "\(path): \(reason)")
         } else {
-            console.message(error.description)
+            console.message(error.commandLineDescription)
         }
         return ExitCode(error)
     }

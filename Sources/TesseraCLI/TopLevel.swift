@@ -40,8 +40,8 @@ public enum ExitCode: Int32, Error, Sendable {
     /// The exit code for a library error.
     public init(_ error: TesseraError) {
         switch error {
-        case .invalidSettings, .unusableOutput, .outputTooLarge: self = .usage
-        case .noPhotos, .unreadablePhoto, .unusableParts: self = .badInput
+        case .invalidSettings, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
+        case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts: self = .badInput
         case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed

@@ -55,9 +55,7 @@ public enum MosaicAnalysis {
                 results[number] = features
                 index?.store(photos[number].path, decoded: FeatureIndex.decodeKey(photos[number].header), features: features)
             case .failure(let error):
-                let reason: String
-                if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }
-                failed.append(SkippedPhoto(path: photos[number].path, reason: reason))
+                failed.append(SkippedPhoto(path: photos[number].path, error: error))
             }
         }
         return (results, failed, toAnalyse.count)

@@ -95,7 +95,8 @@ public enum MosaicJob {
     /// WebP) needs its whole image in memory, and the render leaves room for one such photo
     /// only up to `RenderPlan.wholeImageLimitBytes` (analysis, which holds little else, allows
     /// more: a photo could be analysed and matched, then drawn as a placeholder). Each left-out
-    /// photo names the smallest --max-memory that would draw it.
+    /// photo carries the budget that would draw it (DecodeBudget.budgetToDraw, the decoder's
+    /// own rule).
     static func drawablePhotos(_ photos: [Photo], layout: CellLayout, settings: RenderSettings,
                                outputs: [OutputKind]) -> (photos: [Photo], leftOut: [SkippedPhoto]) {
         let needs = photos.map { $0.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight) }
@@ -103,26 +104,18 @@ public enum MosaicJob {
               let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: largest),
               largest > plan.wholeImageLimitBytes else { return (photos, []) }
         var kept: [Photo] = [], leftOut: [SkippedPhoto] = []
-        var budgets: [Int: Int] = [:]
         for (photo, need) in zip(photos, needs) {
             guard need > plan.wholeImageLimitBytes else {
                 kept.append(photo)
                 continue
             }
-            let budget = budgets[need] ?? RenderPlan.smallestBudget(from: settings.maxMemoryBytes) { bytes in
-                var trial = settings
-                trial.maxMemoryBytes = bytes
-                return (try? RenderPlan.make(layout: layout, settings: trial, writing: outputs, wholeImageBytes: need))
-                    .map { $0.wholeImageLimitBytes >= need } ?? false
-            }
-            if let budget { budgets[need] = budget }
             let header = photo.header
             leftOut.append(SkippedPhoto(
                 path: photo.path,
                 reason: "the mosaic's render could only draw it grey: decoding this \(header.width) x \(header.height) "
-                    + "\(header.format.rawValue) whole takes about \(formatBytes(Int64(need))), more than --max-memory "
-                    + "\(formatBytes(Int64(settings.maxMemoryBytes))) leaves for one photo (\(formatBytes(Int64(plan.wholeImageLimitBytes))))"
-                    + (budget.map { "; give --max-memory \(formatBytes(Int64($0))) or more to use it" } ?? "")))
+                    + "\(header.format.rawValue) whole takes about \(formatBytes(Int64(need))), more than the memory budget of "
+                    + "\(formatBytes(Int64(settings.maxMemoryBytes))) leaves for one photo (\(formatBytes(Int64(plan.wholeImageLimitBytes))))",
+                budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(need))))
         }
         return (kept, leftOut)
     }

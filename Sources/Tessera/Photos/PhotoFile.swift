@@ -1,16 +1,14 @@
 // PhotoFile.swift — one photo file, open: its size and identity, and what its first bytes say it
-// is. Every reader (JPEG, PNG, WebP, HEIF) starts from one of these, so the checks that make a
+// is (Formats/PhotoFormat.swift: Sniffed). Every reader (JPEG, PNG, WebP, HEIF) starts from one of these, so the checks that make a
 // file safe to read (a regular file, opened without blocking; not mostly holes) are made once,
 // for every format.
 import Glibc
 
-/// The image formats Tessera reads, recognised by content.
-public enum ImageFormat: String, Equatable, Sendable, CaseIterable {
-    case jpeg = "JPEG"
-    case png = "PNG"
-    case webp = "WebP"
-    /// HEIF: HEIC (HEVC) from phones, and AVIF (AV1), both through libheif.
-    case heif = "HEIF"
+/// The name of an image format Tessera reads (each format's file under Formats/ declares its own:
+/// `.jpeg`, `.png`, `.webp`, `.heif`).
+public struct ImageFormat: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
 }
 
 /// What a photo's header says, in any format.
@@ -51,21 +49,11 @@ public struct PhotoHeader: Equatable, Sendable {
     public var thumbnailWidth = 0
     public var thumbnailHeight = 0
 
-    /// What drawing this photo into a `cellWidth` x `cellHeight` cell must hold at once beyond
-    /// streaming: `wholeImageBytes`, unless a thumbnail covers the cell (then it is drawn from
-    /// that, which costs little).
+    /// What drawing this photo into a `cellWidth` x `cellHeight` cell must hold at once that
+    /// can neither stream nor spill (its format's `wholeImageBytes`): a HEIF's whole decode
+    /// unless its thumbnail covers the cell, a lossless WebP's whole image; 0 for the others.
     public func wholeImageBytes(cellWidth: Int, cellHeight: Int) -> Int {
-        guard wholeImageBytes > 0 else { return 0 }
-        let swapped = OrientationTransform(exifOrientation: exifOrientation).swapsAxes
-        let (width, height) = swapped ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
-        if thumbnailWidth > 0 && thumbnailHeight > 0 {
-            // The thumbnail's centre crop to the cell's shape must cover the cell.
-            let aspect = Double(width) / Double(height)
-            let cropWidth = min(Double(thumbnailWidth), Double(thumbnailHeight) * aspect)
-            let cropHeight = cropWidth / aspect
-            if cropWidth >= Double(width) - 1e-9 && cropHeight >= Double(height) - 1e-9 { return 0 }
-        }
-        return Int(clamping: wholeImageBytes)
+        Formats.reader(for: format).wholeImageBytes(self, cellWidth: cellWidth, cellHeight: cellHeight)
     }
 
     public init(width: Int, height: Int, colorModel: ColorModel, isProgressive: Bool, exifOrientation: Int,
@@ -133,48 +121,5 @@ final class PhotoFile {
             Result { () throws(TesseraError) in try file.read(into: bytes, at: 0) }
         }.get()
         return Sniffed(startingWith: Array(magic[0..<count]))
-    }
-
-    enum Sniffed: Equatable {
-        case readable(ImageFormat)
-        /// A JPEG or Deep Zoom tile Tessera rendered (`JPEGMarks.isOwnOutput`): not a photo.
-        case ownOutput
-        /// An image Tessera can name but not read ("a GIF image").
-        case unreadable(String)
-        case notAnImage
-
-        init(startingWith bytes: [UInt8]) {
-            func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
-                bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
-            }
-            if starts([0xFF, 0xD8, 0xFF]) {
-                let ownOutput = bytes.withUnsafeBytes { JPEGMarks.isOwnOutput($0) }
-                self = ownOutput ? .ownOutput : .readable(.jpeg)
-                return
-            }
-            if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { self = .readable(.png); return }
-            if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { self = .readable(.webp); return }
-            if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { self = .unreadable("a GIF image"); return }
-            if starts(Array("ftyp".utf8), at: 4), bytes.count >= 12 {
-                // The major brand, then (within the first bytes read) the compatible ones.
-                let size = min(bytes.count, max(12, Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])))
-                var brands = [String(decoding: bytes[8..<12], as: UTF8.self)]
-                var at = 16
-                while at + 4 <= size {
-                    brands.append(String(decoding: bytes[at..<(at + 4)], as: UTF8.self))
-                    at += 4
-                }
-                let still = ["heic", "heix", "heim", "heis", "mif1", "mif2", "avif", "miaf"]
-                if brands.contains(where: still.contains) { self = .readable(.heif); return }
-                if brands.contains(where: ["hevc", "hevx", "msf1", "avis"].contains) {
-                    self = .unreadable("a HEIF image sequence"); return
-                }
-            }
-            if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) {
-                self = .unreadable("a TIFF image (or a camera RAW file)"); return
-            }
-            if starts([0x42, 0x4D]) && bytes.count >= 14 { self = .unreadable("a BMP image"); return }
-            self = .notAnImage
-        }
     }
 }

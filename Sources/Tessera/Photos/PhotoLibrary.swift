@@ -75,6 +75,26 @@ public struct LeftOut: Equatable, Sendable {
 public struct SkippedPhoto: Equatable, Sendable {
     public let path: String
     public let reason: String
+    /// When the photo was not drawn for want of memory: the budget that would draw it (the
+    /// caller words the advice).
+    public var budgetToDrawBytes: Int64?
+
+    public init(path: String, reason: String, budgetToDrawBytes: Int64? = nil) {
+        self.path = path
+        self.reason = reason
+        self.budgetToDrawBytes = budgetToDrawBytes
+    }
+
+    /// The photo at `path` that failed with `error`: its reason, and the budget to draw it
+    /// when that is what it lacked.
+    public init(path: String, error: TesseraError) {
+        switch error {
+        case let .unreadablePhoto(_, reason): self.init(path: path, reason: reason)
+        case let .photoNeedsMemory(_, reason, budget): self.init(path: path, reason: reason, budgetToDrawBytes: budget)
+        case let .system(operation, code, _): self.init(path: path, reason: "\(operation): \(errnoDescription(code))")
+        default: self.init(path: path, reason: error.description)
+        }
+    }
 }
 
 /// The photos found under some paths.
@@ -131,7 +151,7 @@ public struct PhotoLibrary: Sendable {
                 } catch .cancelled {
                     throw .cancelled
                 } catch {
-                    scan.skipped.append(SkippedPhoto(path: path, reason: reason(of: error)))
+                    scan.skipped.append(SkippedPhoto(path: path, error: error))
                 }
             case .success:
                 if namedTaken.insert(PathBytes(path)).inserted { try scan.add(PathBytes(path), named: true) }
@@ -197,14 +217,15 @@ public struct PhotoLibrary: Sendable {
             if cancellation?.isCancelled == true { throw .cancelled }
             for (candidate, result) in zip(batch, results) {
                 switch result! {
-                case .success(.some(let photo)): photos.append(photo)
-                case .success(.none): leftOut.ownOutputs += 1
-                case .failure(.unreadablePhoto(_, let reason))
-                    where reason == notJPEGReason && !candidate.named && !looksLikePhotoName(candidate.path.display):
+                case .success(.photo(let photo)): photos.append(photo)
+                case .success(.ownOutput): leftOut.ownOutputs += 1
+                case .success(.notAnImage) where !candidate.named && !Formats.hasPhotoSuffix(candidate.path.display):
                     // Sidecars, notes, other files under their own names: not photos, no warning.
                     ignored += 1
+                case .success(.notAnImage):
+                    skipped.append(SkippedPhoto(path: candidate.path.display, reason: notAnImageReason))
                 case .failure(let error):
-                    skipped.append(SkippedPhoto(path: candidate.path.display, reason: reason(of: error)))
+                    skipped.append(SkippedPhoto(path: candidate.path.display, error: error))
                 }
             }
             read += batch.count
@@ -258,7 +279,7 @@ public struct PhotoLibrary: Sendable {
                 if !scan.named.contains(path) { try scan.add(path, named: false) }
             case .success:
                 // FIFOs, sockets, devices: never opened. Reported only when named like a photo.
-                if looksLikePhotoName(text) {
+                if Formats.hasPhotoSuffix(text) {
                     scan.skipped.append(SkippedPhoto(path: path.display, reason: "not a regular file"))
                 }
             }
@@ -273,57 +294,53 @@ public struct PhotoLibrary: Sendable {
             } catch .cancelled {
                 throw .cancelled
             } catch {
-                scan.skipped.append(SkippedPhoto(path: path.display, reason: reason(of: error)))
+                scan.skipped.append(SkippedPhoto(path: path.display, error: error))
             }
         }
     }
 
-    private static let notJPEGReason = "not an image Tessera reads (JPEG, PNG, WebP, HEIF/HEIC, AVIF)"
+    private static let notAnImageReason = "not an image Tessera reads (\(Formats.names))"
 
-    /// The photo at `file`, or nil for one of Tessera's own outputs.
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> Result<Photo?, TesseraError> {
+    /// What a file of the scan turned out to be.
+    private enum Found {
+        case photo(Photo)
+        /// One of Tessera's own outputs.
+        case ownOutput
+        /// Not an image at all (a sidecar, notes).
+        case notAnImage
+    }
+
+    /// The photo at `file`, or what else it is.
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> Result<Found, TesseraError> {
         let path = file.display
         do {
             let opened = try PhotoFile.open(file)
             let header: PhotoHeader
             switch try opened.sniff() {
-            case .readable(.jpeg), .ownOutput where ownOutputs:
-                header = try ScaledJPEGReader(photo: opened, decoderMemoryBytes: decoderMemoryBytes).readHeader()
-            case .readable(.png): header = try PNGReader(photo: opened).header
-            case .readable(.webp): header = try WebPReader(photo: opened).header
-            case .readable(.heif): header = try HEIFReader(photo: opened).header
+            case .readable(let format):
+                header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
+            case .ownOutput where ownOutputs:
+                header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .unreadable(let format):
                 // An image in a format Tessera cannot read is named in a warning (and refused by
                 // --strict), never left out silently.
                 return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
             case .notAnImage:
-                return .failure(.unreadablePhoto(path: path, reason: notJPEGReason))
+                return .success(.notAnImage)
             case .ownOutput:
-                return .success(nil)
+                return .success(.ownOutput)
             }
             guard header.width > 0, header.height > 0 else {
                 return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
             }
-            return .success(Photo(path: path, header: header, file: file, identity: opened.identity))
+            return .success(.photo(Photo(path: path, header: header, file: file, identity: opened.identity)))
         } catch {
             return .failure(error)
         }
     }
 
-    private static func reason(of error: TesseraError) -> String {
-        if case .unreadablePhoto(_, let reason) = error { return reason }
-        if case .system(let operation, let code, _) = error { return "\(operation): \(errnoDescription(code))" }
-        return error.description
-    }
-
     private static func isRegularFile(_ path: PathBytes) -> Bool {
         if case .success(let info) = fileStatus(path) { return (info.st_mode & S_IFMT) == S_IFREG }
         return false
-    }
-
-    private static func looksLikePhotoName(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return [".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".heic", ".heif", ".hif", ".avif"]
-            .contains { lower.hasSuffix($0) }
     }
 }

@@ -30,8 +30,7 @@ public final class StripeRenderer: Sendable {
         var request = request
         if shard != nil && request.jpegPath != nil {
             guard request.settings.encoder != .serial else {
-                throw .invalidSettings("a sharded render is joined from restart-marker stripes, which the serial encoder does not make: "
-                                       + "leave out --encoder serial")
+                throw .shardedSerialEncoder
             }
             request.settings.encoder = .parallel
         }

@@ -187,9 +187,9 @@ public enum ShardJoin {
         case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR: return
         case .success(let info):
             let what = (info.st_mode & S_IFMT) == S_IFREG ? "a file" : "not a regular file (a FIFO, socket or device)"
-            throw .unusableParts(directory: directory, reason: "it is \(what), not a folder (give the --shard-dir the shards wrote to)")
+            throw .unusableParts(directory: directory, reason: "it is \(what), not a folder (give the folder the shards wrote their parts to)")
         case .failure:
-            throw .unusableParts(directory: directory, reason: "there is no such folder (give the --shard-dir the shards wrote to)")
+            throw .unusableParts(directory: directory, reason: "there is no such folder (give the folder the shards wrote their parts to)")
         }
     }
 
@@ -200,7 +200,7 @@ public enum ShardJoin {
         try checkFolder(directory)
         let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
         guard !names.isEmpty else {
-            throw bad("it holds no part files (*\(ShardSpec.partExtension)): run the shards with --shard K/N --shard-dir \(directory) first")
+            throw bad("it holds no part files (*\(ShardSpec.partExtension)): run the shards into this folder first")
         }
         var parts: [PartReader] = []
         for name in names { parts.append(try PartReader(path: directory + "/" + name, directory: directory)) }
@@ -348,16 +348,16 @@ private struct Joiner {
     mutating func decideDestinations(_ given: JoinDestinations, parts: [PartReader]) throws(TesseraError) {
         if !given.isEmpty {
             if given.jpegPath != nil && namedJPEG == nil {
-                throw .invalidSettings("-o: the parts hold no JPEG (their render wrote only a pyramid); give --dzi alone")
+                throw .joinOutputs(.noJPEGInParts)
             }
             if given.deepZoomPath != nil && namedZoom == nil {
-                throw .invalidSettings("--dzi: the parts hold no pyramid (their render wrote only a JPEG); give -o alone")
+                throw .joinOutputs(.noPyramidInParts)
             }
             if given.jpegPath == nil && namedJPEG != nil {
-                throw .invalidSettings("the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)")
+                throw .joinOutputs(.jpegNotGiven)
             }
             if given.deepZoomPath == nil && namedZoom != nil {
-                throw .invalidSettings("the parts hold a pyramid too: give --dzi PATH as well as -o (or neither, to use the paths the shards named)")
+                throw .joinOutputs(.pyramidNotGiven)
             }
             summary.jpegPath = given.jpegPath
             summary.deepZoomPath = given.deepZoomPath
@@ -377,7 +377,7 @@ private struct Joiner {
             outputs.append(.deepZoom(path: path, settings: zoomSettings))
         }
         if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
-            throw .unusableOutput(path: path, reason: "a part names this as the JPEG, but it does not end in .jpg or .jpeg: give -o PATH to join")
+            throw .joinPathFromParts(path: path, output: .jpeg, file: "the JPEG", problem: .notJPEGName)
         }
         try RenderRequest.checkDestinations(outputs, temporaryDirectory: nil)
         let folder = resolvedPath(directory) ?? directory
@@ -393,9 +393,8 @@ private struct Joiner {
             }
             if let identity = OutputDestination.identity(file.path) { destinationIdentities[identity] = file.path }
             if given.isEmpty, case .success = linkStatus(file.path) {
-                throw .unusableOutput(path: file.path, reason: "\(file.role) exists, and this path comes from the parts, not from "
-                                      + "you: the join only creates files at paths its parts name; to replace it, give it to the join ("
-                                      + (file.role == "the JPEG" ? "-o" : "--dzi") + " PATH)")
+                throw .joinPathFromParts(path: file.path, output: file.role == "the JPEG" ? .jpeg : .pyramid, file: file.role,
+                                         problem: .exists)
             }
         }
     }

@@ -183,9 +183,7 @@ final class CellCache: @unchecked Sendable {
                 throw error
             }
             states[index] = .failed
-            let reason: String
-            if case .unreadablePhoto(_, let text) = error { reason = text } else { reason = error.description }
-            let skipped = SkippedPhoto(path: photos[index].path, reason: reason)
+            let skipped = SkippedPhoto(path: photos[index].path, error: error)
             failedPhotos.append(skipped)
             pendingEvents.append(.photoFailed(skipped))
             return .failed

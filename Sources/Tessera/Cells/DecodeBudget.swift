@@ -69,13 +69,14 @@ public final class DecodeBudget: @unchecked Sendable {
     /// draw it: an estimate over the limit is never cut down and run anyway.
     func check(oneDecodeBytes bytes: Int, photo path: String, what: String) throws(TesseraError) {
         guard bytes > oneDecodeLimitBytes else { return }
-        throw TesseraError.unreadablePhoto(
-            path: path, reason: "\(what) takes about \(formatBytes(Int64(bytes))), more than --max-memory leaves for one photo; "
-                + "give --max-memory \(formatBytes(DecodeBudget.budgetToDraw(bytes: Int64(bytes)))) or more to draw it")
+        throw TesseraError.photoNeedsMemory(
+            path: path, reason: "\(what) takes about \(formatBytes(Int64(bytes))), more than the memory budget leaves for one photo",
+            budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(bytes)))
     }
 
-    /// The --max-memory a message suggests for a decode of `bytes`: twice it and 8 MiB, which
-    /// covers the three-quarter limit and the process's own share with room to spare.
+    /// The memory budget that draws a photo whose decode holds `bytes` whole: twice it and 8
+    /// MiB, which covers the three-quarter limit and the process's own share with room to
+    /// spare. The one rule: the decoder's refusals and the mosaic's left-out photos both say it.
     static func budgetToDraw(bytes: Int64) -> Int64 { bytes * 2 + (8 << 20) }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.

@@ -1,0 +1,242 @@
+// CellDecoder.swift — one photo in, one upright, centre-cropped, cell-sized RGB image out.
+//
+// Pipeline per photo: header (with EXIF orientation) → the smallest DCT scale M/8 whose output
+// still covers the cell → rows streamed (from libjpeg, or from the DC decoder for a multi-scan
+// file at 1/8) through AreaResampler into the cell in the stored orientation →
+// OrientationTransform into the caller's buffer. Memory is proportional to the photo's width (a
+// few rows at a time), plus, for a multi-scan file, its whole-image buffer: 2 bytes a block at
+// 1/8, libjpeg's 128 otherwise, in a spill file when it does not fit the budget.
+
+/// How a photo was decoded.
+public enum DecodeMethod: Equatable, Sendable {
+    /// libjpeg, one scan, rows streamed (baseline files).
+    case streamed
+    /// A multi-scan file at 1/8 scale from its DC coefficients (DCScaledJPEGReader).
+    case dcOnly(spilled: Bool)
+    /// A multi-scan file through libjpeg with its coefficients in memory or in a spill file.
+    case coefficients(spilled: Bool)
+    /// A HEIF's embedded thumbnail (it covers the cell).
+    case thumbnail
+    /// A format decoded whole (a HEIF's primary image).
+    case wholeImage
+}
+
+/// What decoding one photo noticed that the user may want to hear about.
+public struct DecodeNotes: Equatable, Sendable {
+    /// libjpeg warnings (corrupt data it skipped over); the cell was still drawn.
+    public var warningCount = 0
+    public var firstWarning = ""
+    public var method = DecodeMethod.streamed
+}
+
+public struct CellDecoder: Sendable {
+    public let cellWidth: Int
+    public let cellHeight: Int
+    /// The memory all decodes share, and where their spill files go.
+    public let budget: DecodeBudget
+
+    /// The upright aspect ratio (width / height) of the centre crop; nil: the cell's own. A
+    /// mosaic's analysis uses a k x k image of a cell-shaped crop.
+    public let cropAspect: Double?
+
+    /// When given and cancelled, a decode stops within a scan or a few rows and throws
+    /// `.cancelled` (the C decoders poll its flag).
+    public let cancellation: RenderCancellation?
+
+    /// What transparent pixels (PNG, WebP and HEIF alpha) are drawn over.
+    public let background: RGB
+
+    public init(cellWidth: Int, cellHeight: Int, budget: DecodeBudget, cropAspect: Double? = nil,
+                cancellation: RenderCancellation? = nil, background: RGB = RenderSettings().background) {
+        precondition(cellWidth > 0 && cellHeight > 0)
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+        self.budget = budget
+        self.cropAspect = cropAspect
+        self.cancellation = cancellation
+        self.background = background
+    }
+
+    /// A decoder with a budget of its own of `decodePoolBytes`, spilling to the default
+    /// temporary directory.
+    public init(cellWidth: Int, cellHeight: Int, decodePoolBytes: Int, cropAspect: Double? = nil) {
+        self.init(cellWidth: cellWidth, cellHeight: cellHeight,
+                  budget: DecodeBudget(poolBytes: decodePoolBytes, spillDirectory: defaultTemporaryDirectory()),
+                  cropAspect: cropAspect)
+    }
+
+    public var cellBytes: Int { cellWidth * cellHeight * 3 }
+
+    /// What one decode holds besides whole-image buffers, for output rows `outputWidth` px wide:
+    /// libjpeg's row buffers (a few MCU rows of samples), ours (16 rows, the resampler's
+    /// accumulators, the cell in its stored orientation) and the file buffers.
+    func workingBytes(outputWidth: Int) -> Int {
+        outputWidth * 3 * 48 + cellBytes + (384 << 10)
+    }
+
+    /// Decodes `path` into `cell` (`cellBytes` long), upright and centre-cropped to the cell.
+    ///
+    /// Single-scan (baseline) files stream through libjpeg at the smallest DCT scale M/8 that
+    /// covers the cell. Multi-scan files (progressive, or components in separate scans) drawn at
+    /// 1/8 are decoded from their DC coefficients alone (DCScaledJPEGReader); at larger scales,
+    /// or when that decoder declines the file, libjpeg decodes them with its coefficients in
+    /// memory when they fit half the budget's pool, else in a spill file. Every decode is
+    /// admitted against the budget first.
+    public func decode(path: String, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        try decode(file: PathBytes(path), into: cell)
+    }
+
+    /// The same for a path given as bytes (a photo's `file`: any name the kernel allows).
+    public func decode(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        precondition(cell.count >= cellBytes)
+        if cancellation?.isCancelled == true { throw .cancelled }
+        do {
+            return try decodeUncancelled(file: file, into: cell)
+        } catch {
+            // The decoders fail with "cancelled" when the flag is raised mid-decode.
+            if cancellation?.isCancelled == true { throw .cancelled }
+            throw error
+        }
+    }
+
+    private func decodeUncancelled(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let photo = try PhotoFile.open(file)
+        switch try photo.sniff() {
+        case .readable(let format): return try Formats.reader(for: format).decode(photo, with: self, into: cell)
+        case .unreadable(let name):
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "\(name), which Tessera does not read")
+        case .ownOutput, .notAnImage:
+            // Anything else is handed to libjpeg, whose message says what it found.
+            return try JPEGFormat.decode(photo, with: self, into: cell)
+        }
+    }
+
+    /// The cell in the frame the photo is stored in: turned back when it is stored sideways.
+    func storedCell(_ orientation: OrientationTransform) -> (width: Int, height: Int) {
+        orientation.swapsAxes ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
+    }
+
+    /// The aspect ratio (width / height) of the centre crop, in the stored frame.
+    func cropAspect(_ orientation: OrientationTransform) -> Double {
+        if let cropAspect { return orientation.swapsAxes ? 1 / cropAspect : cropAspect }
+        let stored = storedCell(orientation)
+        return Double(stored.width) / Double(stored.height)
+    }
+
+    /// The centre crop of a `width` x `height` picture (stored frame) to the cell's aspect ratio.
+    func crop(width: Int, height: Int, orientation: OrientationTransform)
+        -> (x: Double, y: Double, width: Double, height: Double) {
+        let aspect = cropAspect(orientation)
+        var cropWidth = Double(width), cropHeight = Double(height)
+        if cropWidth / cropHeight > aspect { cropWidth = cropHeight * aspect } else { cropHeight = cropWidth / aspect }
+        return ((Double(width) - cropWidth) / 2, (Double(height) - cropHeight) / 2, cropWidth, cropHeight)
+    }
+
+    /// Notes for a decode whose colour profile could not be used.
+    func notes(_ conversion: ColorConversion, method: DecodeMethod = .streamed) -> DecodeNotes {
+        guard let problem = conversion.problem else { return DecodeNotes(method: method) }
+        return DecodeNotes(warningCount: 1, firstWarning: "\(problem); drawn as if it were sRGB", method: method)
+    }
+
+    /// The rows of an RGBA image held in memory, laid over the background, as `draw` reads them.
+    func rows(ofRGBA image: UnsafePointer<UInt8>, width: Int, height: Int)
+        -> (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int {
+        var next = 0
+        return { buffer, stride, count throws(TesseraError) in
+            let rows = min(count, height - next)
+            for i in 0..<rows {
+                compositeRGBA(image + (next + i) * width * 4, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self),
+                              width: width, background: self.background)
+            }
+            next += rows
+            return rows
+        }
+    }
+
+    /// Streams `scaled` rows from `rows` through the resampler into an upright, centre-cropped
+    /// cell, converted to sRGB.
+    func draw(path: String, orientation: OrientationTransform, scaled: (width: Int, height: Int), components: Int,
+                      adobeInverted: Bool, conversion: ColorConversion,
+                      rows readRows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int,
+                      into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        let (storedCellWidth, storedCellHeight) = storedCell(orientation)
+        let region = crop(width: scaled.width, height: scaled.height, orientation: orientation)
+        var resampler = AreaResampler(inputWidth: scaled.width, cropX: region.x, cropY: region.y,
+                                      cropWidth: region.width, cropHeight: region.height,
+                                      outputWidth: storedCellWidth, outputHeight: storedCellHeight)
+        let batch = 16
+        let rowBytes = scaled.width * components
+        let rows = UnsafeMutableRawPointer.allocate(byteCount: rowBytes * batch, alignment: 16)
+        defer { rows.deallocate() }
+        let rgbRow = UnsafeMutablePointer<UInt8>.allocate(capacity: scaled.width * 3)
+        defer { rgbRow.deallocate() }
+        let storedCell = UnsafeMutableRawBufferPointer.allocate(byteCount: cellBytes, alignment: 16)
+        defer { storedCell.deallocate() }
+
+        let emit: (Int, UnsafeBufferPointer<UInt8>) -> Void = { row, pixels in
+            let start = row * storedCellWidth * 3
+            UnsafeMutableRawBufferPointer(rebasing: storedCell[start..<(start + storedCellWidth * 3)])
+                .copyMemory(from: UnsafeRawBufferPointer(pixels))
+        }
+        var inputRow = 0
+        while inputRow < min(scaled.height, resampler.inputRowsNeeded) {
+            let count = try readRows(rows, rowBytes, batch)
+            if count == 0 { break }
+            for i in 0..<count {
+                var pixels = (rows + i * rowBytes).assumingMemoryBound(to: UInt8.self)
+                if components == 4 {
+                    convertCMYKRow(pixels, into: rgbRow, width: scaled.width, inverted: adobeInverted)
+                    pixels = rgbRow
+                }
+                resampler.push(row: inputRow + i, pixels: UnsafePointer(pixels), emit: emit)
+            }
+            inputRow += count
+        }
+        if inputRow < min(scaled.height, resampler.inputRowsNeeded) {
+            throw TesseraError.unreadablePhoto(path: path, reason: "image data ends after \(inputRow) of \(scaled.height) rows")
+        }
+        resampler.finish(emit: emit)
+        conversion.apply(storedCell.baseAddress!, pixels: storedCellWidth * storedCellHeight)
+        orientation.apply(stored: UnsafeRawBufferPointer(storedCell), storedWidth: storedCellWidth,
+                          storedHeight: storedCellHeight, upright: cell)
+    }
+}
+
+/// CMYK (as libjpeg delivers CMYK and YCCK files) to RGB. Adobe's files store the inks
+/// inverted (255 = no ink), which is what almost every CMYK JPEG in the wild is.
+@inline(__always)
+func convertCMYKRow(_ cmyk: UnsafeMutablePointer<UInt8>, into rgb: UnsafeMutablePointer<UInt8>, width: Int, inverted: Bool) {
+    for x in 0..<width {
+        var c = Int(cmyk[x * 4]), m = Int(cmyk[x * 4 + 1]), y = Int(cmyk[x * 4 + 2]), k = Int(cmyk[x * 4 + 3])
+        if !inverted { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k }
+        rgb[x * 3] = UInt8((c * k + 127) / 255)
+        rgb[x * 3 + 1] = UInt8((m * k + 127) / 255)
+        rgb[x * 3 + 2] = UInt8((y * k + 127) / 255)
+    }
+}
+
+/// A C message buffer as one line (libheif's end in a newline).
+func cMessage(_ message: [CChar]) -> String {
+    var line = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while line.last?.isWhitespace == true { line.removeLast() }
+    return line.split(separator: "\n").joined(separator: "; ")
+}
+
+/// Alpha over the background: RGBA8 row to RGB8 row.
+@inline(__always)
+func compositeRGBA(_ rgba: UnsafePointer<UInt8>, into rgb: UnsafeMutablePointer<UInt8>, width: Int, background: RGB) {
+    let br = Int(background.red), bg = Int(background.green), bb = Int(background.blue)
+    for x in 0..<width {
+        let a = Int(rgba[x * 4 + 3])
+        if a == 255 {
+            rgb[x * 3] = rgba[x * 4]
+            rgb[x * 3 + 1] = rgba[x * 4 + 1]
+            rgb[x * 3 + 2] = rgba[x * 4 + 2]
+        } else {
+            let na = 255 - a
+            rgb[x * 3] = UInt8((Int(rgba[x * 4]) * a + br * na + 127) / 255)
+            rgb[x * 3 + 1] = UInt8((Int(rgba[x * 4 + 1]) * a + bg * na + 127) / 255)
+            rgb[x * 3 + 2] = UInt8((Int(rgba[x * 4 + 2]) * a + bb * na + 127) / 255)
+        }
+    }
+}

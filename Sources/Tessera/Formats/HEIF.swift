@@ -1,0 +1,308 @@
+// HEIF.swift — HEIC (HEVC) and AVIF (AV1) photos through libheif (tessera_heif.c): the
+// format's entry, its reader, the planes-to-RGB conversion, and its rows into the cell path.
+//
+// libheif 1.15 decodes whole images only, so an embedded thumbnail is used when it
+// covers the cell; otherwise the primary image is decoded to its own YCbCr planes (1.5 bytes a
+// pixel at 4:2:0, never an RGB copy) and converted a row at a time, admitted against the
+// budget. The sizes budgeted are what libheif will decode at, read from the boxes by the
+// shim (a grid's canvas and tiles, a picture's SPS or AV1 sequence header), never 'ispe'
+// alone: a file whose boxes disagree is refused. Decoding an iPhone HEIC's 512 x 512 grid tiles one at a time would need a tile API
+// libheif 1.15 does not have (heif_image_handle_decode_image_tile came in 1.19).
+import CTesseraShims
+
+extension ImageFormat {
+    /// HEIF: HEIC (HEVC) from phones, and AVIF (AV1), both through libheif.
+    public static let heif = ImageFormat(rawValue: "HEIF")
+}
+
+enum HEIFFormat: PhotoFormat {
+    static let format = ImageFormat.heif
+    static let suffixes = [".heic", ".heif", ".hif", ".avif"]
+    static let kinds = "HEIF/HEIC, AVIF"
+
+    static func sniff(_ bytes: [UInt8]) -> Sniffed? {
+        guard starts(bytes, with: Array("ftyp".utf8), at: 4), bytes.count >= 12 else { return nil }
+        // The major brand, then (within the first bytes read) the compatible ones.
+        let size = min(bytes.count, max(12, Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])))
+        var brands = [String(decoding: bytes[8..<12], as: UTF8.self)]
+        var at = 16
+        while at + 4 <= size {
+            brands.append(String(decoding: bytes[at..<(at + 4)], as: UTF8.self))
+            at += 4
+        }
+        let still = ["heic", "heix", "heim", "heis", "mif1", "mif2", "avif", "miaf"]
+        if brands.contains(where: still.contains) { return .readable(format) }
+        if brands.contains(where: ["hevc", "hevx", "msf1", "avis"].contains) { return .unreadable("a HEIF image sequence") }
+        return nil
+    }
+
+    static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
+        try HEIFReader(photo: photo).header
+    }
+
+    /// The whole decode (`header.wholeImageBytes`), unless the thumbnail covers the cell: then
+    /// it is drawn from that, which costs little.
+    static func wholeImageBytes(_ header: PhotoHeader, cellWidth: Int, cellHeight: Int) -> Int {
+        guard header.wholeImageBytes > 0 else { return 0 }
+        let swapped = OrientationTransform(exifOrientation: header.exifOrientation).swapsAxes
+        let (width, height) = swapped ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
+        let thumbnail = (width: header.thumbnailWidth, height: header.thumbnailHeight)
+        if thumbnailCovers(thumbnail, storedCell: (width, height), aspect: Double(width) / Double(height)) { return 0 }
+        return Int(clamping: header.wholeImageBytes)
+    }
+
+    /// Whether a `thumbnail` (0 x 0: none) cropped at its centre to `aspect` (stored frame)
+    /// still has every pixel of a `storedCell`: the one rule for when a thumbnail is enough.
+    static func thumbnailCovers(_ thumbnail: (width: Int, height: Int), storedCell: (width: Int, height: Int),
+                                aspect: Double) -> Bool {
+        guard thumbnail.width > 0 && thumbnail.height > 0 else { return false }
+        let cropWidth = min(Double(thumbnail.width), Double(thumbnail.height) * aspect)
+        let cropHeight = cropWidth / aspect
+        return cropWidth >= Double(storedCell.width) - 1e-9 && cropHeight >= Double(storedCell.height) - 1e-9
+    }
+
+    static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
+                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        try decoder.decodeHEIF(HEIFReader(photo: photo), into: cell)
+    }
+}
+
+final class HEIFReader {
+    let photo: PhotoFile
+    private let heif: OpaquePointer
+    let info: tessera_heif_info
+
+    init(photo: PhotoFile) throws(TesseraError) {
+        self.photo = photo
+        var info = tessera_heif_info()
+        var message = [CChar](repeating: 0, count: 200)
+        guard let heif = tessera_heif_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
+        }
+        self.heif = heif
+        self.info = info
+        guard info.width > 0, info.height > 0 else {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: image has no pixels")
+        }
+    }
+
+    deinit { tessera_heif_close(heif) }
+
+    /// The orientation still to apply: EXIF's, unless the file's own irot/imir did it already
+    /// (an iPhone writes both, and they agree: turning by both would turn twice).
+    var orientation: Int { info.has_transform != 0 ? 0 : Int(info.exif_orientation) }
+
+    var header: PhotoHeader {
+        var header = PhotoHeader(width: Int(info.width), height: Int(info.height), colorModel: .rgb, isProgressive: false,
+                                 exifOrientation: orientation, adobeInverted: false)
+        header.format = .heif
+        header.hasAlpha = info.has_alpha != 0
+        header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
+        header.wholeImageBytes = Self.decodeBytes(info.decode, bits: Int(info.luma_bits))
+        header.thumbnailWidth = Int(info.thumbnail_width)
+        header.thumbnailHeight = Int(info.thumbnail_height)
+        return header
+    }
+
+    /// What a whole decode of a `width` x `height` image holds, measured with libheif 1.15 and
+    /// libde265 on this machine (4000 x 3000, 8 bits, in the tessera process: its peak RSS over
+    /// a render of nothing else). A grid (what phones write: 512 x 512 tiles) is decoded a tile
+    /// at a time into one planar RGB image, which libheif 1.15 always assembles grids in: 3 bytes
+    /// a pixel, plus a tile's decoder and our rows (42 MB measured). One HEVC picture of the
+    /// whole size costs libde265's picture and its per-block tables, and libheif's copy (73 MB
+    /// measured): about 6.1 bytes a pixel.
+    static func decodeBytes(width: Int, height: Int, bits: Int, grid: Bool) -> Int64 {
+        let pixels = Int64(width) * Int64(height)
+        let depth: Int64 = bits > 8 ? 2 : 1
+        return grid ? pixels * 3 * depth + (8 << 20) : pixels * 13 / 2 * depth + (2 << 20)
+    }
+
+    /// The same for what the shim read from the boxes (`tessera_heif_size`): the size libheif
+    /// really decodes at, whatever 'ispe' says, and for a grid its largest tile's decoder too
+    /// (the 8 MiB above covers a phone's 512 x 512 tile; a larger one is counted).
+    static func decodeBytes(_ size: tessera_heif_size, bits: Int) -> Int64 {
+        let grid = size.tile_width > 0
+        var bytes = decodeBytes(width: Int(size.width), height: Int(size.height), bits: bits, grid: grid)
+        if grid {
+            let tile = decodeBytes(width: Int(size.tile_width), height: Int(size.tile_height), bits: bits, grid: false)
+            bytes += max(0, tile - (8 << 20))
+        }
+        return bytes
+    }
+
+    var iccProfile: UnsafeRawBufferPointer {
+        var length = 0
+        return ColorProfiles.bytes(tessera_heif_icc(heif, &length), count: length)
+    }
+
+    var conversion: ColorConversion {
+        ColorProfiles.conversion(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
+    }
+
+    /// Decodes the primary image, or the largest thumbnail; its planes live until the next
+    /// decode or `release`.
+    func decode(thumbnail: Bool) throws(TesseraError) -> tessera_heif_planes {
+        var planes = tessera_heif_planes()
+        var message = [CChar](repeating: 0, count: 200)
+        guard tessera_heif_decode(heif, thumbnail ? 1 : 0, &planes, &message, 200) == 0 else {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
+        }
+        return planes
+    }
+
+    func release() { tessera_heif_release_image(heif) }
+}
+
+/// Converts the decoded planes of a HEIF to RGB rows, one row at a time.
+struct PlanarRows {
+    let planes: tessera_heif_planes
+    let background: RGB
+    private let kr: Float, kb: Float, kg: Float
+    private let lumaScale: Float, lumaOffset: Float, chromaScale: Float, center: Float, maxValue: Float
+    private let wide: Bool
+
+    init(planes: tessera_heif_planes, background: RGB) {
+        self.planes = planes
+        self.background = background
+        switch planes.matrix {
+        case 1: (kr, kb) = (0.2126, 0.0722)
+        case 9, 10: (kr, kb) = (0.2627, 0.0593)
+        case 4: (kr, kb) = (0.30, 0.11)
+        case 7: (kr, kb) = (0.212, 0.087)
+        default: (kr, kb) = (0.299, 0.114)  // 5, 6, and unspecified: BT.601, what JPEG uses
+        }
+        kg = 1 - kr - kb
+        let bits = max(8, Int(planes.bits))
+        wide = bits > 8
+        let scale = Float(1 << (bits - 8))
+        maxValue = Float((1 << bits) - 1)
+        center = 128 * scale
+        if planes.full_range != 0 {
+            lumaScale = 255 / maxValue
+            lumaOffset = 0
+            chromaScale = 255 / maxValue
+        } else {
+            lumaScale = 255 / (219 * scale)
+            lumaOffset = 16 * scale
+            chromaScale = 255 / (224 * scale)
+        }
+    }
+
+    @inline(__always)
+    private func sample(_ plane: UnsafePointer<UInt8>, stride: Int32, x: Int, y: Int) -> Float {
+        if wide {
+            return Float(UnsafeRawPointer(plane + Int(stride) * y).load(fromByteOffset: x * 2, as: UInt16.self))
+        }
+        return Float(plane[Int(stride) * y + x])
+    }
+
+    @inline(__always)
+    private func clamp(_ value: Float) -> UInt8 {
+        let v = value + 0.5
+        return v <= 0 ? 0 : (v >= 255 ? 255 : UInt8(v))
+    }
+
+    /// Row `y` as RGB into `rgb` (`planes.width` pixels).
+    func row(_ y: Int, into rgb: UnsafeMutablePointer<UInt8>) {
+        let width = Int(planes.width)
+        let y0 = planes.y!
+        switch planes.layout {
+        case 0:
+            for x in 0..<width {
+                let v = clamp((sample(y0, stride: planes.y_stride, x: x, y: y) - lumaOffset) * lumaScale)
+                rgb[x * 3] = v; rgb[x * 3 + 1] = v; rgb[x * 3 + 2] = v
+            }
+        case 3:
+            let scale = 255 / maxValue
+            for x in 0..<width {
+                rgb[x * 3] = clamp(sample(y0, stride: planes.y_stride, x: x, y: y) * scale)
+                rgb[x * 3 + 1] = clamp(sample(planes.cb!, stride: planes.cb_stride, x: x, y: y) * scale)
+                rgb[x * 3 + 2] = clamp(sample(planes.cr!, stride: planes.cr_stride, x: x, y: y) * scale)
+            }
+        default:
+            let shiftX = planes.layout == 444 ? 0 : 1
+            let cy = planes.layout == 420 ? y >> 1 : y
+            let crToR = 2 * (1 - kr), cbToB = 2 * (1 - kb)
+            let cbToG = -2 * (1 - kb) * kb / kg, crToG = -2 * (1 - kr) * kr / kg
+            for x in 0..<width {
+                let luma = (sample(y0, stride: planes.y_stride, x: x, y: y) - lumaOffset) * lumaScale
+                let cx = x >> shiftX
+                let cb = (sample(planes.cb!, stride: planes.cb_stride, x: cx, y: cy) - center) * chromaScale
+                let cr = (sample(planes.cr!, stride: planes.cr_stride, x: cx, y: cy) - center) * chromaScale
+                rgb[x * 3] = clamp(luma + crToR * cr)
+                rgb[x * 3 + 1] = clamp(luma + cbToG * cb + crToG * cr)
+                rgb[x * 3 + 2] = clamp(luma + cbToB * cb)
+            }
+        }
+        if let alpha = planes.alpha {
+            let alphaMax = Float((1 << max(8, Int(planes.alpha_bits))) - 1)
+            let alphaWide = planes.alpha_bits > 8
+            let back = (Float(background.red), Float(background.green), Float(background.blue))
+            for x in 0..<width {
+                let raw = alphaWide ? Float(UnsafeRawPointer(alpha + Int(planes.alpha_stride) * y).load(fromByteOffset: x * 2, as: UInt16.self))
+                                    : Float(alpha[Int(planes.alpha_stride) * y + x])
+                let a = raw / alphaMax
+                if a >= 1 { continue }
+                rgb[x * 3] = clamp(Float(rgb[x * 3]) * a + back.0 * (1 - a))
+                rgb[x * 3 + 1] = clamp(Float(rgb[x * 3 + 1]) * a + back.1 * (1 - a))
+                rgb[x * 3 + 2] = clamp(Float(rgb[x * 3 + 2]) * a + back.2 * (1 - a))
+            }
+        }
+    }
+}
+
+extension CellDecoder {
+    func decodeHEIF(_ reader: HEIFReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let orientation = OrientationTransform(exifOrientation: reader.orientation)
+        let conversion = reader.conversion
+        defer { conversion.release() }
+        let stored = storedCell(orientation)
+        // The thumbnail when its crop covers the cell: a few hundred pixels instead of millions.
+        let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
+        var useThumbnail = HEIFFormat.thumbnailCovers(thumbnail, storedCell: stored, aspect: cropAspect(orientation))
+        let bits = Int(reader.info.luma_bits)
+        let fullBytes = HEIFReader.decodeBytes(reader.info.decode, bits: bits)
+        var warning: String?
+        if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
+            let needed = formatBytes(DecodeBudget.budgetToDraw(bytes: fullBytes))
+            if thumbnail.width > 0 {
+                useThumbnail = true
+                warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "
+                    + "\(reader.info.height) image takes about \(formatBytes(fullBytes)), more than the memory budget leaves for it "
+                    + "(a budget of \(needed) or more would draw it sharp)"
+            } else {
+                throw TesseraError.photoNeedsMemory(
+                    path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
+                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one picture, not tiled"), no thumbnail) takes about "
+                        + "\(formatBytes(fullBytes)), more than the memory budget leaves for it",
+                    budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: fullBytes))
+            }
+        }
+        let size = useThumbnail ? thumbnail : (Int(reader.info.width), Int(reader.info.height))
+        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits) : fullBytes
+        let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            let planes = try reader.decode(thumbnail: useThumbnail)
+            defer { reader.release() }
+            if cancellation?.isCancelled == true { throw .cancelled }
+            let rows = PlanarRows(planes: planes, background: background)
+            let width = Int(planes.width), height = Int(planes.height)
+            var next = 0
+            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                     adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                let made = min(count, height - next)
+                for i in 0..<made {
+                    rows.row(next + i, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self))
+                }
+                next += made
+                return made
+            }, into: cell)
+            var result = notes(conversion, method: useThumbnail ? .thumbnail : .wholeImage)
+            if let warning {
+                result.warningCount += 1
+                if result.firstWarning.isEmpty { result.firstWarning = warning }
+            }
+            return result
+        }
+    }
+}

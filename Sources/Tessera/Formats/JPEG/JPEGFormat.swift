@@ -1,0 +1,106 @@
+// JPEGFormat.swift — JPEG photos: the format's entry. Its two readers are ScaledJPEGReader
+// (libjpeg, at the smallest DCT scale that covers the cell) and DCScaledJPEGReader (multi-scan
+// files at 1/8 from their DC coefficients); this file chooses between them and admits their
+// buffers against the decode budget.
+import CTesseraShims
+
+extension ImageFormat {
+    public static let jpeg = ImageFormat(rawValue: "JPEG")
+}
+
+enum JPEGFormat: PhotoFormat {
+    static let format = ImageFormat.jpeg
+    static let suffixes = [".jpg", ".jpeg", ".jpe", ".jfif"]
+
+    /// A JPEG, or one of Tessera's own outputs (a JPEG or Deep Zoom tile it rendered: not a photo).
+    static func sniff(_ bytes: [UInt8]) -> Sniffed? {
+        guard starts(bytes, with: [0xFF, 0xD8, 0xFF]) else { return nil }
+        return bytes.withUnsafeBytes { JPEGMarks.isOwnOutput($0) } ? .ownOutput : .readable(format)
+    }
+
+    static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
+        try ScaledJPEGReader(photo: photo, decoderMemoryBytes: decoderMemoryBytes).readHeader()
+    }
+
+    /// Rows stream; a multi-scan file's buffers spill to disk when they do not fit: nothing
+    /// must be held whole.
+    static func wholeImageBytes(_ header: PhotoHeader, cellWidth: Int, cellHeight: Int) -> Int { 0 }
+
+    static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
+                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        try decoder.decodeJPEG(photo, into: cell)
+    }
+}
+
+extension CellDecoder {
+    func decodeJPEG(_ photo: PhotoFile, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let path = photo.path
+        let reader = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: budget.poolBytes)
+        if let cancellation { reader.setCancelFlag(cancellation.flag) }
+        let header = try reader.readHeader()
+        let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile) : .none
+        defer { conversion.release() }
+        let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
+        let stored = storedCell(orientation)
+
+        // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
+        // and the resampler then enlarges.
+        var scaled = (width: header.width, height: header.height)
+        var numerator = 8
+        for candidate in 1...8 {
+            scaled = try reader.scaledSize(numerator: candidate)
+            numerator = candidate
+            if scaled.width >= stored.width && scaled.height >= stored.height { break }
+        }
+        let working = workingBytes(outputWidth: scaled.width)
+        let inMemoryShare = budget.poolBytes / 2
+        let blockRows = max(1, (header.height + 7) / 8)
+        let draw = { (rows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int, components: Int,
+                      size: (width: Int, height: Int)) throws(TesseraError) in
+            try self.draw(path: path, orientation: orientation, scaled: size, components: components,
+                          adobeInverted: header.adobeInverted, conversion: conversion, rows: rows, into: cell)
+        }
+
+        if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
+            // Two bytes a block (18 for 4:2:0 chroma) instead of libjpeg's 128.
+            let planeBytes = Int(clamping: header.dcDecoderBytes)
+            let inMemory = planeBytes + working <= inMemoryShare
+            let limit = inMemory ? planeBytes : max(16 << 10, 8 * planeBytes / blockRows)
+            let done = try budget.admitted(bytes: working + limit) { () throws(TesseraError) -> DecodeNotes? in
+                let dc = try reader.dcReader(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory,
+                                             storedRGB: header.storedRGB)
+                if let cancellation { dc.setCancelFlag(cancellation.flag) }
+                guard case .decoded(let width, let height) = try dc.decode() else { return nil }
+                try draw({ buffer, stride, count throws(TesseraError) in try dc.readRows(into: buffer, stride: stride, maxRows: count) },
+                         3, (width, height))
+                return notes(conversion, method: .dcOnly(spilled: dc.spilled))
+            }
+            if let done { return done }
+            // Declined (a kind of file it does not handle, or data it finds corrupt): libjpeg
+            // decodes it below, from where the header left off.
+        }
+
+        var request = working
+        if header.isProgressive {
+            let coefficients = Int(clamping: header.coefficientBytes)
+            // Whole in memory when it fits; else windows of about a dozen block rows of every
+            // component, which is what libjpeg touches at once (5 iMCU rows with block smoothing).
+            let limit = coefficients + working <= inMemoryShare
+                ? coefficients : max(256 << 10, 12 * coefficients / blockRows)
+            reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
+            request += limit
+        }
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            let output = try reader.start()
+            try draw({ buffer, stride, count throws(TesseraError) in try reader.readRows(into: buffer, stride: stride, maxRows: count) },
+                     reader.outputComponents, output)
+            let warnings = reader.warnings
+            var result = notes(conversion, method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
+            if warnings.count > 0 {
+                result.warningCount += warnings.count
+                result.firstWarning = warnings.first
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,89 @@
+// PhotoFormat.swift — what every image format Tessera reads provides, and the one list of them.
+//
+// A format is one type conforming to `PhotoFormat`, in a file (or folder) of its own under
+// Formats/: how its first bytes are recognised, its header, what drawing it into a cell must
+// hold whole, and its rows into the cell path (Cells/CellDecoder.swift's shared tail: crop,
+// resampling, colour, orientation). The scan, the decoder, the plan, the mosaic and the CLI ask
+// `Formats.all`; adding a format is a new file and one line there.
+
+/// One image format Tessera reads.
+protocol PhotoFormat {
+    /// Its name, as `PhotoHeader.format` and messages give it.
+    static var format: ImageFormat { get }
+    /// The name endings (lower case, with the dot) its files are given: a file named so that is
+    /// not readable gets a warning rather than being passed over as a sidecar.
+    static var suffixes: [String] { get }
+    /// How messages list it among the formats read ("HEIF/HEIC, AVIF"); its name by default.
+    static var kinds: String { get }
+    /// What the first bytes (up to 64) say, when they are this format's; nil when not.
+    static func sniff(_ bytes: [UInt8]) -> Sniffed?
+    /// The header of an opened photo. `decoderMemoryBytes` caps what the reader may allocate.
+    static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader
+    /// What drawing the photo into a `cellWidth` x `cellHeight` cell must hold at once that
+    /// can neither stream nor spill: the figure the plan leaves room for, the mosaic admits
+    /// photos by, and the decoder checks before it allocates. 0 for formats that stream.
+    static func wholeImageBytes(_ header: PhotoHeader, cellWidth: Int, cellHeight: Int) -> Int
+    /// Decodes the photo into `cell` through the decoder's shared tail.
+    static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
+                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes
+}
+
+extension PhotoFormat {
+    static var kinds: String { format.rawValue }
+}
+
+/// What a file's first bytes say it is.
+enum Sniffed: Equatable {
+    case readable(ImageFormat)
+    /// A JPEG or Deep Zoom tile Tessera rendered (`JPEGMarks.isOwnOutput`): not a photo.
+    case ownOutput
+    /// An image Tessera can name but not read ("a GIF image").
+    case unreadable(String)
+    case notAnImage
+
+    init(startingWith bytes: [UInt8]) {
+        for format in Formats.all {
+            if let sniffed = format.sniff(bytes) { self = sniffed; return }
+        }
+        for known in Formats.namedOnly where known.magic.contains(where: { starts(bytes, with: $0) }) {
+            self = .unreadable(known.name)
+            return
+        }
+        self = .notAnImage
+    }
+}
+
+public enum Formats {
+    /// Every format Tessera reads, in the order their first bytes are tried.
+    static let all: [any PhotoFormat.Type] = [JPEGFormat.self, PNGFormat.self, WebPFormat.self, HEIFFormat.self]
+
+    /// Images Tessera recognises but does not read, by their first bytes: named in a warning
+    /// (and refused by --strict), never passed over silently.
+    static let namedOnly: [(name: String, magic: [[UInt8]])] = [
+        ("a GIF image", [Array("GIF87a".utf8), Array("GIF89a".utf8)]),
+        ("a TIFF image (or a camera RAW file)", [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A]]),
+        ("a BMP image", [[0x42, 0x4D]]),
+    ]
+
+    /// The type that reads `format`.
+    static func reader(for format: ImageFormat) -> any PhotoFormat.Type {
+        all.first { $0.format == format }!
+    }
+
+    /// Whether `name` ends as a photo's name does, in any format read.
+    static func hasPhotoSuffix(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return all.contains { $0.suffixes.contains { lower.hasSuffix($0) } }
+    }
+
+    /// Every name ending of a format read (".jpg", ".png", ...), for a caller's lists.
+    public static var suffixes: [String] { all.flatMap { $0.suffixes } }
+
+    /// The formats read, for messages: "JPEG, PNG, WebP, HEIF/HEIC, AVIF".
+    public static var names: String { all.map { $0.kinds }.joined(separator: ", ") }
+}
+
+/// Whether `bytes` holds `prefix` at `offset`.
+func starts(_ bytes: [UInt8], with prefix: [UInt8], at offset: Int = 0) -> Bool {
+    bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
+}

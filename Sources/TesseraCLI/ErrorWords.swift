@@ -1,0 +1,39 @@
+// ErrorWords.swift — the library's errors in the command line's words. The library carries
+// values (the budget that would draw a photo, which output a join lacks); the flags that set
+// them are named here, and nowhere in Sources/Tessera.
+import Tessera
+
+extension TesseraError {
+    /// The error as the command line reports it: `description`, with the flag that would fix it.
+    public var commandLineDescription: String {
+        switch self {
+        case let .photoNeedsMemory(path, reason, budget):
+            return "cannot read photo \(path): \(reason); give --max-memory \(formatBytes(budget)) or more to draw it"
+        case .shardedSerialEncoder:
+            return description + ": leave out --encoder serial"
+        case let .joinOutputs(mismatch):
+            switch mismatch {
+            case .noJPEGInParts: return "-o: \(mismatch); give --dzi alone"
+            case .noPyramidInParts: return "--dzi: \(mismatch); give -o alone"
+            case .jpegNotGiven: return "the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)"
+            case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH as well as -o (or neither, to use the paths the shards named)"
+            }
+        case let .joinPathFromParts(path, output, file, problem):
+            let flag = output == .jpeg ? "-o" : "--dzi"
+            switch problem {
+            case .notJPEGName: return "\(path): \(problem.description(file: file)): give -o PATH to join"
+            case .exists: return "\(path): \(problem.description(file: file)) (\(flag) PATH)"
+            }
+        default:
+            return description
+        }
+    }
+}
+
+extension SkippedPhoto {
+    /// The reason, with the --max-memory that would draw the photo when memory is what it lacked.
+    public var commandLineReason: String {
+        guard let budget = budgetToDrawBytes else { return reason }
+        return reason + "; give --max-memory \(formatBytes(budget)) or more to draw it"
+    }
+}
