@@ -10,7 +10,7 @@
 #                                             # late); exit 0 if it COMPLETED, else prints its state
 #   scripts/slurm-single-host.sh stop DIR     # stops both daemons
 #
-# Then: SLURM_CONF=DIR/slurm.conf sbatch --array=1-8 ...  (see the README's recipes).
+# Then: SLURM_CONF=DIR/slurm.conf sbatch --array=1-8 ...  (see the recipes in docs/shards.md).
 # auth/none trusts every local user: for a test machine, never for a shared one (use munge there).
 set -euo pipefail
 

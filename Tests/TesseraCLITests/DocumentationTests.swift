@@ -1,6 +1,8 @@
-// DocumentationTests.swift — the README and --help say what the tool does: every flag of the
-// option tables is in the README's tables and in the help, and nothing else is; the exit codes
-// are one table; the README's library example is the file the tests build and run.
+// DocumentationTests.swift — the README, docs/ and --help say what the tool does: every flag of
+// the option tables is in docs/cli.md's tables and in the help, and nothing else is; the exit
+// codes are one table (the README's); the README's library example is the file the tests build
+// and run; the README stays a front door (at most 1,500 words of prose, a picture the tool
+// made); every relative link of the README and docs/ reaches a file and a heading.
 import Glibc
 import Testing
 import Tessera
@@ -15,12 +17,14 @@ let repositoryRoot: String = {
 }()
 
 let readme = String(decoding: readFile(repositoryRoot + "/README.md"), as: UTF8.self)
+/// The command-line reference: the option tables.
+let cliReference = String(decoding: readFile(repositoryRoot + "/docs/cli.md"), as: UTF8.self)
 
-/// The rows (cells split on unescaped `|`) of every README table whose header is `header`.
-func readmeTables(header: String) -> [[String]] {
+/// The rows (cells split on unescaped `|`) of every table of `document` whose header is `header`.
+func markdownTables(header: String, in document: String) -> [[String]] {
     var rows: [[String]] = []
     var inside = false
-    for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+    for line in document.split(separator: "\n", omittingEmptySubsequences: false) {
         if line == header { inside = true; continue }
         guard inside else { continue }
         guard line.hasPrefix("|") else { inside = false; continue }
@@ -34,8 +38,8 @@ func readmeTables(header: String) -> [[String]] {
 
 @Suite struct DocumentationTests {
     @Test func everyFlagIsInTheReadmeAndTheHelpAndNothingElseIs() throws {
-        let rows = readmeTables(header: "| flag | meaning | default |")
-        try #require(rows.count > 30, "the README's option tables were not found")
+        let rows = markdownTables(header: "| flag | meaning | default |", in: cliReference)
+        try #require(rows.count > 30, "docs/cli.md's option tables were not found")
         // The flags a row documents: each backticked spelling's first word, when it is a flag.
         var documented = Set<String>()
         for row in rows {
@@ -48,7 +52,7 @@ func readmeTables(header: String) -> [[String]] {
         let shards = Set((JoinCommand.options + AnalyseCommand.options).flatMap(\.names))
         let all = grid.union(mosaic).union(shards)
         let readmeOnly = documented.subtracting(all).sorted(), codeOnly = all.subtracting(documented).sorted()
-        #expect(documented == all, "README only: \(readmeOnly); code only: \(codeOnly)")
+        #expect(documented == all, "docs/cli.md only: \(readmeOnly); code only: \(codeOnly)")
         for spec in JoinCommand.options {
             #expect(JoinCommand.help.contains("\n  " + spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "") + "\n"))
         }
@@ -111,7 +115,7 @@ func readmeTables(header: String) -> [[String]] {
     }
 
     @Test func theExitCodesAreOneTable() throws {
-        let rows = readmeTables(header: "| code | meaning |")
+        let rows = markdownTables(header: "| code | meaning |", in: readme)
         #expect(rows.map { $0[0] } == ExitCode.documented.map(\.code))
         #expect(rows.map { $0[1] } == ExitCode.documented.map(\.meaning))
         for (code, meaning) in ExitCode.documented {
@@ -139,4 +143,114 @@ func readmeTables(header: String) -> [[String]] {
         let sof = try #require((2..<(bytes.count - 9)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 })
         #expect(Int(bytes[sof + 5]) << 8 | Int(bytes[sof + 6]) == 1000 && Int(bytes[sof + 7]) << 8 | Int(bytes[sof + 8]) == 800)
     }
+
+    @Test func theReadmeIsAFrontDoor() throws {
+        #expect(proseWordCount("One two.\n```sh\nnot counted\n```\n| --- | --- |\n| a | 3 |\n- x\n") == 5)
+        let words = proseWordCount(readme)
+        #expect(words <= 1500, "README.md has \(words) words of prose (at most 1,500): move the rest to docs/")
+        #expect(words > 300, "README.md's prose was not found (\(words) words)")
+        // Its two set-up commands, which .ci/run and the packaging scripts rely on.
+        #expect(readme.contains("\nscripts/demo.sh ") && readme.contains("\nswift test "))
+        // One picture, small, that the tool made: every JPEG Tessera writes carries its comment.
+        let pictures = markdownLinkTargets(readme).filter { $0.hasPrefix("docs/images/") && $0.hasSuffix(".jpg") }
+        try #require(!pictures.isEmpty, "README.md shows no picture from docs/images")
+        for picture in pictures {
+            let bytes = readFile(repositoryRoot + "/" + picture)
+            #expect(bytes.count > 1000 && bytes.count < 150_000, "\(picture) is \(bytes.count) bytes")
+            #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]), "\(picture) is not a JPEG")
+            let comment = Array("Tessera output: not a photo".utf8)
+            #expect(bytes.indices.contains { bytes[$0...].starts(with: comment) }, "\(picture) was not made by tessera")
+        }
+    }
+
+    @Test func everyRelativeLinkReachesAFileAndAHeading() throws {
+        let docs = markdownFiles(in: repositoryRoot + "/docs")
+        try #require(docs.contains("cli.md") && docs.contains("how-it-works.md"), "docs/ was not found")
+        var checked = 0
+        for document in ["README.md"] + docs.map({ "docs/" + $0 }) {
+            let text = String(decoding: readFile(repositoryRoot + "/" + document), as: UTF8.self)
+            let folder = document.hasPrefix("docs/") ? "docs/" : ""
+            for target in markdownLinkTargets(text) where !target.contains("://") && !target.hasPrefix("mailto:") {
+                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+                let file = parts[0].isEmpty ? document : folder + parts[0]
+                var status = stat()
+                guard stat(repositoryRoot + "/" + file, &status) == 0 else {
+                    Issue.record("\(document) links to \(target): no such file")
+                    continue
+                }
+                if parts.count == 2 && file.hasSuffix(".md") {
+                    let anchors = headingAnchors(String(decoding: readFile(repositoryRoot + "/" + file), as: UTF8.self))
+                    #expect(anchors.contains(String(parts[1])), "\(document) links to \(target): no such heading")
+                }
+                checked += 1
+            }
+        }
+        #expect(checked > 20, "only \(checked) links found")
+    }
+}
+
+/// Words of prose in a Markdown text: whitespace-separated tokens holding a letter or a digit,
+/// outside ``` fences (tables and headings count). scripts/readme-words.py counts the same way.
+func proseWordCount(_ text: String) -> Int {
+    var words = 0, fenced = false
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.drop(while: \.isWhitespace).hasPrefix("```") { fenced.toggle(); continue }
+        if fenced { continue }
+        words += line.split(whereSeparator: \.isWhitespace).filter { $0.contains { $0.isLetter || $0.isNumber } }.count
+    }
+    return words
+}
+
+/// The targets of a Markdown text's inline links and pictures, `[text](target)`, outside code.
+func markdownLinkTargets(_ text: String) -> [String] {
+    var targets: [String] = []
+    var fenced = false
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.drop(while: \.isWhitespace).hasPrefix("```") { fenced.toggle(); continue }
+        if fenced { continue }
+        // Between backticks is code: the even pieces are the text around the code spans.
+        for (index, piece) in line.split(separator: "`", omittingEmptySubsequences: false).enumerated() where index % 2 == 0 {
+            var rest = piece[...]
+            while let open = rest.firstRange(of: "](") {
+                let after = rest[open.upperBound...]
+                guard let close = after.firstIndex(of: ")") else { break }
+                targets.append(String(after[..<close]))
+                rest = after[close...]
+            }
+        }
+    }
+    return targets
+}
+
+/// The anchors of a Markdown text's headings, as GitHub makes them: lower case, spaces as `-`,
+/// every other character that is not a letter, a digit, `-` or `_` left out.
+func headingAnchors(_ text: String) -> Set<String> {
+    var anchors = Set<String>()
+    var fenced = false
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.drop(while: \.isWhitespace).hasPrefix("```") { fenced.toggle(); continue }
+        guard !fenced, line.hasPrefix("#") else { continue }
+        var anchor = ""
+        for character in line.drop(while: { $0 == "#" }).drop(while: { $0 == " " }).lowercased() {
+            if character.isLetter || character.isNumber || character == "-" || character == "_" {
+                anchor.append(character)
+            } else if character == " " {
+                anchor.append("-")
+            }
+        }
+        anchors.insert(anchor)
+    }
+    return anchors
+}
+
+/// The names of the `.md` files in `folder`, sorted.
+func markdownFiles(in folder: String) -> [String] {
+    guard let directory = opendir(folder) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name.hasSuffix(".md") { names.append(name) }
+    }
+    return names.sorted()
 }

@@ -9,7 +9,7 @@ import Glibc
 import Testing
 
 /// What one photo or target may take the process over --max-memory, whatever its headers claim
-/// (the README's memory section says the same).
+/// (docs/formats-and-colour.md, "Headers that lie, and the slack", says the same).
 let hostileSlackBytes = 4 << 20
 
 /// The PNG writer: `kind` is adam7 (1,000,000 x 60, 1-bit grey, Adam7), wide (1,048,576 x 64,
