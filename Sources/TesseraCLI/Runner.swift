@@ -35,7 +35,7 @@ public struct Runner {
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try MosaicManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
+                try RenderManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
             }
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,

@@ -56,16 +56,16 @@ final class CellCache: @unchecked Sendable {
     private var spill: FileDescriptor?
     private var pendingEvents: [RenderEvent] = []
     private(set) var decodedCount = 0
-    /// Cells read from the shard folder's shared cells instead of decoded.
-    private(set) var sharedCount = 0
+    /// Cells the source handed over instead of their being decoded.
+    private(set) var fromSourceCount = 0
     private(set) var failedPhotos: [SkippedPhoto] = []
-    /// A shard's cells that other shards also draw (SharedCells.swift), or nil.
-    private let shared: SharedCells?
+    /// Where cells may come from before they are decoded (RenderPart.swift), or nil.
+    private let source: (any CellSource)?
 
-    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String, shared: SharedCells? = nil) {
+    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil) {
         precondition(slotCount > 0)
         self.photos = photos
-        self.shared = shared
+        self.source = source
         self.decoder = decoder
         cellBytes = decoder.cellBytes
         self.slotCount = slotCount
@@ -125,13 +125,13 @@ final class CellCache: @unchecked Sendable {
         // Fill the pinned slot outside the lock.
         let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: cellBytes)
         var outcome: Result<DecodeNotes, TesseraError>
-        var fromShared = false
-        if !fromDisk, let shared {
+        var fromSource = false
+        if !fromDisk, let source {
             do throws(TesseraError) {
-                let fetched = try shared.fetch(index, into: bytes) { () throws(TesseraError) in
+                let fetched = try source.fetch(index, into: bytes) { () throws(TesseraError) in
                     try decoder.decode(file: photos[index].file, into: bytes)
                 }
-                fromShared = fetched.read
+                fromSource = fetched.read
                 outcome = .success(fetched.notes)
             } catch {
                 outcome = .failure(error)
@@ -160,8 +160,8 @@ final class CellCache: @unchecked Sendable {
             states[index] = .resident(slot: slot)
             clock += 1
             slotLastUse[slot] = clock
-            if fromShared {
-                sharedCount += 1
+            if fromSource {
+                fromSourceCount += 1
             } else if !fromDisk {
                 decodedCount += 1
                 if notes.warningCount > 0 {

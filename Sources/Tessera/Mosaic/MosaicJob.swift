@@ -272,7 +272,7 @@ public enum MosaicJob {
 
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).
     public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
-        try MosaicManifest.write(match: mosaic.match, photoPaths: mosaic.request.photos.map(\.path), to: path)
+        try RenderManifest.write(match: mosaic.match, photoPaths: mosaic.request.photos.map(\.path), to: path)
     }
 }
 

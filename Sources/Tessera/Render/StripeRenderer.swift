@@ -11,46 +11,28 @@ public final class StripeRenderer: Sendable {
     public let request: RenderRequest
     public let plan: RenderPlan
     private let cancellation: RenderCancellation?
-    /// With a shard target: the band this process renders, and the render's fingerprint.
-    public let shard: ShardTarget?
-    public let band: ShardBand?
-    let fingerprint: String?
+    /// The part of the render this process makes (RenderPart.swift), or nil for all of it.
+    let part: (any RenderPart)?
 
     public var photos: [Photo] { request.photos }
     public var layout: CellLayout { request.layout }
     public var settings: RenderSettings { request.settings }
 
     /// Validates `request` (its outputs, their folders and names; RenderRequest.validate) and
-    /// plans the render (settings, canvas size, memory; RenderPlan.make).
-    /// With `shard`, renders only that shard's band into its part file in the shard folder
-    /// (ShardPlan.swift); `tessera join` makes the outputs from the parts. A sharded render
-    /// always writes the parallel encoder's restart-marker stripes: `settings.encoder` nil or
-    /// `.parallel` (the joined JPEG is that of a single-process render with `.parallel`).
-    public init(request: RenderRequest, cancellation: RenderCancellation? = nil, shard: ShardTarget? = nil) throws(TesseraError) {
+    /// plans the render (settings, canvas size, memory; RenderPlan.make). With `partChooser`,
+    /// renders only the part it chooses of the planned render, into the part's sink.
+    init(request: RenderRequest, cancellation: RenderCancellation?, partChooser: (any RenderPartChooser)?) throws(TesseraError) {
         var request = request
-        if shard != nil && request.jpegPath != nil {
-            guard request.settings.encoder != .serial else {
-                throw .shardedSerialEncoder
-            }
-            request.settings.encoder = .parallel
-        }
+        try partChooser?.adjust(&request)
         try request.validate()
         self.request = request
         self.cancellation = cancellation
-        self.shard = shard
         let plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
-                                   wholeImageBytes: request.photos.map {
-                                       $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
-                                   }.max() ?? 0)
+                                       wholeImageBytes: request.photos.map {
+                                           $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
+                                       }.max() ?? 0)
         self.plan = plan
-        if let shard {
-            let band = try ShardBand.make(plan: plan, shard: shard.shard)
-            self.band = band
-            fingerprint = ShardBand.fingerprint(request: request, plan: plan, shards: shard.shard.count, bandUnitRows: band.bandUnitRows)
-        } else {
-            band = nil
-            fingerprint = nil
-        }
+        part = try partChooser?.part(of: request, plan: plan)
     }
 
     /// Removes what dead renders left in the folders this render uses (their hidden temporaries
@@ -61,7 +43,7 @@ public final class StripeRenderer: Sendable {
         for output in request.outputs { stale.formUnion(StaleTemporaries.remove(in: parentDirectory(of: output.path))) }
         stale.formUnion(StaleTemporaries.remove(in: plan.temporaryDirectory))
         stale.formUnion(StaleTemporaries.remove(in: plan.stripeDirectory))
-        if let shard { stale.formUnion(StaleTemporaries.remove(in: shard.directory)) }
+        for directory in part?.directories ?? [] { stale.formUnion(StaleTemporaries.remove(in: directory)) }
         return stale.sorted()
     }
 
@@ -79,16 +61,13 @@ public final class StripeRenderer: Sendable {
             for sink in sinks { sink.discard() }
             throw error
         }
-        var shared: SharedCells?
-        if let shard, let fingerprint {
-            do throws(TesseraError) {
-                shared = try SharedCells(shardDirectory: shard.directory, fingerprint: fingerprint, layout: layout, photoCount: photos.count,
-                                         plan: plan, shards: shard.shard.count)
-            } catch {
-                store.releaseAll()
-                for sink in sinks { sink.discard() }
-                throw error
-            }
+        var source: (any CellSource)?
+        do throws(TesseraError) {
+            source = try part?.makeCellSource(plan: plan, layout: layout, photoCount: photos.count)
+        } catch {
+            store.releaseAll()
+            for sink in sinks { sink.discard() }
+            throw error
         }
         let cache = CellCache(photos: photos,
                               decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
@@ -96,12 +75,12 @@ public final class StripeRenderer: Sendable {
                                                                         spillDirectory: plan.temporaryDirectory,
                                                                         wholeImageLimitBytes: plan.wholeImageLimitBytes),
                                                    cancellation: cancellation, background: settings.background),
-                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, shared: shared)
+                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source)
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)
         do throws(TesseraError) {
             let pipeline = try StripePipeline(plan: plan, store: store, painter: painter, sinks: sinks, cancellation: cancellation,
-                                              workerThreads: settings.workerThreads, stripes: band?.renderedStripes)
+                                              workerThreads: settings.workerThreads, stripes: part?.stripes)
             try pipeline.run(observer: observer)
         } catch {
             store.releaseAll()
@@ -123,16 +102,15 @@ public final class StripeRenderer: Sendable {
         var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
                                     outputBytes: 0, peakResidentBytes: peakResidentBytes(),
                                     photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
-        summary.cellsShared = cache.sharedCount
+        summary.cellsShared = cache.fromSourceCount
         for sink in sinks { sink.record(into: &summary) }
         return summary
     }
 
-    /// One sink per output, the pyramid first; the JPEG's by the plan's compression.
+    /// One sink per output, the pyramid first; the JPEG's by the plan's compression. A part
+    /// has a sink of its own.
     private func makeSinks() throws(TesseraError) -> [StripeSink] {
-        if let shard, let band, let fingerprint {
-            return [try ShardSink(target: shard, band: band, plan: plan, request: request, fingerprint: fingerprint)]
-        }
+        if let part { return [try part.makeSink(plan: plan, request: request)] }
         var sinks: [StripeSink] = []
         let ordered = request.outputs.filter { $0.kind != .jpeg } + request.outputs.filter { $0.kind == .jpeg }
         do throws(TesseraError) {

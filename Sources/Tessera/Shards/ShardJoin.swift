@@ -579,7 +579,7 @@ private struct Joiner {
             for record in part.records where record.kind == .jpegHeader || record.kind == .jpegSegment {
                 try copy(part, record, to: output)
                 guard record.kind == .jpegSegment else { continue }
-                let marker: [UInt8] = writtenStripes + 1 < stripeCount ? [0xFF, 0xD0 + UInt8(writtenStripes % 8)] : [0xFF, 0xD9]
+                let marker = RestartMarkerJPEGSink.trailer(afterStripe: writtenStripes, of: stripeCount)
                 try marker.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
                 writtenStripes += 1
             }

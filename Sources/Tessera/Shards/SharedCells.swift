@@ -15,7 +15,7 @@
 // Threading: `load` and `store` are called from the render's workers, for different photos.
 import Glibc
 
-final class SharedCells: @unchecked Sendable {
+final class SharedCells: CellSource, @unchecked Sendable {
     let directory: String
     private let cellBytes: Int
     /// Per photo: shown in another band too, so worth keeping.

@@ -123,7 +123,7 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
         #expect(a == b)
         #expect(a.assignment != c.assignment)
         // The manifest names, cell by cell in row-major order, the photo the assignment chose.
-        let manifest = MosaicManifest.text(match: a, photoPaths: (0..<50).map { "p\($0).jpg" }, format: .csv)
+        let manifest = RenderManifest.text(match: a, photoPaths: (0..<50).map { "p\($0).jpg" }, format: .csv)
         let lines = manifest.split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }
         #expect(lines.count == a.assignment.count)
         for (cell, fields) in lines.enumerated() where fields.count == 4 {
@@ -137,16 +137,16 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
     @Test func csvAndJSONQuoteAwkwardNames() {
         let match = MosaicMatch(columns: 2, rows: 1, assignment: [1, 0], cellErrors: [0.25, 0.5], constraintViolations: 0)
         let paths = ["plain.jpg", "a,b \"c\".jpg"]
-        #expect(MosaicManifest.text(match: match, photoPaths: paths, format: .csv)
+        #expect(RenderManifest.text(match: match, photoPaths: paths, format: .csv)
                 == "column,row,photo,cost\n0,0,\"a,b \"\"c\"\".jpg\",0.25000\n1,0,plain.jpg,0.50000\n")
-        #expect(MosaicManifest.text(match: match, photoPaths: paths, format: .json) == """
+        #expect(RenderManifest.text(match: match, photoPaths: paths, format: .json) == """
         [
           {"column": 0, "row": 0, "photo": "a,b \\"c\\".jpg", "cost": 0.25000},
           {"column": 1, "row": 0, "photo": "plain.jpg", "cost": 0.50000}
         ]
 
         """)
-        #expect(MosaicManifest.format(for: "out.JSON") == .json && MosaicManifest.format(for: "out.csv") == .csv)
+        #expect(RenderManifest.format(for: "out.JSON") == .json && RenderManifest.format(for: "out.csv") == .csv)
     }
 }
 

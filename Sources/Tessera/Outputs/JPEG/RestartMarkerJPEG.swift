@@ -126,9 +126,13 @@ final class RestartMarkerJPEGSink: StripeSink {
         try segment.jpeg.withUnsafeBytes { bytes in
             Result { () throws(TesseraError) in try output.append(UnsafeRawBufferPointer(rebasing: bytes[segment.entropy])) }
         }.get()
-        // RST0...RST7 cycling between stripes, EOI after the last.
-        let trailer: [UInt8] = stripe.index + 1 < geometry.stripeCount ? [0xFF, 0xD0 + UInt8(stripe.index % 8)] : [0xFF, 0xD9]
-        try append(trailer[...])
+        try append(Self.trailer(afterStripe: stripe.index, of: geometry.stripeCount)[...])
+    }
+
+    /// The marker after stripe `index`'s entropy-coded data: RST0...RST7 cycling between
+    /// stripes, EOI after the last. The one splice rule: `tessera join` writes the same.
+    static func trailer(afterStripe index: Int, of stripeCount: Int) -> [UInt8] {
+        index + 1 < stripeCount ? [0xFF, 0xD0 + UInt8(index % 8)] : [0xFF, 0xD9]
     }
 
     func finish() throws(TesseraError) {}

@@ -1,6 +1,6 @@
-// MosaicManifest.swift — where every photo went: one row per cell.
+// RenderManifest.swift — where every photo went: one row per cell.
 
-public enum MosaicManifest {
+public enum RenderManifest {
     public enum Format: Sendable { case csv, json }
 
     /// JSON when `path` ends in .json, else CSV.
