@@ -1,5 +1,5 @@
-// GridOptions.swift — `tessera grid`: its options (the rendering options, RenderingOptions.swift,
-// with --order) and its help.
+// GridOptions.swift — `tessera grid`: the options of a render (parsed from the rendering
+// options' table, RenderingOptions.swift), grid's own checks (--seed needs a shuffle), its help.
 import Tessera
 
 /// A parsed `tessera grid` command line.

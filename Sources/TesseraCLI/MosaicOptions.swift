@@ -1,8 +1,11 @@
-// MosaicOptions.swift — `tessera mosaic`: every grid option plus the mosaic's own.
+// MosaicOptions.swift — `tessera mosaic`: the rendering options (RenderingOptions.swift) but
+// --order, in a mosaic's words where they differ, plus the mosaic's own; and its help.
 import Tessera
 
 /// A parsed `tessera mosaic` command line.
 public struct MosaicOptions: Equatable, Sendable {
+    /// The rendering options (the outputs, the shape, the encoder, the search...): a grid's,
+    /// whose `order` a mosaic leaves at its default (its order is the matching's, `seed`).
     public var render = GridOptions()
     public var targetPath = ""
     public var minDistance = 1
