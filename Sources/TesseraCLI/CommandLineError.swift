@@ -1,15 +1,30 @@
 // CommandLineError.swift — what can be wrong with a command line.
 
 /// A usage error: the message, and the position of the offending argument (1-based, as in
-/// CommandLine.arguments) when one is to blame.
+/// CommandLine.arguments) when one is to blame; for an unknown option or command, the spelling
+/// it was probably meant to be.
 public struct CommandLineError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     public let argumentIndex: Int?
+    /// The known option or command nearest to the unknown one given ("did you mean"), or nil.
+    public let suggestion: String?
 
-    public init(_ message: String, argumentIndex: Int? = nil) {
+    public init(_ message: String, argumentIndex: Int? = nil, suggestion: String? = nil) {
         self.message = message
         self.argumentIndex = argumentIndex
+        self.suggestion = suggestion
     }
 
-    public var description: String { message }
+    /// The line the tool prints: the message, then the suggestion when there is one.
+    public var description: String {
+        guard let suggestion else { return message }
+        // Options are named bare in messages (--tile), commands quoted ('mosaik').
+        return message + "; did you mean " + (suggestion.hasPrefix("-") ? suggestion : "'\(suggestion)'") + "?"
+    }
+
+    /// Two errors are the same when they say the same thing about the same argument: the
+    /// suggestion is advice beside the error, not part of what is wrong.
+    public static func == (a: CommandLineError, b: CommandLineError) -> Bool {
+        a.message == b.message && a.argumentIndex == b.argumentIndex
+    }
 }

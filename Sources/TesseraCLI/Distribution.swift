@@ -15,21 +15,10 @@ public struct CommandDescription: Sendable {
 
 public enum Distribution {
     /// Every command with the options its parser takes, in the order the manual gives them.
-    public static let commands: [CommandDescription] = [
-        CommandDescription(name: "grid", summary: "lay photos out in a grid of equal cells, as one JPEG and/or a Deep Zoom pyramid",
-                           synopsis: "PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
-                           options: GridCommand.options),
-        CommandDescription(name: "mosaic", summary: "rebuild a target picture out of the photos, matched by colour",
-                           synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
-                           options: MosaicCommand.options + MosaicCommand.renderingOptions),
-        CommandDescription(name: "join", summary: "join the parts of a render run as shards (--shard K/N --shard-dir DIR) into its outputs",
-                           synopsis: "DIR [options]", options: JoinCommand.options),
-        CommandDescription(name: "analyse", summary: "fill a mosaic's feature index ahead, optionally in shards",
-                           synopsis: "PHOTOS... --tile-size N [--shard K/N] [options]", options: AnalyseCommand.options),
-    ]
+    public static let commands: [CommandDescription] = TopLevel.commands.map(\.description)
 
     /// The words that may stand first, besides the commands.
-    static let otherWords = ["help", "man", "completions", "--help", "--version"]
+    static let otherWords = TopLevel.otherWords
 
     /// What a value is, for completion: one of fixed words, a folder, a file, or free text.
     enum ValueKind: Equatable {

@@ -33,142 +33,47 @@ public struct AnalyseOptions: Equatable, Sendable {
     public init() {}
 }
 
-/// One option as the command line gave it (`scanArguments`).
-struct ScannedOption {
-    let spec: OptionSpec
-    /// As spelled (`-q` or `--quiet`); `spec.names.last` is its long name.
-    let name: String
-    let value: String
-    /// Where the option is on the command line, and where its value is.
-    let position: Int
-    let valuePosition: Int
-    /// The long names of the options before this one.
-    let earlier: Set<String>
-}
-
-/// Every command's loop over its arguments: positional arguments (everything after `--`
-/// too), `--name value`, `--name=value` and flags, from the command's option table. Unknown
-/// options, a missing or unexpected value, and an option with a value given twice (only
-/// `--exclude` may repeat: a second value would silently replace the first) are refused.
-func scanArguments(_ arguments: [String], firstIndex: Int, command: String, options: [OptionSpec],
-                   positional: (String) -> Void,
-                   handle: (ScannedOption) throws(CommandLineError) -> Void) throws(CommandLineError) {
-    var index = 0
-    var onlyPositional = false
-    var seen = Set<String>()
-    while index < arguments.count {
-        let argument = arguments[index]
-        let position = firstIndex + index
-        if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
-            positional(argument)
-            index += 1
-            continue
-        }
-        if argument == "--" {
-            onlyPositional = true
-            index += 1
-            continue
-        }
-        var name = argument
-        var inlineValue: String?
-        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-            name = String(argument[..<equals])
-            inlineValue = String(argument[argument.index(after: equals)...])
-        }
-        guard let spec = options.first(where: { $0.names.contains(name) }) else {
-            throw CommandLineError("unknown option \(name) (see 'tessera \(command) --help')", argumentIndex: position)
-        }
-        var value = ""
-        if spec.valueName != nil {
-            if let inlineValue {
-                value = inlineValue
-            } else {
-                guard index + 1 < arguments.count else {
-                    throw CommandLineError("\(name) needs a value: \(name) \(spec.valueName!)", argumentIndex: position)
-                }
-                index += 1
-                value = arguments[index]
-            }
-        } else if inlineValue != nil {
-            throw CommandLineError("\(name) takes no value", argumentIndex: position)
-        }
-        let key = spec.names.last!
-        if spec.valueName != nil && key != "--exclude" && seen.contains(key) {
-            throw CommandLineError("\(name) is given twice; give it once", argumentIndex: position)
-        }
-        try handle(ScannedOption(spec: spec, name: name, value: value, position: position,
-                                 valuePosition: inlineValue == nil ? firstIndex + index : position, earlier: seen))
-        seen.insert(key)
-        index += 1
-    }
-}
-
-/// The output options `join` and `analyse` share (`--progress`, `--no-progress`, `--quiet`,
-/// `--help`); false for any other.
-private func takeOutputOption(_ option: ScannedOption, progress: inout ProgressStyle, quiet: inout Bool,
-                              help: inout Bool) throws(CommandLineError) -> Bool {
-    switch option.spec.names.last! {
-    case "--progress": progress = try progressStyle(option.value, option.valuePosition)
-    case "--no-progress": progress = .none
-    case "--quiet": quiet = true
-    case "--help": help = true
-    default: return false
-    }
-    return true
-}
-
-private func wholeNumber(_ name: String, _ value: String, _ range: ClosedRange<Int>, _ position: Int) throws(CommandLineError) -> Int {
-    guard let number = Int(value), range.contains(number) else {
-        throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
-                               argumentIndex: position)
-    }
-    return number
-}
-
-private func progressStyle(_ value: String, _ position: Int) throws(CommandLineError) -> ProgressStyle {
-    guard let style = ProgressStyle(rawValue: value) else {
-        throw CommandLineError("--progress expects bar, json or none, got '\(value)'", argumentIndex: position)
-    }
-    return style
-}
-
 public enum JoinCommand {
-    public static let options: [OptionSpec] = [
-        OptionSpec(names: ["-o", "--output"], valueName: "OUT.jpg", help: "Write the JPEG here, replacing a file already there (checked as a render checks -o). Without -o and --dzi the join writes where the shards were told to, but only if nothing is there yet: those paths come from the parts, which anyone who can write the shard folder can change."),
-        OptionSpec(names: ["--dzi"], valueName: "DIR/NAME.dzi", help: "Write the pyramid here (as -o; with both outputs in the parts, give both)."),
-        OptionSpec(names: ["--wait"], valueName: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first."),
-        OptionSpec(names: ["--workers"], valueName: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores)."),
-        OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for the levels of the pyramid the join builds and the tiles it copies (default 64MiB, at least 32M): a part whose sizes need more is refused before anything is written (exit 4, naming what would fit)."),
-        OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr; json ends with a summary event (shards, sizes, time, peak RSS)."),
-        OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
-        OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors."),
-        OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
-    ]
-
-    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> JoinOptions {
+    /// join's parse state: the options, and the folders named (one is taken).
+    struct Parse: Sendable {
         var options = JoinOptions()
         var folders: [String] = []
-        try scanArguments(arguments, firstIndex: firstIndex, command: "join", options: Self.options,
-                          positional: { folders.append($0) }) { option throws(CommandLineError) in
-            if try takeOutputOption(option, progress: &options.progress, quiet: &options.quiet, help: &options.help) { return }
-            let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
-            switch name {
-            case "--workers": options.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
-            case "--max-memory":
-                guard let bytes = parseByteSize(value), bytes >= 32 << 20 else {
-                    throw CommandLineError("--max-memory expects a size of at least 32M like 64M, 512MiB, 2G, got '\(value)'", argumentIndex: position)
-                }
-                options.maxMemoryBytes = bytes
-            case "--output": options.destinations.jpegPath = value
-            case "--dzi":
-                guard RenderOutput.isDeepZoomPath(value) else {
-                    throw CommandLineError("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(value)'", argumentIndex: position)
-                }
-                options.destinations.deepZoomPath = value
-            case "--wait": options.waitSeconds = Double(try wholeNumber(name, value, 1...604_800, position))
-            default: fatalError("option table and switch disagree on \(name)")
+    }
+
+    static let ownTable: [Option<JoinOptions>] = [
+        Option("-o", "--output", value: "OUT.jpg", help: "Write the JPEG here, replacing a file already there (checked as a render checks -o). Without -o and --dzi the join writes where the shards were told to, but only if nothing is there yet: those paths come from the parts, which anyone who can write the shard folder can change.") { options, given in options.destinations.jpegPath = given.value },
+        Option("--dzi", value: "DIR/NAME.dzi", help: "Write the pyramid here (as -o; with both outputs in the parts, give both).") { options, given throws(CommandLineError) in
+            guard RenderOutput.isDeepZoomPath(given.value) else {
+                throw given.refusal("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(given.value)'")
             }
-        }
+            options.destinations.deepZoomPath = given.value
+        },
+        Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
+            options.waitSeconds = Double(try given.integer(1...604_800))
+        },
+        Option("--workers", value: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores).") { options, given throws(CommandLineError) in
+            options.workers = try given.integer(RenderSettings.workerCounts)
+        },
+        Option("--max-memory", value: "SIZE", help: "Budget for the levels of the pyramid the join builds and the tiles it copies (default 64MiB, at least 32M): a part whose sizes need more is refused before anything is written (exit 4, naming what would fit).") { options, given throws(CommandLineError) in
+            guard let bytes = parseByteSize(given.value), bytes >= 32 << 20 else {
+                throw given.refusal("--max-memory expects a size of at least 32M like 64M, 512MiB, 2G, got '\(given.value)'")
+            }
+            options.maxMemoryBytes = bytes
+        },
+    ]
+
+    static let table: [Option<Parse>] = (ownTable
+        + ReportingOptions.table(progressHelp: "How progress shows on stderr; json ends with a summary event (shards, sizes, time, peak RSS).", quietHelp: "Print only errors.", refusingContradictions: false))
+        .map { $0.lifted(\Parse.options) }
+
+    /// join's options, as its help, the manual and the completions give them.
+    public static let options: [OptionSpec] = table.specs()
+
+    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> JoinOptions {
+        var state = Parse()
+        try parseArguments(arguments, firstIndex: firstIndex, command: "join", table: table, into: &state) { $0.folders.append($1) }
+        var options = state.options
+        let folders = state.folders
         if options.help { return options }
         guard folders.count == 1 else {
             throw CommandLineError(folders.isEmpty ? "join needs the shard folder: tessera join DIR"
@@ -177,7 +82,6 @@ public enum JoinCommand {
         options.directory = folders[0]
         return options
     }
-
 
     public static let help: String = """
     tessera join — the outputs of a sharded render, from its part files
@@ -217,63 +121,61 @@ public enum JoinCommand {
 }
 
 public enum AnalyseCommand {
-    public static let options: [OptionSpec] = [
-        OptionSpec(names: ["--tile-size"], valueName: "N|WxH", help: "The mosaic's cell size (required): the features are kept per cell shape, so give the one the mosaic will use."),
-        OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell, K x K (3...8, default 3): as the mosaic will use."),
-        OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "The feature index's folder (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera); on a cluster, a folder the shards and the mosaic share."),
-        OptionSpec(names: ["--shard"], valueName: "K/N", help: "Analyse only share K of N of the photos (in path order) into an index file of this shard's own, features-...shard-K-of-N.tsv, which every later run merges on load: a job array analyses a million photos, each task its share, with no two writing one file."),
-        OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos (default: the number of cores)."),
-        OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for the decoders (default 64MiB)."),
-        OptionSpec(names: ["--exclude"], valueName: "GLOB", help: "Leave out files and folders matching this pattern (repeatable)."),
-        OptionSpec(names: ["--include-hidden"], valueName: nil, help: "Also search hidden files and folders."),
-        OptionSpec(names: ["--progress"], valueName: "bar|json|none", help: "How progress shows on stderr."),
-        OptionSpec(names: ["--no-progress"], valueName: nil, help: "The same as --progress none."),
-        OptionSpec(names: ["-q", "--quiet"], valueName: nil, help: "Print only errors."),
-        OptionSpec(names: ["-h", "--help"], valueName: nil, help: "Show this help."),
-    ]
-
-    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> AnalyseOptions {
+    /// analyse's parse state: the options, and whether --tile-size came.
+    struct Parse: Sendable {
         var options = AnalyseOptions()
         var sawTileSize = false
-        try scanArguments(arguments, firstIndex: firstIndex, command: "analyse", options: Self.options,
-                          positional: { options.photoPaths.append($0) }) { option throws(CommandLineError) in
-            if try takeOutputOption(option, progress: &options.progress, quiet: &options.quiet, help: &options.help) { return }
-            let (name, value, position) = (option.spec.names.last!, option.value, option.valuePosition)
-            switch name {
-            case "--tile-size":
-                if let single = Int(value), single >= 1, single <= jpegMaxDimension {
-                    (options.cellWidth, options.cellHeight) = (single, single)
-                } else if let (w, h) = parsePair(value), (1...jpegMaxDimension).contains(w), (1...jpegMaxDimension).contains(h) {
-                    (options.cellWidth, options.cellHeight) = (w, h)
-                } else {
-                    throw CommandLineError("--tile-size expects pixels like 150 or 200x150, got '\(value)'", argumentIndex: position)
-                }
-                sawTileSize = true
-            case "--sub-cells": options.subCells = try wholeNumber(name, value, 3...8, position)
-            case "--cache-dir": options.cacheDirectory = value
-            case "--shard":
-                guard let spec = ShardSpec.parse(value) else {
-                    throw CommandLineError("--shard expects K/N with 1 <= K <= N <= \(ShardSpec.maxCount), like 3/8, got '\(value)'",
-                                           argumentIndex: position)
-                }
-                options.shard = spec
-            case "--workers": options.settings.workers = try wholeNumber(name, value, RenderSettings.workerCounts, position)
-            case "--max-memory":
-                guard let bytes = parseByteSize(value), bytes >= 1 << 20 else {
-                    throw CommandLineError("--max-memory expects a size of at least 1M like 64M, got '\(value)'", argumentIndex: position)
-                }
-                options.settings.maxMemoryBytes = bytes
-            case "--exclude": options.selection.excludes.append(value)
-            case "--include-hidden": options.selection.includeHidden = true
-            default: fatalError("option table and switch disagree on \(name)")
-            }
-        }
-        if options.help { return options }
-        guard !options.photoPaths.isEmpty else { throw CommandLineError("no photos given: tessera analyse PHOTOS... --tile-size N") }
-        guard sawTileSize else { throw CommandLineError("--tile-size N is required: the mosaic's cell size (features are kept per cell shape)") }
-        return options
     }
 
+    static let ownTable: [Option<Parse>] = [
+        Option("--tile-size", value: "N|WxH", help: "The mosaic's cell size (required): the features are kept per cell shape, so give the one the mosaic will use.") { state, given throws(CommandLineError) in
+            if let single = Int(given.value), single >= 1, single <= jpegMaxDimension {
+                (state.options.cellWidth, state.options.cellHeight) = (single, single)
+            } else if let (w, h) = parsePair(given.value), (1...jpegMaxDimension).contains(w), (1...jpegMaxDimension).contains(h) {
+                (state.options.cellWidth, state.options.cellHeight) = (w, h)
+            } else {
+                throw given.refusal("--tile-size expects pixels like 150 or 200x150, got '\(given.value)'")
+            }
+            state.sawTileSize = true
+        },
+        Option("--sub-cells", value: "K", help: "Colour features per cell, K x K (3...8, default 3): as the mosaic will use.") { state, given throws(CommandLineError) in
+            state.options.subCells = try given.integer(3...8)
+        },
+        Option("--cache-dir", value: "DIR", help: "The feature index's folder (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera); on a cluster, a folder the shards and the mosaic share.") { state, given in state.options.cacheDirectory = given.value },
+        Option("--shard", value: "K/N", help: "Analyse only share K of N of the photos (in path order) into an index file of this shard's own, features-...shard-K-of-N.tsv, which every later run merges on load: a job array analyses a million photos, each task its share, with no two writing one file.") { state, given throws(CommandLineError) in
+            state.options.shard = try shardSpec(given)
+        },
+        Option("--workers", value: "N", help: "Threads decoding photos (default: the number of cores).") { state, given throws(CommandLineError) in
+            state.options.settings.workers = try given.integer(RenderSettings.workerCounts)
+        },
+        Option("--max-memory", value: "SIZE", help: "Budget for the decoders (default 64MiB).") { state, given throws(CommandLineError) in
+            guard let bytes = parseByteSize(given.value), bytes >= 1 << 20 else {
+                throw given.refusal("--max-memory expects a size of at least 1M like 64M, got '\(given.value)'")
+            }
+            state.options.settings.maxMemoryBytes = bytes
+        },
+        Option("--exclude", value: "GLOB", help: "Leave out files and folders matching this pattern (repeatable).") { state, given in state.options.selection.excludes.append(given.value) },
+        Option(flag: "--include-hidden", help: "Also search hidden files and folders.") { state, _ in state.options.selection.includeHidden = true },
+    ]
+
+    static let table: [Option<Parse>] = ownTable
+        + ReportingOptions.table(progressHelp: "How progress shows on stderr.", quietHelp: "Print only errors.", refusingContradictions: false)
+            .map { $0.lifted(\Parse.options) }
+
+    /// analyse's options, as its help, the manual and the completions give them.
+    public static let options: [OptionSpec] = table.specs()
+
+    public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> AnalyseOptions {
+        var state = Parse()
+        try parseArguments(arguments, firstIndex: firstIndex, command: "analyse", table: table, into: &state) {
+            $0.options.photoPaths.append($1)
+        }
+        let options = state.options
+        if options.help { return options }
+        guard !options.photoPaths.isEmpty else { throw CommandLineError("no photos given: tessera analyse PHOTOS... --tile-size N") }
+        guard state.sawTileSize else { throw CommandLineError("--tile-size N is required: the mosaic's cell size (features are kept per cell shape)") }
+        return options
+    }
 
     public static let help: String = """
     tessera analyse — fill the mosaic feature index ahead of time, in shards if the library is large

@@ -1,8 +1,11 @@
-// MosaicOptions.swift — `tessera mosaic`: every grid option plus the mosaic's own.
+// MosaicOptions.swift — `tessera mosaic`: the rendering options (RenderingOptions.swift) but
+// --order, in a mosaic's words where they differ, plus the mosaic's own; and its help.
 import Tessera
 
 /// A parsed `tessera mosaic` command line.
 public struct MosaicOptions: Equatable, Sendable {
+    /// The rendering options (the outputs, the shape, the encoder, the search...): a grid's,
+    /// whose `order` a mosaic leaves at its default (its order is the matching's, `seed`).
     public var render = GridOptions()
     public var targetPath = ""
     public var minDistance = 1
@@ -22,56 +25,65 @@ public struct MosaicOptions: Equatable, Sendable {
 }
 
 public enum MosaicCommand {
-    public static let options: [OptionSpec] = [
-        OptionSpec(names: ["--target"], valueName: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape."),
-        OptionSpec(names: ["--min-distance"], valueName: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them."),
-        OptionSpec(names: ["--max-uses"], valueName: "K", help: "Use one photo at most K times (default: no limit)."),
-        OptionSpec(names: ["--tint"], valueName: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0)."),
-        OptionSpec(names: ["--sub-cells"], valueName: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3)."),
-        OptionSpec(names: ["--match-effort"], valueName: "N", help: "Passes of local search after the first assignment: each cell takes a better photo, or swaps with the neighbour whose photo it wants, whenever the constraints allow and the total error drops (0-20, default 2; 0: the greedy assignment alone). The report prints the error before and after."),
-        OptionSpec(names: ["--cache-dir"], valueName: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)."),
+    /// A mosaic's parse state: the rendering options' and the mosaic's own.
+    struct Parse: Sendable {
+        var render = RenderingParse()
+        var mosaic = MosaicOptions()
+    }
+
+    /// The mosaic's own options.
+    static let ownTable: [Option<MosaicOptions>] = [
+        Option("--target", value: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape.") { mosaic, given in mosaic.targetPath = given.value },
+        Option("--min-distance", value: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them.") { mosaic, given throws(CommandLineError) in
+            mosaic.minDistance = try given.integer(0...100)
+        },
+        Option("--max-uses", value: "K", help: "Use one photo at most K times (default: no limit).") { mosaic, given throws(CommandLineError) in
+            mosaic.maxUses = try given.integer(1...Int(Int32.max))
+        },
+        Option("--tint", value: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0).") { mosaic, given throws(CommandLineError) in
+            mosaic.tintPercent = try given.integer(0...100)
+        },
+        Option("--sub-cells", value: "K", help: "Colour features per cell: K x K mean Oklab colours (3...8, default 3).") { mosaic, given throws(CommandLineError) in
+            mosaic.subCells = try given.integer(3...8)
+        },
+        Option("--match-effort", value: "N", help: "Passes of local search after the first assignment: each cell takes a better photo, or swaps with the neighbour whose photo it wants, whenever the constraints allow and the total error drops (0-20, default 2; 0: the greedy assignment alone). The report prints the error before and after.") { mosaic, given throws(CommandLineError) in
+            mosaic.matchEffort = try given.integer(0...20)
+        },
+        Option("--cache-dir", value: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera).") { mosaic, given in mosaic.cacheDirectory = given.value },
     ]
 
-    /// The grid's options a mosaic takes (all but --order), the shape, the seed and the manifest
-    /// in a mosaic's words: the grid's own do not hold for a mosaic.
-    public static let renderingOptions: [OptionSpec] = {
-        let mosaicWords = [
-            "--grid": "Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.",
-            "--columns": "Columns only; rows follow from the target's shape (upright).",
-            "--seed": "Seed of the matching order (default 1); the same seed gives the same mosaic.",
-            "--manifest": "Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.",
-        ]
-        return GridCommand.options.filter { !$0.names.contains("--order") }.map { spec in
-            mosaicWords[spec.names.last!].map { OptionSpec(names: spec.names, valueName: spec.valueName, help: $0) } ?? spec
+    /// The rendering options a mosaic takes: all but --order (refused: a mosaic's order is its
+    /// matching's), with the shape, the seed and the manifest in a mosaic's words.
+    static let renderingTable: [Option<RenderingParse>] = RenderingOptions.table.map { option in
+        switch option.spec.longName {
+        case "--order": return option.refused("--order is a grid's: a mosaic places photos by matching the target (--seed sets its order)")
+        case "--grid": return option.withHelp("Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.")
+        case "--columns": return option.withHelp("Columns only; rows follow from the target's shape (upright).")
+        case "--seed": return option.withHelp("Seed of the matching order (default 1); the same seed gives the same mosaic.")
+        case "--manifest":
+            return option.withHelp("Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.")
+        default: return option
         }
-    }()
+    }
+
+    /// Everything mosaic parses.
+    static let table: [Option<Parse>] = renderingTable.map { $0.lifted(\Parse.render) } + ownTable.map { $0.lifted(\Parse.mosaic) }
+
+    /// The mosaic's own options, as its help, the manual and the completions give them.
+    public static let options: [OptionSpec] = ownTable.specs()
+    /// The rendering options a mosaic takes, in its words.
+    public static let renderingOptions: [OptionSpec] = renderingTable.specs()
 
     /// Parses the arguments after `mosaic`.
     public static func parse(_ arguments: [String], firstIndex: Int = 2) throws(CommandLineError) -> MosaicOptions {
-        var mosaic = MosaicOptions()
-        var seedGiven: UInt64?
-        mosaic.render = try GridCommand.parse(arguments, firstIndex: firstIndex, command: "mosaic", extraOptions: options) {
-            name, value, position throws(CommandLineError) in
-            func integer(_ range: ClosedRange<Int>) throws(CommandLineError) -> Int {
-                guard let number = Int(value), range.contains(number) else {
-                    throw CommandLineError("\(name) expects a whole number in \(range.lowerBound)...\(range.upperBound), got '\(value)'",
-                                           argumentIndex: position)
-                }
-                return number
-            }
-            switch name {
-            case "--target": mosaic.targetPath = value
-            case "--min-distance": mosaic.minDistance = try integer(0...100)
-            case "--max-uses": mosaic.maxUses = try integer(1...Int(Int32.max))
-            case "--tint": mosaic.tintPercent = try integer(0...100)
-            case "--sub-cells": mosaic.subCells = try integer(3...8)
-            case "--cache-dir": mosaic.cacheDirectory = value
-            case "--match-effort": mosaic.matchEffort = try integer(0...20)
-            default: break
-            }
+        var state = Parse()
+        try parseArguments(arguments, firstIndex: firstIndex, command: "mosaic", table: table, into: &state) {
+            $0.render.options.photoPaths.append($1)
         }
-        seedGiven = mosaic.render.seed
-        if let seedGiven { mosaic.seed = seedGiven }
+        var mosaic = state.mosaic
+        mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic",
+                                                    example: "--target portrait.jpg ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
+        if let seed = mosaic.render.seed { mosaic.seed = seed }
         if mosaic.render.help { return mosaic }
         guard !mosaic.targetPath.isEmpty else { throw CommandLineError("--target PICTURE is required") }
         return mosaic

@@ -115,15 +115,13 @@ public struct Runner {
     /// skipped photos (a named path that is not there is one), no photo at all, an output that is
     /// one of the inputs.
     func scanPhotos(_ options: GridOptions, alsoWriting extra: [OutputFile] = [],
-                    alsoReading inputs: [String] = [], checkingOutputs: Bool = true) -> Result<PhotoLibrary, ExitCode> {
+                    alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
         let manifest = extra.first?.path
         let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
-        if checkingOutputs {
-            do throws(TesseraError) {
-                try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
-            } catch {
-                return .failure(report(error, options: options, manifest: manifest))
-            }
+        do throws(TesseraError) {
+            try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
+        } catch {
+            return .failure(report(error, options: options, manifest: manifest))
         }
         // A named input besides the photos (a mosaic's target) that is not there is a command
         // line naming nothing (exit 2), said before any photo is read.
@@ -144,35 +142,46 @@ public struct Runner {
             }
         }
         let library: PhotoLibrary
+        switch findPhotos(options.search) {
+        case .success(let found): library = found
+        case .failure(let code): return .failure(code)
+        }
+        do throws(TesseraError) {
+            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
+        } catch {
+            return .failure(report(error, options: options, manifest: manifest))
+        }
+        return .success(library)
+    }
+
+    /// Scans the photo paths and reports what was skipped; the exit code when the run must stop:
+    /// --strict with skipped photos (a named path that is not there is one), or no photo at all.
+    func findPhotos(_ search: PhotoSearch) -> Result<PhotoLibrary, ExitCode> {
+        let library: PhotoLibrary
         console.phase(.scan)
         do throws(TesseraError) {
             let started = monotonicSeconds()
             let console = self.console
-            library = try PhotoLibrary.scan(options.photoPaths, workers: options.settings.workers ?? onlineCoreCount(),
-                                            cancellation: cancellation, selection: options.selection) { done, total in
+            library = try PhotoLibrary.scan(search.paths, workers: search.workers ?? onlineCoreCount(),
+                                            cancellation: cancellation, selection: search.selection) { done, total in
                 console.progress(.scan, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
             }
         } catch .cancelled {
-            return .failure(report(.cancelled, options: options))
+            return .failure(interrupted())
         } catch {
             // A named path that does not exist or cannot be listed is bad input, not a failed render.
             console.message(error.commandLineDescription)
             return .failure(.badInput)
         }
         for skipped in library.skipped { console.photo(skipped, placeholder: false) }
-        if options.dryRun, let line = Report.leftOut(library.leftOut) { console.result(line) }
-        if options.strict && !library.skipped.isEmpty {
+        if search.countsLeftOut, let line = Report.leftOut(library.leftOut) { console.result(line) }
+        if search.strict && !library.skipped.isEmpty {
             console.message("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
             return .failure(.badInput)
         }
         guard !library.photos.isEmpty else {
-            console.message(TesseraError.noPhotos(searched: options.photoPaths).description)
+            console.message(TesseraError.noPhotos(searched: search.paths).description)
             return .failure(.badInput)
-        }
-        do throws(TesseraError) {
-            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
-        } catch {
-            return .failure(report(error, options: options, manifest: manifest))
         }
         return .success(library)
     }
@@ -247,8 +256,7 @@ public struct Runner {
             console.finished(fields)
             return .success
         } catch .cancelled {
-            console.message("interrupted; nothing was written and temporaries are removed")
-            return cancelledCode()
+            return interrupted()
         } catch {
             console.message(error.commandLineDescription)
             return ExitCode(error)
@@ -257,12 +265,8 @@ public struct Runner {
 
     /// `tessera analyse`: the feature index filled for (a share of) the photos.
     public func analyse(_ options: AnalyseOptions) -> ExitCode {
-        var scan = GridOptions()
-        scan.photoPaths = options.photoPaths
-        scan.selection = options.selection
-        scan.settings = options.settings
         let library: PhotoLibrary
-        switch scanPhotos(scan, checkingOutputs: false) {
+        switch findPhotos(PhotoSearch(paths: options.photoPaths, selection: options.selection, workers: options.settings.workers)) {
         case .success(let found): library = found
         case .failure(let code): return code
         }
@@ -297,10 +301,7 @@ public struct Runner {
 
     /// Shows `error` (an output's with the flag that names it) and returns its exit code.
     func report(_ error: TesseraError, options: GridOptions, manifest: String? = nil) -> ExitCode {
-        if error == .cancelled {
-            console.message("interrupted; nothing was written and temporaries are removed")
-            return cancelledCode()
-        }
+        if error == .cancelled { return interrupted() }
         if case .unusableOutput(let path, let reason) = error {
             let flag = path == manifest ? "--manifest" : options.flag(naming: path)
             console.message((flag.map { "\($0) " } ?? "") + "\(path): \(reason)")
@@ -308,5 +309,31 @@ public struct Runner {
             console.message(error.commandLineDescription)
         }
         return ExitCode(error)
+    }
+
+    /// Says a run was stopped by a signal (nothing written, temporaries removed) and returns the
+    /// signal's exit code.
+    func interrupted() -> ExitCode {
+        console.message("interrupted; nothing was written and temporaries are removed")
+        return cancelledCode()
+    }
+}
+
+/// What the photo search takes from a command line: the paths, which files it takes, its
+/// threads, and what it reports.
+struct PhotoSearch {
+    var paths: [String]
+    var selection: PhotoSelection
+    var workers: Int?
+    /// Refuse a run with skipped photos (`--strict`).
+    var strict = false
+    /// Print what the search left out (a dry run).
+    var countsLeftOut = false
+}
+
+extension GridOptions {
+    /// The photo search this command line asks for.
+    var search: PhotoSearch {
+        PhotoSearch(paths: photoPaths, selection: selection, workers: settings.workers, strict: strict, countsLeftOut: dryRun)
     }
 }

@@ -63,33 +63,62 @@ public enum Invocation: Equatable, Sendable {
     case analyse(AnalyseOptions)
 }
 
+/// A subcommand of `tessera`: how the manual and the completions describe it, and its parser.
+public struct Subcommand: Sendable {
+    public let description: CommandDescription
+    /// Other spellings that run it (`analyze`).
+    public let aliases: [String]
+    /// Parses the arguments after the command's name; the first is at position 2.
+    let parse: @Sendable ([String]) throws(CommandLineError) -> Invocation
+    /// What `tessera help NAME` runs: the command with --help.
+    let help: Invocation
+
+    /// Every spelling that runs it.
+    var names: [String] { [description.name] + aliases }
+}
+
 public enum TopLevel {
+    /// The subcommands, in the order the manual gives them.
+    public static let commands: [Subcommand] = [
+        Subcommand(description: CommandDescription(
+                       name: "grid", summary: "lay photos out in a grid of equal cells, as one JPEG and/or a Deep Zoom pyramid",
+                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
+                       options: GridCommand.options),
+                   aliases: [], parse: { arguments throws(CommandLineError) in .grid(try GridCommand.parse(arguments)) },
+                   help: .grid({ var options = GridOptions(); options.help = true; return options }())),
+        Subcommand(description: CommandDescription(
+                       name: "mosaic", summary: "rebuild a target picture out of the photos, matched by colour",
+                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
+                       options: MosaicCommand.options + MosaicCommand.renderingOptions),
+                   aliases: [], parse: { arguments throws(CommandLineError) in .mosaic(try MosaicCommand.parse(arguments)) },
+                   help: .mosaic({ var options = MosaicOptions(); options.render.help = true; return options }())),
+        Subcommand(description: CommandDescription(
+                       name: "join", summary: "join the parts of a render run as shards (--shard K/N --shard-dir DIR) into its outputs",
+                       synopsis: "DIR [options]", options: JoinCommand.options),
+                   aliases: [], parse: { arguments throws(CommandLineError) in .join(try JoinCommand.parse(arguments)) },
+                   help: .join({ var options = JoinOptions(); options.help = true; return options }())),
+        Subcommand(description: CommandDescription(
+                       name: "analyse", summary: "fill a mosaic's feature index ahead, optionally in shards",
+                       synopsis: "PHOTOS... --tile-size N [--shard K/N] [options]", options: AnalyseCommand.options),
+                   aliases: ["analyze"], parse: { arguments throws(CommandLineError) in .analyse(try AnalyseCommand.parse(arguments)) },
+                   help: .analyse({ var options = AnalyseOptions(); options.help = true; return options }())),
+    ]
+
+    /// The words that may stand first besides the commands, each with what it does.
+    static let otherWords = ["help", "man", "completions", "--help", "--version"]
+
+    /// The subcommand `name` runs, or nil.
+    static func command(named name: String) -> Subcommand? { commands.first { $0.names.contains(name) } }
+
     /// Parses `arguments` (without the program name).
     public static func parse(_ arguments: [String]) throws(CommandLineError) -> Invocation {
         guard let first = arguments.first else { return .help }
         switch first {
         case "-h", "--help", "help":
-            if arguments.count > 1 && arguments[1] == "grid" { return .grid(helpOnly()) }
-            if arguments.count > 1 && arguments[1] == "mosaic" {
-                var options = MosaicOptions()
-                options.render.help = true
-                return .mosaic(options)
-            }
-            if arguments.count > 1 && arguments[1] == "join" {
-                var options = JoinOptions()
-                options.help = true
-                return .join(options)
-            }
-            if arguments.count > 1 && (arguments[1] == "analyse" || arguments[1] == "analyze") {
-                var options = AnalyseOptions()
-                options.help = true
-                return .analyse(options)
-            }
-            if arguments.count > 1 {
-                throw CommandLineError("no help for '\(arguments[1])': the commands are grid, mosaic, join and analyse (try 'tessera help grid')",
-                                       argumentIndex: 2)
-            }
-            return .help
+            guard arguments.count > 1 else { return .help }
+            if let command = command(named: arguments[1]) { return command.help }
+            throw CommandLineError("no help for '\(arguments[1])': the commands are grid, mosaic, join and analyse (try 'tessera help grid')",
+                                   argumentIndex: 2, suggestion: nearestSpelling(to: arguments[1], among: commands.flatMap(\.names)))
         case "--version", "-V":
             let rest = arguments.dropFirst()
             if rest.isEmpty { return .version(json: false) }
@@ -104,19 +133,11 @@ public enum TopLevel {
                                        argumentIndex: 2)
             }
             return .completions(shell: arguments[1])
-        case "grid": return .grid(try GridCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
-        case "mosaic": return .mosaic(try MosaicCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
-        case "join": return .join(try JoinCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
-        case "analyse", "analyze": return .analyse(try AnalyseCommand.parse(Array(arguments.dropFirst()), firstIndex: 2))
         default:
-            throw CommandLineError("unknown command '\(first)' (try 'tessera --help')", argumentIndex: 1)
+            if let command = command(named: first) { return try command.parse(Array(arguments.dropFirst())) }
+            throw CommandLineError("unknown command '\(first)' (try 'tessera --help')", argumentIndex: 1,
+                                   suggestion: nearestSpelling(to: first, among: commands.flatMap(\.names) + otherWords))
         }
-    }
-
-    private static func helpOnly() -> GridOptions {
-        var options = GridOptions()
-        options.help = true
-        return options
     }
 
     /// The exit-code table for --help.

@@ -69,7 +69,7 @@ let invocation: Invocation
 do {
     invocation = try TopLevel.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
-    printError(error.message)
+    printError(error.description)
     exit(ExitCode.usage.rawValue)
 }
 

@@ -183,6 +183,76 @@ import Tessera
     }
 }
 
+/// "did you mean": an unknown option or command names the nearest one the table has, and
+/// nothing when none is near; the message itself stays as it was.
+@Suite struct SuggestionTests {
+    /// The suggestion a command line's error makes (nil: none, or no error).
+    func suggestion(_ parse: () throws -> Void) -> String? {
+        do { try parse(); return nil } catch { return (error as? CommandLineError)?.suggestion }
+    }
+
+    @Test func unknownOptionsSuggestTheNearestSpelling() throws {
+        // Cut short: --tile is --tile-size (not --title, one letter from it); --dzi-tile is --dzi-tile-size.
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--tile", "5"]) } == "--tile-size")
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--dzi-tile", "5"]) } == "--dzi-tile-size")
+        // Mistyped: a letter missing, two swapped, one wrong.
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--qualty", "5"]) } == "--quality")
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--titel", "x"]) } == "--title")
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--encodr=serial"]) } == "--encoder")
+        // Each command suggests from its own table.
+        #expect(suggestion { _ = try MosaicCommand.parse(["p", "--targit", "t.jpg"]) } == "--target")
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--targit", "t.jpg"]) } == nil)
+        #expect(suggestion { _ = try JoinCommand.parse(["parts", "--wiat", "3"]) } == "--wait")
+        #expect(suggestion { _ = try AnalyseCommand.parse(["p", "--sub-cell", "3"]) } == "--sub-cells")
+        // Nothing near: no suggestion, and the message is the one it always was.
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--colour", "red"]) } == nil)
+        #expect(suggestion { _ = try GridCommand.parse(["p", "--xyz"]) } == nil)
+        let error = try #require(throws: CommandLineError.self) { try GridCommand.parse(["p", "--tile", "5"], firstIndex: 2) }
+        #expect(error.message == "unknown option --tile (see 'tessera grid --help')" && error.argumentIndex == 3)
+        #expect(error.description == "unknown option --tile (see 'tessera grid --help'); did you mean --tile-size?")
+    }
+
+    @Test func unknownCommandsSuggestTheNearestCommand() throws {
+        #expect(suggestion { _ = try TopLevel.parse(["mosiac"]) } == "mosaic")
+        #expect(suggestion { _ = try TopLevel.parse(["mosaik", "p"]) } == "mosaic")
+        #expect(suggestion { _ = try TopLevel.parse(["gird"]) } == "grid")
+        #expect(suggestion { _ = try TopLevel.parse(["joni"]) } == "join")
+        #expect(suggestion { _ = try TopLevel.parse(["analyss"]) } == "analyse")
+        #expect(suggestion { _ = try TopLevel.parse(["--verison"]) } == "--version")
+        #expect(suggestion { _ = try TopLevel.parse(["help", "mosiac"]) } == "mosaic")
+        #expect(suggestion { _ = try TopLevel.parse(["render"]) } == nil)
+        let error = try #require(throws: CommandLineError.self) { try TopLevel.parse(["mosiac"]) }
+        #expect(error.description == "unknown command 'mosiac' (try 'tessera --help'); did you mean 'mosaic'?")
+        // Through the binary: the same exit code, the suggestion on the error's line.
+        let run = runTessera(["mosiac", "p"])
+        #expect(run.status == 2 && run.output == "tessera: unknown command 'mosiac' (try 'tessera --help'); did you mean 'mosaic'?\n", "\(run)")
+        let option = runTessera(["grid", "p", "--tile", "5"])
+        #expect(option.status == 2 && option.output.contains("did you mean --tile-size?"), "\(option)")
+    }
+
+    @Test func editDistanceCountsEdits() {
+        #expect(editDistance("kitten", "sitting") == 3)
+        #expect(editDistance("mosiac", "mosaic") == 1)  // a swap is one edit
+        #expect(editDistance("", "abc") == 3 && editDistance("abc", "") == 3 && editDistance("same", "same") == 0)
+        #expect(editDistance("--colour", "--columns") == 4)
+    }
+
+    /// By construction a spelling belongs to one option of a command: no table names one twice,
+    /// and every documented option is one the parser takes (the docs are the parser's table).
+    @Test func everyCommandsTableNamesEachSpellingOnce() {
+        let tables: [(String, [OptionSpec])] = [("grid", GridCommand.table.map(\.spec)), ("mosaic", MosaicCommand.table.map(\.spec)),
+                                                ("join", JoinCommand.table.map(\.spec)), ("analyse", AnalyseCommand.table.map(\.spec))]
+        for (name, specs) in tables {
+            let spellings = specs.flatMap(\.names)
+            #expect(Set(spellings).count == spellings.count, "\(name) names a spelling twice")
+        }
+        #expect(GridCommand.options == GridCommand.table.map(\.spec))
+        #expect(MosaicCommand.table.filter(\.isHidden).map(\.spec.longName) == ["--order"])
+        #expect(Set((MosaicCommand.options + MosaicCommand.renderingOptions).map(\.longName))
+                == Set(MosaicCommand.table.filter { !$0.isHidden }.map(\.spec.longName)))
+    }
+}
+
 /// The built `tessera`: on Linux the test bundle is an executable in the build products folder,
 /// next to the tool. $TESSERA_TOOL overrides it, to run these tests against another build (an
 /// older commit's, to show what they catch).

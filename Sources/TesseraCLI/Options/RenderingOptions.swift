@@ -1,0 +1,247 @@
+// RenderingOptions.swift — the options of a render, which `grid` and `mosaic` share: the
+// outputs, the layout's shape, the encoder and the budget, the photo search, the shards. Declared
+// once here; each command takes the table and adds its own (GridOptions.swift, MosaicOptions.swift).
+import Tessera
+
+/// A render's parse state: the options so far, and what the checks after the last argument need
+/// (which options came, the pyramid's settings before --dzi is known to be given).
+struct RenderingParse: Sendable {
+    var options = GridOptions()
+    var sawTileSize = false
+    var deepZoom = DeepZoomSettings()
+    var deepZoomQuality: Int?
+    /// The last pyramid option given (as spelled), for "needs --dzi".
+    var deepZoomOptionGiven: String?
+    var viewerLabelsGiven = false
+    /// Where --seed is, for grid's "--seed orders a shuffle".
+    var seedPosition: Int?
+    var shardSpec: ShardSpec?
+    var shardDirectory: String?
+}
+
+enum RenderingOptions {
+    /// The outputs: -o and the pyramid's.
+    static let outputs: [Option<RenderingParse>] = [
+        Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless --dzi is given). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
+            // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
+            let lower = given.value.lowercased()
+            if let other = [".png", ".webp", ".heic", ".heif", ".avif", ".gif", ".tif", ".tiff", ".bmp"].first(where: lower.hasSuffix) {
+                throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg")
+            }
+            state.options.outputPath = given.value
+        },
+        Option("--dzi", value: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. DIR must exist. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side); memory grows with the width (see --dry-run).") { state, given throws(CommandLineError) in
+            guard RenderOutput.isDeepZoomPath(given.value) else {
+                throw given.refusal("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(given.value)'")
+            }
+            state.options.deepZoomPath = given.value
+        },
+        Option("--dzi-tile-size", value: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap).") { state, given throws(CommandLineError) in
+            state.deepZoom.tileSize = try given.integer(DeepZoomSettings.tileSizes)
+            state.deepZoomOptionGiven = given.name
+        },
+        Option("--dzi-overlap", value: "N", help: "Pixels each Deep Zoom tile shares with its neighbours, 0 to half the tile size (default 1).") { state, given throws(CommandLineError) in
+            state.deepZoom.overlap = try given.integer(DeepZoomSettings.overlaps(forTileSize: DeepZoomSettings.tileSizes.upperBound))
+            state.deepZoomOptionGiven = given.name
+        },
+        Option("--dzi-quality", value: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality).") { state, given throws(CommandLineError) in
+            state.deepZoomQuality = try given.integer(RenderSettings.qualities)
+            state.deepZoomOptionGiven = given.name
+        },
+        Option(flag: "--no-viewer", help: "Write the Deep Zoom pyramid without NAME.html and its Leaflet files.") { state, given throws(CommandLineError) in
+            state.deepZoom.viewer = false
+            state.deepZoomOptionGiven = given.name
+        },
+        Option("--viewer-labels", value: "name|path|none", help: "What the viewer names under the mouse: the photo's file name (default), its path as given (this reveals your folders to whoever gets the pyramid), or nothing.") { state, given throws(CommandLineError) in
+            state.deepZoom.labels = try given.choice(ViewerLabels.self, "--viewer-labels expects name, path or none, got '\(given.value)'")
+            state.viewerLabelsGiven = true
+            state.deepZoomOptionGiven = given.name
+        },
+        Option("--title", value: "TEXT", help: "A title the viewer shows over the picture and names its page with (default: none; the page is named NAME).") { state, given throws(CommandLineError) in
+            state.deepZoom.title = given.value
+            state.deepZoomOptionGiven = given.name
+        },
+    ]
+
+    /// The layout's shape: columns and rows, the cell size.
+    static let shape: [Option<RenderingParse>] = [
+        Option("--grid", value: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos.") { state, given throws(CommandLineError) in
+            try refuseGridAndColumns(given)
+            guard let (c, r) = parsePair(given.value), c >= 1, r >= 1 else {
+                throw given.refusal("--grid expects COLUMNSxROWS like 200x267, got '\(given.value)'")
+            }
+            // No picture side exceeds this, so no product of sizes below can overflow.
+            guard c <= RenderPlan.maxDeepZoomSide && r <= RenderPlan.maxDeepZoomSide else {
+                throw given.refusal("--grid: at most \(RenderPlan.maxDeepZoomSide) columns and rows (the largest picture side in pixels), got '\(given.value)'")
+            }
+            state.options.columns = c
+            state.options.rows = r
+        },
+        Option("--columns", value: "C", help: "Columns only; rows follow from the photo count (each photo once, the last row filled by repeats).") { state, given throws(CommandLineError) in
+            try refuseGridAndColumns(given)
+            state.options.columns = try given.integer(1...jpegMaxDimension)
+            state.options.rows = nil
+        },
+        Option("--tile-size", value: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it.") { state, given throws(CommandLineError) in
+            if let single = Int(given.value), single >= 1 {
+                (state.options.cellWidth, state.options.cellHeight) = (single, single)
+            } else if let (w, h) = parsePair(given.value), w >= 1, h >= 1 {
+                (state.options.cellWidth, state.options.cellHeight) = (w, h)
+            } else {
+                throw given.refusal("--tile-size expects pixels like 150 or 200x150, got '\(given.value)'")
+            }
+            guard state.options.cellWidth <= jpegMaxDimension && state.options.cellHeight <= jpegMaxDimension else {
+                throw given.refusal("--tile-size is larger than a JPEG can be (\(jpegMaxDimension) px)")
+            }
+            state.sawTileSize = true
+        },
+    ]
+
+    /// --grid and --columns both set the columns: whichever comes second is refused.
+    private static func refuseGridAndColumns(_ given: GivenOption) throws(CommandLineError) {
+        let other = given.name == "--grid" ? "--columns" : "--grid"
+        if given.earlier.contains(other) {
+            throw CommandLineError("--grid and --columns both set the columns: give --grid CxR, or --columns C alone (rows then follow)",
+                                   argumentIndex: given.position)
+        }
+    }
+
+    /// The encoder, the workers, the budget and the temporary folder.
+    static let encoding: [Option<RenderingParse>] = [
+        Option("--quality", value: "Q", help: "JPEG quality 1-100 (default 90).") { state, given throws(CommandLineError) in
+            state.options.settings.quality = try given.integer(RenderSettings.qualities)
+        },
+        Option("--subsampling", value: "420|422|444", help: "Chroma subsampling (default 420).") { state, given throws(CommandLineError) in
+            state.options.settings.subsampling = try given.choice(ChromaSubsampling.self, "--subsampling expects 420, 422 or 444, got '\(given.value)'")
+        },
+        Option("--workers", value: "N", help: "Threads decoding photos and filling stripes, and encoding Deep Zoom tiles (default: the number of cores).") { state, given throws(CommandLineError) in
+            state.options.settings.workers = try given.integer(RenderSettings.workerCounts)
+        },
+        Option("--stripe-height", value: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise).") { state, given throws(CommandLineError) in
+            state.options.settings.stripeHeight = try given.integer(1...jpegMaxDimension)
+        },
+        Option("--worker-threads", value: "dedicated|dispatch", help: "Where the stripe workers run: threads of the render's own (the default, measured faster: see the README) or Dispatch's pool. Output is identical.") { state, given throws(CommandLineError) in
+            state.options.settings.workerThreads = try given.choice(WorkerThreads.self, "--worker-threads expects dedicated or dispatch, got '\(given.value)'")
+        },
+        Option("--encoder", value: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers.") { state, given throws(CommandLineError) in
+            state.options.settings.encoder = try given.choice(EncoderMode.self, "--encoder expects serial or parallel, got '\(given.value)'")
+        },
+        Option("--max-memory", value: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the cell cache.") { state, given throws(CommandLineError) in
+            guard let bytes = parseByteSize(given.value), bytes >= 1 << 20 else {
+                throw given.refusal("--max-memory expects a size of at least 1M like 64M, 512MiB, 2G, got '\(given.value)'")
+            }
+            state.options.settings.maxMemoryBytes = bytes
+        },
+        Option("--temp-dir", value: "DIR", help: "Where the stripe file lives (default: $TMPDIR if set, else /dev/shm when it has room for the stripes, else /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (default $TMPDIR or /tmp; best on a disk). Both are never visible; the stripes need a few stripes of space.") { state, given throws(CommandLineError) in
+            state.options.settings.temporaryDirectory = given.value
+        },
+    ]
+
+    /// The photos' order (a grid's; a mosaic refuses it) and the seed.
+    static let order: [Option<RenderingParse>] = [
+        Option("--order", value: "name|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on).") { state, given throws(CommandLineError) in
+            switch given.value {
+            case "name": state.options.order = .name
+            case "shuffle": state.options.order = .shuffle(seed: state.options.seed ?? 1)
+            default: throw given.refusal("--order expects name or shuffle, got '\(given.value)'")
+            }
+        },
+        Option("--seed", value: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid.") { state, given throws(CommandLineError) in
+            state.seedPosition = given.position
+            guard let seed = UInt64(given.value) else { throw given.refusal("--seed expects a whole number, got '\(given.value)'") }
+            state.options.seed = seed
+        },
+    ]
+
+    /// The picture's density, the placeholder colour, --strict, the manifest, the photo search,
+    /// the shards and the dry run.
+    static let rest: [Option<RenderingParse>] = [
+        Option("--dpi", value: "N", help: "Write N dots per inch into the JPEG (JFIF density), so a print shop or a layout program sizes it: 30,000 px at --dpi 300 print 254 cm wide. Default: none (1:1 aspect).") { state, given throws(CommandLineError) in
+            state.options.settings.dotsPerInch = try given.integer(1...65_535)
+        },
+        Option("--background", value: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080).") { state, given throws(CommandLineError) in
+            guard let colour = parseColour(given.value) else {
+                throw given.refusal("--background expects a hex colour like 202020, got '\(given.value)'")
+            }
+            state.options.settings.background = colour
+        },
+        Option(flag: "--strict", help: "Fail before rendering if any photo would be skipped.") { state, _ in state.options.strict = true },
+        Option("--manifest", value: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture.") { state, given in state.options.manifestPath = given.value },
+        Option("--exclude", value: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched.") { state, given throws(CommandLineError) in
+            guard !given.value.isEmpty else { throw given.refusal("--exclude expects a pattern like '*.png'") }
+            state.options.selection.excludes.append(given.value)
+        },
+        Option(flag: "--include-hidden", help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out.") { state, _ in state.options.selection.includeHidden = true },
+        Option("--shard", value: "K/N", help: "Render only shard K of N (K from 1) into a part file in --shard-dir, for a batch scheduler (Slurm job arrays, GNU parallel, Kubernetes Indexed Jobs): run shards 1...N with the same flags and inputs anywhere that sees the same paths, then 'tessera join DIR'. Every shard plans the whole render (the same layout, seed and mosaic matching), renders its band, and decodes only the photos the band shows. The joined outputs are byte for byte those of one process with --encoder parallel.") { state, given throws(CommandLineError) in
+            state.shardSpec = try shardSpec(given)
+        },
+        Option("--shard-dir", value: "DIR", help: "The folder the shards' part files go to (part-K-of-N.tessera-part with four-digit K and N, e.g. part-0003-of-0008.tessera-part, each written atomically; a shard run again replaces its part). Required with --shard; a folder every shard and the join can reach (a shared volume on a cluster).") { state, given throws(CommandLineError) in
+            guard !given.value.isEmpty else { throw given.refusal("--shard-dir expects a folder") }
+            state.shardDirectory = given.value
+        },
+        Option(flag: "--dry-run", help: "Print the plan (size, stripes, workers, memory and disk) and render nothing.") { state, _ in state.options.dryRun = true },
+    ]
+
+    /// Every rendering option in the order grid's help gives them, --order included, then the
+    /// progress options.
+    static let table: [Option<RenderingParse>] = outputs + shape + encoding + order + rest
+        + ReportingOptions.table(progressHelp: "How progress shows on stderr: a bar naming the phase (the default; drawn only when stderr is a terminal), JSON Lines for programs (every stderr line is one event: phase, progress with done/total/eta_s at most 4 a second, skipped, placeholder, warning, error, and a final summary with the sizes, time, peak RSS and outputs), or nothing.", quietHelp: "Print only errors: no progress, warnings or summary (a --dry-run's plan still prints). With --progress json, the events still go to stderr.", refusingContradictions: true)
+            .map { $0.lifted(\RenderingParse.options) }
+
+    /// The checks after the last argument, and the options they complete: the pyramid's
+    /// settings, the outputs, the shape and the shard. `command` and `example` word the message
+    /// for a command line without photos.
+    static func finish(_ state: RenderingParse, command: String, example: String) throws(CommandLineError) -> GridOptions {
+        var options = state.options
+        var deepZoom = state.deepZoom
+        if options.help { return options }
+        if !deepZoom.viewer, let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", state.viewerLabelsGiven)]
+            .first(where: { $0.1 })?.0 {
+            throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
+        }
+        if options.deepZoomPath != nil {
+            deepZoom.quality = state.deepZoomQuality ?? options.settings.quality
+            guard DeepZoomSettings.overlaps(forTileSize: deepZoom.tileSize).contains(deepZoom.overlap) else {
+                throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
+            }
+            options.deepZoom = deepZoom
+        } else if let given = state.deepZoomOptionGiven {
+            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi")
+        }
+        guard !options.photoPaths.isEmpty else {
+            throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) \(example)")
+        }
+        guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
+            throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        }
+        if options.settings.dotsPerInch != nil && options.outputPath.isEmpty {
+            throw CommandLineError("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
+        }
+        guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
+        guard state.sawTileSize else { throw CommandLineError("--tile-size N is required") }
+        options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
+        return options
+    }
+
+    /// --shard K/N and --shard-dir DIR, which come together, and not with the serial encoder.
+    private static func shardTarget(_ spec: ShardSpec?, _ directory: String?, encoder: EncoderMode?) throws(CommandLineError) -> ShardTarget? {
+        switch (spec, directory) {
+        case (nil, nil): return nil
+        case (let spec?, let directory?):
+            if encoder == .serial {
+                throw CommandLineError("--shard joins the parallel encoder's restart-marker stripes, which --encoder serial does not make: drop --encoder serial")
+            }
+            return ShardTarget(shard: spec, directory: directory)
+        case (nil, _?): throw CommandLineError("--shard-dir is where --shard K/N writes its part: give --shard too")
+        case (_?, nil): throw CommandLineError("--shard K/N needs --shard-dir DIR, the folder its part goes to (and 'tessera join DIR' reads)")
+        }
+    }
+}
+
+/// --shard's value, K/N (grid, mosaic and analyse).
+func shardSpec(_ given: GivenOption) throws(CommandLineError) -> ShardSpec {
+    guard let spec = ShardSpec.parse(given.value) else {
+        throw given.refusal("--shard expects K/N with 1 <= K <= N <= \(ShardSpec.maxCount), like 3/8, got '\(given.value)'")
+    }
+    return spec
+}
