@@ -1,1 +1,2 @@
+// shim.h — the libexif headers, for the CExif system-library module.
 #include <libexif/exif-data.h>

@@ -1,3 +1,5 @@
+// TesseraError.swift — every error the library throws, as values, and the byte and number
+// formatting its messages use.
 import Glibc
 
 /// Every error the Tessera library throws.

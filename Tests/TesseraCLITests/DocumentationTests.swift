@@ -163,6 +163,27 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         }
     }
 
+    /// docs/how-it-works.md's source map lists every file under Sources/, under a heading naming
+    /// its folder, and nothing that is not there: a moved file must move in the map too.
+    @Test func theSourceMapNamesEverySourceFile() throws {
+        let map = String(decoding: readFile(repositoryRoot + "/docs/how-it-works.md"), as: UTF8.self)
+        let files = sourceFiles(under: repositoryRoot + "/Sources")
+        try #require(files.count > 50, "Sources/ was not found")
+        var listed = Set<String>()
+        var folder: String?
+        for line in map.split(separator: "\n") {
+            if line.hasPrefix("**`Sources/") && line.hasSuffix("`**") {
+                folder = String(line.dropFirst("**`Sources/".count).dropLast(3))
+            } else if line.hasPrefix("#") {
+                folder = nil
+            } else if let folder, line.hasPrefix("- `"), let end = line.dropFirst(3).firstIndex(of: "`") {
+                listed.insert(folder + "/" + line[line.index(line.startIndex, offsetBy: 3)..<end])
+            }
+        }
+        for file in files { #expect(listed.contains(file), "the source map does not list Sources/\(file)") }
+        for file in listed.subtracting(files) { Issue.record("the source map lists Sources/\(file), which does not exist") }
+    }
+
     @Test func everyRelativeLinkReachesAFileAndAHeading() throws {
         let docs = markdownFiles(in: repositoryRoot + "/docs")
         try #require(docs.contains("cli.md") && docs.contains("how-it-works.md"), "docs/ was not found")
@@ -244,6 +265,23 @@ func headingAnchors(_ text: String) -> Set<String> {
 }
 
 /// The names of the `.md` files in `folder`, sorted.
+/// The source files (.swift, .c, .h) under `folder`, as paths relative to it, sorted.
+func sourceFiles(under folder: String, prefix: String = "") -> [String] {
+    guard let directory = opendir(folder) else { return [] }
+    defer { closedir(directory) }
+    var files: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name.hasPrefix(".") { continue }
+        if entry.pointee.d_type == UInt8(DT_DIR) {
+            files += sourceFiles(under: folder + "/" + name, prefix: prefix + name + "/")
+        } else if name.hasSuffix(".swift") || name.hasSuffix(".c") || name.hasSuffix(".h") {
+            files.append(prefix + name)
+        }
+    }
+    return files.sorted()
+}
+
 func markdownFiles(in folder: String) -> [String] {
     guard let directory = opendir(folder) else { return [] }
     defer { closedir(directory) }

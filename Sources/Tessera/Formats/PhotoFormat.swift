@@ -59,10 +59,10 @@ public enum Formats {
 
     /// Images Tessera recognises but does not read, by their first bytes: named in a warning
     /// (and refused by --strict), never passed over silently.
-    static let namedOnly: [(name: String, magic: [[UInt8]])] = [
-        ("a GIF image", [Array("GIF87a".utf8), Array("GIF89a".utf8)]),
-        ("a TIFF image (or a camera RAW file)", [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A]]),
-        ("a BMP image", [[0x42, 0x4D]]),
+    static let namedOnly: [(name: String, magic: [[UInt8]], suffixes: [String])] = [
+        ("a GIF image", [Array("GIF87a".utf8), Array("GIF89a".utf8)], [".gif"]),
+        ("a TIFF image (or a camera RAW file)", [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A]], [".tif", ".tiff"]),
+        ("a BMP image", [[0x42, 0x4D]], [".bmp"]),
     ]
 
     /// The type that reads `format`.
@@ -78,6 +78,12 @@ public enum Formats {
 
     /// Every name ending of a format read (".jpg", ".png", ...), for a caller's lists.
     public static var suffixes: [String] { all.flatMap { $0.suffixes } }
+
+    /// The name endings of every image format Tessera knows (read or only named) but `format`:
+    /// a caller writing `format` refuses an output named like another kind of image.
+    public static func imageSuffixes(except format: ImageFormat) -> [String] {
+        all.filter { $0.format != format }.flatMap { $0.suffixes } + namedOnly.flatMap(\.suffixes)
+    }
 
     /// The formats read, for messages: "JPEG, PNG, WebP, HEIF/HEIC, AVIF".
     public static var names: String { all.map { $0.kinds }.joined(separator: ", ") }

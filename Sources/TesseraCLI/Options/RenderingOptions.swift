@@ -25,7 +25,7 @@ enum RenderingOptions {
         Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless --dzi is given). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
             // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
             let lower = given.value.lowercased()
-            if let other = [".png", ".webp", ".heic", ".heif", ".avif", ".gif", ".tif", ".tiff", ".bmp"].first(where: lower.hasSuffix) {
+            if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
                 throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg")
             }
             state.options.outputPath = given.value
