@@ -55,7 +55,7 @@ Copyright: 2026 Tessera developers
 License: other
  All rights reserved by the Tessera developers until a licence is chosen.
 
-Files: Sources/Tessera/DeepZoom/LeafletAssets.swift
+Files: Sources/Tessera/Outputs/DeepZoom/LeafletAssets.swift
 COPYRIGHT
     echo "Copyright: 2010-2019, Vladimir Agafonkin"
     echo "           2010-2011, CloudMade"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates Sources/Tessera/DeepZoom/LeafletAssets.swift from Debian's libjs-leaflet, so the
+# Regenerates Sources/Tessera/Outputs/DeepZoom/LeafletAssets.swift from Debian's libjs-leaflet, so the
 # tessera binary can write the Deep Zoom viewer's Leaflet files with no package installed.
 # Run after upgrading the vendored Leaflet; commit the result and ThirdParty/leaflet/.
 set -euo pipefail
@@ -10,7 +10,7 @@ if [ ! -f "$source/leaflet.min.js" ]; then
     $sudo apt-get install -y libjs-leaflet
 fi
 version=$(dpkg-query -W -f='${Version}' libjs-leaflet)
-out=Sources/Tessera/DeepZoom/LeafletAssets.swift
+out=Sources/Tessera/Outputs/DeepZoom/LeafletAssets.swift
 python3 - "$source" "$version" "$out" <<'PY'
 import sys
 source, version, out = sys.argv[1:]
