@@ -80,7 +80,6 @@ public enum GridCommand {
         OptionSpec(names: ["--subsampling"], valueName: "420|422|444", help: "Chroma subsampling (default 420)."),
         OptionSpec(names: ["--workers"], valueName: "N", help: "Threads decoding photos and filling stripes, and encoding Deep Zoom tiles (default: the number of cores)."),
         OptionSpec(names: ["--stripe-height"], valueName: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise)."),
-        OptionSpec(names: ["--worker-threads"], valueName: "dedicated|dispatch", help: "Where the stripe workers run: threads of the render's own (the default, measured faster: see the README) or Dispatch's pool. Output is identical."),
         OptionSpec(names: ["--encoder"], valueName: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers."),
         OptionSpec(names: ["--max-memory"], valueName: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the cell cache."),
         OptionSpec(names: ["--temp-dir"], valueName: "DIR", help: "Where the stripe file lives (default: $TMPDIR if set, else /dev/shm when it has room for the stripes, else /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (default $TMPDIR or /tmp; best on a disk). Both are never visible; the stripes need a few stripes of space."),
@@ -217,11 +216,6 @@ public enum GridCommand {
                 }
                 options.settings.maxMemoryBytes = bytes
             case "--temp-dir": options.settings.temporaryDirectory = value
-            case "--worker-threads":
-                guard let threads = WorkerThreads(rawValue: value) else {
-                    throw CommandLineError("--worker-threads expects dedicated or dispatch, got '\(value)'", argumentIndex: valuePosition)
-                }
-                options.settings.workerThreads = threads
             case "--encoder":
                 guard let mode = EncoderMode(rawValue: value) else {
                     throw CommandLineError("--encoder expects serial or parallel, got '\(value)'", argumentIndex: valuePosition)
