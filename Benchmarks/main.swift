@@ -50,7 +50,6 @@ struct Options {
     var largeDeepZoomGigapixels = 20.0
     var target: String?
     var compareBinary: String?
-    var compareWorkerThreads = true
     var progressive = true
     var formats = true
     var matching = true
@@ -94,12 +93,11 @@ while !arguments.isEmpty {
     case "--large-deep-zoom": options.largeDeepZoomGigapixels = number(value(), "--large-deep-zoom")
     case "--target": options.target = value()
     case "--compare-binary": options.compareBinary = value()
-    case "--no-worker-threads-comparison": options.compareWorkerThreads = false
     case "--no-shards": options.shards = false
     case "--shard-deep-zoom": options.shardDeepZoomGigapixels = number(value(), "--shard-deep-zoom")
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-worker-threads-comparison] [--no-shards] [--shard-deep-zoom GP (0: skip)] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -300,18 +298,6 @@ if options.compareEncoders, let size = options.sizes.max() {
         }
     }
     return (median(timesA), median(timesB), peakA, peakB, timesA, timesB)
-}
-
-// Where the stripe workers run, on the largest grid: threads of the render's own against
-// Dispatch's pool (same bytes; only the time and memory differ).
-if options.compareWorkerThreads, let size = options.sizes.max() {
-    let rows = max(1, Int((size * 1e9 / Double(columns * cell * cell)).rounded()))
-    let grid = [tessera, "grid", photoDirectory, "-o", output, "--grid", "\(columns)x\(rows)", "--tile-size", String(cell)] + flags
-    print("\nworker threads on grid \(columns)x\(rows): dedicated vs dispatch, alternating, median of \(options.runs) after 1 warm-up")
-    let compared = alternate(grid + ["--worker-threads", "dedicated"], grid + ["--worker-threads", "dispatch"])
-    print("  dedicated: \(fixed(compared.a)) s, peak RSS \(fixed(Double(compared.peakA) / 1e6, 1)) MB   runs \(compared.runsA.map { fixed($0) }.joined(separator: " "))")
-    print("  dispatch : \(fixed(compared.b)) s, peak RSS \(fixed(Double(compared.peakB) / 1e6, 1)) MB   runs \(compared.runsB.map { fixed($0) }.joined(separator: " "))")
-    print("  dispatch / dedicated: x\(fixed(compared.b / compared.a, 3)) time, x\(fixed(Double(compared.peakB) / Double(compared.peakA), 3)) peak RSS")
 }
 
 // This build against another (`--compare-binary`, e.g. the last release), on the largest grid.

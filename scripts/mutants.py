@@ -11,9 +11,10 @@ mutant's filter, and restores the file. A mutant is *killed* when a test fails (
 fails: reported apart, as stillborn, and not counted), *survived* when every test passes.
 
     scripts/mutants.sh [--only ID[,ID...]] [--list] [--keep]
+    scripts/mutants.sh --check      (CI: every mutant's text occurs exactly once; no build)
 
 Slow (a build and a test run per mutant: about 1-3 minutes each on 2 cores), so CI does not run
-it. Prints a line per mutant and the score; exits 0 even when mutants survive (a survivor is
+the mutants; it runs `--check`, so that a mutant whose code moved fails CI instead of rotting. Prints a line per mutant and the score; exits 0 even when mutants survive (a survivor is
 something to read, not a build failure).
 """
 import argparse
@@ -138,8 +139,8 @@ MUTANTS = [
      "max(workers * (2 << 20), budgetBytes / 8)", "max(workers * (2 << 20), budgetBytes / 2)",
      "PlanBudget|PlanTests|MemoryTests", "the decode pool takes half the budget"),
     ("budget-segments", "Sources/Tessera/Render/RenderPlan.swift",
-     "let forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes",
-     "let forCells = budget - fixed - averagedBytes - window * stripeBytes",
+     "var forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes",
+     "var forCells = budget - fixed - averagedBytes - window * stripeBytes",
      "PlanBudget|PlanTests|MemoryTests", "the cell cache is sized without the waiting segments"),
     ("budget-allowance", "Sources/Tessera/Render/RenderPlan.swift",
      "public static let processAllowanceBytes = 12 << 20", "public static let processAllowanceBytes = 2 << 20",
@@ -164,6 +165,102 @@ MUTANTS = [
     ("colour-oklab", "Sources/Tessera/Mosaic/Oklab.swift",
      "0.4122214708", "0.4222214708",
      "OklabTests|MatcherTests|flatTarget", "the Oklab matrix's first coefficient off by 0.01"),
+    # The DC decoder (tessera_dc.c): its refusals of scan parameters libjpeg refuses, and the
+    # arithmetic that turns coefficients into samples.
+    ("dc-scan-se-range", "Sources/CTesseraShims/tessera_dc.c",
+     "scan->ss > scan->se || scan->se > 63 || scan->count != 1", "scan->ss > scan->se || scan->count != 1",
+     "DCDecoderCorruptFileTests", "a progressive AC scan ending past coefficient 63 is decoded"),
+    ("dc-scan-al-limit", "Sources/CTesseraShims/tessera_dc.c",
+     "if (scan->al > 13) bad = 1;", "if (scan->al > 14) bad = 1;",
+     "DCDecoderCorruptFileTests", "a successive approximation of Al = 14 is decoded"),
+    ("dc-refinement-step", "Sources/CTesseraShims/tessera_dc.c",
+     "if (scan->ah != 0 && scan->al != scan->ah - 1) bad = 1;", "if (scan->ah != 0 && scan->al >= scan->ah) bad = 1;",
+     "DCDecoderCorruptFileTests", "a refinement of more than one bit is decoded"),
+    ("dc-mcu-blocks", "Sources/CTesseraShims/tessera_dc.c",
+     "if (blocks > 10) {", "if (blocks > 18) {",
+     "DCDecoderCorruptFileTests", "an interleaved MCU of 18 blocks is decoded"),
+    ("dc-category", "Sources/CTesseraShims/tessera_dc.c",
+     "if (size > 11) fail_with", "if (size > 15) fail_with",
+     "DCDecoderCorruptFileTests", "a DC difference over 11 bits is drawn as garbage"),
+    ("dc-sample-rounding", "Sources/CTesseraShims/tessera_dc.c",
+     "long value = (((long)dc * quant + 4) >> 3) + 128;", "long value = (((long)dc * quant) >> 3) + 128;",
+     "DCDecoderAgreementTests", "a block's sample truncated, not rounded as libjpeg's 1x1 IDCT"),
+    ("dc-refinement-bit", "Sources/CTesseraShims/tessera_dc.c",
+     "*coefficient = (int16_t)(*coefficient | (1 << scan->al));",
+     "*coefficient = (int16_t)(*coefficient | (1 << (scan->al + 1)));",
+     "DCDecoderAgreementTests|ProgressiveTests", "a DC refinement sets the wrong bit"),
+    ("dc-point-transform", "Sources/CTesseraShims/tessera_dc.c",
+     "*coefficient = (int16_t)((unsigned)c->prediction << scan->al);", "*coefficient = (int16_t)c->prediction;",
+     "DCDecoderAgreementTests|ProgressiveTests", "a first DC scan at Al > 0 is not shifted back up"),
+    ("dc-restart-prediction", "Sources/CTesseraShims/tessera_dc.c",
+     "        unsupported(d, \"missing restart marker\");\n    }\n    for (int i = 0; i < scan->count; i++) scan->components[i]->prediction = 0;",
+     "        unsupported(d, \"missing restart marker\");\n    }",
+     "ProgressiveTests", "the DC prediction runs on across a restart marker"),
+    ("dc-quarter-weight", "Sources/CTesseraShims/tessera_dc.c",
+     "#define QUARTER_FIRST 7423", "#define QUARTER_FIRST 3711",
+     "DCDecoderAgreementTests|ProgressiveTests", "the 2/8 approximation weighs the first AC coefficients at half"),
+    # The format readers: budgets and refusals (Photos/, tessera_png.c, tessera_heif.c).
+    ("png-inflate-bound", "Sources/Tessera/Photos/OtherFormatReaders.swift",
+     "if rawBytes > 1032 * photo.fileBytes + (1 << 16) {", "if rawBytes > Int64(1) << 40 {",
+     "FormatRefusalTests|hostileAndTruncatedFilesAreRefused", "a PNG header claiming more pixels than its bytes can inflate to is decoded"),
+    # (Raising libspng's chunk count limit a hundredfold is equivalent: its chunk cache limit
+    # refuses the 200,000 text chunks just the same.)
+    ("png-text-count", "Sources/CTesseraShims/tessera_png.c",
+     "memcmp(head + 4, \"iTXt\", 4) == 0) png->text_chunks++;", "memcmp(head + 4, \"iTXt\", 4) == 0) {}",
+     "HostileMemoryTests", "a PNG refused for its text chunks is not told why"),
+    ("webp-alpha-budget", "Sources/Tessera/Photos/OtherFormatReaders.swift",
+     "return (info.has_alpha != 0 ? pixels + pixels / 8 : 0) + Int64(info.width) * 64 + photo.fileBytes",
+     "return Int64(info.width) * 64 + photo.fileBytes",
+     "HostileMemoryTests", "a lossy WebP's alpha plane, decoded whole, is left out of its budget"),
+    ("heif-whole-budget", "Sources/Tessera/Photos/OtherFormatReaders.swift",
+     "pixels * 13 / 2 * depth + (2 << 20)", "pixels / 2 * depth + (2 << 20)",
+     "HEIFBudgetTests", "a HEIF decoded whole budgeted at a thirteenth"),
+    ("heif-ispe-lie", "Sources/CTesseraShims/tessera_heif.c",
+     "if (size_differs(m, id, sw, sh, ispe_w, ispe_h)) {", "if (0) {",
+     "HostileMemoryTests", "a HEIC whose ispe is smaller than its coded picture is decoded"),
+    ("heif-grid-ispe", "Sources/CTesseraShims/tessera_heif.c",
+     "if (size_differs(m, id, out->width, out->height, ispe_w, ispe_h)) {", "if (0) {",
+     "HostileMemoryTests", "a HEIC grid larger than its ispe is decoded"),
+    # The shard join's checks (Shards/PartFile.swift, ShardJoin.swift).
+    ("part-record-crc", "Sources/Tessera/Shards/PartFile.swift",
+     "guard checksum.value == record.checksum else {", "guard checksum.value == record.checksum || true else {",
+     "aChangedByteFailsItsChecksum", "a changed byte in a segment or tile is joined"),
+    ("part-header-crc", "Sources/Tessera/Shards/PartFile.swift",
+     "guard checksum.value == expectedChecksum else {", "guard checksum.value == expectedChecksum || true else {",
+     "aChangedByteFailsItsChecksum", "a changed byte in a part's header text is joined"),
+    ("part-data-gap", "Sources/Tessera/Shards/PartFile.swift",
+     "guard dataEnd == headerOffset else {", "guard dataEnd <= headerOffset else {",
+     "PartGapTests|PartFileTests", "bytes no record holds are let through"),
+    ("join-picture-side", "Sources/Tessera/Shards/ShardJoin.swift",
+     "guard width <= side, height <= side else {", "guard width <= Int.max / 4, height <= Int.max / 4 else {",
+     "impossibleHeaderValuesAreRefused", "a part claiming a picture larger than any render is trusted"),
+    ("join-inside-shard-folder", "Sources/Tessera/Shards/ShardJoin.swift",
+     "if canonical == folder || canonical.hasPrefix(folder == \"/\" ? \"/\" : folder + \"/\") {", "if canonical == folder {",
+     "partsCannotChooseWhatTheJoinReplaces", "a part may name an output inside the shard folder"),
+    ("join-existing-file", "Sources/Tessera/Shards/ShardJoin.swift",
+     "if given.isEmpty, case .success = linkStatus(file.path) {", "if false, case .success = linkStatus(file.path) {",
+     "partsCannotChooseWhatTheJoinReplaces", "a path named by the parts replaces an existing file"),
+    ("join-nul-path", "Sources/Tessera/Shards/ShardJoin.swift",
+     "where path.utf8.contains(0) {", "where path.utf8.contains(0) && false {",
+     "aPathWithANulIsRefused", "a part's path with a NUL byte is written (cut at the NUL)"),
+    # The matcher (Mosaic/MosaicMatcher.swift): the cost, the max-uses and min-distance rules.
+    ("matcher-cost", "Sources/Tessera/Mosaic/MosaicMatcher.swift",
+     "sum += diff * diff", "sum += abs(diff)",
+     "MatcherTests|LocalSearchTests|MatcherCostTests", "the cost is the L1 distance, not the squared Oklab distance"),
+    ("matcher-max-uses-refusal", "Sources/Tessera/Mosaic/MosaicMatcher.swift",
+     "if let maxUses, maxUses * n < cells {", "if let maxUses, maxUses * n < cells - 4 {",
+     "impossibleConstraintsAreRefused", "a max-uses too small to fill the grid is not refused"),
+    ("matcher-min-distance-refusal", "Sources/Tessera/Mosaic/MosaicMatcher.swift",
+     "if minDistance > 0 && n < window && cells > 1 {", "if minDistance > 0 && n < window - 1 && cells > 1 {",
+     "impossibleConstraintsAreRefused", "too few pictures for the minimum distance is not refused"),
+    ("matcher-uses-allowed", "Sources/Tessera/Mosaic/MosaicMatcher.swift",
+     "usesOf(photo) < limit && holders(of: photo, near: cell, most: 1).isEmpty",
+     "usesOf(photo) <= limit && holders(of: photo, near: cell, most: 1).isEmpty",
+     "MatcherTests|LocalSearchTests", "a photo may be used once more than --max-uses"),
+    ("matcher-distance-window", "Sources/Tessera/Mosaic/MosaicMatcher.swift",
+     "for x in max(0, column - minDistance)...min(columns - 1, column + minDistance) {",
+     "for x in max(0, column - minDistance + 1)...min(columns - 1, column + minDistance) {",
+     "MatcherTests|LocalSearchTests|identicalPicturesNeverTouch", "a repeat just left of a cell is not seen"),
 ]
 
 
@@ -183,10 +280,35 @@ def run(command, cwd, log, timeout=None):
             return 124
 
 
+def check(mutants, root):
+    """What is wrong with the mutants: a file that is missing, an original text that does not
+    occur exactly once in its file (the code moved: the mutant would test nothing, or the wrong
+    place), a mutated text equal to the original, an id used twice. Empty when all are sound."""
+    problems = []
+    seen = set()
+    for ident, path, original, mutated, _, _ in mutants:
+        if ident in seen:
+            problems.append(f"mutant {ident}: the id is used twice")
+        seen.add(ident)
+        if original == mutated:
+            problems.append(f"mutant {ident}: its mutated text is its original text")
+        try:
+            with open(os.path.join(root, path)) as source:
+                count = source.read().count(original)
+        except OSError as error:
+            problems.append(f"mutant {ident}: cannot read {path}: {error.strerror}")
+            continue
+        if count != 1:
+            problems.append(f"mutant {ident}: its text occurs {count} times in {path} (the code moved: update the mutant)")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="comma-separated mutant ids")
+    parser.add_argument("--only", help="comma-separated mutant ids, run in that order")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that every mutant's text occurs exactly once in its file (fast, no build); exit 1 if not")
     parser.add_argument("--keep", action="store_true", help="keep the scratch tree (for reading a log)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds a mutant's tests may take (a hang is killed and counts as killed)")
     args = parser.parse_args()
@@ -197,16 +319,21 @@ def main():
         unknown = wanted - {m[0] for m in MUTANTS}
         if unknown:
             sys.exit("unknown mutant(s): " + ", ".join(sorted(unknown)))
-        mutants = [m for m in MUTANTS if m[0] in wanted]
+        # In the order given (the ones most worth a look first).
+        by_id = {m[0]: m for m in MUTANTS}
+        mutants = [by_id[ident] for ident in dict.fromkeys(args.only.split(","))]
     if args.list:
         for m in mutants:
             print(f"{m[0]:22} {m[1]}: {m[5]}  (tests: {m[4]})")
         return
-    # Every original text must occur exactly once, or the mutant tests nothing.
-    for ident, path, original, _, _, _ in mutants:
-        count = open(os.path.join(root, path)).read().count(original)
-        if count != 1:
-            sys.exit(f"mutant {ident}: its text occurs {count} times in {path} (the code moved: update the mutant)")
+    problems = check(mutants, root)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    if args.check:
+        print(f"every mutant's text occurs exactly once in its file ({len(mutants)} mutants)")
+        return
 
     scratch = tempfile.mkdtemp(prefix="tessera-mutants-", dir=os.environ.get("TMPDIR", "/tmp"))
     tree = os.path.join(scratch, "tree")

@@ -102,7 +102,6 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--subsampling": return "444"
         case "--shard": return "1/2"
         case "--encoder": return "serial"
-        case "--worker-threads": return "dispatch"
         case "--order": return "shuffle"
         case "--max-memory": return "64M"
         case "--background": return "202020"

@@ -33,9 +33,6 @@ public struct RenderSettings: Equatable, Sendable {
     /// Restart interval (MCUs) for the serial encoder, 0 for none. The parallel encoder always
     /// uses one stripe's MCUs; setting this to the same value makes the serial output identical.
     public var serialRestartInterval = 0
-    /// Where the stripe workers run (StripePipeline.swift). The default is the faster of the two
-    /// on the 1.2-gigapixel benchmark (README, Performance).
-    public var workerThreads = WorkerThreads.dedicated
     /// Colour of empty cells and of cells whose photo failed to decode.
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
 

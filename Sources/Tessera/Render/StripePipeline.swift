@@ -24,18 +24,12 @@
 // - Cancellation: checked before each stripe is started and after each stripe is written.
 // - Events reach the observer on the writer's thread only.
 //
-// Where the workers run (`WorkerThreads`): Dispatch's global pool, or threads of the
-// pipeline's own. Measured on the 1.2-gigapixel benchmark (README, Performance): see
-// RenderSettings.workerThreads for the default and why.
+// Where the workers run: jobs on Dispatch's global concurrent pool, at most `plan.workers` of
+// them at once (the `filling` count above), each of which ends when it finds no stripe to
+// start, so none ever blocks a pool thread waiting for a slot. (A pool of the pipeline's own
+// threads was measured against it on the 1.2-gigapixel grid: equal within noise, and removed;
+// docs/performance.md has the numbers.)
 import Dispatch
-
-/// Where a render's stripe workers run.
-public enum WorkerThreads: String, Equatable, Sendable {
-    /// Jobs on Dispatch's global concurrent pool.
-    case dispatch
-    /// A pool of `--workers` threads of the render's own.
-    case dedicated
-}
 
 final class StripePipeline: @unchecked Sendable {
     private enum SlotState: Equatable {
@@ -50,7 +44,6 @@ final class StripePipeline: @unchecked Sendable {
     private let painter: CellPainter
     private let sinks: [StripeSink]
     private let cancellation: RenderCancellation?
-    private let threads: ThreadPool?
     let errors = FirstError()
 
     private let lock = Mutex()
@@ -64,7 +57,7 @@ final class StripePipeline: @unchecked Sendable {
     private let stripes: Range<Int>
 
     init(plan: RenderPlan, store: StripeStore, painter: CellPainter, sinks: [StripeSink], cancellation: RenderCancellation?,
-         workerThreads: WorkerThreads, stripes: Range<Int>? = nil) throws(TesseraError) {
+         stripes: Range<Int>? = nil) {
         self.plan = plan
         self.stripes = stripes ?? 0..<plan.geometry.stripeCount
         nextToStart = self.stripes.lowerBound
@@ -75,10 +68,7 @@ final class StripePipeline: @unchecked Sendable {
         changed = Condition(lock)
         slots = Array(repeating: .free, count: plan.windowStripes)
         prepared = Array(repeating: [], count: plan.windowStripes)
-        threads = workerThreads == .dedicated ? try ThreadPool(threads: plan.workers) : nil
     }
-
-    deinit { threads?.stop() }
 
     /// Runs the render: starts the workers, writes every stripe in order on this thread, and
     /// returns once every worker job has ended. Throws the first error of any thread.
@@ -166,8 +156,7 @@ final class StripePipeline: @unchecked Sendable {
             nextToStart += 1
             filling += 1
             slots[index % window] = .filling(index)
-            let job: @Sendable () -> Void = { [self] in fillStripes(from: index) }
-            if let threads { threads.submit(job) } else { DispatchQueue.global().async(execute: job) }
+            DispatchQueue.global().async { [self] in fillStripes(from: index) }
         }
     }
 

@@ -79,8 +79,8 @@ public final class StripeRenderer: Sendable {
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)
         do throws(TesseraError) {
-            let pipeline = try StripePipeline(plan: plan, store: store, painter: painter, sinks: sinks, cancellation: cancellation,
-                                              workerThreads: settings.workerThreads, stripes: part?.stripes)
+            let pipeline = StripePipeline(plan: plan, store: store, painter: painter, sinks: sinks, cancellation: cancellation,
+                                          stripes: part?.stripes)
             try pipeline.run(observer: observer)
         } catch {
             store.releaseAll()
@@ -146,20 +146,20 @@ public final class StripeRenderer: Sendable {
 }
 
 /// A flag a caller (a signal handler's thread, a UI) sets to stop a render at the next stripe.
+///
+/// Threading: any thread may cancel or read. One flag, read by Swift and by the C decoders
+/// alike (they poll it between scans and rows): an int written and read with relaxed C atomics
+/// (tessera_flag_raise, tessera_flag_is_raised). Relaxed is enough: it only ever goes from 0 to
+/// 1, and nothing else is published through it (a reader that sees it stops; one that does not
+/// yet sees it at its next check).
 public final class RenderCancellation: @unchecked Sendable {
-    private let lock = Mutex()
-    private var cancelled = false  // protected by `lock`
-    /// The same, for the C decoders to poll between scans and rows (atomic, see
-    /// tessera_flag_raise); allocated for the object's life.
+    /// Allocated for the object's life, so the C decoders may hold its address.
     let flag: UnsafeMutablePointer<Int32>
     public init() {
         flag = .allocate(capacity: 1)
         flag.initialize(to: 0)
     }
     deinit { flag.deallocate() }
-    public func cancel() {
-        lock.withLock { cancelled = true }
-        tessera_flag_raise(flag)
-    }
-    public var isCancelled: Bool { lock.withLock { cancelled } }
+    public func cancel() { tessera_flag_raise(flag) }
+    public var isCancelled: Bool { tessera_flag_is_raised(flag) != 0 }
 }

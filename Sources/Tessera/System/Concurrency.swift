@@ -1,15 +1,17 @@
 // Concurrency.swift — the helpers every concurrent part of Tessera shares.
 //
-// Tessera's concurrency mechanisms, one each:
-// - `StripePipeline` (Render/) runs the render's stripes: workers fill them, one writer hands
-//   them in order to the outputs. See its file for why its workers are threads of their own.
+// Tessera's concurrency mechanisms, one each (docs/how-it-works.md lists every lock too):
+// - `StripePipeline` (Render/) runs the render's stripes: worker jobs on Dispatch's global pool
+//   fill them, one writer (the caller's thread) hands them in order to the outputs.
 // - `JobTeam` (Threads.swift): batches of independent jobs on a fixed team (the Deep Zoom
-//   writer's per-stripe batches).
+//   writer's per-stripe batches; measured faster there than concurrentPerform, see JobTeam).
 // - `JoinableThread` (Threads.swift): a long-running thread with an owner who joins it (the
-//   pipeline's workers, the JobTeam's helpers, the pyramid's tile-file writer).
+//   JobTeam's helpers, the pyramid's tile-file writer).
 // - `mapInLanes` (here): data-parallel loops over independent items (reading headers, analysing
 //   photos, matching cells), on Dispatch's concurrentPerform.
 // - `FirstError` (here): the first error any thread met, which everyone else stops for.
+// - `RenderCancellation` (StripeRenderer.swift): one flag, relaxed C atomics, that Swift and
+//   the C decoders poll; `AtomicCounter` (Mutex.swift): a progress count, a Swift atomic.
 // The command line adds Dispatch signal sources, which only raise a RenderCancellation.
 import Dispatch
 
@@ -51,8 +53,8 @@ final class FirstError: @unchecked Sendable {
 /// `makeScratch`. Returns each index's value; nil for the indices a cancellation stopped the
 /// lanes before (a lane checks before each item).
 ///
-/// Why concurrentPerform here and threads in the pipeline: these loops never wait on each
-/// other, so Dispatch's pool, as wide as the cores, keeps every core busy with nothing to manage.
+/// Why concurrentPerform here: these loops never wait on each other, so Dispatch's pool, as
+/// wide as the cores, keeps every core busy with nothing to manage.
 func mapInLanes<Scratch, Value>(count: Int, lanes requested: Int, cancellation: RenderCancellation? = nil,
                                 scratch makeScratch: @Sendable () -> Scratch, _ body: @Sendable (Int, inout Scratch) -> Value) -> [Value?] {
     var results = [Value?](repeating: nil, count: count)

@@ -2,8 +2,9 @@
 //
 // Swift's `Synchronization.Mutex` has no condition variable, and the pipeline needs to wait for
 // "stripe i is filled" and "slot i is free". This is the plain pthread pair, heap-allocated so
-// its address never moves.
+// its address never moves. (And AtomicCounter, a Swift atomic.)
 import Glibc
+import Synchronization
 
 /// A non-recursive mutex. `withLock` is the only way to hold it.
 public final class Mutex: @unchecked Sendable {
@@ -59,11 +60,11 @@ public final class Condition: @unchecked Sendable {
     public func signal() { pthread_cond_signal(condition) }
 }
 
-/// A count several threads add to.
-final class AtomicCounter: @unchecked Sendable {
-    private let lock = Mutex()
-    private var value = 0  // protected by `lock`
+/// A count several threads add to (progress: how many items are done). An atomic, relaxed:
+/// nothing is published through the count.
+final class AtomicCounter: Sendable {
+    private let value = Atomic<Int>(0)
 
     /// Adds one; returns the new count.
-    func increment() -> Int { lock.withLock { value += 1; return value } }
+    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
 }

@@ -1,6 +1,6 @@
-// Threads.swift — threads with an owner: a plain POSIX thread (JoinableThread), a team that runs
-// batches of jobs (JobTeam), and a pool that runs submitted jobs (ThreadPool). See
-// Concurrency.swift for which part of Tessera uses which, and why.
+// Threads.swift — threads with an owner: a plain POSIX thread (JoinableThread) and a team that
+// runs batches of jobs (JobTeam). See Concurrency.swift for which part of Tessera uses which,
+// and why.
 import Glibc
 
 final class JoinableThread {
@@ -126,57 +126,6 @@ final class JobTeam: @unchecked Sendable {
             }
             guard proceed else { return }
             work()
-        }
-    }
-}
-
-/// A fixed number of threads that run submitted jobs, first come first served. An idle thread
-/// parks until a job comes. The owner must call `stop()` once no job is queued or running.
-///
-/// Threading: `submit` from any thread.
-final class ThreadPool: @unchecked Sendable {
-    private let lock = Mutex()
-    private let changed: Condition
-    private var threads: [JoinableThread] = []
-    // Protected by `lock`.
-    private var queue: [() -> Void] = []
-    private var stopping = false
-
-    init(threads count: Int) throws(TesseraError) {
-        changed = Condition(lock)
-        do throws(TesseraError) {
-            for _ in 0..<count { threads.append(try JoinableThread { [unowned self] in self.loop() }) }
-        } catch {
-            stop()
-            throw error
-        }
-    }
-
-    func submit(_ job: @escaping () -> Void) {
-        lock.withLock {
-            queue.append(job)
-            changed.signal()
-        }
-    }
-
-    /// Ends the threads (after the jobs queued, if any).
-    func stop() {
-        lock.withLock {
-            stopping = true
-            changed.broadcast()
-        }
-        for thread in threads { thread.join() }
-        threads = []
-    }
-
-    private func loop() {
-        while true {
-            let job: (() -> Void)? = lock.withLock {
-                while queue.isEmpty && !stopping { changed.wait() }
-                return queue.isEmpty ? nil : queue.removeFirst()
-            }
-            guard let job else { return }
-            job()
         }
     }
 }

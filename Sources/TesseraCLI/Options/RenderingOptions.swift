@@ -120,9 +120,6 @@ enum RenderingOptions {
         Option("--stripe-height", value: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise).") { state, given throws(CommandLineError) in
             state.options.settings.stripeHeight = try given.integer(1...jpegMaxDimension)
         },
-        Option("--worker-threads", value: "dedicated|dispatch", help: "Where the stripe workers run: threads of the render's own (the default, measured faster: see the README) or Dispatch's pool. Output is identical.") { state, given throws(CommandLineError) in
-            state.options.settings.workerThreads = try given.choice(WorkerThreads.self, "--worker-threads expects dedicated or dispatch, got '\(given.value)'")
-        },
         Option("--encoder", value: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers.") { state, given throws(CommandLineError) in
             state.options.settings.encoder = try given.choice(EncoderMode.self, "--encoder expects serial or parallel, got '\(given.value)'")
         },

@@ -315,11 +315,9 @@ struct RenderTests {
     static let photos = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8"].map { "\(fixturesDirectory)/orientation/\($0).jpg" }
 
     /// A renderer of 8 columns x `rows` cells of 24 px into `scratch`, with a cancellation of its own.
-    private func renderer(rows: Int, stripeHeight: Int, threads: WorkerThreads = .dedicated,
-                          in scratch: ScratchDirectory) throws -> (StripeRenderer, RenderCancellation) {
+    private func renderer(rows: Int, stripeHeight: Int, in scratch: ScratchDirectory) throws -> (StripeRenderer, RenderCancellation) {
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
-        settings.workerThreads = threads
         settings.workers = 2
         settings.stripeHeight = stripeHeight
         let cancellation = RenderCancellation()
@@ -330,11 +328,10 @@ struct RenderTests {
         return (renderer, cancellation)
     }
 
-    @Test(arguments: [WorkerThreads.dedicated, .dispatch])
-    func aRenderCancelledBeforeItStartsWritesNothing(threads: WorkerThreads) throws {
+    @Test func aRenderCancelledBeforeItStartsWritesNothing() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        let (renderer, cancellation) = try renderer(rows: 8, stripeHeight: 16, threads: threads, in: scratch)
+        let (renderer, cancellation) = try renderer(rows: 8, stripeHeight: 16, in: scratch)
         cancellation.cancel()
         var progress = 0
         #expect(throws: TesseraError.cancelled) {
@@ -344,11 +341,10 @@ struct RenderTests {
         #expect(scratch.contents().isEmpty)
     }
 
-    @Test(arguments: [WorkerThreads.dedicated, .dispatch])
-    func noStripeIsWrittenAfterTheOneDuringWhichTheCancellationCame(threads: WorkerThreads) throws {
+    @Test func noStripeIsWrittenAfterTheOneDuringWhichTheCancellationCame() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        let (renderer, cancellation) = try renderer(rows: 12, stripeHeight: 16, threads: threads, in: scratch)
+        let (renderer, cancellation) = try renderer(rows: 12, stripeHeight: 16, in: scratch)
         var progress = 0
         #expect(throws: TesseraError.cancelled) {
             try renderer.render { event in

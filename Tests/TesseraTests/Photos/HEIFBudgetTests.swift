@@ -1,0 +1,38 @@
+// HEIFBudgetTests.swift — a HEIF that is one picture (not tiled) and has no thumbnail is decoded
+// whole by libheif: about 6.5 bytes a pixel (libde265's picture and tables, libheif's copy;
+// measured in OtherFormatReaders.swift). A decode pool below that refuses it, naming the size;
+// one above draws it.
+import Glibc
+import Testing
+@testable import Tessera
+import TesseraTestSupport
+
+@Suite struct HEIFBudgetTests {
+    @Test func aWholeHEIFDecodeIsRefusedBelowItsCostAndDrawnAboveIt() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let width = 2400, height = 1800
+        let jpeg = scratch.file("picture.jpg"), heic = scratch.file("picture.heic")
+        try JPEGFile.write(SamplePhotos.picture(width: width, height: height, seed: 26), to: jpeg, quality: 90)
+        #expect(runTool(["heif-enc", "-q", "50", jpeg, "-o", heic]) == 0)
+        // 4.32 MP: 28 MB by 6.5 bytes a pixel. A pool of 4 MiB lets one photo take what
+        // DecodeBudget allows a whole image (a few times the pool): more than a budget of 3
+        // bytes a pixel or less, less than 6 bytes a pixel.
+        let pixels = width * height
+        let small = 4 << 20
+        let allowed = DecodeBudget(poolBytes: small, spillDirectory: scratch.path).wholeImageLimitBytes
+        #expect(pixels * 3 < allowed && pixels * 6 > allowed, "a whole image may take \(allowed) bytes at a pool of \(small)")
+        do {
+            let (cell, notes) = try drawnCell(heic, pool: small)
+            Issue.record("drawn at a pool of \(small) bytes (\(notes.method), \(cell.width) x \(cell.height))")
+        } catch let error as TesseraError {
+            guard case .unreadablePhoto(_, let reason) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(reason.contains("\(width) x \(height)") && reason.contains("more than"), "\(reason)")
+        }
+        let (_, notes) = try drawnCell(heic, pool: 4 * small)
+        #expect(notes.method == .wholeImage, "\(notes.method)")
+    }
+}
