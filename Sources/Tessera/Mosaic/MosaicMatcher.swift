@@ -2,19 +2,21 @@
 //
 // Minimises the total squared Oklab distance between each cell's target sub-cells and the chosen
 // photo's, subject to: no identical photo within `minDistance` cells (Chebyshev), and at most
-// `maxUses` uses of one photo. Three phases:
-//   1. in parallel, for each cell, the `candidateCount` best photos by cost (exact costs), the
+// `maxUses` uses of one photo. Three phases, each a named step of `match`:
+//   1. `rankCandidates`: in parallel, for each cell, the `candidateCount` best photos by cost (exact costs), the
 //      photos read from the store a run at a time (so a million photos' features never need to
 //      be in memory: they can stay in a FeatureStore's temporary file);
-//   2. one pass over the cells in a seeded random order, each taking its best candidate that the
+//   2. `Placement.placeGreedily`: one pass over the cells in a seeded random order, each taking its best candidate that the
 //      constraints allow (a full scan of all photos when none of its candidates is allowed).
 //      The random order spreads repeats evenly instead of letting the top-left cells take every
 //      photo's best matches; the same seed gives the same mosaic.
-//   3. `effort` passes of local search over the cells in the same order: a cell takes a better
+//   3. `Placement.improve`: `effort` passes of local search over the cells in the same order: a cell takes a better
 //      candidate when the constraints allow it, or swaps photos with the one neighbour whose
 //      photo blocks it, whenever that lowers the total cost. Every move lowers it, so the
 //      total never rises; the moves are made one at a time in a fixed order, so the result is
 //      the same for any number of workers.
+// Phases 2 and 3 change one value, `Placement` (the assignment, the costs and the bookkeeping
+// the constraints and the moves read), through its mutating steps, on the calling thread.
 // Phase 1's ranking is exact either way: every photo compared with the cell, or, from 512
 // photos on, a tree over each run's principal components (FeatureTree) that finds the same
 // photos in the same order.
@@ -170,6 +172,53 @@ public enum MosaicMatcher {
         let d = k * k * 3
         let n = store.count
         precondition(target.count == cells * d && store.valuesPerPhoto == d && chunkPhotos > 0)
+        try refuseImpossibleConstraints(cells: cells, photos: n, minDistance: minDistance, maxUses: maxUses)
+        let run = min(chunkPhotos, n)
+        let runFeatures = UnsafeMutableBufferPointer<Float>.allocate(capacity: run * d)
+        defer { runFeatures.deallocate() }
+        let reporter = MatchReporter(totalWork: cells * (2 + max(0, effort)), cancellation: cancellation, progress: progress)
+
+        var started = monotonicSeconds()
+        let ranking = try rankCandidates(target: target, cells: cells, valuesPerPhoto: d, store: store, m: min(candidateCount, n),
+                                         useTree: useTree ?? (n >= treeThreshold), run: run, runFeatures: runFeatures,
+                                         workers: workers, reporter: reporter)
+        let rankingSeconds = monotonicSeconds() - started
+
+        let order = seededOrder(cells: cells, seed: seed)
+        var placement = Placement(target: target, columns: columns, rows: rows, subCells: k, store: store, run: run,
+                                  runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max)
+        started = monotonicSeconds()
+        try placement.placeGreedily(in: order, reporter: reporter)
+        let greedySeconds = monotonicSeconds() - started
+        let greedyCost = placement.totalCost
+        let greedyErrors = placement.cellErrors()
+
+        // (The lists the local search keeps are made before its clock starts, as they always were.)
+        if effort > 0 { try placement.linkCells() }
+        started = monotonicSeconds()
+        let search = try placement.improve(in: order, effort: effort, reporter: reporter)
+        let improvementSeconds = monotonicSeconds() - started
+
+        var match = MosaicMatch(columns: columns, rows: rows, assignment: placement.assignment, cellErrors: placement.cellErrors(),
+                                constraintViolations: placement.violations)
+        match.greedyCost = greedyCost
+        match.totalCost = placement.totalCost
+        match.greedyMeanError = greedyErrors.reduce(0.0) { $0 + Double($1) } / Double(max(1, cells))
+        match.improvements = search.moves
+        match.improvementPasses = search.passes
+        match.rankingSeconds = rankingSeconds
+        match.greedySeconds = greedySeconds
+        match.improvementSeconds = improvementSeconds
+        match.usedTree = ranking.usedTree
+        match.runs = (n + run - 1) / run
+        match.runPhotos = run
+        match.plannedBytes = workingBytes(cells: cells, photos: n, subCells: k, candidateCount: candidateCount, chunkPhotos: run)
+        return match
+    }
+
+    /// Refuses constraints no placement can meet: fewer photos than a block of the minimum
+    /// distance holds, or too few uses in all to fill the cells.
+    static func refuseImpossibleConstraints(cells: Int, photos n: Int, minDistance: Int, maxUses: Int?) throws(TesseraError) {
         guard n > 0 else { throw .noPhotos(searched: []) }
         let window = (2 * minDistance + 1) * (2 * minDistance + 1)
         if minDistance > 0 && n < window && cells > 1 {
@@ -178,21 +227,42 @@ public enum MosaicMatcher {
         if let maxUses, maxUses * n < cells {
             throw .invalidSettings("at most \(maxUses) uses of each of \(n) photos fill at most \(maxUses * n) of \(cells) cells")
         }
-        let m = min(candidateCount, n)
-        let treeWanted = useTree ?? (n >= treeThreshold)
-        let run = min(chunkPhotos, n)
-        let limit = maxUses ?? Int.max
-        let totalWork = cells * (2 + max(0, effort))
+    }
 
-        // Phase 1: every cell's m best photos, ranked by (cost, index), a run of photos at a
-        // time: the run is read, a tree is built over it (its features moved into the tree's
-        // order, so a search reads neighbouring photos), and its photos are merged into every
-        // cell's ranking in parallel.
-        var started = monotonicSeconds()
+    /// Progress reports and cancellation checks, between batches of cells: `done` of `totalWork`
+    /// (a cell per phase: ranking, greedy pass, each pass of the local search).
+    struct MatchReporter {
+        let totalWork: Int
+        let cancellation: RenderCancellation?
+        let progress: ((Int, Int) -> Void)?
+
+        /// Throws `.cancelled` when the render was cancelled, else reports `done`.
+        func report(_ done: Int) throws(TesseraError) {
+            if cancellation?.isCancelled == true { throw .cancelled }
+            progress?(done, totalWork)
+        }
+    }
+
+    /// Phase 1's result: every cell's `m` best photos and their costs, best first, ties by
+    /// photo index (row-major: cell `c`'s are at `c * m ..< (c + 1) * m`).
+    struct CandidateRanking {
+        let m: Int
+        let photos: [Int32]
+        let costs: [Float]
+        /// Whether a feature tree ranked them (else every photo was compared with every cell).
+        let usedTree: Bool
+    }
+
+    /// Phase 1: every cell's m best photos, ranked by (cost, index), a run of photos at a
+    /// time: the run is read into `runFeatures`, a tree is built over it (its features moved
+    /// into the tree's order, so a search reads neighbouring photos), and its photos are merged
+    /// into every cell's ranking in parallel.
+    static func rankCandidates(target: [Float], cells: Int, valuesPerPhoto d: Int, store: FeatureStore, m: Int, useTree treeWanted: Bool,
+                               run: Int, runFeatures: UnsafeMutableBufferPointer<Float>, workers: Int,
+                               reporter: MatchReporter) throws(TesseraError) -> CandidateRanking {
+        let n = store.count
         var candidates = [Int32](repeating: .max, count: cells * m)
         var candidateCosts = [Float](repeating: .infinity, count: cells * m)
-        let runFeatures = UnsafeMutableBufferPointer<Float>.allocate(capacity: run * d)
-        defer { runFeatures.deallocate() }
         var usedTree = false
         var projection: FeatureTree.Projection?
         var first = 0
@@ -207,135 +277,183 @@ public enum MosaicMatcher {
                 permuteRecords(runFeatures.baseAddress!, width: d, order: tree.order)
                 usedTree = true
             }
-            target.withUnsafeBufferPointer { targets in
-                candidates.withUnsafeMutableBufferPointer { out in
-                    candidateCosts.withUnsafeMutableBufferPointer { outCosts in
-                        let f = UnsafeSendable(UnsafePointer(runFeatures.baseAddress!)), t = UnsafeSendable(targets.baseAddress!)
-                        let c = UnsafeSendable(out.baseAddress!), cc = UnsafeSendable(outCosts.baseAddress!)
-                        let firstPhoto = Int32(first)
-                        _ = mapInLanes(count: cells, lanes: workers, cancellation: cancellation,
-                                       scratch: { FeatureTree.Scratch(dimensions: tree?.dimensions ?? 1) }) { cell, scratch in
-                            let bestPhoto = c.value + cell * m, bestCost = cc.value + cell * m
-                            let cellTarget = t.value + cell * d
-                            if let tree {
-                                tree.nearest(cellTarget, features: f.value, firstPhoto: firstPhoto, m: m, photos: bestPhoto, costs: bestCost,
-                                             scratch: &scratch)
-                                return
-                            }
-                            // Every photo of the run; a later photo with an equal cost ranks
-                            // after (the runs come in photo order).
-                            for photo in 0..<count {
-                                let cost = squaredDistance(cellTarget, f.value + photo * d, count: d)
-                                if cost < bestCost[m - 1] {
-                                    var i = m - 1
-                                    while i > 0 && bestCost[i - 1] > cost {
-                                        bestCost[i] = bestCost[i - 1]
-                                        bestPhoto[i] = bestPhoto[i - 1]
-                                        i -= 1
-                                    }
-                                    bestCost[i] = cost
-                                    bestPhoto[i] = firstPhoto + Int32(photo)
-                                }
-                            }
+            mergeRun(UnsafePointer(runFeatures.baseAddress!), count: count, firstPhoto: Int32(first), tree: tree, target: target,
+                     cells: cells, valuesPerPhoto: d, m: m, workers: workers, cancellation: reporter.cancellation,
+                     into: &candidates, costs: &candidateCosts)
+            if reporter.cancellation?.isCancelled == true { throw .cancelled }
+            first += count
+            reporter.progress?(Int((Double(cells) * Double(first) / Double(n)).rounded(.down)), reporter.totalWork)
+        }
+        return CandidateRanking(m: m, photos: candidates, costs: candidateCosts, usedTree: usedTree)
+    }
+
+    /// Merges a run of `count` photos (`features`, in the tree's order when there is a tree;
+    /// the first is photo `firstPhoto`) into every cell's ranking, the cells spread over
+    /// `workers` lanes.
+    static func mergeRun(_ features: UnsafePointer<Float>, count: Int, firstPhoto: Int32, tree: FeatureTree?, target: [Float],
+                         cells: Int, valuesPerPhoto d: Int, m: Int, workers: Int, cancellation: RenderCancellation?,
+                         into candidates: inout [Int32], costs candidateCosts: inout [Float]) {
+        target.withUnsafeBufferPointer { targets in
+            candidates.withUnsafeMutableBufferPointer { out in
+                candidateCosts.withUnsafeMutableBufferPointer { outCosts in
+                    let f = UnsafeSendable(features), t = UnsafeSendable(targets.baseAddress!)
+                    let c = UnsafeSendable(out.baseAddress!), cc = UnsafeSendable(outCosts.baseAddress!)
+                    _ = mapInLanes(count: cells, lanes: workers, cancellation: cancellation,
+                                   scratch: { FeatureTree.Scratch(dimensions: tree?.dimensions ?? 1) }) { cell, scratch in
+                        let bestPhoto = c.value + cell * m, bestCost = cc.value + cell * m
+                        let cellTarget = t.value + cell * d
+                        if let tree {
+                            tree.nearest(cellTarget, features: f.value, firstPhoto: firstPhoto, m: m, photos: bestPhoto, costs: bestCost,
+                                         scratch: &scratch)
+                            return
                         }
+                        mergeEveryPhoto(f.value, count: count, firstPhoto: firstPhoto, into: cellTarget, valuesPerPhoto: d, m: m,
+                                        photos: bestPhoto, costs: bestCost)
                     }
                 }
             }
-            if cancellation?.isCancelled == true { throw .cancelled }
-            first += count
-            progress?(Int((Double(cells) * Double(first) / Double(n)).rounded(.down)), totalWork)
         }
-        let rankingSeconds = monotonicSeconds() - started
+    }
 
+    /// Without a tree: every photo of the run compared with the cell (`cellTarget`) and
+    /// inserted into its ranking (`bestPhoto`, `bestCost`: m each, best first); a later photo
+    /// with an equal cost ranks after (the runs come in photo order).
+    @inline(__always)
+    static func mergeEveryPhoto(_ features: UnsafePointer<Float>, count: Int, firstPhoto: Int32, into cellTarget: UnsafePointer<Float>,
+                                valuesPerPhoto d: Int, m: Int, photos bestPhoto: UnsafeMutablePointer<Int32>,
+                                costs bestCost: UnsafeMutablePointer<Float>) {
+        for photo in 0..<count {
+            let cost = squaredDistance(cellTarget, features + photo * d, count: d)
+            if cost < bestCost[m - 1] {
+                var i = m - 1
+                while i > 0 && bestCost[i - 1] > cost {
+                    bestCost[i] = bestCost[i - 1]
+                    bestPhoto[i] = bestPhoto[i - 1]
+                    i -= 1
+                }
+                bestCost[i] = cost
+                bestPhoto[i] = firstPhoto + Int32(photo)
+            }
+        }
+    }
+
+    /// The cells in a seeded random order (a Fisher-Yates shuffle by SplitMix64): the order of
+    /// the greedy pass and of every pass of the local search.
+    static func seededOrder(cells: Int, seed: UInt64) -> [Int32] {
         var order = [Int32](unsafeUninitializedCapacity: cells) { buffer, count in
             for i in 0..<cells { buffer[i] = Int32(i) }
             count = cells
         }
         var random = SplitMix64(seed: seed)
         for i in stride(from: cells - 1, to: 0, by: -1) { order.swapAt(i, Int(random.next() % UInt64(i + 1))) }
-        var assignment = [Int32](repeating: -1, count: cells)
-        var costs = [Float](repeating: 0, count: cells)
-        var violations = 0
+        return order
+    }
 
-        // The photos placed so far, each in a slot: its features (read from the store once), its
-        // uses, and the head of the list of cells holding it (for the local search's swaps with a
-        // used-up photo). Only placed photos have a slot: at most one a cell, whatever the library.
-        // The greedy pass needs no features: the slots it makes are filled after it, in one pass
-        // over the store in photo order (tens of thousands of single reads scattered over a
-        // store that the page cache no longer holds took 2.2 s in a 64 MiB memory cgroup).
-        var slotOfPhoto = PhotoSlots(photos: n, cells: cells)
-        var placedFeatures: [Float] = []
-        var uses: [Int32] = []
-        var head: [Int32] = []
-        var readingPlaced = false
-        func slot(_ photo: Int32) throws(TesseraError) -> Int {
-            if let slot = slotOfPhoto[photo] { return Int(slot) }
-            let slot = uses.count
-            slotOfPhoto[photo] = Int32(slot)
-            placedFeatures.append(contentsOf: repeatElement(0, count: d))
-            if readingPlaced {
-                try placedFeatures.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<Float>) throws(TesseraError) in
-                    try store.read(Int(photo), 1, into: buffer.baseAddress! + slot * d)
-                }
-            }
-            uses.append(0)
-            head.append(-1)
-            return slot
-        }
-        /// Reads the features of every placed photo, a run of the store at a time (the runs that
-        /// hold none are not read), and from then on each newly placed photo's as it is placed.
-        func readPlacedFeatures(_ placed: [Int32]) throws(TesseraError) {
-            let sorted = placed.sorted()
-            var next = 0
-            while next < sorted.count {
-                let first = Int(sorted[next]) / run * run
-                let count = min(run, n - first)
-                try store.read(first, count, into: runFeatures.baseAddress!)
-                while next < sorted.count && Int(sorted[next]) < first + count {
-                    let photo = Int(sorted[next]), slot = Int(slotOfPhoto[sorted[next]]!)
-                    placedFeatures.withUnsafeMutableBufferPointer {
-                        $0.baseAddress!.advanced(by: slot * d).update(from: runFeatures.baseAddress! + (photo - first) * d, count: d)
-                    }
-                    next += 1
-                }
-            }
-            readingPlaced = true
-        }
-        func usesOf(_ photo: Int32) -> Int { slotOfPhoto[photo].map { Int(uses[Int($0)]) } ?? 0 }
-        /// The cost of a placed photo in `cell`.
-        func placedCost(_ cell: Int, _ photo: Int32) -> Float {
-            let slot = Int(slotOfPhoto[photo]!)
-            return target.withUnsafeBufferPointer { t in
-                placedFeatures.withUnsafeBufferPointer { p in squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + slot * d, count: d) }
-            }
-        }
+    /// Phases 2 and 3: the photo in each cell and what the constraints and the moves need to
+    /// know about it, with the steps that change it. One value, changed by one thread in a fixed
+    /// order (the result is the same for any number of workers).
+    ///
+    /// The photos placed so far each have a slot: its features (read from the store once), its
+    /// uses, and the head of the list of cells holding it (for the local search's swaps with a
+    /// used-up photo). Only placed photos have a slot: at most one a cell, whatever the library.
+    /// The greedy pass needs no features: the slots it makes are filled after it, in one pass
+    /// over the store in photo order (tens of thousands of single reads scattered over a
+    /// store that the page cache no longer holds took 2.2 s in a 64 MiB memory cgroup).
+    struct Placement {
+        let target: [Float]
+        let columns: Int, rows: Int, k: Int
+        /// Floats a photo's (and a cell's) features take: k * k * 3.
+        let d: Int
+        let store: FeatureStore
+        /// Photos read from the store at once, into `runFeatures` (shared with the ranking).
+        let run: Int
+        let runFeatures: UnsafeMutableBufferPointer<Float>
+        let ranking: CandidateRanking
+        let minDistance: Int
+        /// The most uses of one photo (Int.max: no limit).
+        let limit: Int
 
-        /// Cells within `minDistance` of `cell` that hold `photo`, other than `cell` and
-        /// `except`, up to `most` of them.
-        func holders(of photo: Int32, near cell: Int, except: Int = -1, most: Int = 2) -> [Int] {
-            guard minDistance > 0 else { return [] }
-            var found: [Int] = []
-            let row = cell / columns, column = cell % columns
-            for y in max(0, row - minDistance)...min(rows - 1, row + minDistance) {
-                for x in max(0, column - minDistance)...min(columns - 1, column + minDistance) {
-                    let other = y * columns + x
-                    if other != cell && other != except && assignment[other] == photo {
-                        found.append(other)
-                        if found.count >= most { return found }
-                    }
-                }
-            }
-            return found
+        /// Row-major: each cell's photo (-1 before it is placed) and its cost.
+        private(set) var assignment: [Int32]
+        private(set) var costs: [Float]
+        /// Cells placed without meeting every constraint.
+        private(set) var violations = 0
+        private var slotOfPhoto: PhotoSlots
+        private var placedFeatures: [Float] = []
+        private var uses: [Int32] = []
+        private var head: [Int32] = []
+        /// Whether a newly placed photo's features are read as it is placed (after the greedy pass).
+        private var readingPlaced = false
+        /// The cells holding each photo, as doubly linked lists from its slot's `head` (the local
+        /// search's only: empty without it).
+        private var next: [Int32] = []
+        private var previous: [Int32] = []
+
+        init(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore, run: Int,
+             runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int) {
+            let cells = columns * rows
+            self.target = target
+            self.columns = columns
+            self.rows = rows
+            self.k = k
+            self.d = k * k * 3
+            self.store = store
+            self.run = run
+            self.runFeatures = runFeatures
+            self.ranking = ranking
+            self.minDistance = minDistance
+            self.limit = limit
+            assignment = [Int32](repeating: -1, count: cells)
+            costs = [Float](repeating: 0, count: cells)
+            slotOfPhoto = PhotoSlots(photos: store.count, cells: cells)
         }
 
-        func allowed(_ photo: Int32, cell: Int) -> Bool {
-            usesOf(photo) < limit && holders(of: photo, near: cell, most: 1).isEmpty
+        /// The total cost: every cell's, summed in cell order.
+        var totalCost: Double { costs.reduce(0.0) { $0 + Double($1) } }
+
+        /// Per cell: the mean Oklab distance of its photo (MosaicMatcher.placedErrors).
+        func cellErrors() -> [Float] {
+            placedErrors(target: target, assignment: assignment, subCells: k, features: placedFeatures) { Int(slotOfPhoto[$0]!) }
+        }
+
+        // MARK: Phase 2, the greedy pass
+
+        /// One pass over the cells in `order`, each taking its best candidate that the
+        /// constraints allow (a scan of all photos when none is allowed); then the features of
+        /// every placed photo are read.
+        mutating func placeGreedily(in order: [Int32], reporter: MatchReporter) throws(TesseraError) {
+            let cells = assignment.count
+            for (position, cellIndex) in order.enumerated() {
+                let cell = Int(cellIndex)
+                let (chosen, chosenCost) = try greedyChoice(cell)
+                assignment[cell] = chosen
+                costs[cell] = chosenCost
+                let slot = try slot(chosen)
+                uses[slot] += 1
+                if (position + 1) % batchCells == 0 || position + 1 == cells {
+                    try reporter.report(cells + position + 1)
+                }
+            }
+            try readPlacedFeatures(Array(Set(assignment)))
+        }
+
+        /// The photo the greedy pass gives `cell`: its first candidate the constraints allow,
+        /// else the best of all photos (a violation when that one is not allowed either).
+        mutating func greedyChoice(_ cell: Int) throws(TesseraError) -> (photo: Int32, cost: Float) {
+            let m = ranking.m
+            for i in 0..<m where allowed(ranking.photos[cell * m + i], cell: cell) {
+                return (ranking.photos[cell * m + i], ranking.costs[cell * m + i])
+            }
+            let found = try bestOfAll(cell)
+            if !found.allowed { violations += 1 }
+            return (found.photo, found.cost)
         }
 
         /// When none of a cell's m best is allowed: every photo, read a run at a time, for the
         /// best allowed one by (cost, index); failing that the best with uses left, then the best
         /// (either a violation).
         func bestOfAll(_ cell: Int) throws(TesseraError) -> (photo: Int32, cost: Float, allowed: Bool) {
+            let n = store.count
             var best: [(photo: Int32, cost: Float)] = Array(repeating: (-1, .infinity), count: 3)  // allowed, uses left, any
             var first = 0
             while first < n {
@@ -356,56 +474,183 @@ public enum MosaicMatcher {
             return (fallback.photo, fallback.cost, false)
         }
 
-        // Phase 2: the greedy pass, in the seeded order.
-        started = monotonicSeconds()
-        for (position, cellIndex) in order.enumerated() {
-            let cell = Int(cellIndex)
-            var chosen: Int32 = -1
-            var chosenCost: Float = 0
-            for i in 0..<m where allowed(candidates[cell * m + i], cell: cell) {
-                chosen = candidates[cell * m + i]
-                chosenCost = candidateCosts[cell * m + i]
-                break
-            }
-            if chosen < 0 {
-                let found = try bestOfAll(cell)
-                (chosen, chosenCost) = (found.photo, found.cost)
-                if !found.allowed { violations += 1 }
-            }
-            assignment[cell] = chosen
-            costs[cell] = chosenCost
-            uses[try slot(chosen)] += 1
-            if (position + 1) % batchCells == 0 || position + 1 == cells {
-                if cancellation?.isCancelled == true { throw .cancelled }
-                progress?(cells + position + 1, totalWork)
-            }
-        }
-        try readPlacedFeatures(Array(Set(assignment)))
-        let greedySeconds = monotonicSeconds() - started
-        let greedyCost = costs.reduce(0.0) { $0 + Double($1) }
-        let greedyErrors = placedErrors(target: target, assignment: assignment, subCells: k, features: placedFeatures) {
-            Int(slotOfPhoto[$0]!)
+        // MARK: The constraints
+
+        func usesOf(_ photo: Int32) -> Int { slotOfPhoto[photo].map { Int(uses[Int($0)]) } ?? 0 }
+
+        func allowed(_ photo: Int32, cell: Int) -> Bool {
+            usesOf(photo) < limit && holders(of: photo, near: cell, most: 1).isEmpty
         }
 
-        // Phase 3: local search, `effort` passes in the same order. The cells holding each photo
-        // are kept as doubly linked lists (8 bytes a cell), for swaps with a used-up photo. A
-        // cell's candidates are those phase 1 ranked (the ranking does not depend on what is
-        // placed), and a cell holding its best one cannot do better.
-        var next = [Int32](repeating: -1, count: effort > 0 ? cells : 0)
-        var previous = [Int32](repeating: -1, count: effort > 0 ? cells : 0)
-        func link(_ cell: Int, to photo: Int32) throws(TesseraError) {
-            let slot = try slot(photo)
-            next[cell] = head[slot]
-            previous[cell] = -1
-            if head[slot] >= 0 { previous[Int(head[slot])] = Int32(cell) }
-            head[slot] = Int32(cell)
+        /// Cells within `minDistance` of `cell` that hold `photo`, other than `cell` and
+        /// `except`, up to `most` of them.
+        func holders(of photo: Int32, near cell: Int, except: Int = -1, most: Int = 2) -> [Int] {
+            guard minDistance > 0 else { return [] }
+            var found: [Int] = []
+            let row = cell / columns, column = cell % columns
+            for y in max(0, row - minDistance)...min(rows - 1, row + minDistance) {
+                for x in max(0, column - minDistance)...min(columns - 1, column + minDistance) {
+                    let other = y * columns + x
+                    if other != cell && other != except && assignment[other] == photo {
+                        found.append(other)
+                        if found.count >= most { return found }
+                    }
+                }
+            }
+            return found
         }
-        func unlink(_ cell: Int) {
-            let slot = Int(slotOfPhoto[assignment[cell]]!)
-            if previous[cell] >= 0 { next[Int(previous[cell])] = next[cell] } else { head[slot] = next[cell] }
-            if next[cell] >= 0 { previous[Int(next[cell])] = previous[cell] }
+
+        // MARK: Placed photos' slots and features
+
+        /// `photo`'s slot, made when it has none (its features read at once after the greedy pass).
+        mutating func slot(_ photo: Int32) throws(TesseraError) -> Int {
+            if let slot = slotOfPhoto[photo] { return Int(slot) }
+            let slot = uses.count
+            slotOfPhoto[photo] = Int32(slot)
+            placedFeatures.append(contentsOf: repeatElement(0, count: d))
+            if readingPlaced {
+                let store = store, d = d
+                try placedFeatures.withUnsafeMutableBufferPointer { (buffer: inout UnsafeMutableBufferPointer<Float>) throws(TesseraError) in
+                    try store.read(Int(photo), 1, into: buffer.baseAddress! + slot * d)
+                }
+            }
+            uses.append(0)
+            head.append(-1)
+            return slot
         }
-        func swapPhotos(_ a: Int, _ b: Int, cellCost: Float, otherCost: Float) throws(TesseraError) {
+
+        /// Reads the features of every placed photo, a run of the store at a time (the runs that
+        /// hold none are not read), and from then on each newly placed photo's as it is placed.
+        mutating func readPlacedFeatures(_ placed: [Int32]) throws(TesseraError) {
+            let sorted = placed.sorted()
+            let n = store.count, d = d, runFeatures = runFeatures
+            var next = 0
+            while next < sorted.count {
+                let first = Int(sorted[next]) / run * run
+                let count = min(run, n - first)
+                try store.read(first, count, into: runFeatures.baseAddress!)
+                while next < sorted.count && Int(sorted[next]) < first + count {
+                    let photo = Int(sorted[next]), slot = Int(slotOfPhoto[sorted[next]]!)
+                    placedFeatures.withUnsafeMutableBufferPointer {
+                        $0.baseAddress!.advanced(by: slot * d).update(from: runFeatures.baseAddress! + (photo - first) * d, count: d)
+                    }
+                    next += 1
+                }
+            }
+            readingPlaced = true
+        }
+
+        /// The cost of a placed photo in `cell`.
+        func placedCost(_ cell: Int, _ photo: Int32) -> Float {
+            let slot = Int(slotOfPhoto[photo]!)
+            return target.withUnsafeBufferPointer { t in
+                placedFeatures.withUnsafeBufferPointer { p in squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + slot * d, count: d) }
+            }
+        }
+
+        // MARK: Phase 3, the local search
+
+        /// `effort` passes of local search over the cells in `order`, until one makes no move,
+        /// once the cells are on their photos' lists (`linkCells`). A cell's candidates are those
+        /// phase 1 ranked (the ranking does not depend on what is placed), and a cell holding its
+        /// best one cannot do better. Returns the moves made and the passes run.
+        mutating func improve(in order: [Int32], effort: Int, reporter: MatchReporter) throws(TesseraError) -> (moves: Int, passes: Int) {
+            guard effort > 0 else { return (0, 0) }
+            precondition(next.count == assignment.count, "the cells are linked first (linkCells)")
+            let cells = assignment.count
+            var improvements = 0, passes = 0
+            for pass in 0..<effort {
+                var moves = 0
+                // Only the cells that hold less than their best can improve.
+                let unsettled = order.filter { costs[Int($0)] > ranking.costs[Int($0) * ranking.m] }
+                for (position, cellIndex) in unsettled.enumerated() {
+                    if try improveCell(Int(cellIndex)) { moves += 1 }
+                    if (position + 1) % batchCells == 0 || position + 1 == unsettled.count {
+                        try reporter.report(cells * (2 + pass) + (position + 1) * cells / max(1, unsettled.count))
+                    }
+                }
+                improvements += moves
+                passes += 1
+                if moves == 0 { break }
+            }
+            return (improvements, passes)
+        }
+
+        /// Makes at most one move for `cell`, the first that lowers the total cost, trying its
+        /// candidates better than what it holds in rank order: taking one the constraints allow;
+        /// a used-up one by a swap with a cell holding it; one a single neighbour holds by a
+        /// swap with that neighbour. Returns whether it moved.
+        mutating func improveCell(_ cell: Int) throws(TesseraError) -> Bool {
+            let m = ranking.m
+            let current = assignment[cell]
+            let currentCost = costs[cell]
+            for i in 0..<m {
+                let better = ranking.photos[cell * m + i], betterCost = ranking.costs[cell * m + i]
+                guard betterCost < currentCost else { break }  // ranked: none further is better
+                if better == current { continue }
+                let blockers = holders(of: better, near: cell)
+                if blockers.isEmpty && usesOf(better) < limit {
+                    try reassign(cell, to: better, cost: betterCost)
+                    return true
+                }
+                if blockers.isEmpty {
+                    // Used up (--max-uses): swap with the cell holding it that gains most.
+                    guard let swap = bestSwapForUsedUp(better, betterCost: betterCost, into: cell, current: current,
+                                                       currentCost: currentCost) else { continue }
+                    try swapPhotos(cell, swap.cell, cellCost: betterCost, otherCost: swap.cost)
+                    return true
+                }
+                // One neighbour holds it: swap, if the current photo may stand there and
+                // the two cells together fit better.
+                guard blockers.count == 1 else { continue }
+                let other = blockers[0]
+                guard holders(of: current, near: other, except: cell, most: 1).isEmpty else { continue }
+                let otherNewCost = placedCost(other, current)
+                guard Double(betterCost) + Double(otherNewCost) < Double(currentCost) + Double(costs[other]) else { continue }
+                try swapPhotos(cell, other, cellCost: betterCost, otherCost: otherNewCost)
+                return true
+            }
+            return false
+        }
+
+        /// For a used-up `better` that `cell` (holding `current`) wants: of the first 64 cells on
+        /// `better`'s list, the one where `current` may stand whose swap with `cell` gains most,
+        /// and its cost with `current`; nil when no swap gains.
+        func bestSwapForUsedUp(_ better: Int32, betterCost: Float, into cell: Int, current: Int32,
+                               currentCost: Float) -> (cell: Int, cost: Float)? {
+            var best = -1
+            var bestGain = 0.0
+            var otherCost: Float = 0
+            var other = Int(head[Int(slotOfPhoto[better]!)])
+            var looked = 0
+            while other >= 0 && looked < 64 {
+                looked += 1
+                if holders(of: current, near: other, except: cell, most: 1).isEmpty {
+                    let newCost = placedCost(other, current)
+                    let gain = Double(currentCost) + Double(costs[other]) - Double(betterCost) - Double(newCost)
+                    if gain > bestGain {
+                        bestGain = gain
+                        best = other
+                        otherCost = newCost
+                    }
+                }
+                other = Int(next[other])
+            }
+            return best >= 0 ? (best, otherCost) : nil
+        }
+
+        /// Puts `photo` in `cell` at `cost`, moving the cell to its list and its use.
+        mutating func reassign(_ cell: Int, to photo: Int32, cost: Float) throws(TesseraError) {
+            uses[Int(slotOfPhoto[assignment[cell]]!)] -= 1
+            unlink(cell)
+            try link(cell, to: photo)
+            uses[Int(slotOfPhoto[photo]!)] += 1
+            assignment[cell] = photo
+            costs[cell] = cost
+        }
+
+        /// Swaps the photos of cells `a` and `b`, which then cost `cellCost` and `otherCost`.
+        mutating func swapPhotos(_ a: Int, _ b: Int, cellCost: Float, otherCost: Float) throws(TesseraError) {
             let photoA = assignment[a], photoB = assignment[b]
             unlink(a)
             unlink(b)
@@ -416,97 +661,30 @@ public enum MosaicMatcher {
             costs[a] = cellCost
             costs[b] = otherCost
         }
-        if effort > 0 { for cell in stride(from: cells - 1, through: 0, by: -1) { try link(cell, to: assignment[cell]) } }
-        var improvements = 0, passes = 0
-        started = monotonicSeconds()
-        for pass in 0..<max(0, effort) {
-            var moves = 0
-            // Only the cells that hold less than their best can improve.
-            let unsettled = order.filter { costs[Int($0)] > candidateCosts[Int($0) * m] }
-            for (position, cellIndex) in unsettled.enumerated() {
-                let cell = Int(cellIndex)
-                let current = assignment[cell]
-                let currentCost = costs[cell]
-                for i in 0..<m {
-                    let better = candidates[cell * m + i], betterCost = candidateCosts[cell * m + i]
-                    guard betterCost < currentCost else { break }  // ranked: none further is better
-                    if better == current { continue }
-                    let blockers = holders(of: better, near: cell)
-                    if blockers.isEmpty && usesOf(better) < limit {
-                        uses[Int(slotOfPhoto[current]!)] -= 1
-                        unlink(cell)
-                        try link(cell, to: better)
-                        uses[Int(slotOfPhoto[better]!)] += 1
-                        assignment[cell] = better
-                        costs[cell] = betterCost
-                        moves += 1
-                        break
-                    }
-                    if blockers.isEmpty {
-                        // Used up (--max-uses): swap with the cell holding it that gains most,
-                        // if the current photo may stand there (the first 64 such cells).
-                        var best = -1
-                        var bestGain = 0.0
-                        var otherCost: Float = 0
-                        var other = Int(head[Int(slotOfPhoto[better]!)])
-                        var looked = 0
-                        while other >= 0 && looked < 64 {
-                            looked += 1
-                            if holders(of: current, near: other, except: cell, most: 1).isEmpty {
-                                let newCost = placedCost(other, current)
-                                let gain = Double(currentCost) + Double(costs[other]) - Double(betterCost) - Double(newCost)
-                                if gain > bestGain {
-                                    bestGain = gain
-                                    best = other
-                                    otherCost = newCost
-                                }
-                            }
-                            other = Int(next[other])
-                        }
-                        guard best >= 0 else { continue }
-                        try swapPhotos(cell, best, cellCost: betterCost, otherCost: otherCost)
-                        moves += 1
-                        break
-                    }
-                    // One neighbour holds it: swap, if the current photo may stand there and
-                    // the two cells together fit better.
-                    guard blockers.count == 1 else { continue }
-                    let other = blockers[0]
-                    guard holders(of: current, near: other, except: cell, most: 1).isEmpty else { continue }
-                    let otherNewCost = placedCost(other, current)
-                    guard Double(betterCost) + Double(otherNewCost) < Double(currentCost) + Double(costs[other]) else { continue }
-                    try swapPhotos(cell, other, cellCost: betterCost, otherCost: otherNewCost)
-                    moves += 1
-                    break
-                }
-                if (position + 1) % batchCells == 0 || position + 1 == unsettled.count {
-                    if cancellation?.isCancelled == true { throw .cancelled }
-                    progress?(cells * (2 + pass) + (position + 1) * cells / max(1, unsettled.count), totalWork)
-                }
-            }
-            improvements += moves
-            passes += 1
-            if moves == 0 { break }
-        }
-        let improvementSeconds = monotonicSeconds() - started
 
-        var match = MosaicMatch(columns: columns, rows: rows, assignment: assignment,
-                                cellErrors: placedErrors(target: target, assignment: assignment, subCells: k,
-                                                           features: placedFeatures) { Int(slotOfPhoto[$0]!) },
-                                constraintViolations: violations)
-        match.greedyCost = greedyCost
-        match.totalCost = costs.reduce(0.0) { $0 + Double($1) }
-        match.greedyMeanError = greedyErrors.reduce(0.0) { $0 + Double($1) } / Double(max(1, cells))
-        match.improvements = improvements
-        match.improvementPasses = passes
-        match.rankingSeconds = rankingSeconds
-        match.greedySeconds = greedySeconds
-        match.improvementSeconds = improvementSeconds
-        match.usedTree = usedTree
-        match.runs = (n + run - 1) / run
-        match.runPhotos = run
-        match.plannedBytes = workingBytes(cells: cells, photos: n, subCells: k, candidateCount: candidateCount, chunkPhotos: run)
-        return match
+        // MARK: The lists of cells holding each photo (8 bytes a cell)
+
+        /// Makes the lists: every cell on its photo's, in cell order.
+        mutating func linkCells() throws(TesseraError) {
+            let cells = assignment.count
+            next = [Int32](repeating: -1, count: cells)
+            previous = [Int32](repeating: -1, count: cells)
+            for cell in stride(from: cells - 1, through: 0, by: -1) { try link(cell, to: assignment[cell]) }
+        }
+
+        mutating func link(_ cell: Int, to photo: Int32) throws(TesseraError) {
+            let slot = try slot(photo)
+            next[cell] = head[slot]
+            previous[cell] = -1
+            if head[slot] >= 0 { previous[Int(head[slot])] = Int32(cell) }
+            head[slot] = Int32(cell)
+        }
+
+        mutating func unlink(_ cell: Int) {
+            let slot = Int(slotOfPhoto[assignment[cell]]!)
+            if previous[cell] >= 0 { next[Int(previous[cell])] = next[cell] } else { head[slot] = next[cell] }
+            if next[cell] >= 0 { previous[Int(next[cell])] = previous[cell] }
+        }
     }
 
     /// Each placed photo's slot: a table of every photo's when that is small (no hashing in the

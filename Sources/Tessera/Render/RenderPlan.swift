@@ -28,6 +28,19 @@ public enum StripeCompression: Equatable, Sendable {
     /// instead: workers compressing as well would make four busy threads on two cores.
     case segmentsInPyramidBatch
 
+    /// The one decision about compression, which the plan's accounting and the renderer read:
+    /// none without a JPEG; else the `encoder`'s form, on the writer or the workers alone or as
+    /// one more job of the pyramid's batch `withPyramid`.
+    init(writesJPEG: Bool, encoder: EncoderMode, withPyramid: Bool) {
+        switch (writesJPEG, encoder, withPyramid) {
+        case (false, _, _): self = .none
+        case (true, .serial, false): self = .scanlinesOnWriter
+        case (true, .serial, true): self = .scanlinesInPyramidBatch
+        case (true, .parallel, false): self = .segmentsOnWorkers
+        case (true, .parallel, true): self = .segmentsInPyramidBatch
+        }
+    }
+
     /// The encoder this is a form of (nil without a JPEG).
     public var encoder: EncoderMode? {
         switch self {
@@ -155,6 +168,76 @@ public struct RenderPlan: Equatable, Sendable {
 
     static func plan(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind],
                      wholeImageBytes: Int) throws(TesseraError) -> RenderPlan {
+        let (writesJPEG, deepZoomSettings, workers) = try checkedOutputs(layout: layout, settings: settings, writing: outputs)
+        let width = layout.width, height = layout.height
+        let window = workers + 2
+        let rowBytes = width * 3
+        // Without a JPEG, workers only fill stripes and the writer only feeds the pyramid.
+        let deepZoom = deepZoomSettings.map {
+            DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
+        }
+        var deepZoomBytes = deepZoom.map { pyramidWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        let mcu = settings.subsampling.mcuHeight
+        // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
+        let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
+        let cellBytes = layout.cellWidth * layout.cellHeight * 3
+        let distinct = layout.distinctPhotoCount
+        let budget = settings.maxMemoryBytes
+        let compression = StripeCompression(writesJPEG: writesJPEG, encoder: settings.encoder ?? (workers > 1 ? .parallel : .serial),
+                                            withPyramid: deepZoom != nil)
+        let encoder = compression.encoder ?? .serial
+        let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
+        // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
+        let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes(compression, workers: workers, rowBytes: rowBytes) : 0)
+            + decodePool + layout.storedBytes + deepZoomBytes
+        let minimumCells = workers * 2
+
+        // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part
+        // of each stripe's cost (only one stripe is averaged at a time; this is generous).
+        let stripeRowBytes = rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1)
+        let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, mcu: mcu,
+                                            maxMcuRows: maxMcuRows, window: window, stripeRowBytes: stripeRowBytes, fixed: fixed,
+                                            smallestCacheBytes: minimumCells * cellBytes, budget: budget)
+        let restartInterval = try restartInterval(writesJPEG: writesJPEG, encoder: encoder, settings: settings, width: width,
+                                                  stripeHeight: stripeHeight)
+        let stripeBytes = stripeHeight * rowBytes
+        let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
+        deepZoomBytes += averagedBytes
+        let segmentBytes = waitingSegmentBytes(compression, window: window, stripeBytes: stripeBytes)
+        let cache = cellCache(budget: budget, fixed: fixed, averagedBytes: averagedBytes, window: window, stripeBytes: stripeBytes,
+                              segmentBytes: segmentBytes, wholeImageBytes: wholeImageBytes, decodePool: decodePool,
+                              minimumCells: minimumCells, cellBytes: cellBytes, distinct: distinct)
+        let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(cache.slots, max(distinct, 1)) * cellBytes
+            + cache.reserve
+        // The smallest cell cache (two cells a worker) can still not fit: refuse, as the budget
+        // promises, rather than plan past it.
+        guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
+        let spillBytes: Int64 = cache.slots < distinct ? Int64(distinct) * Int64(cellBytes) : 0
+        let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
+        var plan = RenderPlan(
+            geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
+            compression: compression, restartInterval: restartInterval,
+            workers: workers, windowStripes: window, cellSlots: cache.slots, cellBytes: cellBytes,
+            distinctPhotos: distinct, decodePoolBytes: decodePool, estimatedPeakBytes: estimatedPeak,
+            stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
+            estimatedOutputBytes: writesJPEG ? estimatedJPEGBytes(width: width, height: height, settings: settings) : 0,
+            deepZoom: deepZoom, deepZoomSettings: deepZoomSettings, deepZoomMemoryBytes: deepZoomBytes,
+            deepZoomDiskBytes: deepZoom.map {
+                pyramidDiskBytes($0, settings: deepZoomSettings!, subsampling: settings.subsampling, cellCount: layout.cellCount)
+            } ?? 0,
+            deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
+            temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
+            stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
+        plan.wholeImageLimitBytes = max(decodePool, budget - estimatedPeak + decodePool + cache.reserve)
+        return plan
+    }
+
+    /// The outputs asked for (whether a JPEG is written; the pyramid's settings, when one is)
+    /// and the workers, once the settings and the canvas are checked: a quality in range,
+    /// something to write, a canvas no side of which is past the outputs' limit, valid pyramid
+    /// settings, a worker count in range (in that order: the first failure is the one thrown).
+    static func checkedOutputs(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind])
+        throws(TesseraError) -> (writesJPEG: Bool, deepZoomSettings: DeepZoomSettings?, workers: Int) {
         let writesJPEG = outputs.contains(.jpeg)
         let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
             if case .deepZoom(let settings) = kind { return settings } else { return nil }
@@ -175,54 +258,37 @@ public struct RenderPlan: Equatable, Sendable {
         guard RenderSettings.workerCounts.contains(workers) else {
             throw .invalidSettings("workers must be \(RenderSettings.workerCounts), got \(workers)")
         }
-        let window = workers + 2
-        let rowBytes = width * 3
-        // Without a JPEG, workers only fill stripes and the writer only feeds the pyramid.
-        let deepZoom = deepZoomSettings.map {
-            DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
-        }
-        // Encoders and tiles in progress (about an eighth of a raw tile compressed, half done on
-        // average, allowing for busy ones), plus the averaged rows: a third of a stripe at most
-        // (added below, once the stripe height is known) and a kept row per level.
-        var deepZoomBytes = 0
-        if let deepZoom {
-            let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
-            let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
-            deepZoomBytes = tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
-                + 2 * rowBytes
-        }
-        let mcu = settings.subsampling.mcuHeight
-        // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
-        let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
-        let cellBytes = layout.cellWidth * layout.cellHeight * 3
-        let distinct = layout.distinctPhotoCount
-        let budget = settings.maxMemoryBytes
-        // The one decision about compression, which everything below and the renderer read.
-        let compression: StripeCompression
-        switch (writesJPEG, settings.encoder ?? (workers > 1 ? .parallel : .serial), deepZoom != nil) {
-        case (false, _, _): compression = .none
-        case (true, .serial, false): compression = .scanlinesOnWriter
-        case (true, .serial, true): compression = .scanlinesInPyramidBatch
-        case (true, .parallel, false): compression = .segmentsOnWorkers
-        case (true, .parallel, true): compression = .segmentsInPyramidBatch
-        }
-        let encoder = compression.encoder ?? .serial
-        // One libjpeg compressor per worker when the workers compress; else one, on the writer.
-        let compressors = compression == .segmentsOnWorkers ? workers : 1
-        let encoderBytes = (rowBytes * 32 + (256 << 10)) * compressors
-        let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
-        // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
-        let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes : 0) + decodePool + layout.storedBytes
-            + deepZoomBytes
-        let minimumCells = workers * 2
-        let minimumNeed = fixed + window * min(height, 16) * (rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1))
-            + minimumCells * cellBytes
+        return (writesJPEG, deepZoomSettings, workers)
+    }
 
-        // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part
-        // of each stripe's cost (only one stripe is averaged at a time; this is generous).
-        let stripeRowBytes = rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1)
+    /// What the pyramid's writer holds besides the rows it averages (counted with the stripes):
+    /// encoders and tiles in progress (about an eighth of a raw tile compressed, half done on
+    /// average, allowing for busy ones), and a kept row per level.
+    static func pyramidWriterBytes(_ deepZoom: DeepZoomGeometry, rowBytes: Int) -> Int {
+        let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
+        let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
+        return tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
+            + 2 * rowBytes
+    }
+
+    /// The JPEG encoders' row buffers: one libjpeg compressor per worker when the workers
+    /// compress; else one, on the writer.
+    static func encoderBytes(_ compression: StripeCompression, workers: Int, rowBytes: Int) -> Int {
+        let compressors = compression == .segmentsOnWorkers ? workers : 1
+        return (rowBytes * 32 + (256 << 10)) * compressors
+    }
+
+    /// The stripe height in rows. Asked for (`requested`): that, in whole MCU rows a restart
+    /// interval can count for the parallel encoder, at most the canvas. Else half of what the
+    /// budget leaves beside `fixed` and the smallest cell cache, in whole MCU rows, at most the
+    /// default, at least 16 rows (or the canvas). Refuses a budget that cannot hold the window
+    /// of such stripes, `fixed` and the smallest cell cache.
+    static func stripeHeight(requested: Int?, height: Int, encoder: EncoderMode, mcu: Int, maxMcuRows: Int, window: Int,
+                             stripeRowBytes: Int, fixed: Int, smallestCacheBytes: Int, budget: Int) throws(TesseraError) -> Int {
+        /// What the budget must hold with stripes of `rows` rows.
+        func needed(forRows rows: Int) -> Int { fixed + window * rows * stripeRowBytes + smallestCacheBytes }
         var stripeHeight: Int
-        if let requested = settings.stripeHeight {
+        if let requested {
             guard requested >= 1 else { throw .invalidSettings("stripe height must be at least 1 row, got \(requested)") }
             stripeHeight = requested
             if encoder == .parallel {
@@ -230,61 +296,66 @@ public struct RenderPlan: Equatable, Sendable {
                 stripeHeight = min((requested + mcu - 1) / mcu, maxMcuRows) * mcu
             }
             stripeHeight = min(stripeHeight, height)
-            let need = fixed + window * stripeHeight * stripeRowBytes + minimumCells * cellBytes
+            let need = needed(forRows: stripeHeight)
             guard need <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: need) }
         } else {
+            let minimumNeed = needed(forRows: min(height, 16))
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
             // Half of what remains may go to stripes, in whole MCU rows, at most the default.
-            let forStripes = (budget - fixed - minimumCells * cellBytes) / 2
+            let forStripes = (budget - fixed - smallestCacheBytes) / 2
             let fitting = forStripes / (window * stripeRowBytes) / mcu * mcu
             stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting, maxMcuRows * mcu)))
         }
+        return stripeHeight
+    }
+
+    /// The restart interval written to the JPEG, in MCUs: a stripe's for the parallel encoder,
+    /// the one asked for with the serial encoder, 0 without a JPEG. Refuses one past 16 bits.
+    static func restartInterval(writesJPEG: Bool, encoder: EncoderMode, settings: RenderSettings, width: Int,
+                                stripeHeight: Int) throws(TesseraError) -> Int {
+        let mcu = settings.subsampling.mcuHeight
         let restartInterval = !writesJPEG ? 0 : encoder == .parallel
             ? settings.subsampling.mcusPerRow(width: width) * ((stripeHeight + mcu - 1) / mcu)
             : settings.serialRestartInterval
         guard (0...65_535).contains(restartInterval) else {
             throw .invalidSettings("restart interval must be 0...65535 MCUs, got \(restartInterval)")
         }
-        let stripeBytes = stripeHeight * rowBytes
-        let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
-        deepZoomBytes += averagedBytes
-        // Compressed segments waiting for the parallel encoder's writer: about a third of a stripe.
-        let segmentBytes = compression == .segmentsOnWorkers ? window * stripeBytes / 3
+        return restartInterval
+    }
+
+    /// Compressed segments waiting for the parallel encoder's writer: about a third of a stripe
+    /// each, one a stripe of the window when the workers compress, one when the writer does.
+    static func waitingSegmentBytes(_ compression: StripeCompression, window: Int, stripeBytes: Int) -> Int {
+        compression == .segmentsOnWorkers ? window * stripeBytes / 3
             : compression == .segmentsInPyramidBatch ? stripeBytes / 3 : 0
-        // The cell cache gets what is left once everything else is counted (the segments too: the
-        // estimate used to exceed the budget by them, e.g. 66.7 MiB planned under 64 MiB).
-        var forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
-        // A photo that must be decoded whole beyond the pool: its room comes out of the cache's
-        // (what the smallest cache leaves, at most).
+    }
+
+    /// The cell cache's slots: what is left of the budget once everything else is counted, at
+    /// least two cells a worker, at most one a distinct photo; and `reserve`, the room kept from
+    /// it for a photo that must be decoded whole beyond the decode pool (what the smallest cache
+    /// leaves, at most).
+    static func cellCache(budget: Int, fixed: Int, averagedBytes: Int, window: Int, stripeBytes: Int, segmentBytes: Int,
+                          wholeImageBytes: Int, decodePool: Int, minimumCells: Int, cellBytes: Int,
+                          distinct: Int) -> (slots: Int, reserve: Int) {
+        // (The segments too: the estimate used to exceed the budget by them, e.g. 66.7 MiB
+        // planned under 64 MiB.)
+        let forCells = budget - fixed - averagedBytes - window * stripeBytes - segmentBytes
         let reserve = max(0, min(wholeImageBytes - decodePool, forCells - minimumCells * cellBytes))
-        forCells -= reserve
-        let cellSlots = max(minimumCells, min(max(distinct, 1), forCells / max(cellBytes, 1)))
-        let estimatedPeak = fixed + averagedBytes + window * stripeBytes + segmentBytes + min(cellSlots, max(distinct, 1)) * cellBytes
-            + reserve
-        // The smallest cell cache (two cells a worker) can still not fit: refuse, as the budget
-        // promises, rather than plan past it.
-        guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
-        let spillBytes: Int64 = cellSlots < distinct ? Int64(distinct) * Int64(cellBytes) : 0
-        let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
+        let slots = max(minimumCells, min(max(distinct, 1), (forCells - reserve) / max(cellBytes, 1)))
+        return (slots, reserve)
+    }
+
+    /// A conservative estimate of the JPEG's size (`bytesPerPixel` x pixels, and the headers).
+    static func estimatedJPEGBytes(width: Int, height: Int, settings: RenderSettings) -> Int64 {
         let pixels = Double(width) * Double(height)
-        var plan = RenderPlan(
-            geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),
-            compression: compression, restartInterval: restartInterval,
-            workers: workers, windowStripes: window, cellSlots: cellSlots, cellBytes: cellBytes,
-            distinctPhotos: distinct, decodePoolBytes: decodePool, estimatedPeakBytes: estimatedPeak,
-            stripeDiskBytes: pageRounded * Int64(window), spillDiskBytes: spillBytes,
-            estimatedOutputBytes: writesJPEG
-                ? Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536 : 0,
-            deepZoom: deepZoom, deepZoomSettings: deepZoomSettings, deepZoomMemoryBytes: deepZoomBytes,
-            deepZoomDiskBytes: deepZoom.map {
-                $0.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: deepZoomSettings!.quality, subsampling: settings.subsampling))
-                    // The viewer's cells.js: up to 8 bytes a cell ("1234567,").
-                    + (deepZoomSettings!.viewer ? Int64(layout.cellCount) * 8 : 0)
-            } ?? 0,
-            deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
-            temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
-            stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
-        plan.wholeImageLimitBytes = max(decodePool, budget - estimatedPeak + decodePool + reserve)
-        return plan
+        return Int64(pixels * bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling)) + 65_536
+    }
+
+    /// A conservative estimate of the pyramid's size on disk: its tiles, and the viewer's
+    /// cells.js when there is a viewer (up to 8 bytes a cell, "1234567,").
+    static func pyramidDiskBytes(_ deepZoom: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
+                                 cellCount: Int) -> Int64 {
+        deepZoom.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: settings.quality, subsampling: subsampling))
+            + (settings.viewer ? Int64(cellCount) * 8 : 0)
     }
 }

@@ -1,0 +1,104 @@
+// PlanPinTests.swift — render plans over a sweep of settings pinned to what RenderPlan.plan gave
+// before it was split into named decisions (issue 26): every field of every plan, and every
+// refusal, the same.
+import Testing
+@testable import Tessera
+
+@Suite struct PlanPinTests {
+    static func fnv(_ text: String, into hash: inout UInt64) {
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+    }
+
+    /// Every plan (or refusal) of the sweep, one line each.
+    static func sweep(_ each: (String) -> Void) {
+        let layouts = [
+            GridLayout.make(photoCount: 105, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150, order: .name),
+            GridLayout.make(photoCount: 40, columns: 25, rows: 10, cellWidth: 600, cellHeight: 600, order: .name),
+            GridLayout.make(photoCount: 1000, columns: 100, rows: 30, cellWidth: 300, cellHeight: 200, order: .name),
+            GridLayout.make(photoCount: 3, columns: 5, rows: 2, cellWidth: 64, cellHeight: 48, order: .name),
+            GridLayout.make(photoCount: 10, columns: 436, rows: 2, cellWidth: 150, cellHeight: 150, order: .name),
+        ]
+        var tiles = DeepZoomSettings()
+        tiles.tileSize = 510
+        tiles.overlap = 3
+        tiles.viewer = false
+        tiles.quality = 70
+        let outputs: [[OutputKind]] = [[.jpeg], [.deepZoom(DeepZoomSettings())], [.jpeg, .deepZoom(DeepZoomSettings())], [.deepZoom(tiles)]]
+        for (l, layout) in layouts.enumerated() {
+            for budget in [16 << 20, 24 << 20, 48 << 20, 64 << 20, 512 << 20] {
+                for workers in [1, 2, 3, 8] {
+                    for encoder in [nil, EncoderMode.serial, .parallel] {
+                        for stripeHeight in [nil, 1, 17, 64, 500] {
+                            for (s, subsampling) in [ChromaSubsampling.s420, .s422, .s444].enumerated() {
+                                for (o, kinds) in outputs.enumerated() {
+                                    for whole in [0, 30 << 20] {
+                                        var settings = RenderSettings()
+                                        settings.maxMemoryBytes = budget
+                                        settings.workers = workers
+                                        settings.encoder = encoder
+                                        settings.stripeHeight = stripeHeight
+                                        settings.subsampling = subsampling
+                                        settings.quality = [90, 75, 96][(l + s) % 3]
+                                        settings.serialRestartInterval = o == 2 ? 12 : 0
+                                        settings.temporaryDirectory = "/pinned"
+                                        let key = "\(l) \(budget >> 20) \(workers) \(encoder.map { "\($0)" } ?? "-") \(stripeHeight ?? 0) \(s) \(o) \(whole): "
+                                        do throws(TesseraError) {
+                                            each(key + "\(try RenderPlan.plan(layout: layout, settings: settings, writing: kinds, wholeImageBytes: whole))")
+                                        } catch {
+                                            each(key + "\(error)")
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Computed by RenderPlan.plan of main at 2c02df8, before the split.
+    static let pinnedChecksum: UInt64 = 0xe29f0e68fbdaf0c5
+    static let pinnedPlans = 17230
+
+    @Test func everyPlanOfTheSweepIsWhatItWasBeforeTheSplit() {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var plans = 0, refusals = 0
+        PlanPinTests.sweep { line in
+            Self.fnv(line + "\n", into: &hash)
+            if line.contains("RenderPlan(") { plans += 1 } else { refusals += 1 }
+        }
+        #expect(hash == Self.pinnedChecksum && plans == Self.pinnedPlans,
+                "checksum 0x\(String(hash, radix: 16)), \(plans) plans, \(refusals) refusals")
+        #expect(plans > 1000 && refusals > 1000, "the sweep covers both")
+    }
+
+    /// The smallest budget a refusal names is found by planning again: pinned too.
+    @Test func theSmallestBudgetNamedIsWhatItWasBeforeTheSplit() {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for (columns, cell) in [(200, 150), (25, 600), (436, 150)] {
+            for workers in [1, 2, 8] {
+                for outputs in [[OutputKind.jpeg], [.jpeg, .deepZoom(DeepZoomSettings())]] {
+                    for whole in [0, 40 << 20] {
+                        var settings = RenderSettings()
+                        settings.maxMemoryBytes = 8 << 20
+                        settings.workers = workers
+                        settings.temporaryDirectory = "/pinned"
+                        let layout = GridLayout.make(photoCount: 50, columns: columns, rows: 20, cellWidth: cell, cellHeight: cell, order: .name)
+                        do throws(TesseraError) {
+                            Self.fnv("\(try RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: whole))", into: &hash)
+                        } catch {
+                            Self.fnv("\(error)", into: &hash)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(hash == Self.pinnedBudgetChecksum, "checksum 0x\(String(hash, radix: 16))")
+    }
+
+    static let pinnedBudgetChecksum: UInt64 = 0x895b561b2cda42af
+}
