@@ -24,7 +24,7 @@ import sys
 # reads best as one string, so its length is not a decision split across lines. Keyed by
 # file (relative to the root) and qualified name.
 ALLOWED = {
-    ("Sources/Tessera/DeepZoom/DeepZoomViewer.swift", "DeepZoomViewer.page"): "the viewer's HTML and JavaScript page",
+    ("Sources/Tessera/Outputs/DeepZoom/DeepZoomViewer.swift", "DeepZoomViewer.page"): "the viewer's HTML and JavaScript page",
 }
 
 TYPE_KEYWORDS = ("class", "struct", "enum", "extension", "actor", "protocol")
