@@ -6,7 +6,7 @@
 // not fit wait for others to finish, so the sum stays inside the pool whatever the number of
 // workers; a request larger than the pool is cut to the pool and then runs alone, which the plan
 // allows up to `oneDecodeLimitBytes` (a decode that would need more is refused first). The pool is a
-// fixed part of `--max-memory` (RenderPlan), not a cap per worker that multiplies.
+// fixed part of the memory budget (RenderPlan), not a cap per worker that multiplies.
 //
 // Threading: `admitted` is called from any number of worker threads at once.
 import CTesseraCodec
@@ -16,7 +16,7 @@ import Glibc
 public final class DecodeBudget: @unchecked Sendable {
     /// Bytes that decoders may hold at once.
     public let poolBytes: Int
-    /// Where spill files go (an unnamed file each, on disk: `--temp-dir`, $TMPDIR or /tmp).
+    /// Where spill files go (an unnamed file each, on disk: the temporary folder asked for, $TMPDIR or /tmp).
     public let spillDirectory: String
 
     private let lock = Mutex()
@@ -29,7 +29,7 @@ public final class DecodeBudget: @unchecked Sendable {
     /// what the budget leaves beside everything else (a render's plan says; a budget made from
     /// a process budget alone, as mosaic analysis makes it, gives it three quarters). Such a
     /// photo needing more is drawn from its thumbnail if it has one, else refused with the
-    /// --max-memory that would draw it.
+    /// memory budget that would draw it.
     public let wholeImageLimitBytes: Int
 
     public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil) {
@@ -65,7 +65,7 @@ public final class DecodeBudget: @unchecked Sendable {
     public var oneDecodeLimitBytes: Int { max(poolBytes, wholeImageLimitBytes) }
 
     /// Refuses, before anything is allocated, a decode that would hold more than
-    /// `oneDecodeLimitBytes` (`what` it is, for the message), naming the --max-memory that would
+    /// `oneDecodeLimitBytes` (`what` it is, for the message), naming the memory budget that would
     /// draw it: an estimate over the limit is never cut down and run anyway.
     func check(oneDecodeBytes bytes: Int, photo path: String, what: String) throws(TesseraError) {
         guard bytes > oneDecodeLimitBytes else { return }

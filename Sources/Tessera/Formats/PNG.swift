@@ -123,7 +123,7 @@ final class PNGReader {
     /// What libspng holds while it decodes rows: the scanline it inflates into and the one
     /// before it (filters refer to it), each the stored row's bytes, and its RGBA8 output row
     /// and working row. An upper bound: with it, a 1,048,576 x 64 grey PNG drawn into 100 px
-    /// cells at --max-memory 32M took the whole process to 18.4 MiB (release build).
+    /// cells with a 32 MiB budget took the whole process to 18.4 MiB (release build).
     var decoderBytes: Int {
         let bitsPerPixel = Int(info.bit_depth) * Self.channels(colorType: Int(info.color_type))
         let scanline = (Int(info.width) * bitsPerPixel + 7) / 8 + 1

@@ -58,7 +58,7 @@ public enum Formats {
     static let all: [any PhotoFormat.Type] = [JPEGFormat.self, PNGFormat.self, WebPFormat.self, HEIFFormat.self]
 
     /// Images Tessera recognises but does not read, by their first bytes: named in a warning
-    /// (and refused by --strict), never passed over silently.
+    /// (and refused by a strict run), never passed over silently.
     static let namedOnly: [(name: String, magic: [[UInt8]], suffixes: [String])] = [
         ("a GIF image", [Array("GIF87a".utf8), Array("GIF89a".utf8)], [".gif"]),
         ("a TIFF image (or a camera RAW file)", [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A]], [".tif", ".tiff"]),

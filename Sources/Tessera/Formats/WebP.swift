@@ -67,7 +67,7 @@ final class WebPReader {
     /// whole (4 bytes a pixel); a lossy one with alpha has its alpha plane decoded whole at full
     /// size whatever size it is scaled to: 1 byte a pixel, and about an eighth more for the
     /// lossless decoder of the plane (measured, 8000 x 8000 lossy drawn into a 100 px cell at
-    /// --max-memory 160M: 15.2 MiB peak opaque, 83.6 MiB with alpha, 68.4 MiB more for 64 MP).
+    /// a 160 MiB budget: 15.2 MiB peak opaque, 83.6 MiB with alpha, 68.4 MiB more for 64 MP).
     /// A lossy decode's rows of macroblocks cost about 64 bytes a column.
     var wholeImageBytes: Int64 {
         let pixels = Int64(info.width) * Int64(info.height)

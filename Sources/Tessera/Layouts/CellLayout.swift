@@ -149,7 +149,7 @@ public enum GridLayout {
 }
 
 /// SplitMix64: a small, fast generator whose sequence is fixed for a seed (unlike
-/// SystemRandomNumberGenerator), so `--seed` reproduces a layout anywhere.
+/// SystemRandomNumberGenerator), so a seed reproduces a layout anywhere.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
     public init(seed: UInt64) { state = seed }

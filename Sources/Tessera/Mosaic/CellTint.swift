@@ -1,4 +1,4 @@
-// CellTint.swift — `--tint`: move each drawn cell's colours toward its part of the target.
+// CellTint.swift — the tint: move each drawn cell's colours toward its part of the target.
 //
 // Per sub-cell, the shift is worked out in Oklab: the cell's sub-cell colour moves `strength` of
 // the way to the target's, and the difference, taken back to sRGB, is added to every pixel of

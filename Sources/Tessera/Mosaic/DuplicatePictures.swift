@@ -1,7 +1,7 @@
 // DuplicatePictures.swift — photos that show the same picture, found from their features.
 //
 // A library holds the same picture more than once: an edited copy, a HEIC and its JPEG export,
-// one photo saved in several orientations. For a mosaic they are one photo, or --min-distance
+// one photo saved in several orientations. For a mosaic they are one photo, or the minimum distance
 // would let identical pictures touch. Two photos are the same picture when every mean Oklab
 // colour of their k x k sub-cells (upright, converted to sRGB, cropped to the cell: what the
 // mosaic draws) agrees within `tolerance`. Measured on the orientation fixture (one photo in

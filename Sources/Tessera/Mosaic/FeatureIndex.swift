@@ -13,7 +13,7 @@
 // every other line across from the old file, again a line at a time. (A 300,000-entry index
 // held whole took 113 MiB.)
 //
-// Shards (`tessera analyse --shard K/N`): a shard's index is a file of its own beside the main
+// Shards (`tessera analyse` run as shard K of N): a shard's index is a file of its own beside the main
 // one, `features-k<k>-a<aspect>.shard-K-of-N.tsv`, so that no two tasks of a job array write one
 // file; every index of the same shape merges those files when it loads (the main file first,
 // then the shard files in name order; an entry read later replaces one read earlier).

@@ -54,7 +54,7 @@ public struct PreparedMosaic: Sendable {
     /// Why the feature index could not be saved (the mosaic is made all the same), or nil.
     public let indexNotSaved: TesseraError?
     /// Photos left out because an earlier photo shows the same picture (DuplicatePictures):
-    /// each picture counts once for --min-distance and --max-uses.
+    /// each picture counts once for the minimum distance and the most uses.
     public var duplicates: [(photo: String, sameAs: String)] = []
     /// The most preparing the mosaic held, as planned (`MosaicJob.preparationBytes`).
     public var preparationBytes = 0

@@ -594,7 +594,7 @@ public enum MosaicMatcher {
                     return true
                 }
                 if blockers.isEmpty {
-                    // Used up (--max-uses): swap with the cell holding it that gains most.
+                    // Used up (at its most uses): swap with the cell holding it that gains most.
                     guard let swap = bestSwapForUsedUp(better, betterCost: betterCost, into: cell, current: current,
                                                        currentCost: currentCost) else { continue }
                     try swapPhotos(cell, swap.cell, cellCost: betterCost, otherCost: swap.cost)

@@ -62,7 +62,7 @@ public struct LeftOut: Equatable, Sendable {
     public var hidden = 0
     /// Thumbnail folders (`PhotoSelection.thumbnailFolders`).
     public var thumbnailFolders = 0
-    /// Files and folders matching an `--exclude` pattern.
+    /// Files and folders matching an exclude pattern.
     public var excluded = 0
     /// JPEGs Tessera rendered (they carry its mark) and Deep Zoom tile folders (`NAME_files`
     /// beside `NAME.dzi`): an earlier run's output written among the photos.
@@ -143,7 +143,7 @@ public struct PhotoLibrary: Sendable {
             switch fileStatus(path) {
             case .failure(let code):
                 // One path among several that is not there (a typo, a card unplugged) costs its
-                // photos, not the run: skipped with the others, and refused under --strict.
+                // photos, not the run: skipped with the others, and refused by a strict run.
                 scan.skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
                 do {
@@ -323,7 +323,7 @@ public struct PhotoLibrary: Sendable {
                 header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .unreadable(let format):
                 // An image in a format Tessera cannot read is named in a warning (and refused by
-                // --strict), never left out silently.
+                // a strict run), never left out silently.
                 return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
             case .notAnImage:
                 return .success(.notAnImage)

@@ -82,9 +82,9 @@ public struct RenderPlan: Equatable, Sendable {
     /// A conservative estimate of the pyramid's size on disk, and the inodes it takes.
     public let deepZoomDiskBytes: Int64
     public let deepZoomInodes: Int64
-    /// Where the cell spill file goes: `--temp-dir`, else $TMPDIR, else /tmp.
+    /// Where the cell spill file goes: the temporary folder asked for, else $TMPDIR, else /tmp.
     public let temporaryDirectory: String
-    /// Where the stripe file goes: `--temp-dir` or $TMPDIR when given, else /dev/shm when it is a
+    /// Where the stripe file goes: the temporary folder asked for or $TMPDIR when given, else /dev/shm when it is a
     /// writable tmpfs, else /tmp. The stripe window is small and bounded either way; on a tmpfs,
     /// writing through the mapping skips the filesystem's block allocation and write-fault
     /// bookkeeping, which cost about a second per gigapixel on ext4 (measured: 1.2 GP parallel
@@ -94,7 +94,7 @@ public struct RenderPlan: Equatable, Sendable {
     /// Disk the temporaries need at most.
     public var temporaryDiskBytes: Int64 { stripeDiskBytes + spillDiskBytes }
     /// The most one decode that cannot spill (a HEIF decoded whole, a lossless WebP) may hold:
-    /// what `--max-memory` leaves beside everything else the plan counts. Such a decode runs
+    /// what the memory budget leaves beside everything else the plan counts. Such a decode runs
     /// alone, so it has the decode pool to itself.
     public var wholeImageLimitBytes: Int = 0
     public var width: Int { geometry.width }

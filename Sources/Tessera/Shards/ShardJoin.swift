@@ -18,14 +18,14 @@
 //
 // Destinations. A part is untrusted (anyone who can write the shard folder can write one), so
 // the paths its header names are not taken on trust: the outputs are the paths given to `join`
-// (-o, --dzi), or, when none is given, the ones every part names, after the render's own checks
+// (a JPEG path, a pyramid path), or, when none is given, the ones every part names, after the render's own checks
 // (RenderRequest.checkDestinations: the folder exists and can be written, nothing there that is
 // not a regular file, a symbolic link, an immutable file, two outputs one file) and three more:
 // not inside the shard folder, not one of the parts, and nothing there yet. The last is what
 // keeps a part from naming a photo of the render (the join cannot know the photos): taken from
 // the parts, a path may only be created; to replace a file, give its path to `join`.
 //
-// With a wait (`--wait`), the join starts before the shards end: it takes parts 1...N in order
+// With a wait, the join starts before the shards end: it takes parts 1...N in order
 // as they appear and checks each (the same checks, `Joiner.check`) before copying it, so a bad
 // part is found after the good ones before it were copied, still into outputs not yet visible.
 // The disk check then covers only what each part needs as it comes.
@@ -275,11 +275,11 @@ private struct Joiner {
     /// before a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at
     /// quality 100 with 4:4:4, byte stuffing included.
     private var maxTileBytes: UInt64 = 0
-    /// The join's memory budget (`--max-memory`): what building the levels below the bands and
+    /// The join's memory budget: what building the levels below the bands and
     /// copying tiles may hold. Sizes a part gives are checked against it before they size anything.
     private let memoryBytes: Int
     /// The files already at the destinations (given to join): a part that comes later with
-    /// `--wait` must not be one of them.
+    /// a wait must not be one of them.
     private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
@@ -341,7 +341,7 @@ private struct Joiner {
         }
     }
 
-    /// Decides the outputs: `given` (join's -o and --dzi), or the paths the parts name, and
+    /// Decides the outputs: `given` (the paths the join is given), or the paths the parts name, and
     /// checks them as a render checks its own, and against `parts` and the shard folder (the
     /// file's header says why). Throws `.invalidSettings` or `.unusableOutput` (exit 2, as a
     /// render's destination would), before anything is written.

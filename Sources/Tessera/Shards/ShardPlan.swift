@@ -20,7 +20,7 @@
 //
 // A band may be empty (more shards than bands): its shard writes a part with nothing in it.
 
-/// "Shard K of N" (K from 1), as `--shard K/N` gives it.
+/// "Shard K of N" (K from 1), as the command line gives it ("K/N").
 public struct ShardSpec: Equatable, Sendable, CustomStringConvertible {
     public let number: Int
     public let count: Int

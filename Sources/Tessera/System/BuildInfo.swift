@@ -1,4 +1,4 @@
-// BuildInfo.swift — what a binary was built from and what it runs with, for `--version`.
+// BuildInfo.swift — what a binary was built from and what it runs with, for the version report.
 import CTesseraShims
 
 public enum BuildInfo {

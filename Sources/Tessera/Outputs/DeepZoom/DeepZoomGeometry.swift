@@ -8,8 +8,8 @@
 // Level `maxLevel` is the full picture, maxLevel = ceil(log2(max(width, height))); each level
 // below is half the size of the one above, rounded up, down to level 0 at 1 x 1 px. Tile
 // (c, r) of a level covers pixels [c*T, (c+1)*T) x [r*T, (r+1)*T) plus `overlap` pixels on every
-// side that has a neighbour, clipped to the level. This is what libvips's dzsave writes for
-// `--layout dz`, and what OpenSeadragon expects.
+// side that has a neighbour, clipped to the level. This is what libvips's dzsave writes in
+// its Deep Zoom layout, and what OpenSeadragon expects.
 
 /// What a Deep Zoom viewer shows of the photo under the mouse.
 public enum ViewerLabels: String, Equatable, Sendable, CaseIterable {

@@ -270,7 +270,7 @@ public enum DeepZoomViewer {
           };
           help.addTo(map);
 
-          // The title, when the pyramid was given one (--title).
+          // The title, when the pyramid was given one (its title setting).
           var title = document.getElementById("map").getAttribute("data-title");
           if (title) {
             var heading = L.control({ position: "topleft" });
