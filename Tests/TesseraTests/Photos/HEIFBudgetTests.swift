@@ -1,6 +1,6 @@
 // HEIFBudgetTests.swift — a HEIF that is one picture (not tiled) and has no thumbnail is decoded
 // whole by libheif: about 6.5 bytes a pixel (libde265's picture and tables, libheif's copy;
-// measured in OtherFormatReaders.swift). A decode pool below that refuses it, naming the size;
+// measured in Formats/HEIF.swift). A decode pool below that refuses it, naming the size;
 // one above draws it.
 import Glibc
 import Testing
@@ -26,11 +26,13 @@ import TesseraTestSupport
             let (cell, notes) = try drawnCell(heic, pool: small)
             Issue.record("drawn at a pool of \(small) bytes (\(notes.method), \(cell.width) x \(cell.height))")
         } catch let error as TesseraError {
-            guard case .unreadablePhoto(_, let reason) = error else {
+            // A refusal for want of memory carries the budget that would draw it.
+            guard case .photoNeedsMemory(_, let reason, let budget) = error else {
                 Issue.record("\(error)")
                 return
             }
             #expect(reason.contains("\(width) x \(height)") && reason.contains("more than"), "\(reason)")
+            #expect(budget > Int64(allowed), "a budget of \(budget) bytes is suggested")
         }
         let (_, notes) = try drawnCell(heic, pool: 4 * small)
         #expect(notes.method == .wholeImage, "\(notes.method)")
