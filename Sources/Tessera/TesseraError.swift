@@ -44,6 +44,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A path the parts name for `output` (the JPEG, the pyramid; `file` is which of its files,
     /// "the Deep Zoom tiles") cannot be used as it stands: the join must be given one instead.
     case joinPathFromParts(path: String, output: OutputRole, file: String, problem: JoinPathProblem)
+    /// A shard folder holds no part file: the shards have not been run into it.
+    case noParts(directory: String)
     /// A shard folder cannot be joined: a part is missing, duplicated, truncated, or of another
     /// render. Nothing was written.
     case unusableParts(directory: String, reason: String)
@@ -81,6 +83,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return mismatch.description
         case let .joinPathFromParts(path, _, file, problem):
             return "\(path): " + problem.description(file: file)
+        case let .noParts(directory):
+            return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): run the shards into this folder first"
         case let .unusableParts(directory, reason):
             return "cannot join the parts in \(directory): \(reason)"
         }

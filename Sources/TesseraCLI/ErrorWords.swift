@@ -24,6 +24,9 @@ extension TesseraError {
             case .notJPEGName: return "\(path): \(problem.description(file: file)): give -o PATH to join"
             case .exists: return "\(path): \(problem.description(file: file)) (\(flag) PATH)"
             }
+        case let .noParts(directory):
+            return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): "
+                + "run the shards with --shard K/N --shard-dir \(directory) first"
         default:
             return description
         }

@@ -41,7 +41,7 @@ public enum ExitCode: Int32, Error, Sendable {
     public init(_ error: TesseraError) {
         switch error {
         case .invalidSettings, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
-        case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts: self = .badInput
+        case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts, .noParts: self = .badInput
         case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed

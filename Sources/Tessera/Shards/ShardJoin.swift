@@ -200,7 +200,7 @@ public enum ShardJoin {
         try checkFolder(directory)
         let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
         guard !names.isEmpty else {
-            throw bad("it holds no part files (*\(ShardSpec.partExtension)): run the shards into this folder first")
+            throw .noParts(directory: directory)
         }
         var parts: [PartReader] = []
         for name in names { parts.append(try PartReader(path: directory + "/" + name, directory: directory)) }
