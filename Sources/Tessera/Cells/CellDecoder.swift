@@ -1,11 +1,13 @@
-// CellDecoder.swift — one photo in, one upright, centre-cropped, cell-sized RGB image out.
+// CellDecoder.swift — one photo in, one upright, centre-cropped, cell-sized RGB image out: the
+// tail every format shares.
 //
-// Pipeline per photo: header (with EXIF orientation) → the smallest DCT scale M/8 whose output
-// still covers the cell → rows streamed (from libjpeg, or from the DC decoder for a multi-scan
-// file at 1/8) through AreaResampler into the cell in the stored orientation →
-// OrientationTransform into the caller's buffer. Memory is proportional to the photo's width (a
-// few rows at a time), plus, for a multi-scan file, its whole-image buffer: 2 bytes a block at
-// 1/8, libjpeg's 128 otherwise, in a spill file when it does not fit the budget.
+// The photo's format (Formats/, asked through `Formats.reader(for:)`) reads its header and
+// streams its rows, at the smallest scale its decoder offers that still covers the cell (a JPEG's
+// DCT scale M/8, libwebp's scaler, a HEIF thumbnail that covers the cell); `draw` takes them from
+// there: through AreaResampler into the cell in the stored orientation, converted to sRGB, then
+// OrientationTransform into the caller's buffer. Memory is a few rows of the photo's width, plus
+// what the format must hold whole (a multi-scan JPEG's buffers, in a spill file when they do not
+// fit; a HEIF's planes; a lossless WebP), admitted against the decode budget first.
 
 /// How a photo was decoded.
 public enum DecodeMethod: Equatable, Sendable {
