@@ -341,6 +341,19 @@ struct RenderTests {
         #expect(scratch.contents().isEmpty)
     }
 
+    /// Nothing is even started: a render cancelled before it starts maps no stripe (every mmap
+    /// of its stripe file fails by injection, and none may be tried; its decoders, which check
+    /// the flag too, would open no photo either).
+    @Test func aRenderCancelledBeforeItStartsMapsNoStripe() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove(); SyscallFaults.reset(pathPrefix: scratch.path) }
+        let (renderer, cancellation) = try renderer(rows: 8, stripeHeight: 16, in: scratch)
+        SyscallFaults.inject("mmap", errno: ENOMEM, pathPrefix: scratch.path, count: 1000)
+        cancellation.cancel()
+        #expect(throws: TesseraError.cancelled) { try renderer.render() }
+        #expect(SyscallFaults.fired("mmap", pathPrefix: scratch.path) == 0, "stripes were started after the cancellation")
+    }
+
     @Test func noStripeIsWrittenAfterTheOneDuringWhichTheCancellationCame() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
