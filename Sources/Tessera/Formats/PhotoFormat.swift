@@ -65,7 +65,7 @@ public enum Formats {
         ("a BMP image", [[0x42, 0x4D]], [".bmp"]),
     ]
 
-    /// The type that reads `format`.
+    /// The type that reads `format`, one that a sniff found (so one of `all`).
     static func reader(for format: ImageFormat) -> any PhotoFormat.Type {
         all.first { $0.format == format }!
     }

@@ -53,7 +53,9 @@ public struct PhotoHeader: Equatable, Sendable {
     /// can neither stream nor spill (its format's `wholeImageBytes`): a HEIF's whole decode
     /// unless its thumbnail covers the cell, a lossless WebP's whole image; 0 for the others.
     public func wholeImageBytes(cellWidth: Int, cellHeight: Int) -> Int {
-        Formats.reader(for: format).wholeImageBytes(self, cellWidth: cellWidth, cellHeight: cellHeight)
+        // A header made by a caller may name a format Tessera does not read: then its own figure.
+        guard let reader = Formats.all.first(where: { $0.format == format }) else { return Int(clamping: wholeImageBytes) }
+        return reader.wholeImageBytes(self, cellWidth: cellWidth, cellHeight: cellHeight)
     }
 
     public init(width: Int, height: Int, colorModel: ColorModel, isProgressive: Bool, exifOrientation: Int,
