@@ -16,6 +16,9 @@ public struct GridOptions: Equatable, Sendable {
     public var order = PhotoOrder.name
     public var seed: UInt64?
     public var settings = RenderSettings()
+    /// The budget is chosen for the machine when the render starts (`--max-memory auto`, the
+    /// default); false once a size is given.
+    public var automaticMemory = true
     /// The pyramid's settings, when --dzi is given.
     public var deepZoom: DeepZoomSettings?
     public var dryRun = false
@@ -33,6 +36,15 @@ public struct GridOptions: Equatable, Sendable {
     public var shard: ShardTarget?
 
     public init() {}
+
+    /// These options with the budget chosen for this machine when it is automatic
+    /// (MemoryBudget.automatic: the cgroup's limit or the machine's available memory).
+    public func withMemoryChosen(_ budget: @autoclosure () -> MemoryBudget = MemoryBudget.automatic()) -> GridOptions {
+        guard automaticMemory else { return self }
+        var chosen = self
+        chosen.settings.useMemoryBudget(budget())
+        return chosen
+    }
 
     /// The JPEG to write, or nil.
     public var jpegPath: String? { outputPath.isEmpty ? nil : outputPath }

@@ -26,6 +26,8 @@ public struct AnalyseOptions: Equatable, Sendable {
     public var cacheDirectory: String?
     public var shard: ShardSpec?
     public var settings = RenderSettings()
+    /// As a render's (`GridOptions.automaticMemory`).
+    public var automaticMemory = true
     public var selection = PhotoSelection()
     public var progress = ProgressStyle.bar
     public var quiet = false
@@ -148,11 +150,8 @@ public enum AnalyseCommand {
         Option("--workers", value: "N", help: "Threads decoding photos (default: the number of cores).") { state, given throws(CommandLineError) in
             state.options.settings.workers = try given.integer(RenderSettings.workerCounts)
         },
-        Option("--max-memory", value: "SIZE", help: "Budget for the decoders (default 64MiB).") { state, given throws(CommandLineError) in
-            guard let bytes = parseByteSize(given.value), bytes >= 1 << 20 else {
-                throw given.refusal("--max-memory expects a size of at least 1M like 64M, got '\(given.value)'")
-            }
-            state.options.settings.maxMemoryBytes = bytes
+        Option("--max-memory", value: "SIZE|auto", help: "Budget for the decoders (default auto, as for a render: see tessera grid --help).") { state, given throws(CommandLineError) in
+            state.options.automaticMemory = try memoryBudget(given, into: &state.options.settings)
         },
         Option("--exclude", value: "GLOB", help: "Leave out files and folders matching this pattern (repeatable).") { state, given in state.options.selection.excludes.append(given.value) },
         Option(flag: "--include-hidden", help: "Also search hidden files and folders.") { state, _ in state.options.selection.includeHidden = true },

@@ -16,7 +16,7 @@ public enum Report {
             "workers     \(plan.workers)",
             "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (HEIF, lossless WebP) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
             "cell cache  \(plan.cellSlots) cells of \(formatBytes(Int64(plan.cellBytes)))",
-            "memory      about \(formatBytes(Int64(max(plan.estimatedPeakBytes, preparationBytes)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes))))"
+            "memory      about \(formatBytes(Int64(max(plan.estimatedPeakBytes, preparationBytes)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes)))\(budgetRule(settings, plan: plan)))"
                 + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(plan.estimatedPeakBytes)))" : ""),
             "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), " : "")
                 + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", cell spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
@@ -32,6 +32,25 @@ public enum Report {
             lines.append(line + (requirement.fits ? "" : "  NOT ENOUGH"))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Which rule chose the budget, for the dry run's memory line: nothing for a budget given.
+    static func budgetRule(_ settings: RenderSettings, plan: RenderPlan) -> String {
+        let rule: String
+        switch settings.memoryRule {
+        case .given: return ""
+        case let .cgroup(version, limit):
+            rule = "auto: the memory cgroup's limit of \(formatBytes(limit)) (cgroup v\(version)) less an eighth, at least 8 MiB"
+        case let .machine(available):
+            rule = "auto: half of the \(formatBytes(available)) this machine has available"
+        case .fallback:
+            rule = "auto: no cgroup limit or available memory could be read, so the fixed default"
+        }
+        let cap = settings.maxMemoryBytes == MemoryBudget.capBytes ? ", at most \(formatBytes(Int64(MemoryBudget.capBytes)))" : ""
+        let steady = plan.steadyStateBudgetBytes < settings.maxMemoryBytes
+            ? "; stripes and cells planned for \(formatBytes(Int64(plan.steadyStateBudgetBytes))), the rest kept for a photo decoded whole"
+            : ""
+        return ", " + rule + cap + steady
     }
 
     /// The summary after a render: one line, counting the photos skipped before rendering

@@ -18,6 +18,7 @@ public struct Runner {
     }
 
     public func grid(_ options: GridOptions) -> ExitCode {
+        let options = options.withMemoryChosen()
         let library: PhotoLibrary
         let manifest = options.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
         switch scanPhotos(options, alsoWriting: manifest) {
@@ -47,7 +48,7 @@ public struct Runner {
     }
 
     public func mosaic(_ mosaic: MosaicOptions) -> ExitCode {
-        let options = mosaic.render
+        let options = mosaic.render.withMemoryChosen()
         let manifest = mosaic.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
         let library: PhotoLibrary
         switch scanPhotos(options, alsoWriting: manifest, alsoReading: [mosaic.targetPath]) {
@@ -265,6 +266,8 @@ public struct Runner {
 
     /// `tessera analyse`: the feature index filled for (a share of) the photos.
     public func analyse(_ options: AnalyseOptions) -> ExitCode {
+        var options = options
+        if options.automaticMemory { options.settings.useMemoryBudget(MemoryBudget.automatic()) }
         let library: PhotoLibrary
         switch findPhotos(PhotoSearch(paths: options.photoPaths, selection: options.selection, workers: options.settings.workers)) {
         case .success(let found): library = found

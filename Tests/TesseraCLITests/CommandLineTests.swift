@@ -26,6 +26,26 @@ import Tessera
         #expect(options.dryRun && options.progress == .none && options.strict)
     }
 
+    /// The budget is automatic unless a size is given; `auto` (any case) says so explicitly.
+    @Test func maxMemoryIsAutomaticUnlessASizeIsGiven() throws {
+        let base = ["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5"]
+        #expect(try GridCommand.parse(base).automaticMemory)
+        let sized = try GridCommand.parse(base + ["--max-memory", "96M"])
+        #expect(!sized.automaticMemory && sized.settings.maxMemoryBytes == 96 << 20)
+        #expect(try GridCommand.parse(base + ["--max-memory", "AUTO"]).automaticMemory)
+        #expect(try AnalyseCommand.parse(["p", "--tile-size", "5", "--max-memory", "32M"]).automaticMemory == false)
+        #expect(throws: CommandLineError.self) { try GridCommand.parse(base + ["--max-memory", "lots"]) }
+        do {
+            _ = try GridCommand.parse(base + ["--max-memory", "lots"])
+        } catch {
+            #expect(error.message.contains("auto or a size"), "\(error.message)")
+        }
+        // The budget chosen when the render starts: a given one is kept, an automatic one taken.
+        let chosen = try GridCommand.parse(base).withMemoryChosen(MemoryBudget(bytes: 56 << 20, rule: .cgroup(version: 1, limitBytes: 64 << 20)))
+        #expect(chosen.settings.maxMemoryBytes == 56 << 20 && chosen.settings.steadyStateBytes == MemoryBudget.steadyStateBytes)
+        #expect(sized.withMemoryChosen(MemoryBudget(bytes: 1 << 30, rule: .machine(availableBytes: 2 << 30))).settings == sized.settings)
+    }
+
     @Test func parsesDeepZoomFlags() throws {
         let both = try GridCommand.parse(["p", "-o", "o.jpg", "--dzi", "z/wall.dzi", "--grid", "2x2", "--tile-size", "5",
                                           "--quality", "80", "--dzi-tile-size", "510", "--dzi-overlap", "2"])

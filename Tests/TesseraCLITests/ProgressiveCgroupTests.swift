@@ -7,15 +7,15 @@ import Testing
 private let memoryControllers = "/sys/fs/cgroup/memory"
 
 /// Runs `tessera grid PHOTOS -o OUT ARGS` once for each `runs` entry inside one memory cgroup of
-/// 64 MiB: each must exit 0, draw every photo (no placeholder, no warning) and write its output.
-private func renderInside64MiB(_ photos: String, name: String, runs: [(label: String, arguments: String)]) {
+/// `limitMiB`: each must exit 0, draw every photo (no placeholder, no warning) and write its output.
+private func renderInside64MiB(_ photos: String, name: String, limitMiB: Int = 64, runs: [(label: String, arguments: String)]) {
     let scratch = "\(testRoot)/tessera-cgroup-\(name)-\(getpid())"
     #expect(system("mkdir -p '\(scratch)'") == 0)
     defer { _ = system("rm -rf '\(scratch)'") }
     let group = memoryControllers + "/tessera-test-\(name)-\(getpid())"
     #expect(mkdir(group, 0o755) == 0)
     defer { rmdir(group) }
-    #expect(system("echo \(64 << 20) > '\(group)/memory.limit_in_bytes'") == 0)
+    #expect(system("echo \(limitMiB << 20) > '\(group)/memory.limit_in_bytes'") == 0)
     for run in runs {
         let output = scratch + "/out.jpg", log = scratch + "/log.txt"
         let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(photos)' "
@@ -51,6 +51,30 @@ private func renderInside64MiB(_ photos: String, name: String, runs: [(label: St
     func mixedFormatsRenderInside64MiB() throws {
         renderInside64MiB(mixedFormatPhotos, name: "mixed", runs: [("150 px", "--columns 4 --tile-size 150"),
                                                                    ("600 px", "--columns 4 --tile-size 600")])
+    }
+}
+
+/// With no memory flag inside a memory cgroup, the budget comes from the cgroup's limit (less an
+/// eighth, at least 8 MiB), the dry run says so, and the mixed library renders inside it:
+/// never OOM-killed, every photo drawn.
+@Suite(.serialized) struct AutomaticBudgetCgroupTests {
+    @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
+                   "needs root and a cgroup-v1 memory controller"),
+          arguments: [(64, "56.0 MiB"), (48, "40.0 MiB")])
+    func theDefaultBudgetFitsTheCgroup(limitMiB: Int, budget: String) throws {
+        let group = memoryControllers + "/tessera-test-auto-\(limitMiB)-\(getpid())"
+        #expect(mkdir(group, 0o755) == 0)
+        defer { rmdir(group) }
+        #expect(system("echo \(limitMiB << 20) > '\(group)/memory.limit_in_bytes'") == 0)
+        let log = "\(testRoot)/tessera-auto-\(limitMiB)-\(getpid()).txt"
+        defer { unlink(log) }
+        let command = "sh -c 'echo $$ > \(group)/cgroup.procs && exec \"$0\" \"$@\"' '\(toolPath())' grid '\(mixedFormatPhotos)' "
+            + "-o \(testRoot)/unused.jpg --columns 4 --tile-size 600 --dry-run >'\(log)' 2>&1"
+        #expect(system(command) == 0)
+        let plan = String(decoding: readFile(log), as: UTF8.self)
+        #expect(plan.contains("budget \(budget), auto: the memory cgroup's limit of \(limitMiB).0 MiB (cgroup v1)"), "\(plan)")
+        renderInside64MiB(mixedFormatPhotos, name: "auto-render-\(limitMiB)", limitMiB: limitMiB,
+                          runs: [("150 px", "--columns 4 --tile-size 150"), ("600 px", "--columns 4 --tile-size 600")])
     }
 }
 

@@ -32,11 +32,16 @@ public final class DecodeBudget: @unchecked Sendable {
     /// memory budget that would draw it.
     public let wholeImageLimitBytes: Int
 
-    public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil) {
+    /// The process budget `wholeImageLimitBytes` was planned from, when known: the advice for
+    /// a photo over the limit is then that budget and the shortfall, not a rule of thumb.
+    public let processBudgetBytes: Int?
+
+    public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil, processBudgetBytes: Int? = nil) {
         precondition(poolBytes > 0)
         self.poolBytes = poolBytes
         self.spillDirectory = spillDirectory
         self.wholeImageLimitBytes = wholeImageLimitBytes ?? poolBytes * 4
+        self.processBudgetBytes = processBudgetBytes
         released = Condition(lock)
     }
 
@@ -53,7 +58,18 @@ public final class DecodeBudget: @unchecked Sendable {
     public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
                   spillDirectory: spillDirectory ?? defaultTemporaryDirectory(),
-                  wholeImageLimitBytes: min(budgetBytes * 3 / 4, budgetBytes - RenderPlan.processAllowanceBytes))
+                  wholeImageLimitBytes: min(budgetBytes * 3 / 4, budgetBytes - RenderPlan.processAllowanceBytes),
+                  processBudgetBytes: budgetBytes)
+    }
+
+    /// The budget `settings` give decoders outside a render (the mosaic's analysis and target):
+    /// the pool from the steady state, one whole decode from the whole budget.
+    public convenience init(settings: RenderSettings, workers: Int) {
+        let budget = settings.maxMemoryBytes
+        self.init(poolBytes: DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: max(1, workers)),
+                  spillDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
+                  wholeImageLimitBytes: min(budget * 3 / 4, budget - RenderPlan.processAllowanceBytes),
+                  processBudgetBytes: budget)
     }
 
     /// The most that decodes held at once so far (their estimates).
@@ -71,13 +87,36 @@ public final class DecodeBudget: @unchecked Sendable {
         guard bytes > oneDecodeLimitBytes else { return }
         throw TesseraError.photoNeedsMemory(
             path: path, reason: "\(what) takes about \(formatBytes(Int64(bytes))), more than the memory budget leaves for one photo",
-            budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(bytes)))
+            budgetToDrawBytes: budgetToDraw(oneDecodeBytes: bytes))
     }
 
-    /// The memory budget that draws a photo whose decode holds `bytes` whole: twice it and 8
-    /// MiB, which covers the three-quarter limit and the process's own share with room to
-    /// spare. The one rule: the decoder's refusals and the mosaic's left-out photos both say it.
-    static func budgetToDraw(bytes: Int64) -> Int64 { bytes * 2 + (8 << 20) }
+    /// The memory budget that draws a photo whose decode holds `bytes` whole. With the process
+    /// budget known: that budget and the shortfall (the limit grows with the budget byte for
+    /// byte: the steady state is planned first and does not grow with it once the cell cache
+    /// is at its smallest, which a shortfall means), with a MiB to spare, in whole MiB.
+    /// Without: `budgetToDraw(bytes:)`.
+    func budgetToDraw(oneDecodeBytes bytes: Int) -> Int64 {
+        guard let processBudgetBytes else { return DecodeBudget.budgetToDraw(bytes: Int64(bytes)) }
+        return DecodeBudget.budgetToDraw(bytes: Int64(bytes), budgetBytes: Int64(processBudgetBytes),
+                                         limitBytes: Int64(oneDecodeLimitBytes))
+    }
+
+    /// The budget that lifts a one-decode limit of `limitBytes` under `budgetBytes` to `bytes`.
+    /// Also the mosaic's rule for the photos its render would draw grey (it has the plan).
+    static func budgetToDraw(bytes: Int64, budgetBytes: Int64, limitBytes: Int64) -> Int64 {
+        let needed = budgetBytes + max(0, bytes - limitBytes) + (1 << 20)
+        return ((needed + (1 << 20) - 1) >> 20) << 20
+    }
+
+    /// The memory budget that draws a photo whose decode holds `bytes` whole, when no plan is at
+    /// hand: a third more than the decode and 16 MiB, which covers the three-quarter limit of a
+    /// budget made from a process budget alone and the process's own share (the render's limit
+    /// is the budget less its steady state, which at such a budget is smaller than a third of a
+    /// camera photo's decode).
+    static func budgetToDraw(bytes: Int64) -> Int64 {
+        let needed = bytes + bytes / 3 + (16 << 20)
+        return ((needed + (1 << 20) - 1) >> 20) << 20
+    }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
     func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {

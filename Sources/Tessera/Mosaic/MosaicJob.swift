@@ -74,7 +74,7 @@ public enum MosaicJob {
         let cells = columns * rows
         let d = k * k * 3
         let workers = settings.workers ?? onlineCoreCount()
-        let decodePool = DecodeBudget.poolBytes(forBudget: settings.maxMemoryBytes, workers: workers)
+        let decodePool = DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: workers)
         let index = photoCount * (d * 4 + 160)
         let target = cells * k * k * 3 + cells * d * 4 + decodePool
         let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k,
@@ -86,7 +86,7 @@ public enum MosaicJob {
     /// Photos the matcher ranks at once: as many as the budget leaves room for beside the feature
     /// index's entries (MosaicMatcher.runPhotos).
     static func matchingRun(cells: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
-        MosaicMatcher.runPhotos(cells: cells, photos: max(1, photoCount), subCells: k, budgetBytes: settings.maxMemoryBytes,
+        MosaicMatcher.runPhotos(cells: cells, photos: max(1, photoCount), subCells: k, budgetBytes: settings.steadyStateBudgetBytes,
                                 otherBytes: photoCount * (k * k * 3 * 4 + 160))
     }
 
@@ -95,8 +95,8 @@ public enum MosaicJob {
     /// WebP) needs its whole image in memory, and the render leaves room for one such photo
     /// only up to `RenderPlan.wholeImageLimitBytes` (analysis, which holds little else, allows
     /// more: a photo could be analysed and matched, then drawn as a placeholder). Each left-out
-    /// photo carries the budget that would draw it (DecodeBudget.budgetToDraw, the decoder's
-    /// own rule).
+    /// photo carries the budget that would draw it (DecodeBudget.budgetToDraw: this budget and
+    /// the shortfall, the decoder's own rule).
     static func drawablePhotos(_ photos: [Photo], layout: CellLayout, settings: RenderSettings,
                                outputs: [OutputKind]) -> (photos: [Photo], leftOut: [SkippedPhoto]) {
         let needs = photos.map { $0.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight) }
@@ -115,7 +115,8 @@ public enum MosaicJob {
                 reason: "the mosaic's render could only draw it grey: decoding this \(header.width) x \(header.height) "
                     + "\(header.format.rawValue) whole takes about \(formatBytes(Int64(need))), more than the memory budget of "
                     + "\(formatBytes(Int64(settings.maxMemoryBytes))) leaves for one photo (\(formatBytes(Int64(plan.wholeImageLimitBytes))))",
-                budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(need))))
+                budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(need), budgetBytes: Int64(settings.maxMemoryBytes),
+                                                             limitBytes: Int64(plan.wholeImageLimitBytes))))
         }
         return (kept, leftOut)
     }
@@ -160,7 +161,7 @@ public enum MosaicJob {
                 trial.maxMemoryBytes = budget
                 return preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
                                         settings: trial) <= budget
-                    && (try? RenderPlan.plan(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
+                    && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
             }
             if !fits(settings.maxMemoryBytes) {
                 throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
@@ -172,7 +173,7 @@ public enum MosaicJob {
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells
         let cellAspect = Double(mosaic.cellWidth) / Double(mosaic.cellHeight)
-        let decodeBudget = DecodeBudget(budgetBytes: settings.maxMemoryBytes, workers: workers, spillDirectory: settings.temporaryDirectory)
+        let decodeBudget = DecodeBudget(settings: settings, workers: workers)
 
         var analysisProgress: (@Sendable (Int, Int) -> Void)?
         var matchingProgress: ((Int, Int) -> Void)?
@@ -260,7 +261,7 @@ public enum MosaicJob {
         let cellAspect = Double(cellWidth) / Double(cellHeight)
         let index = FeatureIndex(directory: cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
                                  only: Set(photos.map(\.path)), shard: shard)
-        let budget = DecodeBudget(budgetBytes: settings.maxMemoryBytes, workers: workers, spillDirectory: settings.temporaryDirectory)
+        let budget = DecodeBudget(settings: settings, workers: workers)
         let analysis = MosaicAnalysis.photoFeatures(photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
                                                     budget: budget, cancellation: cancellation, progress: progress)
         if cancellation?.isCancelled == true { throw .cancelled }

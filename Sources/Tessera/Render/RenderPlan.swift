@@ -65,8 +65,11 @@ public struct RenderPlan: Equatable, Sendable {
     public let distinctPhotos: Int
     /// The memory every photo decode of the render shares (DecodeBudget).
     public let decodePoolBytes: Int
+    /// What the steady state (stripes, cell cache, decode pool) was planned for: the budget, or
+    /// less of an automatic one (RenderSettings.steadyStateBytes).
+    public var steadyStateBudgetBytes = 0
     /// Estimated peak resident memory of the whole process.
-    public let estimatedPeakBytes: Int
+    public internal(set) var estimatedPeakBytes: Int
     /// Disk the stripe window needs, in `stripeDirectory`.
     public let stripeDiskBytes: Int64
     /// Disk the cell spill file may need, in `temporaryDirectory` (0 when every cell fits in memory).
@@ -138,10 +141,29 @@ public struct RenderPlan: Equatable, Sendable {
                             wholeImageBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         do throws(TesseraError) {
             return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes)
+        } catch .budgetTooSmall(_, let needed) where settings.steadyStateBudgetBytes < settings.maxMemoryBytes {
+            // A steady state larger than an automatic budget plans for (wide rows, many
+            // workers): the smallest that fits, as far as the budget goes (not all of it: the
+            // decode pool is a share of what it is planned for).
+            func trial(_ bytes: Int) -> RenderSettings {
+                var trial = settings
+                trial.steadyStateBytes = bytes
+                return trial
+            }
+            guard let steady = smallestBudget(from: needed, fits: { bytes in
+                bytes > settings.maxMemoryBytes
+                    || (try? plan(layout: layout, settings: trial(bytes), writing: outputs, wholeImageBytes: wholeImageBytes)) != nil
+            }), steady <= settings.maxMemoryBytes else {
+                var whole = settings
+                whole.steadyStateBytes = nil
+                return try make(layout: layout, settings: whole, writing: outputs, wholeImageBytes: wholeImageBytes)
+            }
+            return try plan(layout: layout, settings: trial(steady), writing: outputs, wholeImageBytes: wholeImageBytes)
         } catch .budgetTooSmall(let budget, let needed) {
             let smallest = smallestBudget(from: max(budget, needed)) { bytes in
                 var trial = settings
                 trial.maxMemoryBytes = bytes
+                trial.steadyStateBytes = nil
                 return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes)) != nil
             }
             throw .budgetTooSmall(budgetBytes: budget, neededBytes: smallest ?? needed)
@@ -182,7 +204,9 @@ public struct RenderPlan: Equatable, Sendable {
         let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
         let cellBytes = layout.cellWidth * layout.cellHeight * 3
         let distinct = layout.distinctPhotoCount
-        let budget = settings.maxMemoryBytes
+        // The steady state is planned for at most `steadyStateBudgetBytes`; the rest of the
+        // budget is room for the one photo at a time that is decoded whole.
+        let budget = settings.steadyStateBudgetBytes
         let compression = StripeCompression(writesJPEG: writesJPEG, encoder: settings.encoder ?? (workers > 1 ? .parallel : .serial),
                                             withPyramid: deepZoom != nil)
         let encoder = compression.encoder ?? .serial
@@ -228,7 +252,13 @@ public struct RenderPlan: Equatable, Sendable {
             deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
-        plan.wholeImageLimitBytes = max(decodePool, budget - estimatedPeak + decodePool + cache.reserve)
+        plan.steadyStateBudgetBytes = budget
+        plan.wholeImageLimitBytes = max(decodePool, settings.maxMemoryBytes - estimatedPeak + decodePool + cache.reserve)
+        // Beyond the steady state, the peak is the steady state and the largest whole decode
+        // beside it (what it needs past the pool and the reserve), as far as the budget holds it.
+        if budget < settings.maxMemoryBytes {
+            plan.estimatedPeakBytes += max(0, min(wholeImageBytes, plan.wholeImageLimitBytes) - decodePool - cache.reserve)
+        }
         return plan
     }
 

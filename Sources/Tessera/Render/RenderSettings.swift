@@ -23,6 +23,12 @@ public struct RenderSettings: Equatable, Sendable {
     public var stripeHeight: Int?
     /// Budget for everything the renderer holds: stripes, cell cache, decoders, encoder.
     public var maxMemoryBytes = 64 << 20
+    /// The most the steady state (stripes, cell cache, decode pool, the mosaic's matching) is
+    /// planned for; the rest of `maxMemoryBytes` is room for one photo at a time that must be
+    /// decoded whole. nil: all of the budget (a budget the caller named behaves as it always did).
+    public var steadyStateBytes: Int?
+    /// Where `maxMemoryBytes` came from, for the dry run.
+    public var memoryRule = MemoryBudget.Rule.given
     /// The JPEG's density in dots per inch (JFIF), for printing; nil: none (aspect 1:1).
     public var dotsPerInch: Int?
     /// Where the stripe file and the cell spill file live. nil: the spill file in $TMPDIR or
@@ -37,6 +43,18 @@ public struct RenderSettings: Equatable, Sendable {
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
 
     public init() {}
+
+    /// What the steady state is planned for: the budget, or less (`steadyStateBytes`).
+    public var steadyStateBudgetBytes: Int { min(maxMemoryBytes, steadyStateBytes ?? maxMemoryBytes) }
+
+    /// Takes `budget` (MemoryBudget.automatic()): its bytes as the budget, and a steady state of
+    /// at most `MemoryBudget.steadyStateBytes`, so a large budget buys room for whole decodes,
+    /// not stripes and cells nobody needs.
+    public mutating func useMemoryBudget(_ budget: MemoryBudget) {
+        maxMemoryBytes = budget.bytes
+        memoryRule = budget.rule
+        steadyStateBytes = budget.rule == .given ? nil : MemoryBudget.steadyStateBytes
+    }
 
     /// The valid ranges, for the plan's checks and any front end's (one source of truth).
     public static let qualities = 1...100

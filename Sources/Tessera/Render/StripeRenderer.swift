@@ -73,7 +73,8 @@ public final class StripeRenderer: Sendable {
                               decoder: CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight,
                                                    budget: DecodeBudget(poolBytes: plan.decodePoolBytes,
                                                                         spillDirectory: plan.temporaryDirectory,
-                                                                        wholeImageLimitBytes: plan.wholeImageLimitBytes),
+                                                                        wholeImageLimitBytes: plan.wholeImageLimitBytes,
+                                                                        processBudgetBytes: settings.maxMemoryBytes),
                                                    cancellation: cancellation, background: settings.background),
                               slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source)
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,

@@ -117,17 +117,14 @@ enum RenderingOptions {
         Option("--workers", value: "N", help: "Threads decoding photos and filling stripes, and encoding Deep Zoom tiles (default: the number of cores).") { state, given throws(CommandLineError) in
             state.options.settings.workers = try given.integer(RenderSettings.workerCounts)
         },
-        Option("--stripe-height", value: "H", help: "Canvas rows per stripe (default: from --max-memory, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise).") { state, given throws(CommandLineError) in
+        Option("--stripe-height", value: "H", help: "Canvas rows per stripe (default: from the memory budget, at most 64). The parallel encoder rounds it up to whole MCU rows (16 at 4:2:0, 8 otherwise).") { state, given throws(CommandLineError) in
             state.options.settings.stripeHeight = try given.integer(1...jpegMaxDimension)
         },
         Option("--encoder", value: "serial|parallel", help: "parallel (the default with more than one worker): workers compress stripes on their own and the writer joins them with JPEG restart markers, so encoding uses every core; serial: one libjpeg encoder, no restart markers.") { state, given throws(CommandLineError) in
             state.options.settings.encoder = try given.choice(EncoderMode.self, "--encoder expects serial or parallel, got '\(given.value)'")
         },
-        Option("--max-memory", value: "SIZE", help: "Budget for everything the renderer holds, e.g. 64M, 1G (default 64MiB). Sizes the stripes and the cell cache.") { state, given throws(CommandLineError) in
-            guard let bytes = parseByteSize(given.value), bytes >= 1 << 20 else {
-                throw given.refusal("--max-memory expects a size of at least 1M like 64M, 512MiB, 2G, got '\(given.value)'")
-            }
-            state.options.settings.maxMemoryBytes = bytes
+        Option("--max-memory", value: "SIZE|auto", help: "Budget for everything the renderer holds, e.g. 64M, 1G. The default, auto, fits the machine: in a memory cgroup (a container, a job) its limit less an eighth (at least 8 MiB), elsewhere half the memory available, at most 2 GiB; --dry-run says which rule chose it. A render plans its stripes and cell cache for at most 64 MiB of an automatic budget, and the rest is room for a photo that must be decoded whole. A size given is the budget for everything.") { state, given throws(CommandLineError) in
+            state.options.automaticMemory = try memoryBudget(given, into: &state.options.settings)
         },
         Option("--temp-dir", value: "DIR", help: "Where the stripe file lives (default: $TMPDIR if set, else /dev/shm when it has room for the stripes, else /tmp), and the decoding data of large progressive photos drawn at 2/8 or more (default $TMPDIR or /tmp; best on a disk). Both are never visible; the stripes need a few stripes of space.") { state, given throws(CommandLineError) in
             state.options.settings.temporaryDirectory = given.value
@@ -241,4 +238,18 @@ func shardSpec(_ given: GivenOption) throws(CommandLineError) -> ShardSpec {
         throw given.refusal("--shard expects K/N with 1 <= K <= N <= \(ShardSpec.maxCount), like 3/8, got '\(given.value)'")
     }
     return spec
+}
+
+/// `--max-memory SIZE|auto` into `settings`: whether the budget is to be chosen for the machine
+/// (auto), which the command does when it runs (MemoryBudget.automatic).
+func memoryBudget(_ given: GivenOption, into settings: inout RenderSettings) throws(CommandLineError) -> Bool {
+    if given.value.lowercased() == "auto" {
+        settings.maxMemoryBytes = RenderSettings().maxMemoryBytes
+        return true
+    }
+    guard let bytes = parseByteSize(given.value), bytes >= 1 << 20 else {
+        throw given.refusal("--max-memory expects auto or a size of at least 1M like 64M, 512MiB, 2G, got '\(given.value)'")
+    }
+    settings.maxMemoryBytes = bytes
+    return false
 }
