@@ -19,7 +19,7 @@ extension ImageFormat {
 enum RAWFormat: PhotoFormat {
     static let format = ImageFormat.raw
     static let suffixes = [".dng", ".cr2", ".nef", ".nrw", ".arw", ".orf", ".raf", ".pef", ".srw"]
-    static let kinds = "camera RAW (DNG, CR2, NEF, ARW, ORF, RAF: their JPEG previews)"
+    static let kinds = "camera RAW previews"
 
     /// The RAWs whose first bytes say so: CR2 (a TIFF with "CR" at 8), ORF ("IIRO", "IIRS",
     /// "MMOR"), RAF. A DNG, NEF or ARW starts as any TIFF does: TIFFFormat finds it by its tags.
