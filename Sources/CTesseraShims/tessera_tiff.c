@@ -30,8 +30,6 @@ struct tessera_tiff {
     uint32_t chunk_first;  // the first row held in the raster
     uint32_t chunk_count;  // rows held (0: none yet)
     uint32_t next_row;
-    int warnings;
-    char warning[200];
     char message[300];
 };
 
@@ -79,10 +77,10 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *forma
     return 1;
 }
 
+/// libtiff's warnings are dropped: most say a tag is unknown (every camera and scanner writes
+/// private ones), nothing a person can act on; what goes wrong with the data is an error.
 static int on_warning(TIFF *tif, void *user, const char *module, const char *format, va_list args) {
-    (void)tif; (void)module;
-    struct tessera_tiff *tiff = user;
-    if (tiff->warnings++ == 0) vsnprintf(tiff->warning, sizeof tiff->warning, format, args);
+    (void)tif; (void)user; (void)module; (void)format; (void)args;
     return 1;
 }
 
@@ -162,12 +160,18 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
         return NULL;
     }
     fill_info(tiff);
+    // Begun here, not when drawing: a layout libtiff's RGBA interface accepts but cannot set up
+    // (16-bit CMYK) is then known to the scan, not a placeholder in the render.
     char reason[1024] = {0};
-    if (!TIFFRGBAImageOK(tiff->tif, reason)) {
+    if (!TIFFRGBAImageOK(tiff->tif, reason) || !TIFFRGBAImageBegin(&tiff->image, tiff->tif, 1, reason)) {
         snprintf(message, message_bytes, "%s", reason[0] ? reason : "a layout libtiff cannot turn into RGB");
         tessera_tiff_close(tiff);
         return NULL;
     }
+    tiff->image_begun = 1;
+    // The rows as stored, top to bottom: the caller turns the cell for the Orientation tag.
+    tiff->image.req_orientation = ORIENTATION_TOPLEFT;
+    tiff->image.orientation = ORIENTATION_TOPLEFT;
     *info = tiff->info;
     return tiff;
 }
@@ -184,15 +188,6 @@ const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length) {
 }
 
 int tessera_tiff_start(tessera_tiff *tiff) {
-    char reason[1024] = {0};
-    if (!TIFFRGBAImageBegin(&tiff->image, tiff->tif, 1, reason)) {
-        snprintf(tiff->message, sizeof tiff->message, "%s", reason[0] ? reason : "libtiff cannot turn this page into RGB");
-        return -1;
-    }
-    tiff->image_begun = 1;
-    // The rows as stored, top to bottom: the caller turns the cell for the Orientation tag.
-    tiff->image.req_orientation = ORIENTATION_TOPLEFT;
-    tiff->image.orientation = ORIENTATION_TOPLEFT;
     size_t pixels = (size_t)tiff->info.width * tiff->info.chunk_rows;
     tiff->raster = malloc(pixels * sizeof(uint32_t));
     if (tiff->raster == NULL) {
@@ -241,11 +236,6 @@ int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int 
         rows++;
     }
     return rows;
-}
-
-const char *tessera_tiff_warning(const tessera_tiff *tiff, int *count) {
-    *count = tiff->warnings;
-    return tiff->warnings > 0 ? tiff->warning : NULL;
 }
 
 const char *tessera_tiff_message(const tessera_tiff *tiff) { return tiff->message; }

@@ -25,21 +25,19 @@ typedef struct {
     uint64_t image_bytes;      // the whole page's samples, decoded: the work a file of this size can ask for
 } tessera_tiff_info;
 
-/// Opens the TIFF on `fd` (read with pread, from byte 0) at its first page. libtiff allocates
-/// at most `max_allocation` bytes at once. NULL with the reason in `message` when libtiff
-/// cannot read it, or cannot turn its page into RGBA (the reason says why).
+/// Opens the TIFF on `fd` (read with pread, from byte 0) at its first page and sets up libtiff's
+/// RGBA reading of it. libtiff allocates at most `max_allocation` bytes at once. NULL with the
+/// reason in `message` when libtiff cannot read it, or cannot turn its page into RGBA.
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes);
 /// The ICC profile (TIFFTAG_ICCPROFILE), NULL when none; valid while the reader lives.
 const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length);
-/// Allocates the chunk's rows. 0, or -1 with the reason in tessera_tiff_message.
+/// Allocates the chunk's RGBA rows. 0, or -1 with the reason in tessera_tiff_message.
 int tessera_tiff_start(tessera_tiff *tiff);
 /// Up to `max_rows` next rows as RGB8 (`stride` bytes apart), alpha laid over the background
 /// (red, green, blue). Returns the rows given (0 at the end), or -1 with the reason.
 int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int max_rows,
                            uint8_t red, uint8_t green, uint8_t blue);
-/// libtiff's first warning (NULL: none) and how many it gave.
-const char *tessera_tiff_warning(const tessera_tiff *tiff, int *count);
 const char *tessera_tiff_message(const tessera_tiff *tiff);
 void tessera_tiff_close(tessera_tiff *tiff);
 
