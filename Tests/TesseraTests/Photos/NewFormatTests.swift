@@ -84,6 +84,38 @@ func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32
     return tiff.bytes
 }
 
+/// A NEF as Nikon lays one out: a plain TIFF header; IFD0 a small uncompressed thumbnail
+/// (NewSubFileType 1); SubIFD 1 the JPEG preview by JPEGInterchangeFormat/Length; SubIFD 2 the
+/// sensor data (a colour filter array, Nikon's compression 34713). No DNGVersion: the CFA page
+/// says it is a RAW.
+func makeNEF(preview: [UInt8]) -> [UInt8] {
+    var tiff = TIFFBuilder()
+    let thumb = tiff.append([UInt8]((0..<(60 * 40)).flatMap { _ in [0, 200, 0] as [UInt8] }))
+    let jpeg = tiff.append(preview)
+    let sensor = tiff.append([UInt8](repeating: 0x55, count: 400))
+    let previewIFD = tiff.ifd([(0xFE, 4, [1]), (0x103, 3, [6]), (0x201, 4, [jpeg]), (0x202, 4, [UInt32(preview.count)])])
+    let rawIFD = tiff.ifd([(0xFE, 4, [0]), (0x100, 4, [6000]), (0x101, 4, [4000]), (0x102, 3, [14]), (0x103, 3, [34713]),
+                           (0x106, 3, [32803]), (0x111, 4, [sensor]), (0x115, 3, [1]), (0x116, 4, [4000]), (0x117, 4, [400])])
+    tiff.setFirstIFD(tiff.ifd([(0xFE, 4, [1]), (0x100, 4, [60]), (0x101, 4, [40]), (0x102, 3, [8, 8, 8]), (0x103, 3, [1]),
+                               (0x106, 3, [2]), (0x111, 4, [thumb]), (0x115, 3, [3]), (0x116, 4, [40]), (0x117, 4, [7200]),
+                               (0x14A, 4, [previewIFD, rawIFD])]))
+    return tiff.bytes
+}
+
+/// A CR2 as Canon lays one out: "CR" at byte 8; IFD0 the full-size JPEG preview as one strip
+/// (Compression 6) with the Orientation tag; IFD1 a smaller JPEG thumbnail by
+/// JPEGInterchangeFormat (the larger must win).
+func makeCR2(preview: [UInt8], thumbnail: [UInt8], orientation: UInt32) -> [UInt8] {
+    var tiff = TIFFBuilder()
+    _ = tiff.append(Array("CR".utf8) + [2, 0, 0, 0, 0, 0])
+    let jpeg = tiff.append(preview)
+    let small = tiff.append(thumbnail)
+    let ifd1 = tiff.ifd([(0x103, 3, [6]), (0x201, 4, [small]), (0x202, 4, [UInt32(thumbnail.count)])])
+    tiff.setFirstIFD(tiff.ifd([(0x100, 4, [600]), (0x101, 4, [400]), (0x103, 3, [6]), (0x111, 4, [jpeg]), (0x112, 3, [orientation]),
+                               (0x117, 4, [UInt32(preview.count)])], next: ifd1))
+    return tiff.bytes
+}
+
 /// A RAF: Fujifilm's header (magic, version, camera) with the JPEG's offset and length at 84.
 func makeRAF(preview: [UInt8], offset: UInt32? = nil) -> [UInt8] {
     var header = Array("FUJIFILMCCD-RAW 0201FF393101".utf8) + [UInt8](repeating: 0, count: 100)
@@ -159,6 +191,11 @@ final class NewFormatFixtures: Sendable {
         // master) is: 2.4 levels from the PNG for both, 0.07 from each other.
         run(["convert", master, "-rotate", "90", "-quality", "95", at("rotated-twin.jpg")])
         withTwin("dng-orientation", "oriented.dng", twin: at("rotated-twin.jpg"), tolerance: 1.5)
+        writeBytes(makeNEF(preview: preview), to: at("plain.nef"))
+        withTwin("nef", "plain.nef", twin: at("preview.jpg"), tolerance: 0.01)
+        run(["convert", master, "-resize", "160x120!", "-fill", "#00ff00", "-colorize", "100", "-strip", at("thumbnail.jpg")])
+        writeBytes(makeCR2(preview: preview, thumbnail: readBytes(at("thumbnail.jpg")), orientation: 6), to: at("oriented.cr2"))
+        withTwin("cr2-orientation", "oriented.cr2", twin: at("rotated-twin.jpg"), tolerance: 1.5)
         writeBytes(makeRAF(preview: preview), to: at("plain.raf"))
         withTwin("raf", "plain.raf", twin: at("preview.jpg"), tolerance: 0.01)
         self.cases = cases
