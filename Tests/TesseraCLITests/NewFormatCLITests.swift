@@ -80,3 +80,81 @@ func meanAbsoluteLevels(_ a: String, _ b: String) -> Double? {
         #expect(Report.leftOut(leftOut) == "left out    2 hidden (--include-hidden takes them), 12 videos")
     }
 }
+
+/// TIFFs made by a small writer in Python: `tiled N` (N x N 8-bit grey in 256 px deflate
+/// tiles), `shared N` (the same, every tile pointing at one tile's bytes: 1.6 GB of picture in
+/// 400 KB), `strip N` (one deflate strip of N x N grey: the strip is the picture).
+private let tiffWriter = """
+import sys, zlib, struct
+def tiff(path, n, mode):
+    tiled = mode != "strip"
+    out = bytearray(b"II*\\0\\0\\0\\0\\0")
+    if tiled:
+        blob = zlib.compress(b"\\x80" * (256 * 256), 9)
+        count = ((n + 255) // 256) ** 2
+    else:
+        c = zlib.compressobj(9)
+        blob = b"".join(c.compress(b"\\x80" * n) for _ in range(n)) + c.flush()
+        count = 1
+    at = len(out); out += blob
+    starts = [at] * count
+    if mode == "tiled":
+        for i in range(1, count): starts[i] = len(out); out += blob
+    if len(out) % 2: out += b"\\0"
+    offsets = len(out); out += struct.pack("<%dI" % count, *starts)
+    counts = len(out); out += struct.pack("<%dI" % count, *([len(blob)] * count))
+    def v(off, one): return off if count > 1 else one
+    entries = [(256, 4, 1, n), (257, 4, 1, n), (258, 3, 1, 8), (259, 3, 1, 8), (262, 3, 1, 1), (277, 3, 1, 1)]
+    if tiled:
+        entries += [(322, 3, 1, 256), (323, 3, 1, 256), (324, 4, count, v(offsets, at)), (325, 4, count, v(counts, len(blob)))]
+    else:
+        entries += [(273, 4, 1, at), (278, 4, 1, n), (279, 4, 1, len(blob))]
+    entries.sort()
+    ifd = len(out)
+    out += struct.pack("<H", len(entries))
+    for tag, typ, cnt, val in entries:
+        out += struct.pack("<HHI", tag, typ, cnt) + (struct.pack("<HH", val, 0) if typ == 3 else struct.pack("<I", val))
+    out += struct.pack("<I", 0)
+    out[4:8] = struct.pack("<I", ifd)
+    open(path, "wb").write(out)
+tiff(sys.argv[2], int(sys.argv[3]), sys.argv[1])
+"""
+
+extension NewFormatCLITests {
+    /// Large and lying GIFs and TIFFs beside a valid photo, 2 x 1 cells of 100 px at
+    /// --max-memory 32M: each drawn, or named in a warning, and the peak inside the budget and
+    /// the slack.
+    @Test(arguments: [
+        ("a 4000 x 3000 interlaced GIF (its frame held whole)", "big.gif", ""),
+        ("a 6000 x 6000 TIFF in 256 px tiles", "tiled.tif", ""),
+        ("a 40000 x 40000 TIFF of one tile's bytes repeated", "huge.tif", "more than its"),
+        ("a 12000 x 12000 TIFF in one deflate strip", "strip.tif", "--max-memory"),
+    ])
+    func largeAndLyingFilesStayInsideTheBudget(_ name: String, _ file: String, _ saying: String) {
+        let folder = "\(testRoot)/new-format-memory-\(UInt32.random(in: 0...UInt32.max))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("mkdir -p '\(folder)/photos' && convert -size 300x200 gradient:red-blue '\(folder)/photos/valid.png'") == 0)
+        let path = folder + "/photos/" + file
+        let script = folder + "/tiff.py"
+        writeFile(Array(tiffWriter.utf8), to: script)
+        let made: Int32
+        switch file {
+        case "big.gif": made = system("convert -size 4000x3000 plasma:fractal -colors 64 -interlace GIF '\(path)'")
+        case "tiled.tif": made = system("python3 '\(script)' tiled '\(path)' 6000")
+        case "huge.tif": made = system("python3 '\(script)' shared '\(path)' 40000")
+        default: made = system("python3 '\(script)' strip '\(path)' 12000")
+        }
+        #expect(made == 0, "\(name): could not make it")
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "2x1", "--tile-size", "100",
+                               "--max-memory", "32M", "--no-progress", "--temp-dir", folder])
+        print("new format memory, \(name): exit \(run.exitCode), peak \(run.peakMiB) MiB at --max-memory 32M")
+        #expect(run.exitCode == 0, "\(name): \(run.output)")
+        if saying.isEmpty {
+            #expect(!run.output.contains("warning"), "\(name): \(run.output)")
+        } else {
+            let warning = run.output.split(separator: "\n").first { $0.contains(file) && $0.contains("warning") }
+            #expect(warning?.contains(saying) == true, "\(name): \(run.output)")
+        }
+        #expect(run.peakBytes <= (32 << 20) + hostileSlackBytes, "\(name): peak \(run.peakMiB) MiB")
+    }
+}
