@@ -9,11 +9,12 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian: libjpeg62-turbo-dev and libexif-dev; for the other formats and
-        // colour, libspng-dev, libwebp-dev, libheif-dev and liblcms2-dev (used from C only).
+        // colour, libspng-dev, libwebp-dev, libheif-dev, libgif-dev, libtiff-dev and liblcms2-dev
+        // (used from C only).
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
         .systemLibrary(name: "CExif", path: "Sources/CExif"),
         // The setjmp-guarded libjpeg calls, the libexif accessors Swift cannot import, and the PNG,
-        // WebP, HEIF and Little CMS readers behind plain C structs.
+        // WebP, HEIF, GIF, TIFF and Little CMS readers behind plain C structs.
         // The system-library targets' `link` lines reach only Swift importers, so the libraries are
         // named here as well for this C target.
         // Tessera's own decoding pieces, not a shim: the DC decoder (multi-scan JPEGs at 1/8),
@@ -22,7 +23,7 @@ let package = Package(
         .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif", "CTesseraCodec"], path: "Sources/CTesseraShims",
                 linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif"), .linkedLibrary("spng"),
                                  .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
-                                 .linkedLibrary("lcms2")]),
+                                 .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff")]),
         // The engine: photos in, stripes, encoder out. Never prints.
         .target(name: "Tessera", dependencies: ["CTesseraShims", "CTesseraCodec"], path: "Sources/Tessera"),
         // Command-line parsing and help, testable without running a process.

@@ -38,6 +38,20 @@ cwebp -quiet -q 70 "$seeds/rgb.png" -o "$seeds/lossy.webp"
 cwebp -quiet -lossless "$seeds/alpha.png" -o "$seeds/lossless.webp"
 heif-enc -q 50 -t 32 "$seeds/rgb.png" -o "$seeds/small.heic" >/dev/null
 heif-enc -A -q 50 "$seeds/rgb.png" -o "$seeds/small.avif" >/dev/null
+# GIF (plain, interlaced, a transparent index) through giflib; TIFF (LZW strips, tiles, 16-bit,
+# palette, CMYK, planar with alpha, an Orientation tag) through libtiff; camera RAWs (a DNG with
+# a thumbnail, a JPEG preview and a lossless raw IFD; a RAF) through Tessera's IFD walk, from
+# Fuzz/seeds (written byte by byte: no Debian tool writes them).
+convert "$variants/base.jpg" -dither None -colors 64 "$seeds/plain.gif"
+convert "$variants/base.jpg" -dither None -colors 64 -interlace GIF "$seeds/interlaced.gif"
+convert "$seeds/alpha.png" -dither None -colors 63 "$seeds/transparent.gif"
+convert "$variants/base.jpg" -compress lzw -define tiff:rows-per-strip=8 "$seeds/lzw.tif"
+convert "$variants/base.jpg" -define tiff:tile-geometry=32x32 -compress zip "$seeds/tiled.tif"
+convert "$variants/base.jpg" -depth 16 -orient RightTop "$seeds/rgb16.tif"
+convert "$variants/base.jpg" -dither None -colors 64 -type Palette "$seeds/palette.tif"
+convert "$variants/base.jpg" -colorspace CMYK -depth 8 "$seeds/cmyk.tif"
+convert "$seeds/alpha.png" -interlace plane "$seeds/planar-alpha.tif"
+cp Fuzz/seeds/*.dng Fuzz/seeds/*.raf "$seeds/"
 jpegtran -scans "$seeds/dc-last.txt" "$variants/base.jpg" > "$seeds/dc-last.jpg"
 jpegtran -scans "$seeds/separate.txt" "$variants/base.jpg" > "$seeds/separate.jpg"
 swift build --build-path .build/asan --product tessera-fuzz -Xswiftc -sanitize=address -Xcc -fsanitize=address 2>&1 | tail -1
@@ -65,7 +79,8 @@ status=0
 .build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --target "$target" --work "$work" \
     --regressions Fuzz/regressions \
     Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg "$seeds"/*.png "$seeds"/*.webp \
-    "$seeds"/*.heic "$seeds"/*.avif "$seeds"/*.tessera-part || status=$?
+    "$seeds"/*.heic "$seeds"/*.avif "$seeds"/*.gif "$seeds"/*.tif "$seeds"/*.dng "$seeds"/*.raf \
+    "$seeds"/*.tessera-part || status=$?
 if [ "$status" != 0 ]; then
     echo "fuzz: FINDING (exit $status, seed $seed); the input is kept in $work (current.jpg or hang-N.jpg)" >&2
     exit "$status"

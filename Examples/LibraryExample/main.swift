@@ -9,7 +9,7 @@ guard arguments.count == 3 else {
     exit(2)
 }
 do {
-    // Every JPEG, PNG, WebP and HEIF under the folder; unreadable files are listed, not fatal.
+    // Every photo (JPEG, PNG, WebP, HEIF, GIF, TIFF, RAW) under the folder; unreadable files are listed, not fatal.
     let library = try PhotoLibrary.scan([arguments[1]])
     for skipped in library.skipped { print("skipped \(skipped.path): \(skipped.reason)") }
     // 4 columns of 200 px cells, as many rows as the photos need.

@@ -56,7 +56,7 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               skipped: [SkippedPhoto] = []) -> String {
+                               skipped: [SkippedPhoto] = [], videos: Int = 0) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -71,6 +71,7 @@ public enum Report {
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
+        if videos > 0 { line += ", left out \(Report.videos(videos))" }
         // Each was named in a warning when it happened; not a second time here.
         if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (named in the warnings above)" }
         return line
@@ -136,8 +137,12 @@ public enum Report {
         if leftOut.thumbnailFolders > 0 { parts.append("\(leftOut.thumbnailFolders) thumbnail folder(s)") }
         if leftOut.excluded > 0 { parts.append("\(leftOut.excluded) by --exclude") }
         if leftOut.ownOutputs > 0 { parts.append("\(leftOut.ownOutputs) Tessera output(s) (JPEGs it rendered, pyramid tile folders)") }
+        if leftOut.videos > 0 { parts.append(videos(leftOut.videos)) }
         return "left out    " + parts.joined(separator: ", ")
     }
+
+    /// "12 videos": the videos (Live Photo movies, clips) a search found, counted, not named.
+    static func videos(_ count: Int) -> String { count == 1 ? "1 video" : "\(count) videos" }
 
     /// Seconds left, or nil while the rate so far says little: before a second has passed and a
     /// tenth is done (the first stripes wait for the slowest photos; an early guess was 30 times

@@ -38,7 +38,8 @@ public struct Runner {
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try RenderManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
             }
-            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped))
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped,
+                                  videos: library.leftOut.videos))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: options.manifestPath, skipped: library.skipped.count))
             return .success
@@ -97,7 +98,8 @@ public struct Runner {
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicJob.writeManifest(prepared, to: path)
             }
-            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped + prepared.failed))
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped + prepared.failed,
+                                  videos: library.leftOut.videos))
             console.result(matching)
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skipped.count + prepared.failed.count)
@@ -229,9 +231,11 @@ public struct Runner {
     }
 
     /// The summary line of a render, or of a shard's part.
-    func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: [SkippedPhoto]) -> String {
+    func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: [SkippedPhoto],
+                videos: Int = 0) -> String {
         guard let target = renderer.shard, let band = renderer.band else {
-            return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: skipped)
+            return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: skipped,
+                                  videos: videos)
         }
         return Report.shard(summary, target: target, band: band, skipped: skipped)
     }

@@ -476,7 +476,7 @@ let fixtures: String = {
         let empty = directory + "/empty"
         mkdir(empty, 0o755)
         let noPhotos = runTessera(["grid", empty, "-o", directory + "/n.jpg", "--grid", "4x4", "--tile-size", "16"])
-        #expect(noPhotos.status == 3 && noPhotos.output.contains("no photos (JPEG, PNG, WebP, HEIF/HEIC, AVIF) in"), "\(noPhotos.output)")
+        #expect(noPhotos.status == 3 && noPhotos.output.contains("no photos (JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, camera RAW previews, TIFF) in"), "\(noPhotos.output)")
         // 4: not enough memory for the smallest plan.
         let memory = runTessera(grid + ["-o", directory + "/m.jpg", "--grid", "400x10", "--tile-size", "150", "--max-memory", "16M"])
         #expect(memory.status == 4, "\(memory.output)")

@@ -15,5 +15,8 @@ const char *tessera_libheif_version(void);
 void tessera_libwebp_version(char *out, int capacity);
 const char *tessera_libspng_version(void);
 void tessera_lcms2_version(char *out, int capacity);
+/// giflib has no run-time call either: its headers' version.
+const char *tessera_giflib_version(void);
+void tessera_libtiff_version(char *out, int capacity);
 
 #endif

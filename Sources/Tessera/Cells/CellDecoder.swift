@@ -107,6 +107,7 @@ public struct CellDecoder: Sendable {
         case .readable(let format): return try Formats.reader(for: format).decode(photo, with: self, into: cell)
         case .unreadable(let name):
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "\(name), which Tessera does not read")
+        case .video: throw TesseraError.unreadablePhoto(path: photo.path, reason: "a video, not a photo")
         case .ownOutput, .notAnImage:
             // Anything else is handed to libjpeg, whose message says what it found.
             return try JPEGFormat.decode(photo, with: self, into: cell)

@@ -37,14 +37,18 @@ enum Sniffed: Equatable {
     case readable(ImageFormat)
     /// A JPEG or Deep Zoom tile Tessera rendered (`JPEGMarks.isOwnOutput`): not a photo.
     case ownOutput
-    /// An image Tessera can name but not read ("a GIF image").
+    /// An image Tessera can name but not read ("a BMP image").
     case unreadable(String)
+    /// A video (a phone's Live Photo movie beside its picture, a clip): not a photo, and
+    /// counted rather than warned about one by one.
+    case video
     case notAnImage
 
     init(startingWith bytes: [UInt8]) {
         for format in Formats.all {
             if let sniffed = format.sniff(bytes) { self = sniffed; return }
         }
+        if Formats.isVideo(bytes) { self = .video; return }
         for known in Formats.namedOnly where known.magic.contains(where: { starts(bytes, with: $0) }) {
             self = .unreadable(known.name)
             return
@@ -55,15 +59,34 @@ enum Sniffed: Equatable {
 
 public enum Formats {
     /// Every format Tessera reads, in the order their first bytes are tried.
-    static let all: [any PhotoFormat.Type] = [JPEGFormat.self, PNGFormat.self, WebPFormat.self, HEIFFormat.self]
+    /// (RAW before TIFF: a CR2 starts as a TIFF does.)
+    static let all: [any PhotoFormat.Type] = [JPEGFormat.self, PNGFormat.self, WebPFormat.self, HEIFFormat.self,
+                                              GIFFormat.self, RAWFormat.self, TIFFFormat.self]
 
     /// Images Tessera recognises but does not read, by their first bytes: named in a warning
     /// (and refused by a strict run), never passed over silently.
     static let namedOnly: [(name: String, magic: [[UInt8]], suffixes: [String])] = [
-        ("a GIF image", [Array("GIF87a".utf8), Array("GIF89a".utf8)], [".gif"]),
-        ("a TIFF image (or a camera RAW file)", [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A]], [".tif", ".tiff"]),
         ("a BMP image", [[0x42, 0x4D]], [".bmp"]),
     ]
+
+    /// The ISO BMFF brands of videos (QuickTime, MP4, M4V, 3GPP): asked after HEIF, whose
+    /// brands are pictures.
+    static let videoBrands: Set<String> = ["qt  ", "isom", "iso2", "iso4", "iso5", "iso6", "mp41", "mp42", "mp71", "avc1",
+                                           "M4V ", "M4VH", "M4VP", "3gp4", "3gp5", "3gp6", "3gp7", "3g2a", "3g2b", "3g2c",
+                                           "MSNV", "dash", "f4v ", "XAVC", "NDAS", "caqv"]
+
+    /// Whether the first bytes are a video's: an ISO BMFF file of a video brand (or an old
+    /// QuickTime movie starting with its movie, data or padding atom), RIFF AVI, Matroska/WebM,
+    /// MPEG program stream, ASF (WMV).
+    static func isVideo(_ bytes: [UInt8]) -> Bool {
+        if bytes.count >= 12, String(decoding: bytes[4..<8], as: UTF8.self) == "ftyp" {
+            return videoBrands.contains(String(decoding: bytes[8..<12], as: UTF8.self))
+        }
+        if bytes.count >= 8, ["moov", "mdat", "wide"].contains(String(decoding: bytes[4..<8], as: UTF8.self)) { return true }
+        if starts(bytes, with: Array("RIFF".utf8)) && starts(bytes, with: Array("AVI ".utf8), at: 8) { return true }
+        return starts(bytes, with: [0x1A, 0x45, 0xDF, 0xA3]) || starts(bytes, with: [0x00, 0x00, 0x01, 0xBA])
+            || starts(bytes, with: [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11])
+    }
 
     /// The type that reads `format`, one that a sniff found (so one of `all`).
     static func reader(for format: ImageFormat) -> any PhotoFormat.Type {
@@ -85,7 +108,7 @@ public enum Formats {
         all.filter { $0.format != format }.flatMap { $0.suffixes } + namedOnly.flatMap(\.suffixes)
     }
 
-    /// The formats read, for messages: "JPEG, PNG, WebP, HEIF/HEIC, AVIF".
+    /// The formats read, for messages: "JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, ...".
     public static var names: String { all.map { $0.kinds }.joined(separator: ", ") }
 }
 

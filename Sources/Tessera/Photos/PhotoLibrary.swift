@@ -1,5 +1,5 @@
-// PhotoLibrary.swift — finds the photos (JPEG, PNG, WebP, HEIF/HEIC, AVIF) under the paths a
-// user gives.
+// PhotoLibrary.swift — finds the photos (JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, TIFF, camera
+// RAW previews) under the paths a user gives.
 //
 // Files are recognised by content (their first bytes), not by extension. Directories
 // are searched recursively; symlinks are followed, but each directory is entered once (by device
@@ -67,8 +67,11 @@ public struct LeftOut: Equatable, Sendable {
     /// JPEGs Tessera rendered (they carry its mark) and Deep Zoom tile folders (`NAME_files`
     /// beside `NAME.dzi`): an earlier run's output written among the photos.
     public var ownOutputs = 0
+    /// Videos (by their first bytes: QuickTime, MP4, AVI, Matroska...), Live Photo movies
+    /// among them: counted once, not a warning each.
+    public var videos = 0
 
-    public var total: Int { hidden + thumbnailFolders + excluded + ownOutputs }
+    public var total: Int { hidden + thumbnailFolders + excluded + ownOutputs + videos }
 }
 
 /// A photo left out, and why.
@@ -219,6 +222,7 @@ public struct PhotoLibrary: Sendable {
                 switch result! {
                 case .success(.photo(let photo)): photos.append(photo)
                 case .success(.ownOutput): leftOut.ownOutputs += 1
+                case .success(.video): leftOut.videos += 1
                 case .success(.notAnImage) where !candidate.named && !Formats.hasPhotoSuffix(candidate.path.display):
                     // Sidecars, notes, other files under their own names: not photos, no warning.
                     ignored += 1
@@ -308,6 +312,7 @@ public struct PhotoLibrary: Sendable {
         case ownOutput
         /// Not an image at all (a sidecar, notes).
         case notAnImage
+        case video
     }
 
     /// The photo at `file`, or what else it is.
@@ -327,6 +332,8 @@ public struct PhotoLibrary: Sendable {
                 return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
             case .notAnImage:
                 return .success(.notAnImage)
+            case .video:
+                return .success(.video)
             case .ownOutput:
                 return .success(.ownOutput)
             }

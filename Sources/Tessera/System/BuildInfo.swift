@@ -10,7 +10,7 @@ public enum BuildInfo {
     }
 
     /// The image libraries Tessera links, with their versions: libjpeg-turbo's from the headers
-    /// it was built with (it has no run-time call), the others from the library loaded.
+    /// it was built with (like giflib's, it has no run-time call), the others from the library loaded.
     public static var libraries: [(name: String, version: String)] {
         func text(_ fill: (UnsafeMutablePointer<CChar>, Int32) -> Void) -> String {
             var buffer = [CChar](repeating: 0, count: 32)
@@ -23,6 +23,8 @@ public enum BuildInfo {
             ("libwebp", text { tessera_libwebp_version($0, $1) }),
             ("libspng", String(cString: tessera_libspng_version())),
             ("lcms2", text { tessera_lcms2_version($0, $1) }),
+            ("giflib", String(cString: tessera_giflib_version())),
+            ("libtiff", text { tessera_libtiff_version($0, $1) }),
         ]
     }
 }

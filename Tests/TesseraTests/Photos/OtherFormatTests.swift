@@ -317,21 +317,17 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
         }
     }
 
-    /// GIF, TIFF, BMP and HEIF sequences are named in a warning; a non-image named .png too.
+    /// BMP is named in a warning; a non-image named .png too. (GIF and TIFF are read: NewFormatTests.)
     @Test func unreadableImagesAreNamed() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let master = formatFixtures.directory + "/master.png"
-        #expect(runTool(["convert", master, scratch.file("a.gif")]) == 0)
-        #expect(runTool(["convert", master, scratch.file("b.tif")]) == 0)
         #expect(runTool(["convert", master, scratch.file("c.bmp")]) == 0)
         writeBytes(Array("not a picture".utf8), to: scratch.file("d.png"))
         writeBytes(Array("notes".utf8), to: scratch.file("e.txt"))
         let library = try PhotoLibrary.scan([scratch.path])
         #expect(library.photos.isEmpty)
         let reasons = Dictionary(uniqueKeysWithValues: library.skipped.map { (String($0.path.split(separator: "/").last!), $0.reason) })
-        #expect(reasons["a.gif"]?.hasPrefix("a GIF image") == true)
-        #expect(reasons["b.tif"]?.hasPrefix("a TIFF image") == true)
         #expect(reasons["c.bmp"]?.hasPrefix("a BMP image") == true)
         #expect(reasons["d.png"] != nil)
         #expect(reasons["e.txt"] == nil && library.ignoredNonJPEGCount == 1)

@@ -12,10 +12,11 @@ import Testing
         ("saved.webp", Array("RIFF".utf8) + [0x10, 0, 0, 0] + Array("WEBPVP8 ".utf8), "WebP: "),
         ("IMG_0001.HEIC", [0, 0, 0, 0x18] + Array("ftypheic".utf8), "HEIF: "),
         ("photo.avif", [0, 0, 0, 0x1C] + Array("ftypavif".utf8), "HEIF: "),
+        ("anim.gif", Array("GIF89a".utf8), "GIF: "),
+        ("scan.tif", [0x49, 0x49, 0x2A, 0x00], "TIFF: "),
+        ("raw.cr2", [0x49, 0x49, 0x2A, 0x00, 0x10, 0, 0, 0] + Array("CR".utf8), "a CR2 with no JPEG preview"),
+        ("raw.raf", Array("FUJIFILMCCD-RAW ".utf8), "a RAF with no JPEG preview"),
         // Formats it does not: named.
-        ("anim.gif", Array("GIF89a".utf8), "a GIF image, which Tessera does not read"),
-        ("scan.tif", [0x49, 0x49, 0x2A, 0x00], "a TIFF image (or a camera RAW file), which Tessera does not read"),
-        ("raw.cr2", [0x4D, 0x4D, 0x00, 0x2A], "a TIFF image (or a camera RAW file), which Tessera does not read"),
         ("old.bmp", Array("BM".utf8) + [0x36, 0x10, 0, 0], "a BMP image, which Tessera does not read"),
         ("clip.heics", [0, 0, 0, 0x18] + Array("ftyphevc".utf8), "a HEIF image sequence, which Tessera does not read"),
     ]

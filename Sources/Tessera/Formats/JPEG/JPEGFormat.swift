@@ -33,14 +33,19 @@ enum JPEGFormat: PhotoFormat {
 }
 
 extension CellDecoder {
-    func decodeJPEG(_ photo: PhotoFile, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+    /// `offset`: where the JPEG starts in the file (a camera RAW's preview, RAW.swift); the
+    /// libjpeg reader reads on from there, and the DC decoder, which reads from the first byte,
+    /// is not used. `orientationIfNone`: the orientation when the JPEG carries none (the RAW's).
+    func decodeJPEG(_ photo: PhotoFile, startingAt offset: Int64 = 0, orientationIfNone: Int = 0,
+                    into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let path = photo.path
+        if offset > 0 { try photo.seek(to: offset) }
         let reader = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: budget.poolBytes)
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
         let header = try reader.readHeader()
         let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile) : .none
         defer { conversion.release() }
-        let orientation = OrientationTransform(exifOrientation: header.exifOrientation)
+        let orientation = OrientationTransform(exifOrientation: header.exifOrientation == 0 ? orientationIfNone : header.exifOrientation)
         let stored = storedCell(orientation)
 
         // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
@@ -61,7 +66,7 @@ extension CellDecoder {
                           adobeInverted: header.adobeInverted, conversion: conversion, rows: rows, into: cell)
         }
 
-        if header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
+        if offset == 0 && header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
             // Two bytes a block (18 for 4:2:0 chroma) instead of libjpeg's 128.
             let planeBytes = Int(clamping: header.dcDecoderBytes)
             let inMemory = planeBytes + working <= inMemoryShare

@@ -1,0 +1,44 @@
+// tessera_tiff.h — a TIFF's first page with libtiff (tessera_tiff.c), a strip or a row of tiles
+// at a time.
+#ifndef TESSERA_TIFF_H
+#define TESSERA_TIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tessera_tiff tessera_tiff;
+
+/// The first page's tags, and what reading it holds.
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    uint16_t bits_per_sample;
+    uint16_t samples_per_pixel;
+    uint16_t photometric;      // PHOTOMETRIC_* (0 min-is-white, 1 min-is-black, 2 RGB, 3 palette, 5 separated, 6 YCbCr, ...)
+    uint16_t planar;           // 1 contiguous, 2 separate planes
+    uint16_t compression;
+    uint16_t orientation;      // the Orientation tag, 1...8 (1 when absent)
+    int32_t tiled;
+    int32_t has_alpha;         // an extra sample that is alpha
+    uint32_t chunk_rows;       // rows read at once: a strip's (or a few small strips'), or a row of tiles
+    uint64_t chunk_bytes;      // what reading one chunk holds: libtiff's strip or tile buffers and the RGBA rows
+    uint64_t image_bytes;      // the whole page's samples, decoded: the work a file of this size can ask for
+} tessera_tiff_info;
+
+/// Opens the TIFF on `fd` (read with pread, from byte 0) at its first page and sets up libtiff's
+/// RGBA reading of it. libtiff allocates at most `max_allocation` bytes at once. NULL with the
+/// reason in `message` when libtiff cannot read it, or cannot turn its page into RGBA.
+tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
+                                char *message, size_t message_bytes);
+/// The ICC profile (TIFFTAG_ICCPROFILE), NULL when none; valid while the reader lives.
+const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length);
+/// Allocates the chunk's RGBA rows. 0, or -1 with the reason in tessera_tiff_message.
+int tessera_tiff_start(tessera_tiff *tiff);
+/// Up to `max_rows` next rows as RGB8 (`stride` bytes apart), alpha laid over the background
+/// (red, green, blue). Returns the rows given (0 at the end), or -1 with the reason.
+int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int max_rows,
+                           uint8_t red, uint8_t green, uint8_t blue);
+const char *tessera_tiff_message(const tessera_tiff *tiff);
+void tessera_tiff_close(tessera_tiff *tiff);
+
+#endif

@@ -1,0 +1,249 @@
+// tessera_tiff.c — a TIFF's first page with libtiff, read from a file descriptor with pread.
+//
+// libtiff's RGBA interface (TIFFRGBAImage) turns every layout it knows into RGBA8: 8 and 16
+// bits, grey, RGB, palette, CMYK, YCbCr, with or without alpha, contiguous or planar, strips or
+// tiles. It is asked for one chunk of rows at a time: a strip (a few strips when they are a
+// row or two each), or a row of tiles, so each strip or tile is decoded once and only one
+// chunk is held. Its own flips for the Orientation tag are turned off (the rows come as
+// stored): Tessera turns the cell, as it does for every format. libtiff's messages go to this
+// reader, never to stderr.
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <tiffio.h>
+
+#include "tessera_tiff.h"
+
+struct tessera_tiff {
+    TIFF *tif;
+    int fd;
+    uint64_t offset;
+    uint64_t file_bytes;
+    tessera_tiff_info info;
+    TIFFRGBAImage image;
+    int image_begun;
+    uint32_t *raster;      // chunk_rows rows of RGBA
+    uint32_t chunk_first;  // the first row held in the raster
+    uint32_t chunk_count;  // rows held (0: none yet)
+    uint32_t next_row;
+    char message[300];
+};
+
+static tmsize_t read_proc(thandle_t handle, void *buffer, tmsize_t size) {
+    struct tessera_tiff *tiff = handle;
+    tmsize_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(tiff->fd, (uint8_t *)buffer + done, (size_t)(size - done), (off_t)tiff->offset);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return done > 0 ? done : -1;
+        }
+        if (n == 0) break;
+        tiff->offset += (uint64_t)n;
+        done += n;
+    }
+    return done;
+}
+
+static tmsize_t write_proc(thandle_t handle, void *buffer, tmsize_t size) {
+    (void)handle; (void)buffer; (void)size;
+    return -1;
+}
+
+static toff_t seek_proc(thandle_t handle, toff_t offset, int whence) {
+    struct tessera_tiff *tiff = handle;
+    uint64_t base = whence == SEEK_CUR ? tiff->offset : whence == SEEK_END ? tiff->file_bytes : 0;
+    tiff->offset = base + offset;
+    return tiff->offset;
+}
+
+static int close_proc(thandle_t handle) { (void)handle; return 0; }
+
+static toff_t size_proc(thandle_t handle) { return ((struct tessera_tiff *)handle)->file_bytes; }
+
+static int map_proc(thandle_t handle, void **base, toff_t *size) { (void)handle; (void)base; (void)size; return 0; }
+
+static void unmap_proc(thandle_t handle, void *base, toff_t size) { (void)handle; (void)base; (void)size; }
+
+static int on_error(TIFF *tif, void *user, const char *module, const char *format, va_list args) {
+    (void)tif; (void)module;
+    struct tessera_tiff *tiff = user;
+    // The first error is the cause; later ones follow from it.
+    if (tiff->message[0] == 0) vsnprintf(tiff->message, sizeof tiff->message, format, args);
+    return 1;
+}
+
+/// libtiff's warnings are dropped: most say a tag is unknown (every camera and scanner writes
+/// private ones), nothing a person can act on; what goes wrong with the data is an error.
+static int on_warning(TIFF *tif, void *user, const char *module, const char *format, va_list args) {
+    (void)tif; (void)user; (void)module; (void)format; (void)args;
+    return 1;
+}
+
+static pthread_once_t silenced = PTHREAD_ONCE_INIT;
+
+/// libtiff's process-wide handlers print to stderr; a library never prints. Every reader has
+/// handlers of its own, so the global ones get only what comes before a TIFF is open.
+static void silence_global_handlers(void) {
+    TIFFSetErrorHandler(NULL);
+    TIFFSetWarningHandler(NULL);
+}
+
+static void fill_info(struct tessera_tiff *tiff) {
+    TIFF *tif = tiff->tif;
+    tessera_tiff_info *info = &tiff->info;
+    uint16_t extra_count = 0, *extra = NULL;
+    TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &info->width);
+    TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &info->height);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &info->bits_per_sample);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &info->samples_per_pixel);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &info->planar);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &info->compression);
+    if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &info->photometric)) info->photometric = 0xFFFF;
+    if (!TIFFGetField(tif, TIFFTAG_ORIENTATION, &info->orientation) || info->orientation < 1 || info->orientation > 8)
+        info->orientation = 1;
+    if (TIFFGetField(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra) && extra_count > 0 && extra != NULL)
+        info->has_alpha = extra[0] == EXTRASAMPLE_ASSOCALPHA || extra[0] == EXTRASAMPLE_UNASSALPHA;
+    info->tiled = TIFFIsTiled(tif);
+    uint64_t planes = info->planar == PLANARCONFIG_SEPARATE ? info->samples_per_pixel : 1;
+    uint64_t buffer;
+    if (info->tiled) {
+        uint32_t tile_height = 0;
+        TIFFGetField(tif, TIFFTAG_TILELENGTH, &tile_height);
+        info->chunk_rows = tile_height;
+        buffer = TIFFTileSize64(tif) * planes;
+    } else {
+        uint32_t rows = 0;
+        TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows);
+        if (rows == 0 || rows > info->height) rows = info->height;
+        buffer = TIFFStripSize64(tif) * planes;
+        // Strips of a row or two: a few at once, so a chunk is not a call per row.
+        info->chunk_rows = rows < 16 ? (16 / rows) * rows : rows;
+    }
+    if (info->chunk_rows == 0 || info->chunk_rows > info->height) info->chunk_rows = info->height;
+    // libtiff's decoded buffer, and the raw bytes it reads a compressed strip or tile into
+    // (about as large, at most), and the RGBA rows.
+    info->chunk_bytes = 2 * buffer + (uint64_t)info->width * info->chunk_rows * 4;
+    info->image_bytes = TIFFScanlineSize64(tif) * planes * info->height;
+}
+
+tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
+                                char *message, size_t message_bytes) {
+    pthread_once(&silenced, silence_global_handlers);
+    struct tessera_tiff *tiff = calloc(1, sizeof *tiff);
+    if (tiff == NULL) {
+        snprintf(message, message_bytes, "out of memory");
+        return NULL;
+    }
+    tiff->fd = fd;
+    tiff->file_bytes = file_bytes;
+    TIFFOpenOptions *options = TIFFOpenOptionsAlloc();
+    if (options == NULL) {
+        free(tiff);
+        snprintf(message, message_bytes, "out of memory");
+        return NULL;
+    }
+    TIFFOpenOptionsSetMaxSingleMemAlloc(options, (tmsize_t)(max_allocation > (uint64_t)INT64_MAX ? INT64_MAX : max_allocation));
+    TIFFOpenOptionsSetErrorHandlerExtR(options, on_error, tiff);
+    TIFFOpenOptionsSetWarningHandlerExtR(options, on_warning, tiff);
+    // "m": no memory mapping (every read is a pread through read_proc).
+    tiff->tif = TIFFClientOpenExt("photo", "rm", tiff, read_proc, write_proc, seek_proc, close_proc, size_proc,
+                                  map_proc, unmap_proc, options);
+    TIFFOpenOptionsFree(options);
+    if (tiff->tif == NULL) {
+        snprintf(message, message_bytes, "%s", tiff->message[0] ? tiff->message : "not a TIFF libtiff reads");
+        free(tiff);
+        return NULL;
+    }
+    fill_info(tiff);
+    // Begun here, not when drawing: a layout libtiff's RGBA interface accepts but cannot set up
+    // (16-bit CMYK) is then known to the scan, not a placeholder in the render.
+    char reason[1024] = {0};
+    if (!TIFFRGBAImageOK(tiff->tif, reason) || !TIFFRGBAImageBegin(&tiff->image, tiff->tif, 1, reason)) {
+        snprintf(message, message_bytes, "%s", reason[0] ? reason : "a layout libtiff cannot turn into RGB");
+        tessera_tiff_close(tiff);
+        return NULL;
+    }
+    tiff->image_begun = 1;
+    // The rows as stored, top to bottom: the caller turns the cell for the Orientation tag.
+    tiff->image.req_orientation = ORIENTATION_TOPLEFT;
+    tiff->image.orientation = ORIENTATION_TOPLEFT;
+    *info = tiff->info;
+    return tiff;
+}
+
+const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length) {
+    uint32_t count = 0;
+    void *data = NULL;
+    if (!TIFFGetField(tiff->tif, TIFFTAG_ICCPROFILE, &count, &data) || data == NULL || count == 0) {
+        *length = 0;
+        return NULL;
+    }
+    *length = count;
+    return data;
+}
+
+int tessera_tiff_start(tessera_tiff *tiff) {
+    size_t pixels = (size_t)tiff->info.width * tiff->info.chunk_rows;
+    tiff->raster = malloc(pixels * sizeof(uint32_t));
+    if (tiff->raster == NULL) {
+        snprintf(tiff->message, sizeof tiff->message, "out of memory for %u rows of %u px", tiff->info.chunk_rows, tiff->info.width);
+        return -1;
+    }
+    return 0;
+}
+
+/// Reads the chunk holding `row` (chunks start at multiples of chunk_rows).
+static int fill_chunk(struct tessera_tiff *tiff, uint32_t row) {
+    uint32_t first = row / tiff->info.chunk_rows * tiff->info.chunk_rows;
+    uint32_t count = tiff->info.height - first < tiff->info.chunk_rows ? tiff->info.height - first : tiff->info.chunk_rows;
+    tiff->image.row_offset = (int)first;
+    tiff->image.col_offset = 0;
+    if (!TIFFRGBAImageGet(&tiff->image, tiff->raster, tiff->info.width, count)) {
+        if (tiff->message[0] == 0) snprintf(tiff->message, sizeof tiff->message, "reading rows %u to %u failed", first, first + count);
+        return -1;
+    }
+    tiff->chunk_first = first;
+    tiff->chunk_count = count;
+    return 0;
+}
+
+int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int max_rows,
+                           uint8_t red, uint8_t green, uint8_t blue) {
+    int rows = 0;
+    uint32_t width = tiff->info.width;
+    while (rows < max_rows && tiff->next_row < tiff->info.height) {
+        uint32_t row = tiff->next_row;
+        if (tiff->chunk_count == 0 || row < tiff->chunk_first || row >= tiff->chunk_first + tiff->chunk_count) {
+            if (fill_chunk(tiff, row) != 0) return -1;
+        }
+        const uint32_t *in = tiff->raster + (size_t)(row - tiff->chunk_first) * width;
+        uint8_t *out = rgb + (size_t)rows * stride;
+        // libtiff's RGBA is premultiplied (it multiplies unassociated alpha itself): the
+        // background is added in what alpha leaves.
+        for (uint32_t x = 0; x < width; x++) {
+            uint32_t p = in[x];
+            unsigned a = TIFFGetA(p), left = 255 - a;
+            out[x * 3] = (uint8_t)(TIFFGetR(p) + (red * left + 127) / 255);
+            out[x * 3 + 1] = (uint8_t)(TIFFGetG(p) + (green * left + 127) / 255);
+            out[x * 3 + 2] = (uint8_t)(TIFFGetB(p) + (blue * left + 127) / 255);
+        }
+        tiff->next_row++;
+        rows++;
+    }
+    return rows;
+}
+
+const char *tessera_tiff_message(const tessera_tiff *tiff) { return tiff->message; }
+
+void tessera_tiff_close(tessera_tiff *tiff) {
+    if (tiff == NULL) return;
+    if (tiff->image_begun) TIFFRGBAImageEnd(&tiff->image);
+    if (tiff->tif != NULL) TIFFClose(tiff->tif);
+    free(tiff->raster);
+    free(tiff);
+}

@@ -1,0 +1,139 @@
+// TIFF.swift — TIFF photos through libtiff (tessera_tiff.c): the format's entry, its reader,
+// and its rows into the cell path.
+//
+// The first page is drawn. libtiff turns every layout it knows (8 and 16 bits; grey, RGB,
+// palette, CMYK, YCbCr; alpha; strips or tiles, contiguous or planar) into RGBA, one chunk at a
+// time: a strip, or a row of tiles, so what is held is one chunk, never the whole picture (but
+// for a TIFF stored as one strip, whose strip is the picture: counted, as `wholeImageBytes`,
+// against the budget). The Orientation tag and the ICC profile go through the same steps as
+// EXIF orientation and embedded profiles do for the other formats. A file starting as a TIFF
+// that holds camera sensor data (a DNG, NEF, ARW...) is a camera RAW: RAWFormat draws its
+// preview.
+import CTesseraShims
+
+extension ImageFormat {
+    public static let tiff = ImageFormat(rawValue: "TIFF")
+}
+
+enum TIFFFormat: PhotoFormat {
+    static let format = ImageFormat.tiff
+    static let suffixes = [".tif", ".tiff"]
+
+    /// TIFF and BigTIFF, either byte order.
+    static func sniff(_ bytes: [UInt8]) -> Sniffed? {
+        let magic: [[UInt8]] = [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A], [0x49, 0x49, 0x2B, 0x00], [0x4D, 0x4D, 0x00, 0x2B]]
+        return magic.contains(where: { starts(bytes, with: $0) }) ? .readable(format) : nil
+    }
+
+    static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
+        if try RAWStructure(photo: photo).isCameraRAW { return try RAWFormat.header(of: photo, decoderMemoryBytes: decoderMemoryBytes) }
+        return try TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes).header
+    }
+
+    /// One chunk (a strip, or a row of tiles) and libtiff's buffers for it, whatever the cell.
+    static func wholeImageBytes(_ header: PhotoHeader, cellWidth: Int, cellHeight: Int) -> Int {
+        Int(clamping: header.wholeImageBytes)
+    }
+
+    static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
+                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        if try RAWStructure(photo: photo).isCameraRAW { return try RAWFormat.decode(photo, with: decoder, into: cell) }
+        return try decoder.decodeTIFF(TIFFReader(photo: photo, maxAllocation: decoder.budget.oneDecodeLimitBytes), into: cell)
+    }
+}
+
+final class TIFFReader {
+    let photo: PhotoFile
+    private let tiff: OpaquePointer
+    let info: tessera_tiff_info
+
+    /// The most decoded bytes one byte of a TIFF's data makes (LZW: a 12-bit code stands for
+    /// up to 4,096 bytes): a page that claims more than its file can hold is refused before
+    /// libtiff spends minutes decoding nothing.
+    static let bytesPerByte: Int64 = 3_000
+
+    /// `maxAllocation`: the most libtiff may allocate at once.
+    init(photo: PhotoFile, maxAllocation: Int) throws(TesseraError) {
+        self.photo = photo
+        var info = tessera_tiff_info()
+        var message = [CChar](repeating: 0, count: 300)
+        guard let tiff = tessera_tiff_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), UInt64(max(1, maxAllocation)),
+                                           &info, &message, 300) else {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "TIFF: \(cMessage(message))")
+        }
+        self.tiff = tiff
+        self.info = info
+        if info.width == 0 || info.height == 0 {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "TIFF: its first page is \(info.width) x \(info.height) px")
+        }
+        if Int64(clamping: info.image_bytes) > Self.bytesPerByte * photo.fileBytes + (1 << 20) {
+            throw TesseraError.unreadablePhoto(
+                path: photo.path, reason: "its TIFF header claims \(info.width) x \(info.height) px, more than its "
+                    + "\(formatBytes(photo.fileBytes)) can hold: it is truncated or corrupt")
+        }
+    }
+
+    deinit { tessera_tiff_close(tiff) }
+
+    /// Grey (min-is-white, min-is-black), CMYK (separated), or RGB (RGB, palette, YCbCr, ...).
+    var colorModel: PhotoHeader.ColorModel {
+        switch info.photometric { case 0, 1: .gray; case 5: .cmyk; default: .rgb }
+    }
+
+    var header: PhotoHeader {
+        var header = PhotoHeader(width: Int(info.width), height: Int(info.height), colorModel: colorModel,
+                                 isProgressive: false, exifOrientation: Int(info.orientation), adobeInverted: false)
+        header.format = .tiff
+        header.hasAlpha = info.has_alpha != 0
+        header.colorTag = colorModel == .rgb ? ColorProfiles.tag(icc: iccProfile) : nil
+        header.wholeImageBytes = Int64(clamping: info.chunk_bytes)
+        return header
+    }
+
+    var iccProfile: UnsafeRawBufferPointer {
+        var length = 0
+        return ColorProfiles.bytes(tessera_tiff_icc(tiff, &length), count: length)
+    }
+
+    /// An RGB page's profile, as the JPEG reader does: a grey or CMYK profile is not an RGB one.
+    var conversion: ColorConversion { colorModel == .rgb ? ColorProfiles.conversion(icc: iccProfile) : .none }
+
+    func start() throws(TesseraError) {
+        guard tessera_tiff_start(tiff) == 0 else { throw failure() }
+    }
+
+    /// Up to `maxRows` RGB rows, alpha over `background`; 0 at the end.
+    func readRows(into buffer: UnsafeMutableRawPointer, stride: Int, maxRows: Int, background: RGB) throws(TesseraError) -> Int {
+        let rows = tessera_tiff_read_rows(tiff, buffer.assumingMemoryBound(to: UInt8.self), stride, Int32(maxRows),
+                                          background.red, background.green, background.blue)
+        guard rows >= 0 else { throw failure() }
+        return Int(rows)
+    }
+
+    private func failure() -> TesseraError {
+        .unreadablePhoto(path: photo.path, reason: "TIFF: " + String(cString: tessera_tiff_message(tiff)))
+    }
+}
+
+extension CellDecoder {
+    func decodeTIFF(_ reader: TIFFReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let width = Int(reader.info.width), height = Int(reader.info.height)
+        let orientation = OrientationTransform(exifOrientation: Int(reader.info.orientation))
+        let conversion = reader.conversion
+        defer { conversion.release() }
+        let request = workingBytes(outputWidth: width) + Int(clamping: reader.info.chunk_bytes)
+        let layout = reader.info.tiled != 0 ? "a row of tiles" : "a strip"
+        try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
+                         what: "decoding this \(width) x \(height) TIFF \(layout) (\(reader.info.chunk_rows) rows) at a time")
+        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            try reader.start()
+            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                     adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+                let rows = try reader.readRows(into: buffer, stride: stride, maxRows: count, background: background)
+                if cancellation?.isCancelled == true { throw .cancelled }
+                return rows
+            }, into: cell)
+            return notes(conversion)
+        }
+    }
+}
