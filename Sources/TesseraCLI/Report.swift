@@ -14,7 +14,7 @@ public enum Report {
                 : "jpeg        none (Deep Zoom only)",
             "stripes     \(plan.geometry.stripeCount) of \(plan.geometry.stripeHeight) rows (\(formatBytes(Int64(plan.stripeBytes))) each), \(plan.windowStripes) in flight",
             "workers     \(plan.workers)",
-            "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (HEIF, lossless WebP) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
+            "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (a single-picture HEIF or AVIF, a lossless WebP, an interlaced GIF) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
             "cell cache  \(plan.cellSlots) cells of \(formatBytes(Int64(plan.cellBytes)))",
             "memory      about \(formatBytes(Int64(max(plan.estimatedPeakBytes, preparationBytes)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes)))\(budgetRule(settings, plan: plan)))"
                 + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(plan.estimatedPeakBytes)))" : ""),

@@ -24,6 +24,7 @@ private let cameraKinds: [Kind] = [
     Kind(name: "png-8.png", converted: false), Kind(name: "png-16-alpha.png", converted: false),
     Kind(name: "jpeg-progressive.jpg", converted: false), Kind(name: "jpeg-p3.jpg", converted: true),
     Kind(name: "jpeg-adobe.jpg", converted: true), Kind(name: "heic-p3.heic", converted: true),
+    Kind(name: "tiff-16.tif", converted: false, large: true), Kind(name: "gif.gif", converted: false),
 ]
 
 /// The library, made once per test process from the fixtures (ImageMagick, cwebp, heif-enc and
@@ -37,8 +38,11 @@ private let cameraLibrary: String = {
         let source = work + "/\(index).png", base = folder + "/" + kind.name
         let twin = String(base[..<base.lastIndex(of: ".")!]) + "-twin.jpg"
         commands.append("convert '\(fixtures)/Landscape_\(index % 9).jpg' -auto-orient -resize \(kind.size)! PNG24:'\(source)'")
-        commands.append("convert '\(source)' -quality 95 '\(twin)'")
+        // A GIF's twin is made from the GIF: its 256 colours are the picture.
+        if kind.name != "gif.gif" { commands.append("convert '\(source)' -quality 95 '\(twin)'") }
         switch kind.name {
+        case "tiff-16.tif": commands.append("convert '\(source)' -depth 16 -compress lzw '\(base)'")
+        case "gif.gif": commands.append("convert '\(source)' '\(base)' && convert '\(base)' -quality 95 '\(twin)'")
         case "heic-single.heic": commands.append("heif-enc -q 90 '\(source)' -o '\(base)'")
         case "avif.avif": commands.append("heif-enc -A -q 90 '\(source)' -o '\(base)'")
         case "webp-lossless.webp": commands.append("cwebp -quiet -lossless -m 0 '\(source)' -o '\(base)'")
