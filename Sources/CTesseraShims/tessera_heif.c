@@ -1,10 +1,12 @@
 // tessera_heif.c — HEIF/HEIC with libheif 1.15, read through pread on a file descriptor.
 //
 // libheif 1.15 decodes whole images only, so a decode is of the primary image (or of an
-// embedded thumbnail, when the caller finds it large enough) in its own YCbCr planes: no RGB
-// copy of a 12-megapixel photo. libheif applies the item's irot/imir/clap transforms itself.
-// Whether the primary image has irot or imir is read here from the item properties (libheif
-// 1.15 does not say), because a file without them may carry its rotation in EXIF instead.
+// embedded thumbnail, when the caller finds it large enough) in its own planes, or, for a grid
+// (what phones write), of one tile at a time as a one-item HEIF made in memory (MARK: Tiles): no
+// RGB copy of a 12-megapixel photo. libheif applies the item's irot/imir/clap transforms itself
+// to a whole decode; for tiles they are read here and returned as an orientation. Whether the
+// primary image has irot or imir is read here from the item properties (libheif 1.15 does not
+// say), because a file without them may carry its rotation in EXIF instead.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
