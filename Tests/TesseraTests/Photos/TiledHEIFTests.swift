@@ -172,4 +172,33 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
             #expect(reason.contains("does not cover"), "\(reason)")
         }
     }
+
+    /// A file cut short inside its tiles' data, or with one tile's data overwritten: a per-photo
+    /// error (the tiles before it decoded), never a crash.
+    @Test(arguments: [false, true])
+    func aGridWithBrokenTileDataIsAPerPhotoError(_ overwrite: Bool) throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let heic = scratch.file("broken.heic")
+        try Self.phone.write(to: heic)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: heic)))
+        let cut = bytes.count * 3 / 4
+        if overwrite {
+            for i in cut..<min(bytes.count, cut + 4096) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+        } else {
+            bytes.removeSubrange(cut...)
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: heic))
+        do {
+            let (_, notes) = try drawnCell(heic, width: 260, height: 200)
+            // libde265 may conceal garbage in a tile rather than fail; it is still drawn by tiles.
+            #expect(overwrite && notes.method == .tiles, "\(notes.method)")
+        } catch let error as TesseraError {
+            guard case .unreadablePhoto(_, let reason) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(reason.hasPrefix("HEIF: "), "\(reason)")
+        }
+    }
 }
