@@ -131,5 +131,7 @@ func exerciseHEIF(_ path: String) throws(TesseraError) -> String {
     let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.cellBytes, alignment: 16)
     defer { tile.deallocate() }
     let notes = try decoder.decode(path: path, into: tile)
-    return notes.warningCount > 0 ? "heif: with warnings" : "heif: decoded"
+    // Named by how it was drawn, so that a run shows it reached the tile-by-tile path.
+    let how = notes.method == .tiles ? "by tiles" : notes.method == .thumbnail ? "from its thumbnail" : "whole"
+    return notes.warningCount > 0 ? "heif: with warnings" : "heif: decoded \(how)"
 }

@@ -4,7 +4,8 @@
 # C shim, under a memory limit. First it replays Fuzz/regressions/ (earlier findings) through every
 # entry point. CI runs it for 60 s after the tests.
 #   scripts/fuzz.sh [SECONDS] [SEED] [TARGET]      TARGET: scan, decode, analyse, render, heif, part or all
-# (heif: box-aware mutations of the HEIC and AVIF seeds, Fuzz/HEIFBoxMutator.swift)
+# (heif: box-aware mutations of the HEIC and AVIF seeds, Fuzz/HEIFBoxMutator.swift; Fuzz/seeds/ holds
+# grid HEICs, which heif-enc 1.15 cannot write, so that the tile-by-tile path is reached)
 # A crash leaves the input that caused it in the work folder (printed), as current.jpg; a hang
 # as hang-N.jpg. Fix the bug, then commit the input to Fuzz/regressions/.
 set -euo pipefail
@@ -79,7 +80,7 @@ status=0
 .build/asan/debug/tessera-fuzz --seconds "$seconds" --seed "$seed" --target "$target" --work "$work" \
     --regressions Fuzz/regressions \
     Tests/TesseraTests/Fixtures/orientation/Landscape_6.jpg "$variants"/*.jpg "$seeds"/*.jpg "$seeds"/*.png "$seeds"/*.webp \
-    "$seeds"/*.heic "$seeds"/*.avif "$seeds"/*.gif "$seeds"/*.tif "$seeds"/*.dng "$seeds"/*.raf \
+    "$seeds"/*.heic Fuzz/seeds/*.heic "$seeds"/*.avif "$seeds"/*.gif "$seeds"/*.tif "$seeds"/*.dng "$seeds"/*.raf \
     "$seeds"/*.tessera-part || status=$?
 if [ "$status" != 0 ]; then
     echo "fuzz: FINDING (exit $status, seed $seed); the input is kept in $work (current.jpg or hang-N.jpg)" >&2

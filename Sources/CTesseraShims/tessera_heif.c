@@ -1,10 +1,12 @@
 // tessera_heif.c — HEIF/HEIC with libheif 1.15, read through pread on a file descriptor.
 //
 // libheif 1.15 decodes whole images only, so a decode is of the primary image (or of an
-// embedded thumbnail, when the caller finds it large enough) in its own YCbCr planes: no RGB
-// copy of a 12-megapixel photo. libheif applies the item's irot/imir/clap transforms itself.
-// Whether the primary image has irot or imir is read here from the item properties (libheif
-// 1.15 does not say), because a file without them may carry its rotation in EXIF instead.
+// embedded thumbnail, when the caller finds it large enough) in its own planes, or, for a grid
+// (what phones write), of one tile at a time as a one-item HEIF made in memory (MARK: Tiles): no
+// RGB copy of a 12-megapixel photo. libheif applies the item's irot/imir/clap transforms itself
+// to a whole decode; for tiles they are read here and returned as an orientation. Whether the
+// primary image has irot or imir is read here from the item properties (libheif 1.15 does not
+// say), because a file without them may carry its rotation in EXIF instead.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,8 @@
 #include "tessera_shims.h"
 
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
+
+struct meta_boxes;
 
 struct tessera_heif {
     int fd;
@@ -26,6 +30,13 @@ struct tessera_heif {
     uint8_t *icc;
     size_t icc_bytes;
     int is_grid;
+    // The tiled path (info.tiled): the 'meta' box kept for the tiles' boxes, the tiles' item
+    // ids row by row, and the decoded tiles of one row (one slot a column).
+    uint8_t *meta_data;
+    struct meta_boxes *meta;
+    uint32_t *tile_ids;
+    uint32_t columns, rows, tile_width, tile_height, canvas_width, canvas_height, largest_tile;
+    struct heif_image **row_images;
 };
 
 // MARK: Reader over pread
@@ -184,9 +195,11 @@ static int item_ispe(const struct meta_boxes *m, uint32_t id, uint32_t *width, u
     return 1;
 }
 
-/// The first extent of item `id` in 'iloc': where its data starts, in the file (method 0) or in
-/// 'idat' (method 1, `*in_idat`), and how long it is (0: to the end of the file).
-static int item_extent(const struct meta_boxes *m, uint32_t id, uint64_t *offset, uint64_t *length, int *in_idat) {
+/// The extents of item `id` in 'iloc' (the first `capacity` of them; `*count` is how many there
+/// are): where each starts, in the file (method 0) or in 'idat' (method 1, `*in_idat`), and how
+/// long it is (0: to the end of the file). 1 when the item was found.
+static int item_extents(const struct meta_boxes *m, uint32_t id, uint64_t *offsets, uint64_t *lengths, uint32_t capacity,
+                        uint32_t *count, int *in_idat) {
     const uint8_t *d = m->data;
     size_t q = m->iloc, end = m->iloc + m->iloc_size;
     if (m->iloc_size < 8) return 0;
@@ -215,16 +228,27 @@ static int item_extent(const struct meta_boxes *m, uint32_t id, uint64_t *offset
             q += (size_t)offset_size;
             if (!read_n(d, end, q, length_size, &extent_length)) return 0;
             q += (size_t)length_size;
-            if (item == id && e == 0) {
-                if ((method & 15) > 1) return 0;
-                *offset = base + extent_offset;
-                *length = extent_length;
-                *in_idat = (method & 15) == 1;
-                return 1;
+            if (item == id && e < capacity) {
+                // A sum past 2^64 wraps to a small offset: refused rather than read.
+                if (base + extent_offset < base) return 0;
+                offsets[e] = base + extent_offset;
+                lengths[e] = extent_length;
             }
+        }
+        if (item == id) {
+            if ((method & 15) > 1) return 0;
+            *count = (uint32_t)(extents > 0xFFFF ? 0xFFFF : extents);
+            *in_idat = (method & 15) == 1;
+            return extents > 0;
         }
     }
     return 0;
+}
+
+/// The first extent of item `id` (item_extents).
+static int item_extent(const struct meta_boxes *m, uint32_t id, uint64_t *offset, uint64_t *length, int *in_idat) {
+    uint32_t count = 0;
+    return item_extents(m, id, offset, length, 1, &count, in_idat);
 }
 
 /// The first `count` (at most `capacity`) bytes of item `id`'s data; how many were read.
@@ -622,6 +646,269 @@ static int has_transform(const struct meta_boxes *m, uint32_t id) {
     return item_property(m, id, "irot", &at, &size) || item_property(m, id, "imir", &at, &size);
 }
 
+// MARK: Tiles
+//
+// libheif 1.15 cannot decode one tile of a grid: heif_context_get_image_handle finds top-level
+// images only, and a grid's tiles are hidden items it refers to. So a tile is decoded as its own
+// small HEIF, made here in memory: the tile's item with its own properties (hvcC or av1C, ispe,
+// colr, ...) and its coded data, nothing else. libheif then decodes it exactly as it decodes the
+// tile inside the whole grid (the same decoder plugin, parameter sets, nclx and conversion to
+// planar RGB), so the pixels are the same; only one row of tiles is held, never the canvas.
+
+/// The property associations of item `id` (ipma), in order: each 1-based ipco index, with the
+/// essential flag in bit 15; how many there are (the first `capacity` stored).
+static uint32_t item_associations(const struct meta_boxes *m, uint32_t id, uint16_t *out, uint32_t capacity) {
+    if (m->ipma_size < 8) return 0;
+    const uint8_t *d = m->data;
+    int version = d[m->ipma], wide = d[m->ipma + 3] & 1;
+    uint32_t entries = be32(d + m->ipma + 4), found = 0;
+    size_t q = m->ipma + 8, end = m->ipma + m->ipma_size;
+    for (uint32_t e = 0; e < entries && q < end; e++) {
+        uint64_t item = 0, count = 0;
+        if (!read_n(d, end, q, version < 1 ? 2 : 4, &item)) return found;
+        q += version < 1 ? 2 : 4;
+        if (!read_n(d, end, q, 1, &count)) return found;
+        q += 1;
+        for (uint64_t a = 0; a < count; a++) {
+            uint64_t raw = 0;
+            if (!read_n(d, end, q, wide ? 2 : 1, &raw)) return found;
+            q += wide ? 2 : 1;
+            uint16_t index = (uint16_t)(raw & (wide ? 0x7FFF : 0x7F));
+            uint16_t essential = (uint16_t)((raw >> (wide ? 15 : 7)) & 1);
+            if (item != id || index == 0) continue;
+            if (found < capacity) out[found] = (uint16_t)(index | essential << 15);
+            found++;
+        }
+    }
+    return found;
+}
+
+/// The `index`-th box of ipco (1-based): where the whole box starts and its size. 1 when found.
+static int ipco_box(const struct meta_boxes *m, uint32_t index, size_t *at, size_t *size) {
+    size_t p = m->ipco, end = m->ipco + m->ipco_size;
+    for (uint32_t i = 1; p + 8 <= end; i++) {
+        uint32_t box = be32(m->data + p);
+        if (box < 8 || box > end - p) return 0;
+        if (i == index) { *at = p; *size = box; return 1; }
+        p += box;
+    }
+    return 0;
+}
+
+/// Whether `type` is a property that changes the pixels' geometry (libheif applies it itself).
+static int is_transform(const uint8_t *type) {
+    return memcmp(type, "irot", 4) == 0 || memcmp(type, "imir", 4) == 0 || memcmp(type, "clap", 4) == 0;
+}
+
+/// The grid's irot and imir, applied in their order as libheif 1.15 applies them, as one EXIF
+/// orientation: each step tracks which way one pixel right (ux) and one pixel down (uy) of the
+/// turned picture go in the stored canvas. 0 when the grid has a 'clap' (its rounding is
+/// libheif's own: such a grid is decoded whole).
+static int grid_orientation(const struct meta_boxes *m, uint32_t id) {
+    uint16_t props[64];
+    uint32_t count = item_associations(m, id, props, 64);
+    if (count > 64) return 0;
+    int ux[2] = { 1, 0 }, uy[2] = { 0, 1 };
+    for (uint32_t i = 0; i < count; i++) {
+        size_t at, size;
+        if (!ipco_box(m, props[i] & 0x7FFF, &at, &size)) continue;
+        const uint8_t *box = m->data + at;
+        if (memcmp(box + 4, "clap", 4) == 0) return 0;
+        if (memcmp(box + 4, "irot", 4) == 0 && size >= 9) {
+            // Each quarter turn counter-clockwise: right becomes what was down, down what was left.
+            for (int turn = 0; turn < (box[8] & 3); turn++) {
+                int rx = ux[0], ry = ux[1];
+                ux[0] = uy[0]; ux[1] = uy[1];
+                uy[0] = -rx; uy[1] = -ry;
+            }
+        } else if (memcmp(box + 4, "imir", 4) == 0 && size >= 9) {
+            // libheif 1.15 mirrors left-right when the axis bit is 1, top-bottom when 0.
+            if (box[8] & 1) { ux[0] = -ux[0]; ux[1] = -ux[1]; } else { uy[0] = -uy[0]; uy[1] = -uy[1]; }
+        }
+    }
+    static const int table[8][4] = {
+        { 1, 0, 0, 1 }, { -1, 0, 0, 1 }, { -1, 0, 0, -1 }, { 1, 0, 0, -1 },
+        { 0, 1, 1, 0 }, { 0, -1, 1, 0 }, { 0, -1, -1, 0 }, { 0, 1, -1, 0 },
+    };
+    for (int o = 0; o < 8; o++) {
+        if (table[o][0] == ux[0] && table[o][1] == ux[1] && table[o][2] == uy[0] && table[o][3] == uy[1]) return o + 1;
+    }
+    return 0;
+}
+
+/// Whether the primary grid can be decoded a tile at a time, and its layout into `info` and
+/// `heif`. 1 when tiled; 0 when it is to be decoded whole (the reason is libheif's to handle:
+/// alpha, clap, tiles of other sizes or types, a tile with transforms of its own); -1 with
+/// `message` when the grid cannot be drawn at all (its tiles do not cover its canvas).
+static int plan_tiles(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t grid, tessera_heif_info *info, char *message,
+                      size_t message_bytes) {
+    uint8_t head[12];
+    size_t n = item_head(heif, m, grid, head, sizeof head);
+    if (n < 8 || head[0] != 0 || ((head[1] & 1) && n < 12)) return 0;
+    int wide = head[1] & 1;
+    uint32_t rows = (uint32_t)head[2] + 1, columns = (uint32_t)head[3] + 1;
+    uint32_t width = wide ? be32(head + 4) : be16(head + 4), height = wide ? be32(head + 8) : be16(head + 6);
+    int orientation = grid_orientation(m, grid);
+    if (info->has_alpha || orientation == 0 || width == 0 || height == 0) return 0;
+    uint32_t count = rows * columns;  // at most 256 x 256: no overflow
+    uint32_t *tiles = malloc(count * sizeof *tiles);
+    if (tiles == NULL || item_references(m, grid, "dimg", tiles, count) != count) { free(tiles); return 0; }
+    uint32_t tile_w = 0, tile_h = 0;
+    char first_type[4] = { 0 };
+    for (uint32_t t = 0; t < count; t++) {
+        char type[4];
+        uint32_t w = 0, h = 0, auxiliary;
+        if (!item_type(m, tiles[t], type) || (memcmp(type, "hvc1", 4) != 0 && memcmp(type, "av01", 4) != 0) ||
+            (t > 0 && memcmp(type, first_type, 4) != 0) || !item_ispe(m, tiles[t], &w, &h) || w == 0 || h == 0 ||
+            (t > 0 && (w != tile_w || h != tile_h)) || items_referring(m, tiles[t], "auxl", &auxiliary, 1) > 0) {
+            free(tiles);
+            return 0;
+        }
+        memcpy(first_type, type, 4);
+        tile_w = w;
+        tile_h = h;
+        uint16_t props[64];
+        uint32_t props_count = item_associations(m, tiles[t], props, 64);
+        if (props_count > 64) { free(tiles); return 0; }
+        for (uint32_t i = 0; i < props_count; i++) {
+            size_t at, size;
+            if (!ipco_box(m, props[i] & 0x7FFF, &at, &size) || is_transform(m->data + at + 4)) { free(tiles); return 0; }
+        }
+    }
+    // Every canvas pixel in a tile, and no tile past the canvas (libheif 1.15 would leave the
+    // first unset and refuse the second).
+    if ((uint64_t)columns * tile_w < width || (uint64_t)rows * tile_h < height ||
+        (uint64_t)(columns - 1) * tile_w >= width || (uint64_t)(rows - 1) * tile_h >= height) {
+        snprintf(message, message_bytes, "its grid of %u x %u tiles of %u x %u does not cover its %u x %u canvas exactly",
+                 columns, rows, tile_w, tile_h, width, height);
+        free(tiles);
+        return -1;
+    }
+    heif->row_images = calloc(columns, sizeof *heif->row_images);
+    if (heif->row_images == NULL) { free(tiles); return 0; }
+    heif->tile_ids = tiles;
+    heif->columns = columns;
+    heif->rows = rows;
+    heif->tile_width = tile_w;
+    heif->tile_height = tile_h;
+    heif->canvas_width = width;
+    heif->canvas_height = height;
+    info->tiled = 1;
+    info->grid_columns = columns;
+    info->grid_rows = rows;
+    info->grid_tile_width = tile_w;
+    info->grid_tile_height = tile_h;
+    info->canvas_width = width;
+    info->canvas_height = height;
+    info->grid_orientation = orientation;
+    return 1;
+}
+
+/// The coded data of item `id`, all its extents in order, into a new buffer of `*length`
+/// bytes after `prefix` bytes left free (freed by the caller); at most `limit` bytes. NULL
+/// with `message` when it cannot be read.
+static uint8_t *item_data(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, size_t prefix, size_t limit,
+                          size_t *length, char *message, size_t message_bytes) {
+    uint64_t offsets[16], lengths[16];
+    uint32_t extents = 0;
+    int in_idat = 0;
+    if (!item_extents(m, id, offsets, lengths, 16, &extents, &in_idat) || extents > 16) {
+        snprintf(message, message_bytes, "the data of tile item %u cannot be located", id);
+        return NULL;
+    }
+    uint64_t source_bytes = in_idat ? m->idat_size : (uint64_t)heif->file_bytes, total = 0;
+    for (uint32_t e = 0; e < extents; e++) {
+        if (offsets[e] > source_bytes) { snprintf(message, message_bytes, "tile item %u starts past its data", id); return NULL; }
+        if (lengths[e] == 0) lengths[e] = source_bytes - offsets[e];
+        if (lengths[e] > source_bytes - offsets[e] || lengths[e] > limit - total) {
+            snprintf(message, message_bytes, "tile item %u's data is longer than its file or than a tile can be", id);
+            return NULL;
+        }
+        total += lengths[e];
+    }
+    uint8_t *out = malloc(prefix + (size_t)total + 16);
+    if (out == NULL) { snprintf(message, message_bytes, "out of memory"); return NULL; }
+    size_t at = prefix;
+    for (uint32_t e = 0; e < extents; e++) {
+        if (in_idat) {
+            memcpy(out + at, m->data + m->idat + offsets[e], (size_t)lengths[e]);
+        } else if (pread(heif->fd, out + at, (size_t)lengths[e], (off_t)offsets[e]) != (ssize_t)lengths[e]) {
+            free(out);
+            snprintf(message, message_bytes, "tile item %u's data cannot be read", id);
+            return NULL;
+        }
+        at += (size_t)lengths[e];
+    }
+    *length = (size_t)total;
+    return out;
+}
+
+static void put32_at(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v; }
+
+/// A HEIF of one item, tile `id`, in memory: ftyp, meta (hdlr, pitm, iinf, iprp with the tile's
+/// own properties, iloc) and mdat with its data. NULL with `message` when it cannot be made.
+static uint8_t *tile_file(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, size_t *file_length, char *message,
+                          size_t message_bytes) {
+    char type[4];
+    uint16_t props[64];
+    uint32_t props_count = item_associations(m, id, props, 64);
+    if (!item_type(m, id, type) || props_count > 64) { snprintf(message, message_bytes, "tile item %u cannot be read", id); return NULL; }
+    size_t props_bytes = 0;
+    for (uint32_t i = 0; i < props_count; i++) {
+        size_t at, size;
+        if (!ipco_box(m, props[i] & 0x7FFF, &at, &size)) { snprintf(message, message_bytes, "a property of tile item %u is missing", id); return NULL; }
+        props_bytes += size;
+    }
+    // ftyp 24; meta 12 + hdlr 33 + pitm 14 + iinf 14 + infe 21 + iprp 8 + ipco 8 + ipma 19 + 2 a
+    // property + iloc 30; mdat 8.
+    size_t ipma_bytes = 19 + 2 * (size_t)props_count;
+    size_t meta_bytes = 12 + 33 + 14 + 14 + 21 + 8 + 8 + props_bytes + ipma_bytes + 30;
+    size_t prefix = 24 + meta_bytes + 8, data_bytes = 0;
+    // A tile's coded data is far smaller than its pixels; four bytes a pixel is refused.
+    size_t limit = (size_t)heif->tile_width * heif->tile_height * 4 + (64u << 10);
+    uint8_t *f = item_data(heif, m, id, prefix, limit, &data_bytes, message, message_bytes);
+    if (f == NULL) return NULL;
+    uint8_t *p = f;
+    put32_at(p, 24); memcpy(p + 4, "ftyp", 4); memcpy(p + 8, memcmp(type, "av01", 4) == 0 ? "avif" : "heic", 4);
+    put32_at(p + 12, 0); memcpy(p + 16, "mif1", 4); memcpy(p + 20, p + 8, 4);
+    p += 24;
+    put32_at(p, (uint32_t)meta_bytes); memcpy(p + 4, "meta", 4); put32_at(p + 8, 0);
+    p += 12;
+    memset(p, 0, 33); put32_at(p, 33); memcpy(p + 4, "hdlr", 4); memcpy(p + 16, "pict", 4);
+    p += 33;
+    put32_at(p, 14); memcpy(p + 4, "pitm", 4); put32_at(p + 8, 0); p[12] = 0; p[13] = 1;
+    p += 14;
+    put32_at(p, 14 + 21); memcpy(p + 4, "iinf", 4); put32_at(p + 8, 0); p[12] = 0; p[13] = 1;
+    p += 14;
+    put32_at(p, 21); memcpy(p + 4, "infe", 4); put32_at(p + 8, 2u << 24); p[12] = 0; p[13] = 1; p[14] = 0; p[15] = 0;
+    memcpy(p + 16, type, 4); p[20] = 0;
+    p += 21;
+    put32_at(p, (uint32_t)(8 + 8 + props_bytes + ipma_bytes)); memcpy(p + 4, "iprp", 4);
+    put32_at(p + 8, (uint32_t)(8 + props_bytes)); memcpy(p + 12, "ipco", 4);
+    p += 16;
+    for (uint32_t i = 0; i < props_count; i++) {
+        size_t at, size;
+        ipco_box(m, props[i] & 0x7FFF, &at, &size);
+        memcpy(p, m->data + at, size);
+        p += size;
+    }
+    put32_at(p, (uint32_t)ipma_bytes); memcpy(p + 4, "ipma", 4); put32_at(p + 8, 1);  // version 0, 15-bit indices
+    put32_at(p + 12, 1); p[16] = 0; p[17] = 1; p[18] = (uint8_t)props_count;
+    p += 19;
+    for (uint32_t i = 0; i < props_count; i++) {
+        uint16_t entry = (uint16_t)((props[i] & 0x8000) | (i + 1));
+        p[0] = (uint8_t)(entry >> 8); p[1] = (uint8_t)entry;
+        p += 2;
+    }
+    put32_at(p, 30); memcpy(p + 4, "iloc", 4); put32_at(p + 8, 0); p[12] = 0x44; p[13] = 0x00; p[14] = 0; p[15] = 1;
+    p[16] = 0; p[17] = 1; p[18] = 0; p[19] = 0; p[20] = 0; p[21] = 1;
+    put32_at(p + 22, (uint32_t)prefix); put32_at(p + 26, (uint32_t)data_bytes);
+    p += 30;
+    put32_at(p, (uint32_t)(8 + data_bytes)); memcpy(p + 4, "mdat", 4);
+    *file_length = prefix + data_bytes;
+    return f;
+}
+
 // MARK: Open, decode
 
 static void error_text(struct heif_error error, char *message, size_t message_bytes) {
@@ -729,6 +1016,19 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
             heif_image_handle_release(thumbnail);
         }
     }
+    if (heif->is_grid) {
+        int tiled = plan_tiles(heif, &meta, primary, info, message, message_bytes);
+        if (tiled < 0) { free(meta_data); tessera_heif_close(heif); return NULL; }
+        if (tiled > 0) {
+            // The tiles' boxes are read again as each tile is decoded.
+            heif->meta = malloc(sizeof meta);
+            if (heif->meta == NULL) { free(meta_data); snprintf(message, message_bytes, "out of memory"); tessera_heif_close(heif); return NULL; }
+            *heif->meta = meta;
+            heif->meta_data = meta_data;
+            meta_data = NULL;
+            heif->largest_tile = info->decode.tile_width > info->decode.tile_height ? info->decode.tile_width : info->decode.tile_height;
+        }
+    }
     free(meta_data);
     // libheif refuses anything wider or taller than what was just budgeted (a second line,
     // should its reading of the boxes ever differ from the one above).
@@ -767,24 +1067,9 @@ const uint8_t *tessera_heif_icc(tessera_heif *heif, size_t *length) {
     return heif->icc;
 }
 
-int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *planes, char *message, size_t message_bytes) {
-    struct heif_image_handle *handle = thumbnail && heif->thumbnail != NULL ? heif->thumbnail : heif->primary;
-    struct heif_decoding_options *options = heif_decoding_options_alloc();
-    if (options == NULL) { snprintf(message, message_bytes, "out of memory"); return -1; }
-    options->convert_hdr_to_8bit = 1;
-    if (heif->image != NULL) { heif_image_release(heif->image); heif->image = NULL; }
-    // One HEVC picture: YCbCr 4:2:0, the codec's own planes (1.5 bytes a pixel; "undefined"
-    // would make libheif 1.15 convert them to planar RGB). A grid: libheif 1.15 assembles its
-    // tiles in planar RGB whatever is asked (3 bytes a pixel), so that is asked for: asking for
-    // YCbCr would add a converted copy. (A 4:4:4 or grey single picture is converted to 4:2:0 by
-    // libheif, which costs a copy; they are rare.)
-    int grid_image = !thumbnail && heif->is_grid;
-    struct heif_error error = heif_decode_image(handle, &heif->image, grid_image ? heif_colorspace_undefined : heif_colorspace_YCbCr,
-                                                grid_image ? heif_chroma_undefined : heif_chroma_420, options);
-    heif_decoding_options_free(options);
-    if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); return -1; }
+/// The planes of a decoded `image` (YCbCr, grey or planar RGB) into `planes`.
+static int fill_planes(struct heif_image *image, tessera_heif_planes *planes, char *message, size_t message_bytes) {
     memset(planes, 0, sizeof *planes);
-    struct heif_image *image = heif->image;
     planes->width = heif_image_get_primary_width(image);
     planes->height = heif_image_get_primary_height(image);
     enum heif_colorspace space = heif_image_get_colorspace(image);
@@ -837,13 +1122,92 @@ int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *
     return 0;
 }
 
+
+int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *planes, char *message, size_t message_bytes) {
+    struct heif_image_handle *handle = thumbnail && heif->thumbnail != NULL ? heif->thumbnail : heif->primary;
+    struct heif_decoding_options *options = heif_decoding_options_alloc();
+    if (options == NULL) { snprintf(message, message_bytes, "out of memory"); return -1; }
+    options->convert_hdr_to_8bit = 1;
+    if (heif->image != NULL) { heif_image_release(heif->image); heif->image = NULL; }
+    // One HEVC picture: YCbCr 4:2:0, the codec's own planes (1.5 bytes a pixel; "undefined"
+    // would make libheif 1.15 convert them to planar RGB). A grid: libheif 1.15 assembles its
+    // tiles in planar RGB whatever is asked (3 bytes a pixel), so that is asked for: asking for
+    // YCbCr would add a converted copy. (A 4:4:4 or grey single picture is converted to 4:2:0 by
+    // libheif, which costs a copy; they are rare.)
+    int grid_image = !thumbnail && heif->is_grid;
+    struct heif_error error = heif_decode_image(handle, &heif->image, grid_image ? heif_colorspace_undefined : heif_colorspace_YCbCr,
+                                                grid_image ? heif_chroma_undefined : heif_chroma_420, options);
+    heif_decoding_options_free(options);
+    if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); return -1; }
+    return fill_planes(heif->image, planes, message, message_bytes);
+}
+
 void tessera_heif_release_image(tessera_heif *heif) {
     if (heif->image != NULL) { heif_image_release(heif->image); heif->image = NULL; }
+}
+
+int tessera_heif_decode_tile(tessera_heif *heif, uint32_t column, uint32_t row, tessera_heif_planes *planes, char *message,
+                             size_t message_bytes) {
+    if (heif->tile_ids == NULL || column >= heif->columns || row >= heif->rows) {
+        snprintf(message, message_bytes, "no tile %u, %u in this grid", column, row);
+        return -1;
+    }
+    if (heif->row_images[column] != NULL) { heif_image_release(heif->row_images[column]); heif->row_images[column] = NULL; }
+    size_t length = 0;
+    uint8_t *file = tile_file(heif, heif->meta, heif->tile_ids[row * heif->columns + column], &length, message, message_bytes);
+    if (file == NULL) return -1;
+    struct heif_context *context = heif_context_alloc();
+    struct heif_image_handle *handle = NULL;
+    struct heif_decoding_options *options = heif_decoding_options_alloc();
+    struct heif_error error = { heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory" };
+    if (context != NULL && options != NULL) {
+        heif_context_set_max_decoding_threads(context, 0);
+        // No larger than the tiles budgeted at open (their coded sizes, read from the boxes).
+        heif_context_set_maximum_image_size_limit(context, (int)heif->largest_tile + 1);
+        options->convert_hdr_to_8bit = 1;
+        error = heif_context_read_from_memory_without_copy(context, file, length, NULL);
+        if (error.code == heif_error_Ok) error = heif_context_get_primary_image_handle(context, &handle);
+        // Planar RGB, as libheif 1.15 converts every tile of a grid it assembles.
+        if (error.code == heif_error_Ok)
+            error = heif_decode_image(handle, &heif->row_images[column], heif_colorspace_undefined, heif_chroma_undefined, options);
+    }
+    int result = -1;
+    if (error.code != heif_error_Ok) {
+        error_text(error, message, message_bytes);
+    } else {
+        result = fill_planes(heif->row_images[column], planes, message, message_bytes);
+        // libheif pastes a tile's decoded pixels from its corner: one smaller than its place
+        // would leave canvas pixels unset.
+        uint32_t need_w = heif->canvas_width - column * heif->tile_width, need_h = heif->canvas_height - row * heif->tile_height;
+        if (need_w > heif->tile_width) need_w = heif->tile_width;
+        if (need_h > heif->tile_height) need_h = heif->tile_height;
+        if (result == 0 && (planes->width < (int32_t)need_w || planes->height < (int32_t)need_h)) {
+            snprintf(message, message_bytes, "tile %u, %u decodes to %d x %d, smaller than its %u x %u place in the grid", column, row,
+                     planes->width, planes->height, need_w, need_h);
+            result = -1;
+        }
+    }
+    if (handle != NULL) heif_image_handle_release(handle);
+    if (options != NULL) heif_decoding_options_free(options);
+    if (context != NULL) heif_context_free(context);
+    free(file);
+    return result;
+}
+
+void tessera_heif_release_tiles(tessera_heif *heif) {
+    for (uint32_t c = 0; heif->row_images != NULL && c < heif->columns; c++) {
+        if (heif->row_images[c] != NULL) { heif_image_release(heif->row_images[c]); heif->row_images[c] = NULL; }
+    }
 }
 
 void tessera_heif_close(tessera_heif *heif) {
     if (heif == NULL) return;
     tessera_heif_release_image(heif);
+    tessera_heif_release_tiles(heif);
+    free(heif->row_images);
+    free(heif->tile_ids);
+    free(heif->meta);
+    free(heif->meta_data);
     if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);
     if (heif->primary != NULL) heif_image_handle_release(heif->primary);
     if (heif->context != NULL) heif_context_free(heif->context);

@@ -197,11 +197,56 @@ done:
 
 int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
                                  int quality, char *message, size_t message_bytes) {
+    tessera_test_heic_options none = { 0 };
+    return tessera_test_write_phone_heic(path, rgb, width, height, tile, thumbnail_box, quality, &none, message, message_bytes);
+}
+
+/// The transform properties `transforms` names (tessera_test_heic_options), written into ipco;
+/// how many.
+static int put_transforms(buffer *out, const tessera_test_heic_options *options) {
+    int count = 0;
+    for (const char *t = options->transforms; t != NULL && *t; t++) {
+        if (*t == 'r' && t[1] >= '0' && t[1] <= '3') {
+            size_t box = begin_box(out, "irot"); put8(out, (uint32_t)(t[1] - '0')); end_box(out, box);
+            t++;
+        } else if (*t == 'm' && (t[1] == '0' || t[1] == '1')) {
+            size_t box = begin_box(out, "imir"); put8(out, (uint32_t)(t[1] - '0')); end_box(out, box);
+            t++;
+        } else if (*t == 'c') {
+            size_t box = begin_box(out, "clap");
+            put32(out, (uint32_t)options->clap_width); put32(out, 1); put32(out, (uint32_t)options->clap_height); put32(out, 1);
+            put32(out, 0); put32(out, 1); put32(out, 0); put32(out, 1);
+            end_box(out, box);
+        } else {
+            continue;
+        }
+        count++;
+    }
+    return count;
+}
+
+struct tessera_test_heic_tiles {
+    int width, height, tile, columns, rows, tiles, thumb_w, thumb_h, has_thumb;
+    coded *parts;  // the tiles row by row, then the thumbnail
+};
+
+void tessera_test_free_heic_tiles(tessera_test_heic_tiles *coded_tiles) {
+    if (coded_tiles == NULL) return;
+    for (int t = 0; t < coded_tiles->tiles + coded_tiles->has_thumb; t++) {
+        free(coded_tiles->parts[t].hvcc.bytes); free(coded_tiles->parts[t].colr.bytes); free(coded_tiles->parts[t].data.bytes);
+    }
+    free(coded_tiles->parts);
+    free(coded_tiles);
+}
+
+tessera_test_heic_tiles *tessera_test_encode_heic_tiles(const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                                        int quality, char *message, size_t message_bytes) {
     int columns = (width + tile - 1) / tile, rows = (height + tile - 1) / tile, tiles = columns * rows;
-    if (tiles + 3 > 127 || columns > 256 || rows > 256) { snprintf(message, message_bytes, "too many tiles"); return -1; }
+    if (tiles + 16 > 127 || columns > 256 || rows > 256) { snprintf(message, message_bytes, "too many tiles"); return NULL; }
     coded *parts = calloc((size_t)tiles + 1, sizeof *parts);
     uint8_t *block = malloc((size_t)tile * tile * 3);
-    int result = -1, coded_parts = 0;
+    int coded_parts = 0;
+    tessera_test_heic_tiles *made = NULL;
     // Tiles, edge pixels repeated past the picture.
     for (int t = 0; t < tiles; t++) {
         int x0 = (t % columns) * tile, y0 = (t / columns) * tile;
@@ -229,7 +274,27 @@ int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width
         if (ok != 0) goto done;
         coded_parts++;
     }
-    int has_thumb = thumbnail_box > 0;
+    if (coded_parts == tiles + (thumbnail_box > 0)) {
+        made = calloc(1, sizeof *made);
+        *made = (tessera_test_heic_tiles){ width, height, tile, columns, rows, tiles, thumb_w, thumb_h, thumbnail_box > 0, parts };
+        parts = NULL;
+    }
+done:
+    if (parts != NULL) {
+        for (int t = 0; t < coded_parts; t++) { free(parts[t].hvcc.bytes); free(parts[t].colr.bytes); free(parts[t].data.bytes); }
+        free(parts);
+    }
+    free(block);
+    return made;
+}
+
+int tessera_test_write_heic_tiles(const char *path, const tessera_test_heic_tiles *coded_tiles, const tessera_test_heic_options *options,
+                                  char *message, size_t message_bytes) {
+    int width = coded_tiles->width, height = coded_tiles->height, columns = coded_tiles->columns, rows = coded_tiles->rows;
+    int tiles = coded_tiles->tiles, thumb_w = coded_tiles->thumb_w, thumb_h = coded_tiles->thumb_h, tile = coded_tiles->tile;
+    const coded *parts = coded_tiles->parts;
+    int result = -1;
+    int has_thumb = coded_tiles->has_thumb && !options->omit_thumbnail;
     uint32_t grid_id = (uint32_t)tiles + 1, thumb_id = (uint32_t)tiles + 2;
     buffer out = { 0 };
     size_t box = begin_box(&out, "ftyp");
@@ -269,16 +334,25 @@ int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width
     size_t ipco = begin_box(&out, "ipco");
     for (int t = 0; t < tiles; t++) put(&out, parts[t].hvcc.bytes, parts[t].hvcc.count);
     size_t ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)tile); put32(&out, (uint32_t)tile); end_box(&out, ispe);
-    ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)width); put32(&out, (uint32_t)height); end_box(&out, ispe);
+    ispe = begin_full_box(&out, "ispe", 0, 0);
+    put32(&out, (uint32_t)(options->canvas_width > 0 ? options->canvas_width : width));
+    put32(&out, (uint32_t)(options->canvas_height > 0 ? options->canvas_height : height));
+    end_box(&out, ispe);
     int has_colr = parts[0].colr.count > 0;
     if (has_colr) put(&out, parts[0].colr.bytes, parts[0].colr.count);
     if (has_thumb) {
         put(&out, parts[tiles].hvcc.bytes, parts[tiles].hvcc.count);
         ispe = begin_full_box(&out, "ispe", 0, 0); put32(&out, (uint32_t)thumb_w); put32(&out, (uint32_t)thumb_h); end_box(&out, ispe);
     }
+    int has_icc = options->icc != NULL && options->icc_bytes > 0;
+    if (has_icc) {
+        size_t colr_box = begin_box(&out, "colr"); put4cc(&out, "prof"); put(&out, options->icc, options->icc_bytes); end_box(&out, colr_box);
+    }
+    int transforms = put_transforms(&out, options);
     end_box(&out, ipco);
     int tile_ispe = tiles + 1, grid_ispe = tiles + 2, colr = tiles + 3;
     int thumb_hvcc = tiles + 3 + has_colr, thumb_ispe = thumb_hvcc + 1;
+    int icc_index = tiles + 3 + has_colr + 2 * has_thumb, first_transform = icc_index + has_icc;
     size_t ipma = begin_full_box(&out, "ipma", 0, 0);
     put32(&out, (uint32_t)tiles + 1 + has_thumb);
     for (int t = 0; t < tiles; t++) {
@@ -286,17 +360,24 @@ int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width
         put8(&out, 0x80 | (t + 1)); put8(&out, tile_ispe);
         if (has_colr) put8(&out, colr);
     }
-    put16(&out, grid_id); put8(&out, 1 + has_colr); put8(&out, grid_ispe);
+    put16(&out, grid_id); put8(&out, (uint32_t)(1 + has_colr + has_icc + transforms)); put8(&out, grid_ispe);
     if (has_colr) put8(&out, colr);
+    if (has_icc) put8(&out, icc_index);
+    for (int t = 0; t < transforms; t++) put8(&out, 0x80 | (first_transform + t));
     if (has_thumb) {
-        put16(&out, thumb_id); put8(&out, 2 + has_colr); put8(&out, 0x80 | thumb_hvcc); put8(&out, thumb_ispe);
+        // The thumbnail turned the same way, as a phone writes it.
+        put16(&out, thumb_id); put8(&out, (uint32_t)(2 + has_colr + has_icc + transforms)); put8(&out, 0x80 | thumb_hvcc);
+        put8(&out, thumb_ispe);
         if (has_colr) put8(&out, colr);
+        if (has_icc) put8(&out, icc_index);
+        for (int t = 0; t < transforms; t++) put8(&out, 0x80 | (first_transform + t));
     }
     end_box(&out, ipma);
     end_box(&out, iprp);
     box = begin_box(&out, "idat");
     put8(&out, 0); put8(&out, 0); put8(&out, (uint32_t)rows - 1); put8(&out, (uint32_t)columns - 1);
-    put16(&out, (uint32_t)width); put16(&out, (uint32_t)height);
+    put16(&out, (uint32_t)(options->canvas_width > 0 ? options->canvas_width : width));
+    put16(&out, (uint32_t)(options->canvas_height > 0 ? options->canvas_height : height));
     end_box(&out, box);
     // iloc v1, 4-byte offsets and lengths; offsets patched once the meta box's size is known.
     size_t iloc = begin_full_box(&out, "iloc", 1, 0);
@@ -325,10 +406,16 @@ int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width
     else result = 0;
     if (f != NULL) fclose(f);
     free(out.bytes);
-done:
-    for (int t = 0; t < coded_parts; t++) { free(parts[t].hvcc.bytes); free(parts[t].colr.bytes); free(parts[t].data.bytes); }
-    free(parts);
-    free(block);
+    return result;
+}
+
+int tessera_test_write_phone_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                  int quality, const tessera_test_heic_options *options, char *message, size_t message_bytes) {
+    tessera_test_heic_tiles *coded_tiles = tessera_test_encode_heic_tiles(rgb, width, height, tile, thumbnail_box, quality, message,
+                                                                          message_bytes);
+    if (coded_tiles == NULL) return -1;
+    int result = tessera_test_write_heic_tiles(path, coded_tiles, options, message, message_bytes);
+    tessera_test_free_heic_tiles(coded_tiles);
     return result;
 }
 

@@ -100,9 +100,11 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
                     saying: "coded picture is 4000 x 3000") {
             writeLyingHEIC($0, picture: (4000, 3000), grid: (0, 0), ispe: (100, 75))
         },
-        HostileCase(name: "HEIC grid that says its size honestly (20480 x 20480), refused with the budget it needs",
-                    file: "honest.heic", budgetMiB: 64, saying: "--max-memory") {
-            writeLyingHEIC($0, picture: (512, 512), grid: (40, 40), ispe: (20480, 20480))
+        // (A grid is drawn a row of tiles at a time: one 60 tiles wide holds 45 MiB of them, more
+        // than a render at 48M can leave one photo.)
+        HostileCase(name: "HEIC grid that says its size honestly (30720 x 512), refused with the budget it needs, 48M",
+                    file: "honest.heic", budgetMiB: 48, saying: "--max-memory") {
+            writeLyingHEIC($0, picture: (512, 512), grid: (60, 1), ispe: (30720, 512))
         },
         HostileCase(name: "Adam7 PNG of 1,000,000 x 60 into 100 px cells", file: "adam7.png", budgetMiB: 64, saying: "") {
             writePNG("adam7", $0)

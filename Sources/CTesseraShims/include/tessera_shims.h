@@ -275,6 +275,16 @@ typedef struct {
     int32_t cicp_full_range;
     tessera_heif_size decode;  // the primary image's decode, checked against its ispe
     tessera_heif_size thumbnail_decode;
+    // A grid that can be decoded a tile at a time (tessera_heif_decode_tile); 0 when it must be
+    // decoded whole (not a grid, an alpha plane, a clap crop, tiles of different sizes, ...).
+    int32_t tiled;
+    uint32_t grid_columns;
+    uint32_t grid_rows;
+    uint32_t grid_tile_width;  // every tile's ispe
+    uint32_t grid_tile_height;
+    uint32_t canvas_width;     // the grid's output size, before irot and imir
+    uint32_t canvas_height;
+    int32_t grid_orientation;  // the grid's irot and imir, in libheif's order, as an EXIF orientation (1..8)
 } tessera_heif_info;
 
 typedef struct {
@@ -294,6 +304,12 @@ const uint8_t *tessera_heif_icc(tessera_heif *heif, size_t *length);
 /// next decode, tessera_heif_release_image or close.
 int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *planes, char *message, size_t message_bytes);
 void tessera_heif_release_image(tessera_heif *heif);
+/// Decodes tile (`column`, `row`) of a tiled grid (info.tiled) as libheif decodes it inside a
+/// whole grid (planar RGB, its own colour properties), into slot `column`: valid until that
+/// slot's next decode, tessera_heif_release_tiles or close. A row of tiles is held at once.
+int tessera_heif_decode_tile(tessera_heif *heif, uint32_t column, uint32_t row, tessera_heif_planes *planes, char *message,
+                             size_t message_bytes);
+void tessera_heif_release_tiles(tessera_heif *heif);
 void tessera_heif_close(tessera_heif *heif);
 
 #ifdef __cplusplus

@@ -21,6 +21,8 @@ public enum DecodeMethod: Equatable, Sendable {
     case thumbnail
     /// A format decoded whole (a HEIF's primary image).
     case wholeImage
+    /// A HEIF grid (what phones write) decoded one row of its tiles at a time.
+    case tiles
 }
 
 /// What decoding one photo noticed that the user may want to hear about.

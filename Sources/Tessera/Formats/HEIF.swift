@@ -1,13 +1,17 @@
 // HEIF.swift — HEIC (HEVC) and AVIF (AV1) photos through libheif (tessera_heif.c): the
 // format's entry, its reader, the planes-to-RGB conversion, and its rows into the cell path.
 //
-// libheif 1.15 decodes whole images only, so an embedded thumbnail is used when it
-// covers the cell; otherwise the primary image is decoded to its own YCbCr planes (1.5 bytes a
-// pixel at 4:2:0, never an RGB copy) and converted a row at a time, admitted against the
-// budget. The sizes budgeted are what libheif will decode at, read from the boxes by the
-// shim (a grid's canvas and tiles, a picture's SPS or AV1 sequence header), never 'ispe'
-// alone: a file whose boxes disagree is refused. Decoding an iPhone HEIC's 512 x 512 grid tiles one at a time would need a tile API
-// libheif 1.15 does not have (heif_image_handle_decode_image_tile came in 1.19).
+// An embedded thumbnail is used only when its centre crop has every pixel of the cell
+// (HEIFFormat.thumbnailCovers). Otherwise a grid (what phones write: 512 x 512 HEVC tiles) is
+// decoded a row of tiles at a time and fed to the resampler top to bottom, never assembled: the
+// shim decodes each tile through libheif as libheif decodes it inside the whole grid (planar
+// RGB), and the grid's irot and imir become the orientation the cell path applies. A grid that
+// cannot go that way (an alpha plane, a clap crop, tiles of different sizes) and a single
+// picture are decoded whole, to their own planes, converted a row at a time. Every decode is
+// admitted against the budget first, for what it really holds: a row of tiles, or the whole
+// decode at the sizes libheif decodes at, read from the boxes by the shim (a grid's canvas and
+// tiles, a picture's SPS or AV1 sequence header), never 'ispe' alone: a file whose boxes
+// disagree is refused.
 import CTesseraShims
 
 extension ImageFormat {
@@ -98,7 +102,7 @@ final class HEIFReader {
         header.format = .heif
         header.hasAlpha = info.has_alpha != 0
         header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
-        header.wholeImageBytes = Self.decodeBytes(info.decode, bits: Int(info.luma_bits))
+        header.wholeImageBytes = decodeBytes
         header.thumbnailWidth = Int(info.thumbnail_width)
         header.thumbnailHeight = Int(info.thumbnail_height)
         return header
@@ -130,6 +134,26 @@ final class HEIFReader {
         return bytes
     }
 
+    /// What drawing the primary image holds: a row of tiles (tiledBytes) or the whole decode.
+    var decodeBytes: Int64 {
+        info.tiled != 0 ? Self.tiledBytes(info) : Self.decodeBytes(info.decode, bits: Int(info.luma_bits))
+    }
+
+    /// What the tiled path holds at once: one row of decoded tiles (planar RGB, 3 samples a
+    /// pixel, as libheif converts each tile), and one tile's decode beside it (its decoder and
+    /// libheif's conversion, counted like a single picture of the largest coded tile) with its
+    /// coded data twice (ours, in the one-tile HEIF, and libheif's copy for the decoder; the shim
+    /// refuses more than 4 bytes a pixel). A
+    /// phone's 4032-wide grid of 512 x 512 tiles: 6 MiB + 3.6 MiB + 2 MiB.
+    static func tiledBytes(_ info: tessera_heif_info) -> Int64 {
+        let depth: Int64 = info.luma_bits > 8 ? 2 : 1
+        let tilePixels = Int64(info.grid_tile_width) * Int64(info.grid_tile_height)
+        let row = Int64(info.grid_columns) * tilePixels * 3 * depth
+        let tile = decodeBytes(width: Int(max(info.decode.tile_width, info.grid_tile_width)),
+                               height: Int(max(info.decode.tile_height, info.grid_tile_height)), bits: Int(info.luma_bits), grid: false)
+        return row + tile + tilePixels * 8 + (128 << 10)
+    }
+
     var iccProfile: UnsafeRawBufferPointer {
         var length = 0
         return ColorProfiles.bytes(tessera_heif_icc(heif, &length), count: length)
@@ -151,6 +175,19 @@ final class HEIFReader {
     }
 
     func release() { tessera_heif_release_image(heif) }
+
+    /// Decodes tile (`column`, `row`) of a tiled grid into its column's slot; its planes live
+    /// until that slot's next decode or `releaseTiles`.
+    func decodeTile(column: Int, row: Int) throws(TesseraError) -> tessera_heif_planes {
+        var planes = tessera_heif_planes()
+        var message = [CChar](repeating: 0, count: 200)
+        guard tessera_heif_decode_tile(heif, UInt32(column), UInt32(row), &planes, &message, 200) == 0 else {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
+        }
+        return planes
+    }
+
+    func releaseTiles() { tessera_heif_release_tiles(heif) }
 }
 
 /// Converts the decoded planes of a HEIF to RGB rows, one row at a time.
@@ -204,7 +241,11 @@ struct PlanarRows {
 
     /// Row `y` as RGB into `rgb` (`planes.width` pixels).
     func row(_ y: Int, into rgb: UnsafeMutablePointer<UInt8>) {
-        let width = Int(planes.width)
+        row(y, pixels: Int(planes.width), into: rgb)
+    }
+
+    /// The first `width` pixels (at most `planes.width`) of row `y` as RGB into `rgb`.
+    func row(_ y: Int, pixels width: Int, into rgb: UnsafeMutablePointer<UInt8>) {
         let y0 = planes.y!
         switch planes.layout {
         case 0:
@@ -261,7 +302,7 @@ extension CellDecoder {
         let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
         var useThumbnail = HEIFFormat.thumbnailCovers(thumbnail, storedCell: stored, aspect: cropAspect(orientation))
         let bits = Int(reader.info.luma_bits)
-        let fullBytes = HEIFReader.decodeBytes(reader.info.decode, bits: bits)
+        let fullBytes = reader.decodeBytes
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
             let needed = formatBytes(DecodeBudget.budgetToDraw(bytes: fullBytes))
@@ -278,31 +319,95 @@ extension CellDecoder {
                     budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: fullBytes))
             }
         }
-        let size = useThumbnail ? thumbnail : (Int(reader.info.width), Int(reader.info.height))
+        let tiled = !useThumbnail && reader.info.tiled != 0
+        let size = useThumbnail ? thumbnail : tiled ? (Int(reader.info.canvas_width), Int(reader.info.canvas_height))
+                                                    : (Int(reader.info.width), Int(reader.info.height))
         let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits) : fullBytes
         let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
-            let planes = try reader.decode(thumbnail: useThumbnail)
-            defer { reader.release() }
-            if cancellation?.isCancelled == true { throw .cancelled }
-            let rows = PlanarRows(planes: planes, background: background)
-            let width = Int(planes.width), height = Int(planes.height)
-            var next = 0
-            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
-                     adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
-                let made = min(count, height - next)
-                for i in 0..<made {
-                    rows.row(next + i, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self))
-                }
-                next += made
-                return made
-            }, into: cell)
-            var result = notes(conversion, method: useThumbnail ? .thumbnail : .wholeImage)
+            if tiled {
+                // The tiles are the stored canvas: the grid's irot and imir still to apply (or,
+                // with neither, EXIF's, as for a whole decode).
+                let turn = reader.info.has_transform != 0 ? Int(reader.info.grid_orientation) : reader.orientation
+                try drawTiles(reader, orientation: OrientationTransform(exifOrientation: turn), conversion: conversion, into: cell)
+            } else {
+                try drawWhole(reader, thumbnail: useThumbnail, orientation: orientation, conversion: conversion, into: cell)
+            }
+            var result = notes(conversion, method: useThumbnail ? .thumbnail : tiled ? .tiles : .wholeImage)
             if let warning {
                 result.warningCount += 1
                 if result.firstWarning.isEmpty { result.firstWarning = warning }
             }
             return result
         }
+    }
+
+    /// Draws the primary image (or the thumbnail) decoded whole, converted a row at a time.
+    private func drawWhole(_ reader: HEIFReader, thumbnail: Bool, orientation: OrientationTransform, conversion: ColorConversion,
+                           into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        let planes = try reader.decode(thumbnail: thumbnail)
+        defer { reader.release() }
+        if cancellation?.isCancelled == true { throw .cancelled }
+        let rows = PlanarRows(planes: planes, background: background)
+        let width = Int(planes.width), height = Int(planes.height)
+        var next = 0
+        try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                 adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+            let made = min(count, height - next)
+            for i in 0..<made {
+                rows.row(next + i, into: (buffer + i * stride).assumingMemoryBound(to: UInt8.self))
+            }
+            next += made
+            return made
+        }, into: cell)
+    }
+
+    /// Draws a tiled grid's canvas (stored frame) a row of tiles at a time: each row of tiles is
+    /// decoded when the resampler reaches it and its rows fed top to bottom. Tiles wholly outside
+    /// the centre crop are not decoded (their pixels are never read), nor rows below it.
+    private func drawTiles(_ reader: HEIFReader, orientation: OrientationTransform, conversion: ColorConversion,
+                           into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        defer { reader.releaseTiles() }
+        let info = reader.info
+        let columns = Int(info.grid_columns), tileWidth = Int(info.grid_tile_width), tileHeight = Int(info.grid_tile_height)
+        let width = Int(info.canvas_width), height = Int(info.canvas_height)
+        let region = crop(width: width, height: height, orientation: orientation)
+        let firstRow = max(0, Int(region.y.rounded(.down)) / tileHeight)
+        let used = (0..<columns).map { c in
+            Double(c * tileWidth) < region.x + region.width + 1 && Double((c + 1) * tileWidth) > region.x - 1
+        }
+        var tiles = [PlanarRows?](repeating: nil, count: columns)
+        var tileRow = -1, next = 0
+        try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+                 adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
+            var made = 0
+            while made < count && next < height {
+                let out = (buffer + made * stride).assumingMemoryBound(to: UInt8.self)
+                if next / tileHeight < firstRow {
+                    // Above the crop: the resampler skips these rows.
+                    out.initialize(repeating: 0, count: width * 3)
+                } else {
+                    if next / tileHeight != tileRow {
+                        if cancellation?.isCancelled == true { throw .cancelled }
+                        tileRow = next / tileHeight
+                        for c in 0..<columns {
+                            tiles[c] = used[c] ? PlanarRows(planes: try reader.decodeTile(column: c, row: tileRow), background: background) : nil
+                        }
+                    }
+                    let y = next - tileRow * tileHeight
+                    for c in 0..<columns {
+                        let pixels = min(tileWidth, width - c * tileWidth)
+                        if let tile = tiles[c] {
+                            tile.row(y, pixels: pixels, into: out + c * tileWidth * 3)
+                        } else {
+                            (out + c * tileWidth * 3).initialize(repeating: 0, count: pixels * 3)
+                        }
+                    }
+                }
+                made += 1
+                next += 1
+            }
+            return made
+        }, into: cell)
     }
 }

@@ -23,6 +23,37 @@ int tessera_test_write_heic(const char *path, const uint8_t *rgb, int width, int
 int tessera_test_write_grid_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
                                  int quality, char *message, size_t message_bytes);
 
+/// How tessera_test_write_phone_heic differs from a plain grid (all zero: none of it).
+typedef struct {
+    /// The grid's (and thumbnail's) transform properties, in order: "r1" an irot of one quarter
+    /// turn counter-clockwise (r0-r3), "m0" / "m1" an imir of that axis, "c" a clap keeping the
+    /// centre `clap_width` x `clap_height`. NULL: none.
+    const char *transforms;
+    int clap_width, clap_height;
+    /// An ICC profile as a second colr box ('prof') beside the nclx one.
+    const uint8_t *icc;
+    size_t icc_bytes;
+    /// Leaves the encoded thumbnail out.
+    int omit_thumbnail;
+    /// The canvas the grid data and its ispe declare, when not 0 (a hostile file: tiles that do
+    /// not cover it).
+    int canvas_width, canvas_height;
+} tessera_test_heic_options;
+
+/// tessera_test_write_grid_heic with the phone's other boxes: irot, imir or clap on the grid,
+/// an ICC profile. Returns 0, or -1 with the reason in `message`.
+int tessera_test_write_phone_heic(const char *path, const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                  int quality, const tessera_test_heic_options *options, char *message, size_t message_bytes);
+
+/// A grid's tiles (and thumbnail) encoded once, to be written with different boxes by
+/// tessera_test_write_heic_tiles (encoding is the slow part). NULL with `message` on failure.
+typedef struct tessera_test_heic_tiles tessera_test_heic_tiles;
+tessera_test_heic_tiles *tessera_test_encode_heic_tiles(const uint8_t *rgb, int width, int height, int tile, int thumbnail_box,
+                                                        int quality, char *message, size_t message_bytes);
+int tessera_test_write_heic_tiles(const char *path, const tessera_test_heic_tiles *tiles, const tessera_test_heic_options *options,
+                                  char *message, size_t message_bytes);
+void tessera_test_free_heic_tiles(tessera_test_heic_tiles *tiles);
+
 /// Writes a HEIC whose 'ispe' says `ispe_width` x `ispe_height` whatever its pictures are: one
 /// `picture_width` x `picture_height` HEVC picture, or (`columns` and `rows` > 0) a grid of
 /// `columns` x `rows` references to that one picture as its tile, whose canvas is the tiles'.
