@@ -5,8 +5,9 @@
 // another scan structure, so both render the same picture). Measured in this run:
 //   - a 100 x 100 grid of 150 px cells (225 MP) from each set: time, MP/s, peak RSS, the ratio
 //     progressive / baseline, and the mean pixel difference between the two renders;
-//   - the same at 600 px cells (25 x 25 cells, the photos drawn at 2/8 through libjpeg with
-//     its coefficients in a spill file);
+//   - the same at 300 px cells (50 x 50) and 600 px cells (25 x 25), where the larger photos are
+//     still drawn at 1/8 (the DC decoder) and the others at 2/8 (libjpeg, keeping only the
+//     coefficients its reduced IDCT reads: tessera_coefficients.c);
 //   - the 1.2 GP grid over the 120 sample photos plus the 40 large ones in one folder, baseline
 //     twins against progressive.
 import Glibc
@@ -53,7 +54,7 @@ func meanPixelDifference(_ a: String, _ b: String) -> Double {
 func runProgressiveBenchmark() {
     let (baselineFolder, progressiveFolder) = progressiveLibrary()
     print("\nprogressive library: 40 photos of 12-48 MP, baseline against progressive twins (jpegtran), median of \(options.runs) after 1 warm-up")
-    for (cells, cell) in [(100, 150), (25, 600)] {
+    for (cells, cell) in [(100, 150), (50, 300), (25, 600)] {
         let megapixels = Double(cells * cell) * Double(cells * cell) / 1e6
         var medians: [String: (seconds: Double, peak: Int64)] = [:]
         let outputs = ["baseline": scratch + "/large-baseline.jpg", "progressive": scratch + "/large-progressive.jpg"]

@@ -82,11 +82,14 @@ extension CellDecoder {
 
         var request = working
         if header.isProgressive {
-            let coefficients = Int(clamping: header.coefficientBytes)
+            // Only the coefficients the scale's inverse DCT reads are stored (at 2/8, 29 of 64
+            // and a mask), and libjpeg decodes into whole-block windows over them.
+            let plan = try reader.coefficientPlan(numerator: numerator)
+            let coefficients = plan.stored + plan.windows
             // Whole in memory when it fits; else windows of about a dozen block rows of every
             // component, which is what libjpeg touches at once (5 iMCU rows with block smoothing).
             let limit = coefficients + working <= inMemoryShare
-                ? coefficients : max(256 << 10, 12 * coefficients / blockRows)
+                ? coefficients : max(256 << 10, plan.minimumSpilled, plan.windows + 12 * plan.stored / blockRows)
             reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
             request += limit
         }
