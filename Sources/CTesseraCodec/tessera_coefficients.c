@@ -41,6 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jerror.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // T.81 figure A.6: the zig-zag index of each natural-order (row-major) position.
 static const uint8_t zigzag_of[64] = {
@@ -82,9 +85,10 @@ struct jvirt_barray_control {
     size_t expanded_first, expanded_count;
     int expanded_dirty;
     int band_ss, band_se;             // zig-zag band the window holds (0...63: every coefficient)
-    int band_kept, band_loose;        // entries of band_kept_pos / band_loose_pos
-    uint8_t band_kept_pos[64], band_loose_pos[64];
-    uint64_t band_loose_mask;         // bits of band_loose_pos
+    int band_kept;                    // entries of band_kept_pos and band_kept_slot
+    uint8_t band_kept_pos[64];        // natural-order index of each kept coefficient in the band
+    uint8_t band_kept_slot[64];       // and its place in the compact block
+    uint64_t band_loose_mask;         // natural-order bits of the loose coefficients in the band
 };
 
 static tessera_coefficients *coefficients_of(j_common_ptr cinfo) {
@@ -146,71 +150,80 @@ void tessera_coefficients_plan(j_decompress_ptr cinfo, uint64_t *stored, uint64_
 
 // MARK: Expanding and folding back
 
-/// Makes the window describe zig-zag band ss...se: which kept and which loose (not kept)
-/// coefficients it expands.
+/// Makes the window describe zig-zag band ss...se: which kept coefficients it expands and
+/// folds back, and which loose (not kept) ones it marks.
 static void set_band(struct jvirt_barray_control *a, int ss, int se) {
     a->band_ss = ss;
     a->band_se = se;
-    a->band_kept = a->band_loose = 0;
+    a->band_kept = 0;
     a->band_loose_mask = 0;
     for (int p = 0; p < 64; p++) {
         if (zigzag_of[p] < ss || zigzag_of[p] > se) continue;
         if (a->kept.slot[p] != 0xFF) {
-            a->band_kept_pos[a->band_kept++] = (uint8_t)p;
+            a->band_kept_pos[a->band_kept] = (uint8_t)p;
+            a->band_kept_slot[a->band_kept++] = a->kept.slot[p];
         } else {
-            a->band_loose_pos[a->band_loose++] = (uint8_t)p;
             a->band_loose_mask |= (uint64_t)1 << p;
         }
     }
 }
 
+/// Bit p set when natural-order coefficient p of `block` is non-zero.
+static inline uint64_t nonzero_mask(const JCOEF *block) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    uint64_t mask = 0;
+    for (int i = 0; i < 8; i += 2) {
+        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + 8 * i)), zero);
+        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + 8 * i + 8)), zero);
+        uint64_t zeros = (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_packs_epi16(a, b));
+        mask |= (~zeros & 0xFFFF) << (8 * i);
+    }
+    return mask;
+#else
+    uint64_t mask = 0;
+    for (int p = 0; p < 64; p++) mask |= (uint64_t)(block[p] != 0) << p;
+    return mask;
+#endif
+}
+
+// The window's blocks are cleared and then get the band's kept values and a 1 for each
+// non-zero loose coefficient in the band: libjpeg reads and writes nothing else during a scan,
+// and the inverse DCT reads only kept coefficients (zero elsewhere).
 static void expand_rows(struct jvirt_barray_control *a, const uint8_t *compact, size_t count) {
     size_t blocks = count * a->blocks_per_row;
-    int whole = a->band_ss == 0 && a->band_se == 63;
+    memset(a->expanded, 0, blocks * sizeof(JBLOCK));
+    int kept = a->band_kept;
     for (size_t b = 0; b < blocks; b++) {
         const uint8_t *source = compact + b * a->block_bytes;
         const JCOEF *values = (const JCOEF *)(source + MASK_BYTES);
         JCOEF *block = a->expanded[b];
+        for (int i = 0; i < kept; i++) block[a->band_kept_pos[i]] = values[a->band_kept_slot[i]];
         uint64_t mask;
         memcpy(&mask, source, sizeof mask);
-        if (whole) {
-            memset(block, 0, sizeof(JBLOCK));
-            for (int i = 0; i < a->kept.count; i++) block[a->kept.position[i]] = values[i];
-            while (mask != 0) {
-                block[__builtin_ctzll(mask)] = 1;
-                mask &= mask - 1;
-            }
-            continue;
-        }
-        for (int i = 0; i < a->band_kept; i++) {
-            int p = a->band_kept_pos[i];
-            block[p] = values[a->kept.slot[p]];
-        }
-        for (int i = 0; i < a->band_loose; i++) {
-            int p = a->band_loose_pos[i];
-            block[p] = (JCOEF)((mask >> p) & 1);
+        mask &= a->band_loose_mask;
+        while (mask != 0) {
+            block[__builtin_ctzll(mask)] = 1;
+            mask &= mask - 1;
         }
     }
 }
 
 static void fold_rows(struct jvirt_barray_control *a, uint8_t *compact, size_t count) {
     size_t blocks = count * a->blocks_per_row;
+    int kept = a->band_kept;
+    uint64_t loose = a->band_loose_mask;
     for (size_t b = 0; b < blocks; b++) {
         uint8_t *target = compact + b * a->block_bytes;
         JCOEF *values = (JCOEF *)(target + MASK_BYTES);
         const JCOEF *block = a->expanded[b];
-        for (int i = 0; i < a->band_kept; i++) {
-            int p = a->band_kept_pos[i];
-            values[a->kept.slot[p]] = block[p];
+        for (int i = 0; i < kept; i++) values[a->band_kept_slot[i]] = block[a->band_kept_pos[i]];
+        if (loose != 0) {
+            uint64_t mask;
+            memcpy(&mask, target, sizeof mask);
+            mask = (mask & ~loose) | (nonzero_mask(block) & loose);
+            memcpy(target, &mask, sizeof mask);
         }
-        uint64_t mask;
-        memcpy(&mask, target, sizeof mask);
-        mask &= ~a->band_loose_mask;
-        for (int i = 0; i < a->band_loose; i++) {
-            int p = a->band_loose_pos[i];
-            if (block[p] != 0) mask |= (uint64_t)1 << p;
-        }
-        memcpy(target, &mask, sizeof mask);
     }
 }
 
