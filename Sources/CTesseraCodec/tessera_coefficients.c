@@ -132,13 +132,18 @@ static size_t access_rows(j_decompress_ptr cinfo, int v_samp_factor) {
     return (size_t)v_samp_factor * (cinfo->progressive_mode ? 5 : 1);
 }
 
+/// Whether `cinfo`'s arrays may be compact. Not for arithmetic coding: its AC refinement
+/// (jdarith.c) looks for the band's last non-zero coefficient below Ss too, outside the band
+/// that is expanded while a scan is decoded.
+static int may_compact(j_decompress_ptr cinfo) { return !cinfo->arith_code; }
+
 void tessera_coefficients_plan(j_decompress_ptr cinfo, uint64_t *stored, uint64_t *windows, uint64_t *minimum) {
     *stored = *windows = *minimum = 0;
     for (int ci = 0; ci < cinfo->num_components; ci++) {
         const jpeg_component_info *comp = &cinfo->comp_info[ci];
         uint64_t w = (comp->width_in_blocks + comp->h_samp_factor - 1) / comp->h_samp_factor * comp->h_samp_factor;
         uint64_t h = (comp->height_in_blocks + comp->v_samp_factor - 1) / comp->v_samp_factor * comp->v_samp_factor;
-        size_t block = tessera_coefficients_block_bytes(comp->DCT_scaled_size);
+        size_t block = may_compact(cinfo) ? tessera_coefficients_block_bytes(comp->DCT_scaled_size) : sizeof(JBLOCK);
         uint64_t rows = access_rows(cinfo, comp->v_samp_factor);
         if (rows > h) rows = h;
         *stored += w * h * block;
@@ -311,7 +316,7 @@ static void release_arrays(tessera_coefficients *c) {
 /// array a component, in component order, each the component's blocks rounded up to whole
 /// MCUs: when the arrays are not exactly those, every array keeps whole blocks.
 static void choose_kept_sets(j_common_ptr cinfo, tessera_coefficients *c) {
-    if (!cinfo->is_decompressor || !c->compact) return;
+    if (!cinfo->is_decompressor || !c->compact || !may_compact((j_decompress_ptr)cinfo)) return;
     j_decompress_ptr d = (j_decompress_ptr)cinfo;
     int ci = 0;
     for (struct jvirt_barray_control *a = c->arrays; a != NULL; a = a->next, ci++) {

@@ -101,7 +101,7 @@ private func makeFile(_ kind: String, width: Int, height: Int, in scratch: Scrat
         #expect(runTool(["jpegtran", "-progressive"] + (kind.contains("restart") ? ["-restart", "3B"] : []) + [base], stdout: path) == 0, "\(kind)")
     } else {
         let scans = kind.contains("scans") ? ["-scans", script] : ["-progressive"]
-        let restart = kind.contains("restart") ? ["-restart", "1"] : []
+        let restart = (kind.contains("restart") ? ["-restart", "1"] : []) + (kind.contains("arithmetic") ? ["-arithmetic"] : [])
         #expect(runTool(["cjpeg", "-quality", "92"] + sampling + scans + restart + [ppm], stdout: path) == 0, "\(kind)")
     }
     return path
@@ -146,6 +146,24 @@ private func makeFile(_ kind: String, width: Int, height: Int, in scratch: Scrat
         // At 8/8 every coefficient is read: stored whole, as libjpeg's own, and no windows.
         let full = try decode(path, numerator: 8, limit: nil)
         #expect(Int64(full.plan.stored) == wholeBytes && full.plan.windows == 0, "\(kind) at 8/8: \(full.plan)")
+    }
+
+    /// Arithmetic-coded progressive files keep libjpeg's whole arrays (its AC refinement reads
+    /// outside the band being decoded), and say so in the plan the budget is asked for.
+    @Test func arithmeticCodingKeepsWholeArrays() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let path = makeFile("420-arithmetic", width: 301, height: 203, in: scratch)
+        let wholeBytes = try ScaledJPEGReader(path: path, decoderMemoryBytes: 64 << 20).readHeader().coefficientBytes
+        for numerator in [2, 4] {
+            let oraclePath = scratch.file("oracle-\(numerator).ppm")
+            #expect(runTool(["djpeg", "-scale", "\(numerator)/8", "-rgb", path], stdout: oraclePath) == 0)
+            let expected = try #require(readPPM(oraclePath))
+            let decoded = try decode(path, numerator: numerator, limit: nil)
+            #expect(decoded.image == expected, "at \(numerator)/8: \(differingPixels(decoded.image, expected)) pixels differ")
+            #expect(Int64(decoded.plan.stored) == wholeBytes && decoded.plan.windows == 0, "at \(numerator)/8: \(decoded.plan)")
+            #expect(Int64(decoded.bytes.total) == wholeBytes, "at \(numerator)/8: \(decoded.bytes)")
+        }
     }
 
     /// Truncated and corrupted progressive files come out of the compact arrays exactly as they
