@@ -205,7 +205,7 @@ let goodSeed = seedPaths[0]
             let pool: Int
             switch below(6) {
             case 0, 1: pool = 32 << 10
-            case 2: pool = 2 * (width * height * 3 + (384 << 10)) + below(1 << 20)
+            case 2: pool = 2 * (width * height * 3 + (384 << 10)) + below(256 << 10)
             default: pool = 64 << 20
             }
             let decoder = CellDecoder(cellWidth: width, cellHeight: height, decodePoolBytes: pool)
