@@ -5,8 +5,10 @@
 // another scan structure, so both render the same picture). Measured in this run:
 //   - a 100 x 100 grid of 150 px cells (225 MP) from each set: time, MP/s, peak RSS, the ratio
 //     progressive / baseline, and the mean pixel difference between the two renders;
-//   - the same at 600 px cells (25 x 25 cells, the photos drawn at 2/8 through libjpeg with
-//     its coefficients in a spill file);
+//   - the same at 300 px cells (50 x 50: every photo still at 1/8, the DC decoder) and 600 px
+//     cells (25 x 25: the photos of 12-27 MP at 2/8 through libjpeg, the others at 1/8), at the
+//     default memory budget (libjpeg's whole coefficient arrays in a spill file) and at 512 MiB
+//     (the compact arrays of tessera_coefficients.c in memory instead);
 //   - the 1.2 GP grid over the 120 sample photos plus the 40 large ones in one folder, baseline
 //     twins against progressive.
 import Glibc
@@ -53,7 +55,7 @@ func meanPixelDifference(_ a: String, _ b: String) -> Double {
 func runProgressiveBenchmark() {
     let (baselineFolder, progressiveFolder) = progressiveLibrary()
     print("\nprogressive library: 40 photos of 12-48 MP, baseline against progressive twins (jpegtran), median of \(options.runs) after 1 warm-up")
-    for (cells, cell) in [(100, 150), (25, 600)] {
+    for (cells, cell, memory) in [(100, 150, ""), (50, 300, ""), (25, 600, ""), (25, 600, "512M")] {
         let megapixels = Double(cells * cell) * Double(cells * cell) / 1e6
         var medians: [String: (seconds: Double, peak: Int64)] = [:]
         let outputs = ["baseline": scratch + "/large-baseline.jpg", "progressive": scratch + "/large-progressive.jpg"]
@@ -62,7 +64,7 @@ func runProgressiveBenchmark() {
         for attempt in 0...options.runs {
             for (kind, folder) in [("baseline", baselineFolder), ("progressive", progressiveFolder)] {
                 let result = run([tessera, "grid", folder, "-o", outputs[kind]!, "--grid", "\(cells)x\(cells)",
-                                  "--tile-size", String(cell)] + flags)
+                                  "--tile-size", String(cell)] + flags + (memory.isEmpty ? [] : ["--max-memory", memory]))
                 guard result.status == 0 else { fail("tessera failed on the \(kind) library (status \(result.status))") }
                 if attempt > 0 {
                     times[kind, default: []].append(result.seconds)
@@ -73,7 +75,7 @@ func runProgressiveBenchmark() {
         for kind in ["baseline", "progressive"] { medians[kind] = (median(times[kind]!), peaks[kind]!.max()!) }
         let difference = meanPixelDifference(outputs["baseline"]!, outputs["progressive"]!)
         for path in outputs.values { unlink(path) }
-        print("  grid \(cells)x\(cells) of \(cell) px (\(fixed(megapixels, 0)) MP):")
+        print("  grid \(cells)x\(cells) of \(cell) px (\(fixed(megapixels, 0)) MP)\(memory.isEmpty ? "" : ", memory budget " + memory):")
         for kind in ["baseline", "progressive"] {
             let m = medians[kind]!
             print("    \(kind + String(repeating: " ", count: 11 - kind.count)) \(fixed(m.seconds)) s  \(fixed(megapixels / m.seconds, 0)) MP/s  peak RSS \(fixed(Double(m.peak) / 1e6, 1)) MB   runs \(times[kind]!.map { fixed($0) }.joined(separator: " "))")

@@ -1,6 +1,6 @@
 // tessera-fuzz — a mutation fuzzer for every way a photo gets in: the library scan (header, EXIF,
 // orientation), the tile decoder (streamed baseline, the DC decoder at 1/8, libjpeg's coefficient
-// arrays in memory or spilled), mosaic analysis (photo and target features), and the whole render
+// arrays in memory, compact or spilled), mosaic analysis (photo and target features), and the whole render
 // path on tiny canvases (serial and parallel encoders, Deep Zoom); and a shard's part file, parsed
 // and verified as `tessera join` would (PartTarget.swift, seeded with *.tessera-part files).
 //
@@ -196,10 +196,19 @@ let goodSeed = seedPaths[0]
             return library.photos.isEmpty ? "scan: refused" : "scan: accepted"
         case .decode:
             // Half the time a small cell, so that multi-scan seeds take the DC decoder (1/8 scale);
-            // a third of the time a tiny budget, so that whole-image buffers go to a spill file.
+            // a third of the time a tiny budget, so that whole-image buffers go to a spill file;
+            // a sixth of the time a pool just over what the decode's rows and cell take, where
+            // a seed's compact coefficient arrays (tessera_coefficients.c) fit and its whole ones
+            // may not.
             let side = below(2) == 0 ? 30 : 300
-            let decoder = CellDecoder(cellWidth: 1 + below(side), cellHeight: 1 + below(side),
-                                      decodePoolBytes: below(3) == 0 ? 32 << 10 : 64 << 20)
+            let width = 1 + below(side), height = 1 + below(side)
+            let pool: Int
+            switch below(6) {
+            case 0, 1: pool = 32 << 10
+            case 2: pool = 2 * (width * height * 3 + (384 << 10)) + below(256 << 10)
+            default: pool = 64 << 20
+            }
+            let decoder = CellDecoder(cellWidth: width, cellHeight: height, decodePoolBytes: pool)
             let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.cellBytes, alignment: 16)
             defer { tile.deallocate() }
             let notes = try decoder.decode(path: path, into: tile)

@@ -313,6 +313,24 @@ void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long 
 
 int tessera_jpeg_decoder_coefficients_spilled(const tessera_jpeg_decoder *d) { return d->coefficients.spilled; }
 
+int tessera_jpeg_decoder_coefficient_plan(tessera_jpeg_decoder *d, int scale_num, uint64_t *stored,
+                                          uint64_t *windows, uint64_t *minimum) {
+    if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
+    d->cinfo.scale_num = (unsigned int)scale_num;
+    d->cinfo.scale_denom = 8;
+    jpeg_calc_output_dimensions(&d->cinfo);
+    tessera_coefficients_plan(&d->cinfo, stored, windows, minimum);
+    return TESSERA_JPEG_OK;
+}
+
+void tessera_jpeg_decoder_set_coefficient_compaction(tessera_jpeg_decoder *d, int on) { d->coefficients.compact = on != 0; }
+
+uint64_t tessera_jpeg_decoder_coefficient_bytes(const tessera_jpeg_decoder *d) { return d->coefficients.total_bytes; }
+
+uint64_t tessera_jpeg_decoder_coefficient_allocated_bytes(const tessera_jpeg_decoder *d) {
+    return d->coefficients.allocated_bytes;
+}
+
 int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d) { return d->err.io_failed; }
 
 long tessera_jpeg_decoder_warnings(const tessera_jpeg_decoder *d) { return d->err.warnings; }

@@ -51,7 +51,9 @@ typedef struct tessera_coefficients {
     long memory_limit;
     const tessera_spill *spill;           // NULL: in memory only, failing past memory_limit
     int spilled;                          // set when realize chose the spill file
-    size_t total_bytes;                   // of every array, set by realize
+    int compact;                          // keep only what the output scale reads (install sets it)
+    size_t total_bytes;                   // of every array (stored blocks and expanded windows), set by realize
+    size_t allocated_bytes;               // what realize allocated for them (less when they spill)
     void (*libjpeg_realize)(j_common_ptr);
     void (*libjpeg_free_pool)(j_common_ptr, int);
     void (*libjpeg_self_destruct)(j_common_ptr);
@@ -67,5 +69,15 @@ typedef struct {
 
 /// Installs the arrays in `cinfo`, whose client_data is a `tessera_coefficients_client`.
 void tessera_coefficients_install(j_decompress_ptr cinfo);
+
+/// Bytes the arrays store a block of a component whose inverse DCT has `scaled_size`
+/// (jpeg_component_info.DCT_scaled_size): 128 when every coefficient is read, fewer otherwise.
+size_t tessera_coefficients_block_bytes(int scaled_size);
+
+/// What the arrays will take for `cinfo` at the scale jpeg_calc_output_dimensions last set:
+/// `stored`, every component's blocks as stored; `windows`, the whole-block windows of the
+/// compact arrays (in memory whatever happens); `minimum`, the least they take spilling
+/// (windows plus a store window of the rows libjpeg accesses at once for each array).
+void tessera_coefficients_plan(j_decompress_ptr cinfo, uint64_t *stored, uint64_t *windows, uint64_t *minimum);
 
 #endif

@@ -50,7 +50,8 @@ typedef struct {
     int32_t arithmetic;       // 1 when arithmetic-coded
     int32_t stored_rgb;       // 1 when three components are stored as R, G, B (no YCbCr)
     uint64_t min_data_bytes;  // the least data a Huffman-coded file of this size can have
-    uint64_t coefficient_bytes; // libjpeg's whole-image buffer for a multi-scan decode
+    uint64_t coefficient_bytes; // libjpeg's whole-image buffer for a multi-scan decode at 8/8
+                                // (other scales: tessera_jpeg_decoder_coefficient_plan)
     uint64_t dc_decoder_bytes;  // the DC decoder's (tessera_dc.c) for the same file at 1/8
 } tessera_jpeg_header;
 
@@ -102,6 +103,23 @@ static inline uint64_t tessera_work_limit_blocks(uint64_t file_bytes) { return 5
 
 /// 1 when the last start put the coefficients in the spill file.
 int tessera_jpeg_decoder_coefficients_spilled(const tessera_jpeg_decoder *d);
+
+/// What a multi-scan file's coefficient arrays take at DCT scale `scale_num`/8 (which it sets,
+/// as tessera_jpeg_decoder_scaled_size): `stored`, the blocks as kept (only the coefficients
+/// the scale's inverse DCT reads, tessera_coefficients.c); `windows`, the whole-block windows
+/// libjpeg decodes into, always in memory; `minimum`, the least the arrays hold when they
+/// spill. Call after read_header. Returns TESSERA_JPEG_OK or TESSERA_JPEG_ERROR.
+int tessera_jpeg_decoder_coefficient_plan(tessera_jpeg_decoder *d, int scale_num, uint64_t *stored,
+                                          uint64_t *windows, uint64_t *minimum);
+
+/// Whether the coefficient arrays keep only what the output scale reads (1, the default) or
+/// every coefficient (0: libjpeg's own layout, which the tests compare against). Before start.
+void tessera_jpeg_decoder_set_coefficient_compaction(tessera_jpeg_decoder *d, int on);
+
+/// After start: the bytes the coefficient arrays take (stored blocks and windows), and what
+/// was allocated for them in memory (less when they spill). 0 for a single-scan file.
+uint64_t tessera_jpeg_decoder_coefficient_bytes(const tessera_jpeg_decoder *d);
+uint64_t tessera_jpeg_decoder_coefficient_allocated_bytes(const tessera_jpeg_decoder *d);
 
 /// 1 when the last error came from the source failing to read (not from libjpeg).
 int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d);

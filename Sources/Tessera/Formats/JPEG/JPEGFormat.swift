@@ -87,13 +87,8 @@ extension CellDecoder {
 
         var request = working
         if header.isProgressive {
-            let coefficients = Int(clamping: header.coefficientBytes)
-            // Whole in memory when it fits; else windows of about a dozen block rows of every
-            // component, which is what libjpeg touches at once (5 iMCU rows with block smoothing).
-            let limit = coefficients + working <= inMemoryShare
-                ? coefficients : max(256 << 10, 12 * coefficients / blockRows)
-            reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
-            request += limit
+            request += try useCoefficientStorage(reader, header: header, numerator: numerator, working: working,
+                                                 inMemoryShare: inMemoryShare, blockRows: blockRows)
         }
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let output = try reader.start()
@@ -107,5 +102,30 @@ extension CellDecoder {
             }
             return result
         }
+    }
+
+    /// Chooses where a multi-scan file's coefficient arrays go and how they keep blocks, and
+    /// returns the bytes they hold in memory (what the decode is admitted with).
+    ///
+    /// libjpeg's whole arrays (128 bytes a block) in memory when they fit beside the decode's
+    /// other buffers in `inMemoryShare`; else the compact arrays (only the coefficients the
+    /// scale's inverse DCT reads, tessera_coefficients.c: 66 bytes a block at 2/8) when they
+    /// fit there; else the whole arrays in a spill file, through windows of about a dozen block
+    /// rows of every component, which is what libjpeg touches at once (5 iMCU rows with block
+    /// smoothing). The compact arrays cost time to fold blocks in and out of their whole-block
+    /// windows on every scan (measured, 25 x 25 cells of 600 px from 40 large progressive photos
+    /// at a 512 MiB budget: about a tenth more CPU time than whole arrays in a spill file), and
+    /// the spill file costs less than that when the page cache holds it; their gain is a photo
+    /// drawn without a spill file, in about half the memory of whole arrays in memory.
+    private func useCoefficientStorage(_ reader: ScaledJPEGReader, header: PhotoHeader, numerator: Int, working: Int,
+                                       inMemoryShare: Int, blockRows: Int) throws(TesseraError) -> Int {
+        let whole = Int(clamping: header.coefficientBytes)
+        let plan = try reader.coefficientPlan(numerator: numerator)
+        let compact = plan.stored + plan.windows
+        let useCompact = whole + working > inMemoryShare && compact + working <= inMemoryShare
+        reader.keepEveryCoefficient(!useCompact)
+        let limit = useCompact ? compact : whole + working <= inMemoryShare ? whole : max(256 << 10, 12 * whole / blockRows)
+        reader.useCoefficientStorage(memoryLimitBytes: limit, spillDirectory: budget.spillDirectory)
+        return limit
     }
 }

@@ -118,6 +118,28 @@ final class ScaledJPEGReader {
     /// Whether the last start put the coefficients in the spill file.
     var coefficientsSpilled: Bool { tessera_jpeg_decoder_coefficients_spilled(decoder) != 0 }
 
+    /// What a multi-scan file's coefficient arrays take at DCT scale `numerator`/8, which this
+    /// sets as `scaledSize` does: the blocks as stored (only the coefficients that scale's
+    /// inverse DCT reads), the whole-block windows libjpeg decodes into (always in memory), and
+    /// the least the arrays hold when they spill (tessera_coefficients.c).
+    func coefficientPlan(numerator: Int) throws(TesseraError) -> (stored: Int, windows: Int, minimumSpilled: Int) {
+        var stored: UInt64 = 0, windows: UInt64 = 0, minimum: UInt64 = 0
+        guard tessera_jpeg_decoder_coefficient_plan(decoder, Int32(numerator), &stored, &windows, &minimum) == TESSERA_JPEG_OK else {
+            throw failure()
+        }
+        return (Int(clamping: stored), Int(clamping: windows), Int(clamping: minimum))
+    }
+
+    /// Whether the coefficient arrays keep only what the scale reads (the default) or all 64
+    /// coefficients a block, as libjpeg's own do (for tests). Before `start`.
+    func keepEveryCoefficient(_ every: Bool) { tessera_jpeg_decoder_set_coefficient_compaction(decoder, every ? 0 : 1) }
+
+    /// After `start`: the bytes the coefficient arrays take, and what they hold in memory.
+    var coefficientBytes: (total: Int, allocated: Int) {
+        (Int(clamping: tessera_jpeg_decoder_coefficient_bytes(decoder)),
+         Int(clamping: tessera_jpeg_decoder_coefficient_allocated_bytes(decoder)))
+    }
+
     /// A DC decoder over the same file (from its first byte), for a multi-scan file drawn at 1/8.
     func dcReader(memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) -> DCScaledJPEGReader {
         try DCScaledJPEGReader(file: file, path: path, fileBytes: fileBytes, memoryLimitBytes: memoryLimitBytes,
