@@ -93,7 +93,10 @@ public final class DecodeBudget: @unchecked Sendable {
     /// The memory budget that draws a photo whose decode holds `bytes` whole. With the process
     /// budget known: that budget and the shortfall (the limit grows with the budget byte for
     /// byte: the steady state is planned first and does not grow with it once the cell cache
-    /// is at its smallest, which a shortfall means), with a MiB to spare, in whole MiB.
+    /// is at its smallest, which a shortfall means), with 8 MiB to spare (the process measures
+    /// 17 MiB for a render of one tiny photo, against the plan's 12 MiB allowance, and a
+    /// decoder's real peak may be a little over its charge: a mosaic advised 4 MiB over peaked
+    /// 0.2 MiB over), in whole MiB.
     /// Without: `budgetToDraw(bytes:)`.
     func budgetToDraw(oneDecodeBytes bytes: Int) -> Int64 {
         guard let processBudgetBytes else { return DecodeBudget.budgetToDraw(bytes: Int64(bytes)) }
@@ -104,7 +107,7 @@ public final class DecodeBudget: @unchecked Sendable {
     /// The budget that lifts a one-decode limit of `limitBytes` under `budgetBytes` to `bytes`.
     /// Also the mosaic's rule for the photos its render would draw grey (it has the plan).
     static func budgetToDraw(bytes: Int64, budgetBytes: Int64, limitBytes: Int64) -> Int64 {
-        let needed = budgetBytes + max(0, bytes - limitBytes) + (1 << 20)
+        let needed = budgetBytes + max(0, bytes - limitBytes) + (8 << 20)
         return ((needed + (1 << 20) - 1) >> 20) << 20
     }
 

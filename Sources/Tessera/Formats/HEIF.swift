@@ -75,9 +75,17 @@ final class HEIFReader {
     let photo: PhotoFile
     private let heif: OpaquePointer
     let info: tessera_heif_info
+    /// An AVIF (its ftyp's major brand avif or avis): its AV1 decoder (dav1d) holds more than
+    /// libde265 for the same picture.
+    let isAV1: Bool
 
     init(photo: PhotoFile) throws(TesseraError) {
         self.photo = photo
+        var brand = [UInt8](repeating: 0, count: 12)
+        let read = (try? brand.withUnsafeMutableBytes { bytes in
+            Result { () throws(TesseraError) in try photo.file.read(into: bytes, at: 0) }
+        }.get()) ?? 0
+        isAV1 = read == 12 && (brand[8..<12].elementsEqual("avif".utf8) || brand[8..<12].elementsEqual("avis".utf8))
         var info = tessera_heif_info()
         var message = [CChar](repeating: 0, count: 200)
         guard let heif = tessera_heif_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
@@ -114,21 +122,24 @@ final class HEIFReader {
     /// at a time into one planar RGB image, which libheif 1.15 always assembles grids in: 3 bytes
     /// a pixel, plus a tile's decoder and our rows (42 MB measured). One HEVC picture of the
     /// whole size costs libde265's picture and its per-block tables, and libheif's copy (73 MB
-    /// measured): about 6.1 bytes a pixel.
-    static func decodeBytes(width: Int, height: Int, bits: Int, grid: Bool) -> Int64 {
+    /// measured): about 6.1 bytes a pixel. One AV1 picture through dav1d (two cores; its
+    /// frame threads follow the core count) held 90.3 MiB for 4000 x 3000 over the process's
+    /// 16.5 MiB on 2026-12-01: 7.9 bytes a pixel, so 8.
+    static func decodeBytes(width: Int, height: Int, bits: Int, grid: Bool, av1: Bool = false) -> Int64 {
         let pixels = Int64(width) * Int64(height)
         let depth: Int64 = bits > 8 ? 2 : 1
-        return grid ? pixels * 3 * depth + (8 << 20) : pixels * 13 / 2 * depth + (2 << 20)
+        if grid { return pixels * 3 * depth + (8 << 20) }
+        return (av1 ? pixels * 8 : pixels * 13 / 2) * depth + (2 << 20)
     }
 
     /// The same for what the shim read from the boxes (`tessera_heif_size`): the size libheif
     /// really decodes at, whatever 'ispe' says, and for a grid its largest tile's decoder too
     /// (the 8 MiB above covers a phone's 512 x 512 tile; a larger one is counted).
-    static func decodeBytes(_ size: tessera_heif_size, bits: Int) -> Int64 {
+    static func decodeBytes(_ size: tessera_heif_size, bits: Int, av1: Bool = false) -> Int64 {
         let grid = size.tile_width > 0
-        var bytes = decodeBytes(width: Int(size.width), height: Int(size.height), bits: bits, grid: grid)
+        var bytes = decodeBytes(width: Int(size.width), height: Int(size.height), bits: bits, grid: grid, av1: av1)
         if grid {
-            let tile = decodeBytes(width: Int(size.tile_width), height: Int(size.tile_height), bits: bits, grid: false)
+            let tile = decodeBytes(width: Int(size.tile_width), height: Int(size.tile_height), bits: bits, grid: false, av1: av1)
             bytes += max(0, tile - (8 << 20))
         }
         return bytes
@@ -136,7 +147,7 @@ final class HEIFReader {
 
     /// What drawing the primary image holds: a row of tiles (tiledBytes) or the whole decode.
     var decodeBytes: Int64 {
-        info.tiled != 0 ? Self.tiledBytes(info) : Self.decodeBytes(info.decode, bits: Int(info.luma_bits))
+        info.tiled != 0 ? Self.tiledBytes(info, av1: isAV1) : Self.decodeBytes(info.decode, bits: Int(info.luma_bits), av1: isAV1)
     }
 
     /// What the tiled path holds at once: one row of decoded tiles (planar RGB, 3 samples a
@@ -145,12 +156,13 @@ final class HEIFReader {
     /// coded data twice (ours, in the one-tile HEIF, and libheif's copy for the decoder; the shim
     /// refuses more than 4 bytes a pixel). A
     /// phone's 4032-wide grid of 512 x 512 tiles: 6 MiB + 3.6 MiB + 2 MiB.
-    static func tiledBytes(_ info: tessera_heif_info) -> Int64 {
+    static func tiledBytes(_ info: tessera_heif_info, av1: Bool = false) -> Int64 {
         let depth: Int64 = info.luma_bits > 8 ? 2 : 1
         let tilePixels = Int64(info.grid_tile_width) * Int64(info.grid_tile_height)
         let row = Int64(info.grid_columns) * tilePixels * 3 * depth
         let tile = decodeBytes(width: Int(max(info.decode.tile_width, info.grid_tile_width)),
-                               height: Int(max(info.decode.tile_height, info.grid_tile_height)), bits: Int(info.luma_bits), grid: false)
+                               height: Int(max(info.decode.tile_height, info.grid_tile_height)), bits: Int(info.luma_bits), grid: false,
+                               av1: av1)
         return row + tile + tilePixels * 8 + (128 << 10)
     }
 
@@ -305,7 +317,7 @@ extension CellDecoder {
         let fullBytes = reader.decodeBytes
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
-            let needed = formatBytes(DecodeBudget.budgetToDraw(bytes: fullBytes))
+            let needed = formatBytes(budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
             if thumbnail.width > 0 {
                 useThumbnail = true
                 warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "
@@ -316,13 +328,13 @@ extension CellDecoder {
                     path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
                         + "(\(reader.info.is_grid != 0 ? "tiles" : "one picture, not tiled"), no thumbnail) takes about "
                         + "\(formatBytes(fullBytes)), more than the memory budget leaves for it",
-                    budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: fullBytes))
+                    budgetToDrawBytes: budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
             }
         }
         let tiled = !useThumbnail && reader.info.tiled != 0
         let size = useThumbnail ? thumbnail : tiled ? (Int(reader.info.canvas_width), Int(reader.info.canvas_height))
                                                     : (Int(reader.info.width), Int(reader.info.height))
-        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits) : fullBytes
+        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits, av1: reader.isAV1) : fullBytes
         let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             if tiled {

@@ -64,7 +64,7 @@ public struct RenderPlan: Equatable, Sendable {
     public let cellBytes: Int
     public let distinctPhotos: Int
     /// The memory every photo decode of the render shares (DecodeBudget).
-    public let decodePoolBytes: Int
+    public internal(set) var decodePoolBytes: Int
     /// What the steady state (stripes, cell cache, decode pool) was planned for: the budget, or
     /// less of an automatic one (RenderSettings.steadyStateBytes).
     public var steadyStateBudgetBytes = 0
@@ -138,9 +138,9 @@ public struct RenderPlan: Equatable, Sendable {
     /// planning again: what the plan needs grows with the budget (the decode pool is a share
     /// of it), so the shortfall at one budget is not the budget that fits.
     public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg],
-                            wholeImageBytes: Int = 0) throws(TesseraError) -> RenderPlan {
+                            wholeImageBytes: Int = 0, multiScanBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         do throws(TesseraError) {
-            return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes)
+            return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
         } catch .budgetTooSmall(_, let needed) where settings.steadyStateBudgetBytes < settings.maxMemoryBytes {
             // A steady state larger than an automatic budget plans for (wide rows, many
             // workers): the smallest that fits, as far as the budget goes (not all of it: the
@@ -152,19 +152,19 @@ public struct RenderPlan: Equatable, Sendable {
             }
             guard let steady = smallestBudget(from: needed, fits: { bytes in
                 bytes > settings.maxMemoryBytes
-                    || (try? plan(layout: layout, settings: trial(bytes), writing: outputs, wholeImageBytes: wholeImageBytes)) != nil
+                    || (try? plan(layout: layout, settings: trial(bytes), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)) != nil
             }), steady <= settings.maxMemoryBytes else {
                 var whole = settings
                 whole.steadyStateBytes = nil
-                return try make(layout: layout, settings: whole, writing: outputs, wholeImageBytes: wholeImageBytes)
+                return try make(layout: layout, settings: whole, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
             }
-            return try plan(layout: layout, settings: trial(steady), writing: outputs, wholeImageBytes: wholeImageBytes)
+            return try plan(layout: layout, settings: trial(steady), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
         } catch .budgetTooSmall(let budget, let needed) {
             let smallest = smallestBudget(from: max(budget, needed)) { bytes in
                 var trial = settings
                 trial.maxMemoryBytes = bytes
                 trial.steadyStateBytes = nil
-                return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes)) != nil
+                return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)) != nil
             }
             throw .budgetTooSmall(budgetBytes: budget, neededBytes: smallest ?? needed)
         } catch {
@@ -189,7 +189,7 @@ public struct RenderPlan: Equatable, Sendable {
     }
 
     static func plan(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind],
-                     wholeImageBytes: Int) throws(TesseraError) -> RenderPlan {
+                     wholeImageBytes: Int, multiScanBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         let (writesJPEG, deepZoomSettings, workers) = try checkedOutputs(layout: layout, settings: settings, writing: outputs)
         let width = layout.width, height = layout.height
         let window = workers + 2
@@ -258,6 +258,17 @@ public struct RenderPlan: Equatable, Sendable {
         // beside it (what it needs past the pool and the reserve), as far as the budget holds it.
         if budget < settings.maxMemoryBytes {
             plan.estimatedPeakBytes += max(0, min(wholeImageBytes, plan.wholeImageLimitBytes) - decodePool - cache.reserve)
+            // Progressive photos' whole-image buffers (`multiScanBytes`, the largest) spill to a
+            // file when the pool cannot hold them: at 600 px cells that made a grid of large
+            // progressive photos 2.6x its baseline twin. With room to spare, the pool holds one
+            // a worker in memory (twice it: the decoder keeps a buffer in memory only when it is
+            // under half the pool), and the peak counts it.
+            if multiScanBytes > 0 {
+                let extra = max(0, min(settings.maxMemoryBytes - plan.estimatedPeakBytes,
+                                       2 * workers * (multiScanBytes + (2 << 20)) - decodePool))
+                plan.decodePoolBytes += extra
+                plan.estimatedPeakBytes += extra / 2
+            }
         }
         return plan
     }

@@ -30,6 +30,9 @@ public final class StripeRenderer: Sendable {
         let plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
                                        wholeImageBytes: request.photos.map {
                                            $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
+                                       }.max() ?? 0,
+                                       multiScanBytes: request.photos.map {
+                                           $0.header.multiScanBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
                                        }.max() ?? 0)
         self.plan = plan
         part = try partChooser?.part(of: request, plan: plan)

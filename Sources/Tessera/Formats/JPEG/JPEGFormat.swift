@@ -129,3 +129,21 @@ extension CellDecoder {
         return limit
     }
 }
+
+extension PhotoHeader {
+    /// What a multi-scan (progressive) JPEG's whole-image buffers take when it is drawn into a
+    /// `cellWidth` x `cellHeight` cell: the DC decoder's planes at 1/8, libjpeg's coefficient
+    /// arrays (128 bytes a block) at larger scales; 0 for a baseline JPEG and other formats.
+    /// The scale is estimated from the sizes (the decoder picks the smallest whose output
+    /// covers the cell), so at a scale's edge this may count the larger figure. These buffers
+    /// spill to a file when the decode pool cannot hold them: a plan with room to spare gives
+    /// the pool that much more (RenderPlan).
+    public func multiScanBytes(cellWidth: Int, cellHeight: Int) -> Int {
+        guard format == .jpeg, isProgressive, width > 0, height > 0 else { return 0 }
+        let swapped = OrientationTransform(exifOrientation: exifOrientation).swapsAxes
+        let (cellAcross, cellDown) = swapped ? (cellHeight, cellWidth) : (cellWidth, cellHeight)
+        let needed = max(Double(cellAcross) / Double(width), Double(cellDown) / Double(height))
+        let numerator = Int((needed * 8).rounded(.up))
+        return Int(clamping: numerator <= 1 && !isArithmetic && colorModel != .cmyk ? dcDecoderBytes : coefficientBytes)
+    }
+}
