@@ -82,8 +82,9 @@ Description: giant photo grids and mosaics in flat memory
  tessera renders photo grids and photo mosaics of a billion pixels and more
  into one baseline JPEG and/or a Deep Zoom pyramid with a viewer, on all
  cores, in a few dozen megabytes of memory whatever the output size. Photos
- may be JPEG, PNG, WebP, HEIF/HEIC or AVIF; each is decoded at the size it
- is drawn, turned upright and converted to sRGB.
+ may be JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, TIFF or camera RAW files
+ (their JPEG preview); each is decoded at the size it is drawn, turned
+ upright and converted to sRGB.
 CONTROL
 mkdir -p "$out"
 deb=$out/tessera_${version}_amd64.deb

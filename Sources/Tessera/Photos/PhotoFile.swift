@@ -1,5 +1,5 @@
 // PhotoFile.swift — one photo file, open: its size and identity, and what its first bytes say it
-// is (Formats/PhotoFormat.swift: Sniffed). Every reader (JPEG, PNG, WebP, HEIF) starts from one of these, so the checks that make a
+// is (Formats/PhotoFormat.swift: Sniffed). Every reader (JPEG, PNG, WebP, HEIF, GIF, TIFF, RAW) starts from one of these, so the checks that make a
 // file safe to read (a regular file, opened without blocking; not mostly holes) are made once,
 // for every format.
 import Glibc
