@@ -213,7 +213,7 @@ MUTANTS = [
      "return Int64(info.width) * 64 + photo.fileBytes",
      "HostileMemoryTests", "a lossy WebP's alpha plane, decoded whole, is left out of its budget"),
     ("heif-whole-budget", "Sources/Tessera/Formats/HEIF.swift",
-     "pixels * 13 / 2 * depth + (2 << 20)", "pixels / 2 * depth + (2 << 20)",
+     "(av1 ? pixels * 8 : pixels * 13 / 2) * depth", "(av1 ? pixels * 8 : pixels / 2) * depth",
      "HEIFBudgetTests", "a HEIF decoded whole budgeted at a thirteenth"),
     ("heif-ispe-lie", "Sources/CTesseraShims/tessera_heif.c",
      "if (size_differs(m, id, sw, sh, ispe_w, ispe_h)) {", "if (0) {",
