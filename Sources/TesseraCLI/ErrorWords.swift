@@ -8,7 +8,7 @@ extension TesseraError {
     public var commandLineDescription: String {
         switch self {
         case let .photoNeedsMemory(path, reason, budget):
-            return "cannot read photo \(path): \(reason); give --max-memory \(formatBytes(budget)) or more to draw it"
+            return "cannot read photo \(path): \(reason); " + memoryAdvice(budget)
         case .shardedSerialEncoder:
             return description + ": leave out --encoder serial"
         case let .joinOutputs(mismatch):
@@ -37,6 +37,24 @@ extension SkippedPhoto {
     /// The reason, with the --max-memory that would draw the photo when memory is what it lacked.
     public var commandLineReason: String {
         guard let budget = budgetToDrawBytes else { return reason }
-        return reason + "; give --max-memory \(formatBytes(budget)) or more to draw it"
+        return reason + "; " + memoryAdvice(budget)
     }
+}
+
+/// This process's memory cgroup limit, read once.
+let cgroupMemoryLimitBytes: Int64? = MemoryBudget.cgroupLimitBytes()
+
+/// "give --max-memory X or more to draw it", X rounded up (4.02 GiB is not "4.0 GiB"), and
+/// said to be out of reach when it is more than the memory cgroup allows (`limitBytes`).
+func memoryAdvice(_ budget: Int64, limitBytes: Int64? = cgroupMemoryLimitBytes) -> String {
+    let shown: String
+    if budget < 1 << 30 {
+        shown = formatBytes(((budget + (1 << 20) - 1) >> 20) << 20)
+    } else {
+        let tenths = (budget * 10 + (1 << 30) - 1) / (1 << 30)
+        shown = "\(tenths / 10).\(tenths % 10) GiB"
+    }
+    let advice = "give --max-memory \(shown) or more to draw it"
+    guard let limit = limitBytes, budget > limit else { return advice }
+    return advice + " (more than this memory cgroup's limit of \(formatBytes(limit)): not here)"
 }

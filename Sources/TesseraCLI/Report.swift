@@ -71,9 +71,10 @@ public enum Report {
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
-        if videos > 0 { line += ", left out \(Report.videos(videos))" }
         // Each was named in a warning when it happened; not a second time here.
         if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (named in the warnings above)" }
+        // Videos are counted, never named (a phone's folder holds hundreds).
+        if videos > 0 { line += ", left out \(Report.videos(videos))" }
         return line
     }
 

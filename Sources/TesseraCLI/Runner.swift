@@ -19,6 +19,7 @@ public struct Runner {
 
     public func grid(_ options: GridOptions) -> ExitCode {
         let options = options.withMemoryChosen()
+        warnIfOverCgroup(options.settings, given: !options.automaticMemory)
         let library: PhotoLibrary
         let manifest = options.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
         switch scanPhotos(options, alsoWriting: manifest) {
@@ -50,6 +51,7 @@ public struct Runner {
 
     public func mosaic(_ mosaic: MosaicOptions) -> ExitCode {
         let options = mosaic.render.withMemoryChosen()
+        warnIfOverCgroup(options.settings, given: !options.automaticMemory)
         let manifest = mosaic.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
         let library: PhotoLibrary
         switch scanPhotos(options, alsoWriting: manifest, alsoReading: [mosaic.targetPath]) {
@@ -183,7 +185,8 @@ public struct Runner {
             return .failure(.badInput)
         }
         guard !library.photos.isEmpty else {
-            console.message(TesseraError.noPhotos(searched: search.paths).description)
+            let videos = library.leftOut.videos > 0 ? " (\(Report.videos(library.leftOut.videos)) left out: Tessera draws photos)" : ""
+            console.message(TesseraError.noPhotos(searched: search.paths).description + videos)
             return .failure(.badInput)
         }
         return .success(library)
@@ -266,6 +269,15 @@ public struct Runner {
             console.message(error.commandLineDescription)
             return ExitCode(error)
         }
+    }
+
+    /// A budget given by size that the memory cgroup cannot hold: the kernel would kill the
+    /// render that used it, so say so before the work (and what auto would choose).
+    func warnIfOverCgroup(_ settings: RenderSettings, given: Bool, limitBytes: Int64? = cgroupMemoryLimitBytes) {
+        guard given, let limit = limitBytes, Int64(settings.maxMemoryBytes) > limit else { return }
+        console.warning("--max-memory \(formatBytes(Int64(settings.maxMemoryBytes))) is more than this memory cgroup's limit of "
+                        + "\(formatBytes(limit)): a render that uses it is killed by the kernel; leave --max-memory out "
+                        + "(auto: \(formatBytes(Int64(MemoryBudget.automatic().bytes)))) or give less")
     }
 
     /// `tessera analyse`: the feature index filled for (a share of) the photos.

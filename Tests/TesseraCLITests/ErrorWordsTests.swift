@@ -18,6 +18,18 @@ import Tessera
         #expect(SkippedPhoto(path: "a.jpg", reason: "corrupt").commandLineReason == "corrupt")
     }
 
+    /// The budget named is never rounded below what is needed, and one a memory cgroup cannot
+    /// hold says so.
+    @Test func theBudgetAdviceRoundsUpAndKnowsTheCgroup() {
+        #expect(memoryAdvice(161 << 20, limitBytes: nil) == "give --max-memory 161.0 MiB or more to draw it")
+        // 4.02 GiB: "4.0 GiB" would be refused again.
+        let needed = Int64(4.02 * Double(1 << 30))
+        #expect(memoryAdvice(needed, limitBytes: nil) == "give --max-memory 4.1 GiB or more to draw it")
+        #expect(memoryAdvice(4 << 30, limitBytes: nil) == "give --max-memory 4.0 GiB or more to draw it")
+        #expect(memoryAdvice(99 << 20, limitBytes: 64 << 20).hasSuffix("(more than this memory cgroup's limit of 64.0 MiB: not here)"))
+        #expect(!memoryAdvice(48 << 20, limitBytes: 64 << 20).contains("cgroup"))
+    }
+
     @Test func everyValueCaseIsWordedWithItsFlag() {
         let cases: [(TesseraError, String, ExitCode)] = [
             (.shardedSerialEncoder, "leave out --encoder serial", .usage),

@@ -47,6 +47,11 @@ func meanAbsoluteLevels(_ a: String, _ b: String) -> Double? {
         #expect(run.status == 0, "\(run.output)")
         #expect(run.output.contains("left out 3 videos"), "\(run.output)")
         #expect(!run.output.contains("warning"), "\(run.output)")
+        // A folder of videos alone: no photos, and the videos said to be why.
+        let videos = directory + "/videos-only"
+        #expect(system("mkdir -p '\(videos)' && cp '\(photos)'/*.MOV '\(photos)'/clip.mp4 '\(videos)'/") == 0)
+        let none = runTessera(["grid", videos, "-o", directory + "/none.jpg", "--columns", "2", "--tile-size", "50", "--no-progress"])
+        #expect(none.status == 3 && none.output.contains("(3 videos left out: Tessera draws photos)"), "\(none.output)")
         // Each cell against the twin's (cells 120 x 80: the photos' 3:2, the twin drawn at 1/8),
         // within 3 levels: the output's own JPEG coding is 0.9 of that (the RAF's cell holds the
         // twin's very pixels: measured 0.87), the twin's coding and the GIF's palette the rest

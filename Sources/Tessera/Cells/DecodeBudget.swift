@@ -32,8 +32,10 @@ public final class DecodeBudget: @unchecked Sendable {
     /// memory budget that would draw it.
     public let wholeImageLimitBytes: Int
 
-    /// The process budget `wholeImageLimitBytes` was planned from, when known: the advice for
-    /// a photo over the limit is then that budget and the shortfall, not a rule of thumb.
+    /// The process budget a render planned `wholeImageLimitBytes` from, when known: the advice
+    /// for a photo over the limit is then that budget and the shortfall. (Not for the budgets
+    /// made from a process budget alone, analysis and the mosaic's target: their limit is three
+    /// quarters of it, which does not grow byte for byte, so they give `budgetToDraw(bytes:)`.)
     public let processBudgetBytes: Int?
 
     public init(poolBytes: Int, spillDirectory: String, wholeImageLimitBytes: Int? = nil, processBudgetBytes: Int? = nil) {
@@ -58,8 +60,7 @@ public final class DecodeBudget: @unchecked Sendable {
     public convenience init(budgetBytes: Int, workers: Int, spillDirectory: String? = nil) {
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: budgetBytes, workers: max(1, workers)),
                   spillDirectory: spillDirectory ?? defaultTemporaryDirectory(),
-                  wholeImageLimitBytes: min(budgetBytes * 3 / 4, budgetBytes - RenderPlan.processAllowanceBytes),
-                  processBudgetBytes: budgetBytes)
+                  wholeImageLimitBytes: min(budgetBytes * 3 / 4, budgetBytes - RenderPlan.processAllowanceBytes))
     }
 
     /// The budget `settings` give decoders outside a render (the mosaic's analysis and target):
@@ -68,8 +69,7 @@ public final class DecodeBudget: @unchecked Sendable {
         let budget = settings.maxMemoryBytes
         self.init(poolBytes: DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: max(1, workers)),
                   spillDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
-                  wholeImageLimitBytes: min(budget * 3 / 4, budget - RenderPlan.processAllowanceBytes),
-                  processBudgetBytes: budget)
+                  wholeImageLimitBytes: min(budget * 3 / 4, budget - RenderPlan.processAllowanceBytes))
     }
 
     /// The most that decodes held at once so far (their estimates).

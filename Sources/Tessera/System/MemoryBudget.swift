@@ -55,6 +55,9 @@ public struct MemoryBudget: Equatable, Sendable {
         return choose(cgroupLimit: limit, availableBytes: available)
     }
 
+    /// This process's memory cgroup limit in bytes, nil when there is none.
+    public static func cgroupLimitBytes(root: String = "") -> Int64? { cgroupLimit(root: root)?.bytes }
+
     /// The rule itself, on figures already read.
     public static func choose(cgroupLimit: (version: Int, bytes: Int64)?, availableBytes: Int64?) -> MemoryBudget {
         let halfAvailable = availableBytes.map { $0 / 2 }
