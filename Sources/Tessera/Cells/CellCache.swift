@@ -39,7 +39,7 @@ final class CellCache: @unchecked Sendable {
     let decoder: CellDecoder
     let cellBytes: Int
     let slotCount: Int
-    private let photos: [Photo]
+    private let photos: PhotoTable
     private let spillDirectory: String
     private let memory: UnsafeMutableRawPointer
 
@@ -62,7 +62,7 @@ final class CellCache: @unchecked Sendable {
     /// Where cells may come from before they are decoded (RenderPart.swift), or nil.
     private let source: (any CellSource)?
 
-    init(photos: [Photo], decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil) {
+    init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil) {
         precondition(slotCount > 0)
         self.photos = photos
         self.source = source

@@ -14,10 +14,11 @@ public enum MosaicAnalysis {
     /// entries whose file is unchanged and adding the others to it. Photos that fail to decode
     /// get nil features and are listed.
     /// Decodes are admitted against `budget` (nil: a budget of the default 64 MiB).
-    public static func photoFeatures(_ photos: [Photo], subCells k: Int, cellAspect: Double, workers: Int,
+    public static func photoFeatures<Photos: RandomAccessCollection<Photo>>(_ photos: Photos, subCells k: Int, cellAspect: Double, workers: Int,
                                      index: FeatureIndex?, budget: DecodeBudget? = nil,
                                      cancellation: RenderCancellation? = nil,
-                                     progress: (@Sendable (Int, Int) -> Void)? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int) {
+                                     progress: (@Sendable (Int, Int) -> Void)? = nil) -> (features: [[Float]?], failed: [SkippedPhoto], analysed: Int)
+        where Photos.Index == Int, Photos: Sendable {
         var results = [[Float]?](repeating: nil, count: photos.count)
         var toAnalyse: [Int] = []
         for (number, photo) in photos.enumerated() {

@@ -183,7 +183,7 @@ public enum MosaicJob {
         }
         // Photos the render could not draw in this budget are left out before analysis: matched,
         // each would be a grey placeholder in the mosaic.
-        let drawable = drawablePhotos(library.photos, layout: provisional, settings: settings, outputs: outputs.map(\.kind))
+        let drawable = drawablePhotos(Array(library.photos), layout: provisional, settings: settings, outputs: outputs.map(\.kind))
         var started = monotonicSeconds()
         let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
                                  only: Set(drawable.photos.map(\.path)))

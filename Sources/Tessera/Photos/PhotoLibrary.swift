@@ -20,12 +20,19 @@ public struct Photo: Equatable, Sendable {
     /// The file's device and inode when it was scanned (nil for a photo made by hand), so that
     /// checking the outputs against the photos needs no second stat per photo.
     public let identity: OutputDestination.Identity?
+    /// The file's size and modification time (ns since the epoch) when it was scanned (nil for a
+    /// photo made by hand): what the indexes key a photo by, so a warm run need not stat again.
+    public var fileBytes: Int64?
+    public var modifiedNanoseconds: Int64?
 
-    public init(path: String, header: PhotoHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil) {
+    public init(path: String, header: PhotoHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil,
+                fileBytes: Int64? = nil, modifiedNanoseconds: Int64? = nil) {
         self.path = path
         self.header = header
         self.file = file ?? PathBytes(path)
         self.identity = identity
+        self.fileBytes = fileBytes
+        self.modifiedNanoseconds = modifiedNanoseconds
     }
 }
 
@@ -103,7 +110,7 @@ public struct SkippedPhoto: Equatable, Sendable {
 /// The photos found under some paths.
 public struct PhotoLibrary: Sendable {
     /// Usable photos, sorted by path.
-    public var photos: [Photo]
+    public var photos: PhotoTable
     /// Files that look like photos (an image's first bytes, or given by name) but cannot be used.
     public var skipped: [SkippedPhoto]
     /// Files in searched directories that are not images and not named like one (sidecars,
@@ -121,10 +128,29 @@ public struct PhotoLibrary: Sendable {
     /// Files are read as they are found, `Scan.batchSize` at a time, and only photos and
     /// warnings are kept: a folder of a hundred thousand sidecars, empty files or notes costs
     /// a batch while it is read, and nothing after it.
-    public static func scan(_ paths: [String], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
+    /// `lists`: files naming photos or folders, one a line (PhotoList), taken as named paths.
+    public static func scan(_ paths: [String], lists: [PhotoList] = [], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil,
                             selection: PhotoSelection = PhotoSelection(),
                             progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> PhotoLibrary {
+        // (Read whole for now: a streaming reader replaces this.)
+        var paths = paths
+        for list in lists {
+            var text: [UInt8] = []
+            let file = list.path == "-" ? fdopen(dup(0), "rb") : fopen(list.path, "rb")
+            guard let file else { throw .system(operation: "open", errno: errno, path: list.path) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = fread(&buffer, 1, buffer.count, file)
+                if count <= 0 { break }
+                text += buffer[0..<count]
+            }
+            fclose(file)
+            let separator = list.nulSeparated ? UInt8(0) : UInt8(ascii: "\n")
+            for line in text.split(separator: separator) where !line.isEmpty {
+                paths.append(String(decoding: line, as: UTF8.self))
+            }
+        }
         var scan = Scan(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
                         cancellation: cancellation, progress: progress)
         // A file reached twice (named, and inside a named folder) counts once, as the named one.
@@ -163,7 +189,7 @@ public struct PhotoLibrary: Sendable {
         try scan.flush()
         scan.photos.sort { $0.file < $1.file }
         scan.skipped.sort { $0.path < $1.path }
-        var library = PhotoLibrary(photos: scan.photos, skipped: scan.skipped, ignoredNonJPEGCount: scan.ignored, searched: paths)
+        var library = PhotoLibrary(photos: PhotoTable(scan.photos), skipped: scan.skipped, ignoredNonJPEGCount: scan.ignored, searched: paths)
         library.leftOut = scan.leftOut
         return library
     }

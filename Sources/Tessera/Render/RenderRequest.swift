@@ -74,7 +74,7 @@ public struct OutputFile: Equatable, Sendable {
 
 /// Everything a render needs.
 public struct RenderRequest: Sendable {
-    public var photos: [Photo]
+    public var photos: PhotoTable
     public var layout: CellLayout
     public var settings: RenderSettings
     /// At most one of each kind; at least one.
@@ -82,13 +82,18 @@ public struct RenderRequest: Sendable {
     /// A mosaic's per-cell colour shift toward its target, applied as cells are drawn.
     public var tint: CellTint?
 
-    public init(photos: [Photo], layout: CellLayout, settings: RenderSettings = RenderSettings(), outputs: [RenderOutput],
+    public init(photos: PhotoTable, layout: CellLayout, settings: RenderSettings = RenderSettings(), outputs: [RenderOutput],
                 tint: CellTint? = nil) {
         self.photos = photos
         self.layout = layout
         self.settings = settings
         self.outputs = outputs
         self.tint = tint
+    }
+
+    public init(photos: [Photo], layout: CellLayout, settings: RenderSettings = RenderSettings(), outputs: [RenderOutput],
+                tint: CellTint? = nil) {
+        self.init(photos: PhotoTable(photos), layout: layout, settings: settings, outputs: outputs, tint: tint)
     }
 
     public var jpegPath: String? {
@@ -181,19 +186,21 @@ public struct RenderRequest: Sendable {
     /// recorded; stat'ed here only when they have none) or `otherInputs` (a mosaic's target).
     /// Writing one would destroy a photo.
     public static func checkNotInputs(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
-                                      photos: [Photo], otherInputs: [String] = []) throws(TesseraError) {
+                                      photos: some Collection<Photo>, otherInputs: [String] = []) throws(TesseraError) {
         var existing: [OutputDestination.Identity: OutputFile] = [:]
         for file in outputs.flatMap(\.files) + extra where !file.isFolder {
             if let identity = OutputDestination.identity(file.path) { existing[identity] = file }
         }
         guard !existing.isEmpty else { return }
-        let inputs = photos.map { ($0.path, $0.identity) } + otherInputs.map { ($0, nil) }
-        for (input, known) in inputs {
+        // Photo by photo: a library of a million is never a second list.
+        func check(_ input: String, _ known: OutputDestination.Identity?) throws(TesseraError) {
             if let identity = known ?? OutputDestination.identity(input), let file = existing[identity] {
                 throw .unusableOutput(path: file.path, reason: "it is one of the photos (\(input)); writing \(file.role) there "
                                       + "would destroy the photo: choose another name")
             }
         }
+        for photo in photos { try check(photo.path, photo.identity) }
+        for input in otherInputs { try check(input, nil) }
     }
 
     /// The canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, refused before a

@@ -14,7 +14,7 @@ public final class StripeRenderer: Sendable {
     /// The part of the render this process makes (RenderPart.swift), or nil for all of it.
     let part: (any RenderPart)?
 
-    public var photos: [Photo] { request.photos }
+    public var photos: PhotoTable { request.photos }
     public var layout: CellLayout { request.layout }
     public var settings: RenderSettings { request.settings }
 

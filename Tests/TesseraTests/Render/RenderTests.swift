@@ -290,7 +290,7 @@ struct RenderTests {
             photos.append(try PhotoLibrary.scan([path]).photos[0])
         }
         let decoder = CellDecoder(cellWidth: 8, cellHeight: 8, decodePoolBytes: 16 << 20)
-        let cache = CellCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path)
+        let cache = CellCache(photos: PhotoTable(photos), decoder: decoder, slotCount: 2, spillDirectory: scratch.path)
         var first: [Int: [UInt8]] = [:]
         for round in 0..<3 {
             for index in 0..<5 {

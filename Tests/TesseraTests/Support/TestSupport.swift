@@ -202,6 +202,11 @@ extension StripeRenderer {
         try self.init(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: jpeg)], tint: tint),
                       cancellation: cancellation)
     }
+
+    convenience init(photos: PhotoTable, layout: CellLayout, settings: RenderSettings, jpeg: String,
+                     cancellation: RenderCancellation? = nil, tint: CellTint? = nil) throws {
+        try self.init(photos: Array(photos), layout: layout, settings: settings, jpeg: jpeg, cancellation: cancellation, tint: tint)
+    }
 }
 
 // Oracles shared by the tests: small filesystems, image differences, an independent downscale.

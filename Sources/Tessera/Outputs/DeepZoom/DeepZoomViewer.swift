@@ -31,7 +31,7 @@ public struct CellLabels: Equatable, Sendable {
     public let layout: CellLayout
 
     /// The labels `shown` asks for: file names, paths, or nil for none.
-    public init?(layout: CellLayout, photos: [Photo], shown: ViewerLabels) {
+    public init?(layout: CellLayout, photos: PhotoTable, shown: ViewerLabels) {
         switch shown {
         case .none: return nil
         case .path: self.init(layout: layout, photoPaths: photos.map(\.path))

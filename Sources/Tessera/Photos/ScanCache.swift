@@ -1,0 +1,60 @@
+// ScanCache.swift — what a scan asks of a cache of what its files were (HeaderIndex keeps one on
+// disk): a file unchanged since the last scan (same path, size and modification time) is
+// answered from the cache without being opened, so a warm scan costs a directory walk and a
+// stat a file.
+//
+// The scan asks in ascending order of path bytes, so a cache kept sorted by path answers by one
+// merge pass, whatever its size, in memory that does not grow with it.
+
+/// What a file was when it was last read.
+public enum ScanCacheKind: Equatable, Sendable {
+    /// A photo Tessera reads, with its header.
+    case photo(PhotoHeader)
+    /// Not an image (a sidecar, notes): left out silently unless named like a photo.
+    case notAnImage
+    /// A video: counted, not read.
+    case video
+}
+
+/// One file as a scan read it.
+public struct ScanCacheEntry: Equatable, Sendable {
+    public var path: PathBytes
+    public var fileBytes: Int64
+    public var modifiedNanoseconds: Int64
+    public var kind: ScanCacheKind
+
+    public init(path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64, kind: ScanCacheKind) {
+        self.path = path
+        self.fileBytes = fileBytes
+        self.modifiedNanoseconds = modifiedNanoseconds
+        self.kind = kind
+    }
+}
+
+/// One scan's pass over the cache: `lookup` is called with paths in ascending byte order (each
+/// at most once), and answers only for a file whose size and modification time are unchanged.
+public protocol ScanCacheReader: AnyObject {
+    func lookup(_ path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64) throws(TesseraError) -> ScanCacheKind?
+}
+
+/// A cache of what files were, kept between runs.
+public protocol ScanCache: AnyObject, Sendable {
+    /// A pass for one scan.
+    func makeReader() throws(TesseraError) -> any ScanCacheReader
+    /// Records what this scan read (a batch at a time, durably: a crash keeps every batch recorded).
+    func record(_ entries: [ScanCacheEntry]) throws(TesseraError)
+    /// The scan is over: fold what was recorded into the cache's sorted form.
+    func finish() throws(TesseraError)
+}
+
+/// A file that lists photos, one path per line (or NUL-separated): `-` is standard input.
+/// Read as a stream, never held whole, so a list of a million paths costs what one batch does.
+public struct PhotoList: Equatable, Sendable {
+    public var path: String
+    public var nulSeparated: Bool
+
+    public init(path: String, nulSeparated: Bool = false) {
+        self.path = path
+        self.nulSeparated = nulSeparated
+    }
+}
