@@ -37,7 +37,7 @@ public struct Runner {
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try RenderManifest.write(layout: layout, photoPaths: library.photos.map(\.path), to: path)
+                try RenderManifest.write(layout: layout, photos: library.photos, to: path)
             }
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped,
                                   videos: library.leftOut.videos))
@@ -88,11 +88,11 @@ public struct Runner {
                 for duplicate in prepared.duplicates { console.result("duplicate   \(duplicate.photo): the same picture as \(duplicate.sameAs)") }
             }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
-            let matching = Report.mosaic(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
+            let matching = Report.mosaic(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
                                          reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
                                          targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
-                                         duplicates: prepared.duplicates.count)
-            guard let summary = try render(renderer, options: options, photoCount: prepared.request.photos.count,
+                                         duplicates: prepared.duplicateCount)
+            guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
                 console.result(matching)
                 return .success
@@ -105,8 +105,8 @@ public struct Runner {
             console.result(matching)
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skipped.count + prepared.failed.count)
-                             + [Report.mosaicFields(prepared.match, photoCount: prepared.request.photos.count, analysed: prepared.analysed,
-                                                    reused: prepared.reused, duplicates: prepared.duplicates.count,
+                             + [Report.mosaicFields(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
+                                                    reused: prepared.reused, duplicates: prepared.duplicateCount,
                                                     analysisSeconds: prepared.analysisSeconds, targetSeconds: prepared.targetSeconds,
                                                     matchSeconds: prepared.matchSeconds)])
             return .success

@@ -27,7 +27,7 @@ final class CellCache: @unchecked Sendable {
         case busy
     }
 
-    private enum State {
+    fileprivate enum StateCode {
         case absent
         case decoding
         case loading
@@ -46,8 +46,7 @@ final class CellCache: @unchecked Sendable {
     private let lock = Mutex()
     private let changed: Condition
     // Protected by `lock`:
-    private var states: [State]
-    private var onDisk: [Bool]
+    private var states: PhotoStates
     private var slotPhoto: [Int]
     private var slotPins: [Int]
     private var slotLastUse: [UInt64]
@@ -62,6 +61,9 @@ final class CellCache: @unchecked Sendable {
     /// Where cells may come from before they are decoded (RenderPart.swift), or nil.
     private let source: (any CellSource)?
 
+    /// Bytes the cache keeps a photo, drawn or not (its state).
+    static var bytesPerPhoto: Int { PhotoStates.bytesPerPhoto }
+
     init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil) {
         precondition(slotCount > 0)
         self.photos = photos
@@ -73,8 +75,7 @@ final class CellCache: @unchecked Sendable {
         // Reserved, not touched: pages become resident only as slots fill.
         memory = .allocate(byteCount: cellBytes * slotCount, alignment: 64)
         changed = Condition(lock)
-        states = Array(repeating: .absent, count: photos.count)
-        onDisk = Array(repeating: false, count: photos.count)
+        states = PhotoStates(count: photos.count)
         slotPhoto = Array(repeating: -1, count: slotCount)
         slotPins = Array(repeating: 0, count: slotCount)
         slotLastUse = Array(repeating: 0, count: slotCount)
@@ -114,7 +115,7 @@ final class CellCache: @unchecked Sendable {
                         continue
                     }
                     slot = free
-                    fromDisk = onDisk[index]
+                    fromDisk = states.onDisk(index)
                     states[index] = fromDisk ? .loading : .decoding
                     slotPhoto[slot] = index
                     slotPins[slot] = 1
@@ -222,15 +223,59 @@ final class CellCache: @unchecked Sendable {
         }
         guard victim >= 0 else { return nil }
         let photo = slotPhoto[victim]
-        if !onDisk[photo] {
+        if !states.onDisk(photo) {
             // Under the lock: a rare path (libraries larger than the cache), kept simple.
             if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
             try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * cellBytes, count: cellBytes),
                                 at: Int64(photo) * Int64(cellBytes))
-            onDisk[photo] = true
+            states.setOnDisk(photo)
         }
         states[photo] = .spilled
         slotPhoto[victim] = -1
         return victim
     }
+}
+
+/// Every photo's cache state in 4 bytes (a library of a million photos: 4 MB, where an array of
+/// `State` and one of flags took 17): the state, and whether the photo's cell is in the spill
+/// file, which outlives the state.
+private struct PhotoStates {
+    private var words: [UInt32]
+    private static let onDiskBit: UInt32 = 1 << 31
+    /// Codes below `firstSlot`; a resident cell is `firstSlot + slot`.
+    private static let firstSlot: UInt32 = 5
+
+    /// Bytes a photo costs.
+    static let bytesPerPhoto = MemoryLayout<UInt32>.stride
+
+    init(count: Int) { words = Array(repeating: 0, count: count) }
+
+    subscript(index: Int) -> CellCache.StateCode {
+        get {
+            switch words[index] & ~Self.onDiskBit {
+            case 0: return .absent
+            case 1: return .decoding
+            case 2: return .loading
+            case 3: return .spilled
+            case 4: return .failed
+            case let code: return .resident(slot: Int(code - Self.firstSlot))
+            }
+        }
+        set {
+            let code: UInt32
+            switch newValue {
+            case .absent: code = 0
+            case .decoding: code = 1
+            case .loading: code = 2
+            case .spilled: code = 3
+            case .failed: code = 4
+            case .resident(let slot): code = Self.firstSlot + UInt32(slot)
+            }
+            words[index] = (words[index] & Self.onDiskBit) | code
+        }
+    }
+
+    func onDisk(_ index: Int) -> Bool { words[index] & Self.onDiskBit != 0 }
+
+    mutating func setOnDisk(_ index: Int) { words[index] |= Self.onDiskBit }
 }

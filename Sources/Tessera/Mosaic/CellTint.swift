@@ -11,20 +11,31 @@ public struct CellTint: Sendable {
     public let subCells: Int
     /// The target: `cells` x k*k*3 Oklab values (MosaicAnalysis.targetFeatures).
     public let target: [Float]
-    /// Per photo (indexes of the render's photo list): k*k*3 Oklab values.
-    public let photoFeatures: [[Float]]
+    /// Per photo (indexes of the render's photo list), one after another: k*k*3 Oklab values.
+    /// Flat: an array a photo would cost its header besides.
+    public let features: [Float]
 
     public init(strength: Float, subCells: Int, target: [Float], photoFeatures: [[Float]]) {
+        self.init(strength: strength, subCells: subCells, target: target, features: photoFeatures.flatMap { $0 })
+    }
+
+    public init(strength: Float, subCells: Int, target: [Float], features: [Float]) {
         self.strength = strength
         self.subCells = subCells
         self.target = target
-        self.photoFeatures = photoFeatures
+        self.features = features
+    }
+
+    /// Photo `photo`'s features.
+    public func photoFeatures(_ photo: Int) -> ArraySlice<Float> {
+        let d = subCells * subCells * 3
+        return features[(photo * d)..<((photo + 1) * d)]
     }
 
     /// sRGB offsets (k*k*3) for `photo` drawn in `cell`.
     func offsets(cell: Int, photo: Int) -> [Int16] {
         let k = subCells, d = k * k * 3
-        let features = photoFeatures[photo]
+        let features = Array(photoFeatures(photo))
         var result = [Int16](repeating: 0, count: d)
         for s in 0..<(k * k) {
             let f = s * 3, t = cell * d + s * 3

@@ -80,6 +80,53 @@ public final class FeatureStore: @unchecked Sendable {
         backing = .file(file)
     }
 
+    /// `count` photos' features to be written photo by photo (`write`), in any order: in memory
+    /// when they take at most `memoryLimitBytes`, else in an anonymous temporary file in
+    /// `directory` (its blocks reserved first, so a full disk is found here). Unwritten photos
+    /// read as zeros.
+    public init(writableCount count: Int, valuesPerPhoto: Int, directory: String, memoryLimitBytes: Int = 1 << 20) throws(TesseraError) {
+        self.count = count
+        self.valuesPerPhoto = valuesPerPhoto
+        let bytes = count * valuesPerPhoto * 4
+        if bytes <= memoryLimitBytes {
+            let storage = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, count * valuesPerPhoto))
+            storage.initialize(repeating: 0)
+            backing = .memory(storage)
+        } else {
+            let file = try FileDescriptor.openAnonymousTemporary(in: directory)
+            do {
+                try file.reserve(offset: 0, length: Int64(bytes))
+            } catch {
+                file.close()
+                throw error
+            }
+            backing = .file(file)
+        }
+    }
+
+    /// Sets photo `photo`'s features (`valuesPerPhoto` floats). Safe from several threads for
+    /// different photos.
+    public func write(_ photo: Int, _ values: UnsafeBufferPointer<Float>) throws(TesseraError) {
+        precondition(photo >= 0 && photo < count && values.count == valuesPerPhoto)
+        switch backing {
+        case .memory(let storage):
+            (storage.baseAddress! + photo * valuesPerPhoto).update(from: values.baseAddress!, count: valuesPerPhoto)
+        case .file(let file):
+            try file.writeAll(UnsafeRawBufferPointer(values), at: Int64(photo * valuesPerPhoto * 4))
+        case .arrays:
+            preconditionFailure("a store of the caller's arrays is read-only")
+        }
+    }
+
+    /// Photo `photo`'s features, copied.
+    public func features(of photo: Int) throws(TesseraError) -> [Float] {
+        var values = [Float](repeating: 0, count: valuesPerPhoto)
+        try values.withUnsafeMutableBufferPointer { buffer in
+            Result { () throws(TesseraError) in try read(photo, 1, into: buffer.baseAddress!) }
+        }.get()
+        return values
+    }
+
     deinit {
         switch backing {
         case .memory(let storage): storage.deallocate()

@@ -9,6 +9,8 @@ import Dispatch
 public enum MosaicAnalysis {
     /// Pixels a sub-cell is averaged from (per side) when a photo is analysed.
     static let samplesPerSubCell = 4
+    /// The most photos `analyse` decodes between two appends to the index.
+    static let largestBatch = 4096
 
     /// The features of every photo (k*k*3 floats each, photo after photo), reusing `index`
     /// entries whose file is unchanged and adding the others to it. Photos that fail to decode
@@ -60,6 +62,75 @@ public enum MosaicAnalysis {
             }
         }
         return (results, failed, toAnalyse.count)
+    }
+
+    /// What `analyse` did.
+    public struct Outcome: Sendable {
+        /// Photos that could not be analysed, and why.
+        public var failed: [SkippedPhoto] = []
+        /// Photos analysed now (their features written to the store, and to the index).
+        public var analysed = 0
+        /// Why the index could not keep a batch (the analysis goes on; the features are in the
+        /// store), or nil.
+        public var indexError: TesseraError?
+    }
+
+    /// Analyses the photos at `rows` (ascending) of `photos` into `store` (row for row) and
+    /// marks them in `have`, a batch at a time. After each batch, its features are appended to
+    /// `index` as one durable record, so an interruption (Ctrl-C, SIGKILL, a full disk) keeps
+    /// every batch finished: the next run analyses only the rest. A batch is sized to take
+    /// about half a second (starting at two photos a worker, doubling while batches are quick),
+    /// so an interruption loses at most the photos in flight and the last half second's, and
+    /// a library of tiny photos is not slowed by a sync a photo.
+    /// Cancelled: returns at the end of the batch in flight (what it finished is kept).
+    public static func analyse(_ photos: PhotoTable, rows: [Int32], into store: FeatureStore, have: inout [Bool],
+                               subCells k: Int, cellAspect: Double, workers: Int, index: FeatureIndex?, budget: DecodeBudget,
+                               cancellation: RenderCancellation? = nil,
+                               progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> Outcome {
+        let side = k * samplesPerSubCell
+        let decoder = CellDecoder(cellWidth: side, cellHeight: side, budget: budget, cropAspect: cellAspect, cancellation: cancellation)
+        var outcome = Outcome()
+        var batchSize = max(1, 2 * workers)
+        var start = 0
+        progress?(0, rows.count)
+        while start < rows.count, cancellation?.isCancelled != true {
+            let began = monotonicSeconds()
+            let batch = Array(rows[start..<min(rows.count, start + batchSize)])
+            let results = mapInLanes(count: batch.count, lanes: workers, cancellation: cancellation,
+                                     scratch: { [UInt8](repeating: 0, count: decoder.cellBytes) }) { i, cell in
+                let file = photos[Int(batch[i])].file
+                return cell.withUnsafeMutableBytes { bytes in
+                    Result { () throws(TesseraError) -> [Float] in
+                        _ = try decoder.decode(file: file, into: bytes)
+                        return subCellMeans(UnsafeRawBufferPointer(bytes), width: side, height: side, k: k)
+                    }
+                }
+            }
+            var entries: [(photo: Photo, features: [Float])] = []
+            for (i, result) in results.enumerated() {
+                guard let result else { continue }  // not reached before a cancellation
+                let row = Int(batch[i])
+                switch result {
+                case .success(let features):
+                    try features.withUnsafeBufferPointer { buffer in Result { () throws(TesseraError) in try store.write(row, buffer) } }.get()
+                    have[row] = true
+                    entries.append((photos[row], features))
+                case .failure(.cancelled):
+                    continue
+                case .failure(let error):
+                    outcome.failed.append(SkippedPhoto(path: photos[row].path, error: error))
+                }
+            }
+            outcome.analysed += entries.count
+            if let index, !entries.isEmpty, outcome.indexError == nil {
+                do throws(TesseraError) { try index.appendBatch(entries) } catch { outcome.indexError = error }
+            }
+            start += batch.count
+            progress?(start, rows.count)
+            let seconds = monotonicSeconds() - began
+            if seconds < 0.25 { batchSize = min(batchSize * 2, largestBatch) } else if seconds > 1 { batchSize = max(workers, batchSize / 2) }
+        }
+        return outcome
     }
 
     /// The target's features: `columns * rows` cells of k*k*3 floats, row-major, from its

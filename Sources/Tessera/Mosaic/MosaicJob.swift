@@ -55,7 +55,11 @@ public struct PreparedMosaic: Sendable {
     public let indexNotSaved: TesseraError?
     /// Photos left out because an earlier photo shows the same picture (DuplicatePictures):
     /// each picture counts once for the minimum distance and the most uses.
+    /// (The first `MosaicJob.heldDuplicates`; `duplicateCount` counts them all.)
     public var duplicates: [(photo: String, sameAs: String)] = []
+    public var duplicateCount = 0
+    /// The distinct pictures the mosaic was matched from (the render holds only those it uses).
+    public var photoCount = 0
     /// The most preparing the mosaic held, as planned (`MosaicJob.preparationBytes`).
     public var preparationBytes = 0
 }
@@ -67,27 +71,51 @@ public enum MosaicStep: Sendable {
 
 public enum MosaicJob {
     /// The most preparing a mosaic of `columns` x `rows` cells from `photoCount` photos holds at
-    /// once, the process included: the matching's working set, or the target's decode (its
-    /// sub-cell pixels and their features, and a decoder), whichever is more; with the feature
-    /// index's entries for the photos.
+    /// once, the process included. What grows with the library lives in files (the photo
+    /// table, the features, the index) or is a few bytes a photo (`bytesPerPhoto`); beside it,
+    /// the largest of: the matching's working set, the target's decode (its sub-cell pixels and
+    /// their features, and a decoder), the analysis (the decode pool, and a batch's features),
+    /// and the distinct pictures' features while duplicates are found (`pictureBytes`).
     public static func preparationBytes(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
+        let (fixed, phases) = preparationParts(columns: columns, rows: rows, photoCount: photoCount, subCells: k, settings: settings)
+        return fixed + max(phases, pictureBytes(photoCount: photoCount, subCells: k, besides: fixed, settings: settings))
+    }
+
+    /// What a photo of the library costs in memory while the mosaic is prepared: whether it has
+    /// features (a byte), its row if it must be analysed (4), and its share of the photo table.
+    static let bytesPerPhoto = 1 + 4 + 8
+
+    /// What preparing holds throughout (the process, the library's bytes a photo, the features
+    /// store while it is small enough to be in memory), and the largest of the phases but
+    /// finding duplicates: the matching, the target, the analysis.
+    static func preparationParts(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings)
+        -> (fixed: Int, phases: Int) {
         let cells = columns * rows
         let d = k * k * 3
         let workers = settings.workers ?? onlineCoreCount()
         let decodePool = DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: workers)
-        let index = photoCount * (d * 4 + 160)
+        let library = photoCount * bytesPerPhoto + PhotoTable.residentBytes(count: photoCount) + min(photoCount * d * 4, 1 << 20)
         let target = cells * k * k * 3 + cells * d * 4 + decodePool
         let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k,
                                                   chunkPhotos: matchingRun(cells: cells, photoCount: photoCount, subCells: k, settings: settings))
-        let analysis = decodePool + workers * (k * MosaicAnalysis.samplesPerSubCell) * (k * MosaicAnalysis.samplesPerSubCell) * 3
-        return RenderPlan.processAllowanceBytes + index + max(target, matching, analysis)
+            + cells * d * 4
+        let side = k * MosaicAnalysis.samplesPerSubCell
+        let analysis = decodePool + workers * side * side * 3 + MosaicAnalysis.largestBatch * (d * 4 + 256)
+        return (RenderPlan.processAllowanceBytes + library, max(target, matching, analysis))
     }
 
-    /// Photos the matcher ranks at once: as many as the budget leaves room for beside the feature
-    /// index's entries (MosaicMatcher.runPhotos).
+    /// The distinct pictures' features while duplicates are found (DuplicatePictures holds
+    /// them all), as far as the budget leaves room beside `besides`: a library with more
+    /// distinct pictures than that is refused once they are known, with the budget it needs.
+    static func pictureBytes(photoCount: Int, subCells k: Int, besides: Int, settings: RenderSettings) -> Int {
+        max(0, min(DuplicatePictures.heldBytes(pictures: photoCount, valuesPerPhoto: k * k * 3), settings.maxMemoryBytes - besides))
+    }
+
+    /// Photos the matcher ranks at once: as many as the budget leaves room for beside the
+    /// library's bytes a photo (MosaicMatcher.runPhotos).
     static func matchingRun(cells: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
         MosaicMatcher.runPhotos(cells: cells, photos: max(1, photoCount), subCells: k, budgetBytes: settings.steadyStateBudgetBytes,
-                                otherBytes: photoCount * (k * k * 3 * 4 + 160))
+                                otherBytes: photoCount * bytesPerPhoto + cells * k * k * 3 * 4)
     }
 
     /// The photos a render of `layout` can draw within `settings`' budget, and the others with
@@ -97,14 +125,16 @@ public enum MosaicJob {
     /// more: a photo could be analysed and matched, then drawn as a placeholder). Each left-out
     /// photo carries the budget that would draw it (DecodeBudget.budgetToDraw: this budget and
     /// the shortfall, the decoder's own rule).
-    static func drawablePhotos(_ photos: [Photo], layout: CellLayout, settings: RenderSettings,
-                               outputs: [OutputKind]) -> (photos: [Photo], leftOut: [SkippedPhoto]) {
-        let needs = photos.map { $0.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight) }
-        guard let largest = needs.max(), largest > 0,
+    static func drawablePhotos(_ photos: PhotoTable, layout: CellLayout, settings: RenderSettings,
+                               outputs: [OutputKind]) throws(TesseraError) -> (photos: PhotoTable, leftOut: [SkippedPhoto]) {
+        var largest = 0
+        for photo in photos { largest = max(largest, photo.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight)) }
+        guard largest > 0,
               let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: largest),
               largest > plan.wholeImageLimitBytes else { return (photos, []) }
         var kept: [Photo] = [], leftOut: [SkippedPhoto] = []
-        for (photo, need) in zip(photos, needs) {
+        for photo in photos {
+            let need = photo.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight)
             guard need > plan.wholeImageLimitBytes else {
                 kept.append(photo)
                 continue
@@ -118,7 +148,7 @@ public enum MosaicJob {
                 budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(need), budgetBytes: Int64(settings.maxMemoryBytes),
                                                              limitBytes: Int64(plan.wholeImageLimitBytes))))
         }
-        return (kept, leftOut)
+        return (PhotoTable(kept), leftOut)
     }
 
     /// The mosaic's rows: as given, or from the target's upright shape.
@@ -183,39 +213,19 @@ public enum MosaicJob {
         }
         // Photos the render could not draw in this budget are left out before analysis: matched,
         // each would be a grey placeholder in the mosaic.
-        let drawable = drawablePhotos(Array(library.photos), layout: provisional, settings: settings, outputs: outputs.map(\.kind))
+        let temporary = settings.temporaryDirectory ?? defaultTemporaryDirectory()
+        let drawable = try drawablePhotos(library.photos, layout: provisional, settings: settings, outputs: outputs.map(\.kind))
         var started = monotonicSeconds()
-        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
-                                 only: Set(drawable.photos.map(\.path)))
-        let analysis = MosaicAnalysis.photoFeatures(drawable.photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
-                                                    budget: decodeBudget, cancellation: cancellation,
-                                                    progress: analysisProgress)
-        if cancellation?.isCancelled == true { throw .cancelled }
-        var indexNotSaved: TesseraError?
-        do throws(TesseraError) { try index.save() } catch { indexNotSaved = error }
+        let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
+        let features = try analysedFeatures(drawable.photos, index: index, subCells: k, cellAspect: cellAspect, workers: workers,
+                                            budget: decodeBudget, temporaryDirectory: temporary, cancellation: cancellation,
+                                            progress: analysisProgress)
         let analysisSeconds = monotonicSeconds() - started
-        var analysed: [Photo] = []
-        var analysedFeatures: [[Float]] = []
-        for (photo, feature) in zip(drawable.photos, analysis.features) {
-            if let feature {
-                analysed.append(photo)
-                analysedFeatures.append(feature)
-            }
-        }
-        guard !analysed.isEmpty else { throw .noPhotos(searched: library.searched) }
+        guard features.have.contains(true) else { throw .noPhotos(searched: library.searched) }
         // One photo per picture: a duplicate would let the same picture touch itself.
-        let representatives = DuplicatePictures.representatives(analysedFeatures)
-        var photos: [Photo] = []
-        var features: [[Float]] = []
-        var duplicates: [(photo: String, sameAs: String)] = []
-        for (index, representative) in representatives.enumerated() {
-            if representative == index {
-                photos.append(analysed[index])
-                features.append(analysedFeatures[index])
-            } else {
-                duplicates.append((analysed[index].path, analysed[representative].path))
-            }
-        }
+        let fixedBytes = preparationParts(columns: columns, rows: rows, photoCount: library.photos.count, subCells: k, settings: settings).fixed
+        let pictures = try distinctPictures(drawable.photos, store: features.store, have: features.have, temporaryDirectory: temporary,
+                                            budget: (settings, fixedBytes))
 
         started = monotonicSeconds()
         progress?(.target, 0, 1)
@@ -225,27 +235,123 @@ public enum MosaicJob {
         progress?(.target, 1, 1)
         started = monotonicSeconds()
         progress?(.matching, 0, columns * rows)
-        let match = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, photoFeatures: features,
-                                            minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
-                                            workers: workers, effort: mosaic.matchEffort,
-                                            chunkPhotos: matchingRun(cells: columns * rows, photoCount: features.count, subCells: k,
-                                                                     settings: settings),
-                                            cancellation: cancellation,
-                                            progress: matchingProgress)
+        let matched = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, store: pictures.store,
+                                              minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
+                                              workers: workers, effort: mosaic.matchEffort,
+                                              chunkPhotos: matchingRun(cells: columns * rows, photoCount: pictures.photos.count, subCells: k,
+                                                                       settings: settings),
+                                              cancellation: cancellation,
+                                              progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
+        // The render reads only the photos the mosaic uses (at most one a cell, whatever the
+        // library's size), numbered in the order of the pictures.
+        let used = try usedPhotos(matched, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0)
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                photoIndices: match.assignment)
+                                photoIndices: used.match.assignment)
         let tint = mosaic.tintPercent > 0
-            ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, photoFeatures: features)
+            ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, features: used.features)
             : nil
-        var prepared = PreparedMosaic(request: RenderRequest(photos: photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
-                                      match: match, failed: drawable.leftOut + analysis.failed, analysed: analysis.analysed, reused: index.hits,
+        var prepared = PreparedMosaic(request: RenderRequest(photos: used.photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
+                                      match: used.match, failed: drawable.leftOut + features.outcome.failed,
+                                      analysed: features.outcome.analysed, reused: index.hits,
                                       analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
-                                      indexNotSaved: indexNotSaved)
-        prepared.duplicates = duplicates
+                                      indexNotSaved: features.indexError)
+        prepared.duplicates = pictures.duplicates
+        prepared.duplicateCount = pictures.duplicateCount
+        prepared.photoCount = pictures.photos.count
         prepared.preparationBytes = preparation
         return prepared
     }
+
+    /// The features of every photo of `photos` (row for row in the store; `have` marks the
+    /// rows that have them): from the index where it holds them, analysed (and appended to
+    /// the index, a batch at a time) where it does not. The index is compacted at the end.
+    static func analysedFeatures(_ photos: PhotoTable, index: FeatureIndex, subCells k: Int, cellAspect: Double, workers: Int,
+                                 budget: DecodeBudget, temporaryDirectory: String, cancellation: RenderCancellation?,
+                                 progress: (@Sendable (Int, Int) -> Void)?)
+        throws(TesseraError) -> (store: FeatureStore, have: [Bool], outcome: MosaicAnalysis.Outcome, indexError: TesseraError?) {
+        let d = k * k * 3
+        let store = try FeatureStore(writableCount: photos.count, valuesPerPhoto: d, directory: temporaryDirectory)
+        var have = [Bool](repeating: false, count: photos.count)
+        var indexError: TesseraError?
+        var missing: [Int32]
+        do throws(TesseraError) {
+            missing = try index.lookupRows(photos) { row, features throws(TesseraError) in
+                try features.withUnsafeBufferPointer { buffer in Result { () throws(TesseraError) in try store.write(row, buffer) } }.get()
+                have[row] = true
+            }
+        } catch {
+            // An index that cannot be read is no index: every photo is analysed.
+            indexError = error
+            missing = (0..<photos.count).filter { !have[$0] }.map(Int32.init)
+        }
+        let outcome = try MosaicAnalysis.analyse(photos, rows: missing, into: store, have: &have, subCells: k, cellAspect: cellAspect,
+                                                 workers: workers, index: indexError == nil ? index : nil, budget: budget,
+                                                 cancellation: cancellation, progress: progress)
+        if cancellation?.isCancelled == true { throw .cancelled }
+        indexError = indexError ?? outcome.indexError
+        if indexError == nil {
+            do throws(TesseraError) { try index.compactJournal() } catch { indexError = error }
+        }
+        return (store, have, outcome, indexError)
+    }
+
+    /// The photos that show distinct pictures (DuplicatePictures), their features, and the
+    /// duplicates left out (the first `heldDuplicates` named, all counted).
+    /// More distinct pictures than the budget holds (`pictureBytes`) are refused with the
+    /// budget that would hold them.
+    static func distinctPictures(_ photos: PhotoTable, store: FeatureStore, have: [Bool], temporaryDirectory: String,
+                                 budget: (settings: RenderSettings, fixedBytes: Int))
+        throws(TesseraError) -> (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int) {
+        var duplicates: [(photo: String, sameAs: String)] = []
+        var duplicateCount = 0
+        let d = store.valuesPerPhoto
+        let k = Int(Double(d / 3).squareRoot().rounded())
+        let room = pictureBytes(photoCount: photos.count, subCells: k, besides: budget.fixedBytes, settings: budget.settings)
+        let perPicture = DuplicatePictures.heldBytes(pictures: 1, valuesPerPhoto: d) - DuplicatePictures.heldBytes(pictures: 0, valuesPerPhoto: d)
+        let maxPictures = max(1, (room - DuplicatePictures.heldBytes(pictures: 0, valuesPerPhoto: d)) / perPicture)
+        guard let rows = try DuplicatePictures.representatives(store: store, have: have, maxPictures: maxPictures, duplicate: { row, representative in
+            duplicateCount += 1
+            if duplicates.count < heldDuplicates { duplicates.append((photos[row].path, photos[representative].path)) }
+        }) else {
+            let analysed = have.reduce(0) { $0 + ($1 ? 1 : 0) }
+            throw .budgetTooSmall(budgetBytes: budget.settings.maxMemoryBytes,
+                                  neededBytes: budget.fixedBytes + DuplicatePictures.heldBytes(pictures: analysed, valuesPerPhoto: d))
+        }
+        let picked = try FeatureStore(writableCount: rows.count, valuesPerPhoto: d, directory: temporaryDirectory)
+        var chosen: [Photo] = []
+        var buffer = [Float](repeating: 0, count: d)
+        for (slot, row) in rows.enumerated() {
+            try buffer.withUnsafeMutableBufferPointer { values in
+                Result { () throws(TesseraError) in
+                    try store.read(Int(row), 1, into: values.baseAddress!)
+                    try picked.write(slot, UnsafeBufferPointer(values))
+                }
+            }.get()
+            chosen.append(photos[Int(row)])
+        }
+        return (PhotoTable(chosen), picked, duplicates, duplicateCount)
+    }
+
+    /// The photos `match` uses, in the order of the pictures, with the assignment renumbered to
+    /// them, and their features one after another when a tint needs them.
+    static func usedPhotos(_ match: MosaicMatch, pictures: (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int),
+                           subCells k: Int, keepFeatures: Bool) throws(TesseraError) -> (photos: PhotoTable, match: MosaicMatch, features: [Float]) {
+        var number = [Int32](repeating: -1, count: pictures.photos.count)
+        for photo in match.assignment where photo >= 0 { number[Int(photo)] = 0 }
+        var photos: [Photo] = []
+        var features: [Float] = []
+        for picture in 0..<number.count where number[picture] == 0 {
+            number[picture] = Int32(photos.count)
+            photos.append(pictures.photos[picture])
+            if keepFeatures { features += try pictures.store.features(of: picture) }
+        }
+        let assignment = match.assignment.map { $0 >= 0 ? number[Int($0)] : $0 }
+        return (PhotoTable(photos), match.renumbered(assignment), features)
+    }
+
+    /// Duplicates named in a mosaic's report (all are counted).
+    public static let heldDuplicates = 1_000
 
     /// `tessera analyse`: analyses the photos of `library` (share `shard` of them, in path
     /// order, when given) into the feature index for cells of `cellWidth` x `cellHeight` and
@@ -254,26 +360,26 @@ public enum MosaicJob {
                                cacheDirectory: String?, shard: ShardSpec?, cancellation: RenderCancellation? = nil,
                                progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> AnalyseSummary {
         let started = monotonicSeconds()
-        let sorted = library.photos.sorted { $0.path < $1.path }
-        let share = shard.map { sorted.count * ($0.number - 1) / $0.count..<sorted.count * $0.number / $0.count } ?? 0..<sorted.count
-        let photos = Array(sorted[share])
+        // The library is in path order already (the scan's order).
+        let all = library.photos
+        let share = shard.map { all.count * ($0.number - 1) / $0.count..<all.count * $0.number / $0.count } ?? 0..<all.count
+        let photos = share.count == all.count ? all : PhotoTable(Array(all[share]))
         let workers = settings.workers ?? onlineCoreCount()
         let cellAspect = Double(cellWidth) / Double(cellHeight)
-        let index = FeatureIndex(directory: cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect,
-                                 only: Set(photos.map(\.path)), shard: shard)
+        let index = FeatureIndex(directory: cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect, shard: shard)
         let budget = DecodeBudget(settings: settings, workers: workers)
-        let analysis = MosaicAnalysis.photoFeatures(photos, subCells: k, cellAspect: cellAspect, workers: workers, index: index,
-                                                    budget: budget, cancellation: cancellation, progress: progress)
-        if cancellation?.isCancelled == true { throw .cancelled }
-        try index.save()
-        return AnalyseSummary(photos: photos.count, of: sorted.count, analysed: analysis.analysed, reused: index.hits,
-                              failed: analysis.failed, indexPath: index.path, seconds: monotonicSeconds() - started,
+        let features = try analysedFeatures(photos, index: index, subCells: k, cellAspect: cellAspect, workers: workers, budget: budget,
+                                            temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
+                                            cancellation: cancellation, progress: progress)
+        if let error = features.indexError { throw error }
+        return AnalyseSummary(photos: photos.count, of: all.count, analysed: features.outcome.analysed, reused: index.hits,
+                              failed: features.outcome.failed, indexPath: index.path, seconds: monotonicSeconds() - started,
                               peakResidentBytes: peakResidentBytes())
     }
 
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).
     public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
-        try RenderManifest.write(match: mosaic.match, photoPaths: mosaic.request.photos.map(\.path), to: path)
+        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path)
     }
 }
 

@@ -27,7 +27,7 @@ public struct MosaicMatch: Equatable, Sendable {
     public let columns: Int
     public let rows: Int
     /// Row-major: an index into the photo list given to the matcher.
-    public let assignment: [Int32]
+    public internal(set) var assignment: [Int32]
     /// Row-major: mean Oklab distance between the cell's target sub-cells and its photo's.
     public let cellErrors: [Float]
     /// Cells where the constraints could not all be met (the best photo with uses left was taken).
@@ -67,6 +67,14 @@ public struct MosaicMatch: Equatable, Sendable {
         self.assignment = assignment
         self.cellErrors = cellErrors
         self.constraintViolations = constraintViolations
+    }
+
+    /// The same match with the photos numbered again (`assignment`: each cell's photo in the
+    /// new numbering, a one-to-one renaming of the photos used).
+    func renumbered(_ assignment: [Int32]) -> MosaicMatch {
+        var match = self
+        match.assignment = assignment
+        return match
     }
 
     /// Mean Oklab colour error between target and mosaic at sub-cell resolution.

@@ -11,54 +11,98 @@ public enum RenderManifest {
     /// The manifest text: CSV `column,row,photo,cost` (cost: the cell's mean Oklab error), or a
     /// JSON array of objects with the same fields.
     public static func text(match: MosaicMatch, photoPaths: [String], format: Format) -> String {
-        var text = format == .csv ? "column,row,photo,cost\n" : "[\n"
-        for cell in 0..<match.assignment.count {
-            let column = cell % match.columns, row = cell / match.columns
-            let path = photoPaths[Int(match.assignment[cell])]
-            let cost = formatDecimal(Double(match.cellErrors[cell]), places: 5)
-            switch format {
-            case .csv:
-                text += "\(column),\(row),\(csvField(path)),\(cost)\n"
-            case .json:
-                text += "  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path)), \"cost\": \(cost)}"
-                text += cell + 1 < match.assignment.count ? ",\n" : "\n"
-            }
-        }
-        if format == .json { text += "]\n" }
+        var text = ""
+        emit(match: match, path: { photoPaths[$0] }, format: format) { text += $0 }
         return text
     }
 
     /// A grid's manifest: CSV `column,row,photo`, or JSON objects with those fields (empty
     /// cells left out).
     public static func text(layout: CellLayout, photoPaths: [String], format: Format) -> String {
-        var lines: [String] = []
-        for cell in 0..<layout.cellCount {
-            let photo = layout.photo(at: cell)
-            guard photo >= 0 else { continue }
-            let column = cell % layout.columns, row = cell / layout.columns, path = photoPaths[photo]
-            lines.append(format == .csv ? "\(column),\(row),\(csvField(path))"
-                                        : "  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path))}")
-        }
-        return format == .csv ? "column,row,photo\n" + lines.map { $0 + "\n" }.joined()
-                              : "[\n" + lines.joined(separator: ",\n") + (lines.isEmpty ? "" : "\n") + "]\n"
+        var text = ""
+        emit(layout: layout, path: { photoPaths[$0] }, format: format) { text += $0 }
+        return text
     }
 
     /// Writes a grid's manifest to `path` atomically.
     public static func write(layout: CellLayout, photoPaths: [String], to path: String) throws(TesseraError) {
-        try write(text: text(layout: layout, photoPaths: photoPaths, format: format(for: path)), to: path)
+        try write(layout: layout, photos: PhotoTable(photoPaths.map { Photo(path: $0, header: placeholderHeader) }), to: path)
     }
 
     /// Writes the manifest to `path` atomically.
     public static func write(match: MosaicMatch, photoPaths: [String], to path: String) throws(TesseraError) {
-        try write(text: text(match: match, photoPaths: photoPaths, format: format(for: path)), to: path)
+        try write(match: match, photos: PhotoTable(photoPaths.map { Photo(path: $0, header: placeholderHeader) }), to: path)
     }
 
-    private static func write(text: String, to path: String) throws(TesseraError) {
-        let bytes = Array(text.utf8)
+    /// Writes a grid's manifest of `photos` to `path` atomically, a MiB at a time: a million
+    /// cells' rows are never one string.
+    public static func write(layout: CellLayout, photos: PhotoTable, to path: String) throws(TesseraError) {
+        try streamed(to: path) { out in emit(layout: layout, path: { photos[$0].path }, format: format(for: path), out) }
+    }
+
+    /// Writes a mosaic's manifest of `photos` to `path` atomically, a MiB at a time.
+    public static func write(match: MosaicMatch, photos: PhotoTable, to path: String) throws(TesseraError) {
+        try streamed(to: path) { out in emit(match: match, path: { photos[$0].path }, format: format(for: path), out) }
+    }
+
+    private static func emit(match: MosaicMatch, path: (Int) -> String, format: Format, _ out: (String) -> Void) {
+        out(format == .csv ? "column,row,photo,cost\n" : "[\n")
+        for cell in 0..<match.assignment.count {
+            let column = cell % match.columns, row = cell / match.columns
+            let path = path(Int(match.assignment[cell]))
+            let cost = formatDecimal(Double(match.cellErrors[cell]), places: 5)
+            switch format {
+            case .csv:
+                out("\(column),\(row),\(csvField(path)),\(cost)\n")
+            case .json:
+                out("  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path)), \"cost\": \(cost)}"
+                    + (cell + 1 < match.assignment.count ? ",\n" : "\n"))
+            }
+        }
+        if format == .json { out("]\n") }
+    }
+
+    private static func emit(layout: CellLayout, path: (Int) -> String, format: Format, _ out: (String) -> Void) {
+        out(format == .csv ? "column,row,photo\n" : "[\n")
+        var first = true
+        for cell in 0..<layout.cellCount {
+            let photo = layout.photo(at: cell)
+            guard photo >= 0 else { continue }
+            let column = cell % layout.columns, row = cell / layout.columns, path = path(photo)
+            if format == .csv {
+                out("\(column),\(row),\(csvField(path))\n")
+            } else {
+                out((first ? "" : ",\n") + "  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path))}")
+            }
+            first = false
+        }
+        if format == .json { out((first ? "" : "\n") + "]\n") }
+    }
+
+    /// Collects what `body` emits and appends it to a new file at `path` a MiB at a time,
+    /// committed when complete.
+    private static func streamed(to path: String, _ body: ((String) -> Void) -> Void) throws(TesseraError) {
         let output = try AtomicOutputFile(destination: path)
-        try bytes.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
+        var pending = ""
+        var failure: TesseraError?
+        func flush() {
+            guard failure == nil, !pending.isEmpty else { return }
+            do throws(TesseraError) {
+                try Array(pending.utf8).withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
+            } catch { failure = error }
+            pending = ""
+        }
+        body { piece in
+            pending += piece
+            if pending.utf8.count >= 1 << 20 { flush() }
+        }
+        flush()
+        if let failure { throw failure }
         try output.commit()
     }
+
+    private static let placeholderHeader = PhotoHeader(width: 1, height: 1, colorModel: .rgb, isProgressive: false,
+                                                       exifOrientation: 0, adobeInverted: false)
 
     static func csvField(_ value: String) -> String {
         guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }

@@ -138,9 +138,10 @@ public struct RenderPlan: Equatable, Sendable {
     /// planning again: what the plan needs grows with the budget (the decode pool is a share
     /// of it), so the shortfall at one budget is not the budget that fits.
     public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg],
-                            wholeImageBytes: Int = 0, multiScanBytes: Int = 0) throws(TesseraError) -> RenderPlan {
+                            wholeImageBytes: Int = 0, multiScanBytes: Int = 0, photoBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         do throws(TesseraError) {
-            return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
+            return try plan(layout: layout, settings: settings, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes,
+                            photoBytes: photoBytes)
         } catch .budgetTooSmall(_, let needed) where settings.steadyStateBudgetBytes < settings.maxMemoryBytes {
             // A steady state larger than an automatic budget plans for (wide rows, many
             // workers): the smallest that fits, as far as the budget goes (not all of it: the
@@ -152,19 +153,19 @@ public struct RenderPlan: Equatable, Sendable {
             }
             guard let steady = smallestBudget(from: needed, fits: { bytes in
                 bytes > settings.maxMemoryBytes
-                    || (try? plan(layout: layout, settings: trial(bytes), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)) != nil
+                    || (try? plan(layout: layout, settings: trial(bytes), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes, photoBytes: photoBytes)) != nil
             }), steady <= settings.maxMemoryBytes else {
                 var whole = settings
                 whole.steadyStateBytes = nil
-                return try make(layout: layout, settings: whole, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
+                return try make(layout: layout, settings: whole, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes, photoBytes: photoBytes)
             }
-            return try plan(layout: layout, settings: trial(steady), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)
+            return try plan(layout: layout, settings: trial(steady), writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes, photoBytes: photoBytes)
         } catch .budgetTooSmall(let budget, let needed) {
             let smallest = smallestBudget(from: max(budget, needed)) { bytes in
                 var trial = settings
                 trial.maxMemoryBytes = bytes
                 trial.steadyStateBytes = nil
-                return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes)) != nil
+                return (try? plan(layout: layout, settings: trial, writing: outputs, wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes, photoBytes: photoBytes)) != nil
             }
             throw .budgetTooSmall(budgetBytes: budget, neededBytes: smallest ?? needed)
         } catch {
@@ -189,7 +190,7 @@ public struct RenderPlan: Equatable, Sendable {
     }
 
     static func plan(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind],
-                     wholeImageBytes: Int, multiScanBytes: Int = 0) throws(TesseraError) -> RenderPlan {
+                     wholeImageBytes: Int, multiScanBytes: Int = 0, photoBytes: Int = 0) throws(TesseraError) -> RenderPlan {
         let (writesJPEG, deepZoomSettings, workers) = try checkedOutputs(layout: layout, settings: settings, writing: outputs)
         let width = layout.width, height = layout.height
         let window = workers + 2
@@ -211,9 +212,11 @@ public struct RenderPlan: Equatable, Sendable {
                                             withPyramid: deepZoom != nil)
         let encoder = compression.encoder ?? .serial
         let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
-        // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order).
+        // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order),
+        // and what the render keeps a photo (`photoBytes`: the photo table's resident part and
+        // the cell cache's state a photo, StripeRenderer.photoBytes).
         let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes(compression, workers: workers, rowBytes: rowBytes) : 0)
-            + decodePool + layout.storedBytes + deepZoomBytes
+            + decodePool + layout.storedBytes + photoBytes + deepZoomBytes
         let minimumCells = workers * 2
 
         // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part

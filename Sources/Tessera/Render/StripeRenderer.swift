@@ -27,15 +27,26 @@ public final class StripeRenderer: Sendable {
         try request.validate()
         self.request = request
         self.cancellation = cancellation
+        // The largest whole decode and multi-scan buffer, in one pass over the photos (a table
+        // of a million is read, never copied).
+        var wholeImageBytes = 0, multiScanBytes = 0
+        for photo in request.photos {
+            wholeImageBytes = max(wholeImageBytes, photo.header.wholeImageBytes(cellWidth: request.layout.cellWidth,
+                                                                                cellHeight: request.layout.cellHeight))
+            multiScanBytes = max(multiScanBytes, photo.header.multiScanBytes(cellWidth: request.layout.cellWidth,
+                                                                             cellHeight: request.layout.cellHeight))
+        }
         let plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
-                                       wholeImageBytes: request.photos.map {
-                                           $0.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
-                                       }.max() ?? 0,
-                                       multiScanBytes: request.photos.map {
-                                           $0.header.multiScanBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
-                                       }.max() ?? 0)
+                                       wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes,
+                                       photoBytes: Self.photoBytes(request.photos))
         self.plan = plan
         part = try partChooser?.part(of: request, plan: plan)
+    }
+
+    /// What the render keeps for each photo, whatever it draws: the table's resident part and
+    /// the cell cache's state a photo.
+    static func photoBytes(_ photos: PhotoTable) -> Int {
+        photos.residentBytes + photos.count * CellCache.bytesPerPhoto
     }
 
     /// Removes what dead renders left in the folders this render uses (their hidden temporaries

@@ -214,7 +214,7 @@ extension ShardBand {
             digest.add(tint.strength.bitPattern)
             digest.add(Int64(tint.subCells))
             for value in tint.target { digest.add(value.bitPattern) }
-            for features in tint.photoFeatures { for value in features { digest.add(value.bitPattern) } }
+            for value in tint.features { digest.add(value.bitPattern) }
         }
         return digest.hex
     }

@@ -79,8 +79,10 @@ import TesseraTestSupport
         mosaic.cacheDirectory = scratch.file("cache")
         let prepared = try MosaicJob.prepare(library: library, mosaic: mosaic, settings: RenderSettings(),
                                              outputs: [.jpeg(path: scratch.file("mosaic.jpg"))])
-        #expect(prepared.duplicates.count == 30 + 16)
-        #expect(prepared.request.photos.count == 12)
+        #expect(prepared.duplicates.count == 30 + 16 && prepared.duplicateCount == 30 + 16)
+        // Twelve pictures matched; the render holds only those the mosaic uses.
+        #expect(prepared.photoCount == 12)
+        #expect(prepared.request.photos.count <= 12 && Set(prepared.match.assignment).count == prepared.request.photos.count)
         let groups = prepared.match.assignment.map { group[prepared.request.photos[Int($0)].path]! }
         var touching = 0
         for row in 0..<18 {

@@ -24,33 +24,57 @@ public struct CellLabels: Equatable, Sendable {
     public let rows: Int
     public let cellWidth: Int
     public let cellHeight: Int
-    /// The photos' names as shown: file names, or paths as given on the command line.
-    public let names: [String]
-    /// Which photo is in each cell (an index into `names`, or -1 for an empty cell); not copied
-    /// into a table: a grid's cells are a function of their index.
+    /// The photos, whose names are shown (read one at a time as the labels are written: a
+    /// library of a million is never a list of names).
+    private let photos: PhotoTable
+    /// File names, or paths as given.
+    private let fileNamesOnly: Bool
+    /// Which photo is in each cell (an index into the photos, or -1 for an empty cell); not
+    /// copied into a table: a grid's cells are a function of their index.
     public let layout: CellLayout
 
     /// The labels `shown` asks for: file names, paths, or nil for none.
     public init?(layout: CellLayout, photos: PhotoTable, shown: ViewerLabels) {
         switch shown {
         case .none: return nil
-        case .path: self.init(layout: layout, photoPaths: photos.map(\.path))
-        case .name:
-            self.init(layout: layout, photoPaths: photos.map { photo in
-                let parts = photo.path.split(separator: "/", omittingEmptySubsequences: true)
-                return parts.last.map(String.init) ?? photo.path
-            })
+        case .path: self.init(layout: layout, photos: photos, fileNamesOnly: false)
+        case .name: self.init(layout: layout, photos: photos, fileNamesOnly: true)
         }
     }
 
     public init(layout: CellLayout, photoPaths: [String]) {
+        self.init(layout: layout, photos: PhotoTable(photoPaths.map { Photo(path: $0, header: CellLabels.noHeader) }), fileNamesOnly: false)
+    }
+
+    private init(layout: CellLayout, photos: PhotoTable, fileNamesOnly: Bool) {
         columns = layout.columns
         rows = layout.rows
         cellWidth = layout.cellWidth
         cellHeight = layout.cellHeight
-        names = photoPaths
+        self.photos = photos
+        self.fileNamesOnly = fileNamesOnly
         self.layout = layout
     }
+
+    /// How many names there are.
+    public var nameCount: Int { photos.count }
+
+    /// The name shown for photo `index`.
+    public func name(_ index: Int) -> String {
+        let path = photos[index].path
+        guard fileNamesOnly else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+    }
+
+    /// Every name, in photo order (small label sets, tests).
+    public var names: [String] { (0..<nameCount).map(name) }
+
+    public static func == (a: CellLabels, b: CellLabels) -> Bool {
+        a.layout == b.layout && a.names == b.names
+    }
+
+    private static let noHeader = PhotoHeader(width: 1, height: 1, colorModel: .rgb, isProgressive: false, exifOrientation: 0,
+                                              adobeInverted: false)
 }
 
 public enum DeepZoomViewer {
@@ -98,7 +122,7 @@ public enum DeepZoomViewer {
         if let labels {
             try emit("  grid: {columns: \(labels.columns), rows: \(labels.rows), cellWidth: \(labels.cellWidth), cellHeight: \(labels.cellHeight)},\n")
             try emit("  names: [")
-            for (i, name) in labels.names.enumerated() { try emit((i > 0 ? ",\n    " : "") + jsonString(name)) }
+            for i in 0..<labels.nameCount { try emit((i > 0 ? ",\n    " : "") + jsonString(labels.name(i))) }
             try emit("],\n")
             try emit("  cells: [")
             for i in 0..<labels.layout.cellCount {
