@@ -4,8 +4,15 @@
 // Files are recognised by content (their first bytes), not by extension. Directories
 // are searched recursively; symlinks are followed, but each directory is entered once (by device
 // and inode), so a symlink loop ends. Only regular files are opened, with O_NONBLOCK, so a FIFO
-// named like a photo is never read. Every candidate's header is read once here, so unreadable
-// photos are known (and reported) before any rendering starts.
+// named like a photo is never read. Every candidate's header is read once here (or answered by a
+// ScanCache when the file is unchanged), so unreadable photos are known (and reported) before any
+// rendering starts.
+//
+// Memory does not depend on the number of files: the walk hands each file (its path and stat) to
+// an ExternalSort, whose runs go to a temporary file; the sorted stream is read in batches, and
+// the photos go to a PhotoTable.Builder, which moves them to a file past a few thousand. Photo
+// lists are read line by line. So the scan's order (path bytes) costs no sort of the photos, and
+// a million files cost what a batch does.
 import Dispatch
 import Glibc
 
@@ -109,94 +116,185 @@ public struct SkippedPhoto: Equatable, Sendable {
 
 /// The photos found under some paths.
 public struct PhotoLibrary: Sendable {
-    /// Usable photos, sorted by path.
+    /// Usable photos, sorted by path bytes.
     public var photos: PhotoTable
-    /// Files that look like photos (an image's first bytes, or given by name) but cannot be used.
+    /// Files that look like photos (an image's first bytes, or given by name) but cannot be used:
+    /// the first `heldSkippedLimit` found, sorted by path (`skippedCount` counts them all).
     public var skipped: [SkippedPhoto]
     /// Files in searched directories that are not images and not named like one (sidecars,
     /// notes): left out silently. A non-image named .jpg is in `skipped`, with a warning.
     public var ignoredNonJPEGCount: Int
-    /// The paths that were searched.
+    /// The paths that were searched (the photo lists by their own paths: their lines are not held).
     public var searched: [String] = []
     /// What the selection left out (hidden, thumbnail folders, excluded).
     public var leftOut = LeftOut()
+    /// Every skipped photo, held in `skipped` or not.
+    public var skippedCount: Int = 0
+
+    /// Skipped photos held in `skipped`: a library of a million broken files warns about a
+    /// thousand and counts the rest (`onSkipped` sees every one).
+    public static let heldSkippedLimit = 1000
 
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// A named path that does not exist or cannot be listed is skipped like a broken photo.
     /// Throws `.cancelled` once `cancellation` is (checked for every directory entry and header).
     ///
-    /// Files are read as they are found, `Scan.batchSize` at a time, and only photos and
-    /// warnings are kept: a folder of a hundred thousand sidecars, empty files or notes costs
-    /// a batch while it is read, and nothing after it.
+    /// The walk hands every file to an external sort (in `temporaryDirectory`, default
+    /// `defaultTemporaryDirectory()`); the sorted files are then read `Reading.batchSize` at a
+    /// time, in path order, so the photos come out sorted and only a batch is held.
     /// `lists`: files naming photos or folders, one a line (PhotoList), taken as named paths.
+    /// `cache`: answers the files unchanged since it recorded them (they are not opened), and
+    /// records what this scan read. `onSkipped`: every skipped photo as it is found, on the
+    /// scanning thread.
     public static func scan(_ paths: [String], lists: [PhotoList] = [], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
                             cancellation: RenderCancellation? = nil,
                             selection: PhotoSelection = PhotoSelection(),
-                            progress: (@Sendable (Int, Int) -> Void)? = nil) throws(TesseraError) -> PhotoLibrary {
-        // (Read whole for now: a streaming reader replaces this.)
-        var paths = paths
-        for list in lists {
-            var text: [UInt8] = []
-            let file = list.path == "-" ? fdopen(dup(0), "rb") : fopen(list.path, "rb")
-            guard let file else { throw .system(operation: "open", errno: errno, path: list.path) }
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = fread(&buffer, 1, buffer.count, file)
-                if count <= 0 { break }
-                text += buffer[0..<count]
-            }
-            fclose(file)
-            let separator = list.nulSeparated ? UInt8(0) : UInt8(ascii: "\n")
-            for line in text.split(separator: separator) where !line.isEmpty {
-                paths.append(String(decoding: line, as: UTF8.self))
-            }
-        }
-        var scan = Scan(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
-                        cancellation: cancellation, progress: progress)
-        // A file reached twice (named, and inside a named folder) counts once, as the named one.
-        // Keyed by the path's bytes: Swift's String equality is canonical, so "é.jpg" in NFC
-        // and in NFD (two files) would compare equal.
-        var visited = Set<DirectoryIdentity>()
-        var named = Set<PathBytes>()
-        for path in paths where !selection.excludes(name: String(path.split(separator: "/").last ?? Substring(path)), path: path) {
-            if case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) != S_IFDIR { named.insert(PathBytes(path)) }
-        }
-        scan.named = named
-        var namedTaken = Set<PathBytes>()
+                            progress: (@Sendable (Int, Int) -> Void)? = nil,
+                            cache: (any ScanCache)? = nil, temporaryDirectory: String? = nil,
+                            onSkipped: ((SkippedPhoto) -> Void)? = nil) throws(TesseraError) -> PhotoLibrary {
+        let directory = temporaryDirectory ?? defaultTemporaryDirectory()
+        var walk = Walk(sorter: ExternalSort(temporaryDirectory: directory), selection: selection, cancellation: cancellation,
+                        progress: progress, skips: SkipSink(onSkipped: onSkipped))
         progress?(0, 0)
-        for path in paths {
-            if selection.excludes(name: String(path.split(separator: "/").last ?? Substring(path)), path: path) {
-                scan.leftOut.excluded += 1
-                continue
+        for path in paths { try walk.named(PathBytes(path)) }
+        for list in lists {
+            try forEachLine(of: list) { (line: [UInt8]) throws(TesseraError) in try walk.named(PathBytes(line)) }
+        }
+        var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
+                                  cancellation: cancellation, progress: progress, found: walk.found, cache: cache,
+                                  builder: PhotoTable.Builder(temporaryDirectory: directory), skips: walk.skips)
+        try walk.sorter.finish { (key: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) in
+            try reading.take(Candidate(path: key, payload: payload))
+        }
+        try reading.finish()
+        try cache?.finish()
+        var skipped = reading.skips.held
+        skipped.sort { $0.path < $1.path }
+        var library = PhotoLibrary(photos: try reading.builder.finish(), skipped: skipped, ignoredNonJPEGCount: reading.ignored,
+                                   searched: paths + lists.map(\.path))
+        library.leftOut = walk.leftOut
+        library.leftOut.ownOutputs += reading.leftOut.ownOutputs
+        library.leftOut.videos += reading.leftOut.videos
+        library.skippedCount = reading.skips.count
+        return library
+    }
+
+    /// Skipped photos: every one counted and handed on, the first `heldSkippedLimit` kept.
+    private struct SkipSink {
+        let onSkipped: ((SkippedPhoto) -> Void)?
+        var held: [SkippedPhoto] = []
+        var count = 0
+
+        mutating func add(_ skipped: SkippedPhoto) {
+            count += 1
+            onSkipped?(skipped)
+            if held.count < PhotoLibrary.heldSkippedLimit { held.append(skipped) }
+        }
+    }
+
+    /// One file the walk found: its path and what its stat said, as the sorter carries it
+    /// (payload: named, regular, then size, mtime, device and inode as little-endian 64 bits).
+    private struct Candidate {
+        var path: PathBytes
+        var named: Bool
+        var regular: Bool
+        var fileBytes: Int64
+        var modifiedNanoseconds: Int64
+        var identity: OutputDestination.Identity
+
+        static let payloadBytes = 34
+
+        init(path: PathBytes, named: Bool, info: stat) {
+            self.path = path
+            self.named = named
+            regular = (info.st_mode & S_IFMT) == S_IFREG
+            fileBytes = Int64(info.st_size)
+            modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+            identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        }
+
+        init(path: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) {
+            guard payload.count == Self.payloadBytes else {
+                throw .system(operation: "scan (a damaged sort record)", errno: EIO, path: "(temporary file)")
+            }
+            self.path = PathBytes(Array(path))
+            named = payload[0] != 0
+            regular = payload[1] != 0
+            func integer(_ index: Int) -> Int64 { Int64(littleEndian: payload.loadUnaligned(fromByteOffset: 2 + 8 * index, as: Int64.self)) }
+            fileBytes = integer(0)
+            modifiedNanoseconds = integer(1)
+            identity = OutputDestination.Identity(device: UInt64(bitPattern: integer(2)), inode: UInt64(bitPattern: integer(3)))
+        }
+
+        var payload: [UInt8] {
+            var bytes: [UInt8] = [named ? 1 : 0, regular ? 1 : 0]
+            bytes.reserveCapacity(Self.payloadBytes)
+            for value in [fileBytes, modifiedNanoseconds, Int64(bitPattern: identity.device), Int64(bitPattern: identity.inode)] {
+                withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+            }
+            return bytes
+        }
+    }
+
+    /// The walk: every selection rule and LeftOut count; each file found goes to the sorter.
+    private struct Walk {
+        let sorter: ExternalSort
+        let selection: PhotoSelection
+        let cancellation: RenderCancellation?
+        let progress: (@Sendable (Int, Int) -> Void)?
+        var skips: SkipSink
+        var leftOut = LeftOut()
+        var visited = Set<DirectoryIdentity>()
+        /// Files handed to the sorter (a file both named and found in a folder counts twice
+        /// here; the reading drops the second).
+        var found = 0
+
+        init(sorter: ExternalSort, selection: PhotoSelection, cancellation: RenderCancellation?,
+             progress: (@Sendable (Int, Int) -> Void)?, skips: SkipSink) {
+            self.sorter = sorter
+            self.selection = selection
+            self.cancellation = cancellation
+            self.progress = progress
+            self.skips = skips
+        }
+
+        mutating func add(_ candidate: Candidate) throws(TesseraError) {
+            try sorter.append(key: candidate.path.bytes, payload: candidate.payload)
+            found += 1
+            if found % Reading.batchSize == 0 { progress?(0, found) }
+        }
+
+        /// A path named on the command line or in a list: a file is a named file, a folder is
+        /// walked, a missing one is skipped.
+        mutating func named(_ path: PathBytes) throws(TesseraError) {
+            let text = path.display
+            let last = path.bytes.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? text
+            if selection.excludes(name: last, path: text) {
+                leftOut.excluded += 1
+                return
             }
             switch fileStatus(path) {
             case .failure(let code):
                 // One path among several that is not there (a typo, a card unplugged) costs its
                 // photos, not the run: skipped with the others, and refused by a strict run.
-                scan.skipped.append(SkippedPhoto(path: path, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
+                skips.add(SkippedPhoto(path: text, reason: code.rawValue == ENOENT ? "no such file or folder" : errnoDescription(code.rawValue)))
             case .success(let info) where (info.st_mode & S_IFMT) == S_IFDIR:
                 do {
-                    try collect(directory: PathBytes(path), info: info, scan: &scan, visited: &visited, selection: selection)
+                    try PhotoLibrary.collect(directory: path, info: info, walk: &self)
                 } catch .cancelled {
                     throw .cancelled
                 } catch {
-                    scan.skipped.append(SkippedPhoto(path: path, error: error))
+                    skips.add(SkippedPhoto(path: text, error: error))
                 }
-            case .success:
-                if namedTaken.insert(PathBytes(path)).inserted { try scan.add(PathBytes(path), named: true) }
+            case .success(let info):
+                try add(Candidate(path: path, named: true, info: info))
             }
         }
-        try scan.flush()
-        scan.photos.sort { $0.file < $1.file }
-        scan.skipped.sort { $0.path < $1.path }
-        var library = PhotoLibrary(photos: PhotoTable(scan.photos), skipped: scan.skipped, ignoredNonJPEGCount: scan.ignored, searched: paths)
-        library.leftOut = scan.leftOut
-        return library
     }
 
-    /// A scan in progress: the files found and not read yet (at most `batchSize`), and what the
-    /// read ones gave.
-    private struct Scan {
+    /// The sorted files, a batch at a time: repeated paths dropped, the cache asked, the misses'
+    /// headers read in parallel, the photos appended in order.
+    private struct Reading {
         /// Enough files for the workers to read in parallel, few enough that their paths and
         /// results are a few hundred KiB.
         static let batchSize = 1024
@@ -205,61 +303,136 @@ public struct PhotoLibrary: Sendable {
         let ownOutputs: Bool
         let cancellation: RenderCancellation?
         let progress: (@Sendable (Int, Int) -> Void)?
-        /// Regular files named on the command line: a folder's walk leaves them to their name.
-        var named = Set<PathBytes>()
-        var batch: [(path: PathBytes, named: Bool)] = []
-        var found = 0
-        var read = 0
-        var photos: [Photo] = []
-        var skipped: [SkippedPhoto] = []
+        let cache: (any ScanCache)?
+        let cacheReader: (any ScanCacheReader)?
+        let builder: PhotoTable.Builder
+        var skips: SkipSink
+        /// Files to read: `total` less the repeats dropped so far.
+        var total: Int
+        var done = 0
         var ignored = 0
         var leftOut = LeftOut()
+        /// The last file taken, held until the next shows it is not repeated.
+        var pending: Candidate?
+        var batch: [Candidate] = []
 
         init(workers: Int, decoderMemoryBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
-             progress: (@Sendable (Int, Int) -> Void)?) {
+             progress: (@Sendable (Int, Int) -> Void)?, found: Int, cache: (any ScanCache)?, builder: PhotoTable.Builder,
+             skips: SkipSink) throws(TesseraError) {
             self.workers = workers
             self.decoderMemoryBytes = decoderMemoryBytes
             self.ownOutputs = ownOutputs
             self.cancellation = cancellation
             self.progress = progress
+            self.cache = cache
+            cacheReader = try cache?.makeReader()
+            self.builder = builder
+            self.skips = skips
+            total = found
             batch.reserveCapacity(Self.batchSize)
         }
 
-        mutating func add(_ path: PathBytes, named: Bool) throws(TesseraError) {
-            batch.append((path, named))
-            found += 1
-            if batch.count >= Self.batchSize { try flush() }
+        /// The next file in path order. A path seen twice (named, and in a named folder; or
+        /// named twice) is one file: named if either was.
+        mutating func take(_ candidate: Candidate) throws(TesseraError) {
+            if var held = pending, held.path == candidate.path {
+                held.named = held.named || candidate.named
+                pending = held
+                total -= 1
+                return
+            }
+            if let held = pending {
+                batch.append(held)
+                if batch.count >= Self.batchSize { try flush() }
+            }
+            pending = candidate
         }
 
-        /// Reads the batch's headers in parallel (each slot is written by exactly one
-        /// iteration) and keeps the photos and the warnings.
-        mutating func flush() throws(TesseraError) {
+        mutating func finish() throws(TesseraError) {
+            if let held = pending { batch.append(held) }
+            pending = nil
+            try flush()
+        }
+
+        /// What each file of the batch is: from the cache when it knows the file unchanged,
+        /// else read (each slot written by exactly one iteration).
+        private mutating func flush() throws(TesseraError) {
             guard !batch.isEmpty else { return }
-            let files = batch.map(\.path)
+            if cancellation?.isCancelled == true { throw .cancelled }
+            var known = [ScanCacheKind?](repeating: nil, count: batch.count)
+            if let cacheReader {
+                for (index, candidate) in batch.enumerated() where candidate.regular {
+                    known[index] = try cacheReader.lookup(candidate.path, fileBytes: candidate.fileBytes,
+                                                          modifiedNanoseconds: candidate.modifiedNanoseconds)
+                }
+            }
+            let misses = batch.indices.filter { known[$0] == nil }
+            let files = misses.map { batch[$0].path }
             let (decoderMemoryBytes, ownOutputs, progress) = (self.decoderMemoryBytes, self.ownOutputs, self.progress)
             let headersRead = AtomicCounter()
-            let (before, found) = (read, self.found)
+            let (before, total) = (done + batch.count - misses.count, self.total)
+            if misses.count < batch.count { progress?(before, total) }
             let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
-                defer { progress?(before + headersRead.increment(), found) }
+                defer { progress?(before + headersRead.increment(), total) }
                 return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: ownOutputs)
             }
             if cancellation?.isCancelled == true { throw .cancelled }
-            for (candidate, result) in zip(batch, results) {
-                switch result! {
-                case .success(.photo(let photo)): photos.append(photo)
-                case .success(.ownOutput): leftOut.ownOutputs += 1
-                case .success(.video): leftOut.videos += 1
-                case .success(.notAnImage) where !candidate.named && !Formats.hasPhotoSuffix(candidate.path.display):
-                    // Sidecars, notes, other files under their own names: not photos, no warning.
-                    ignored += 1
-                case .success(.notAnImage):
-                    skipped.append(SkippedPhoto(path: candidate.path.display, reason: notAnImageReason))
-                case .failure(let error):
-                    skipped.append(SkippedPhoto(path: candidate.path.display, error: error))
+            var read = [FileRead?](repeating: nil, count: batch.count)
+            for (slot, result) in zip(misses, results) { read[slot] = result }
+            var entries: [ScanCacheEntry] = []
+            for (index, candidate) in batch.enumerated() {
+                if let kind = known[index] {
+                    try keep(candidate, found: Self.found(of: kind, path: candidate.path))
+                } else if let result = read[index] {
+                    try keep(candidate, found: result.found)
+                    if cache != nil, let entry = Self.entry(candidate, read: result) { entries.append(entry) }
                 }
             }
-            read += batch.count
+            if let cache, !entries.isEmpty { try cache.record(entries) }
+            done += batch.count
             batch.removeAll(keepingCapacity: true)
+        }
+
+        private static func found(of kind: ScanCacheKind, path: PathBytes) -> Result<Found, TesseraError> {
+            switch kind {
+            case .photo(let header): return .success(.photo(Photo(path: path.display, header: header, file: path), ownOutput: false))
+            case .notAnImage: return .success(.notAnImage)
+            case .video: return .success(.video)
+            }
+        }
+
+        /// What the cache keeps of a file read: photos (not Tessera's own outputs, which a
+        /// later run may leave out), non-images and videos, only when the file opened is the one
+        /// the walk stat'ed (same inode and size); failures are read again next time.
+        private static func entry(_ candidate: Candidate, read: FileRead) -> ScanCacheEntry? {
+            guard candidate.regular, read.identity == candidate.identity, read.fileBytes == candidate.fileBytes else { return nil }
+            let kind: ScanCacheKind
+            switch read.found {
+            case .success(.photo(let photo, false)): kind = .photo(photo.header)
+            case .success(.notAnImage): kind = .notAnImage
+            case .success(.video): kind = .video
+            default: return nil
+            }
+            return ScanCacheEntry(path: candidate.path, fileBytes: candidate.fileBytes,
+                                  modifiedNanoseconds: candidate.modifiedNanoseconds, kind: kind)
+        }
+
+        /// Keeps the photo (with the walk's stat) or the warning.
+        private mutating func keep(_ candidate: Candidate, found: Result<Found, TesseraError>) throws(TesseraError) {
+            switch found {
+            case .success(.photo(let photo, _)):
+                try builder.append(Photo(path: photo.path, header: photo.header, file: candidate.path, identity: candidate.identity,
+                                         fileBytes: candidate.fileBytes, modifiedNanoseconds: candidate.modifiedNanoseconds))
+            case .success(.ownOutput): leftOut.ownOutputs += 1
+            case .success(.video): leftOut.videos += 1
+            case .success(.notAnImage) where !candidate.named && !Formats.hasPhotoSuffix(candidate.path.display):
+                // Sidecars, notes, other files under their own names: not photos, no warning.
+                ignored += 1
+            case .success(.notAnImage):
+                skips.add(SkippedPhoto(path: candidate.path.display, reason: PhotoLibrary.notAnImageReason))
+            case .failure(let error):
+                skips.add(SkippedPhoto(path: candidate.path.display, error: error))
+            }
         }
     }
 
@@ -269,48 +442,48 @@ public struct PhotoLibrary: Sendable {
     }
 
     /// Walks `directory` depth first, its subfolders in byte order (so which of two paths to one
-    /// folder is taken does not depend on the file system's listing order). The files are
-    /// handed to `scan` as they are listed; only the subfolders wait, and only their names.
-    private static func collect(directory: PathBytes, info: stat, scan: inout Scan, visited: inout Set<DirectoryIdentity>,
-                                selection: PhotoSelection) throws(TesseraError) {
+    /// folder is taken does not depend on the file system's listing order). The files go to the
+    /// sorter as they are listed; only the subfolders wait, and only their names.
+    private static func collect(directory: PathBytes, info: stat, walk: inout Walk) throws(TesseraError) {
         let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-        guard visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
+        guard walk.visited.insert(identity).inserted else { return }  // a symlink loop, or seen already
         var folders: [[UInt8]] = []  // names only: a stat is 144 bytes, and a folder may hold 100,000 folders
+        let selection = walk.selection
         // By bytes, end to end: a name that is not UTF-8 is still a file that can be opened.
         try forEachDirectoryEntry(directory) { (name: [UInt8]) throws(TesseraError) in
-            if scan.cancellation?.isCancelled == true { throw .cancelled }
+            if walk.cancellation?.isCancelled == true { throw .cancelled }
             let path = directory.appending(name)
             // Hidden entries (".DS_Store", ".trash/", editors' copies) are not looked at.
             if !selection.includeHidden && name.first == UInt8(ascii: ".") {
-                scan.leftOut.hidden += 1
+                walk.leftOut.hidden += 1
                 return
             }
             let text = String(decoding: name, as: UTF8.self)
             if selection.excludes(name: text, path: path.display) {
-                scan.leftOut.excluded += 1
+                walk.leftOut.excluded += 1
                 return
             }
             switch fileStatus(path) {
             case .failure(let code):
                 if code.rawValue == ENOENT || code.rawValue == ELOOP {
-                    scan.skipped.append(SkippedPhoto(path: path.display, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
+                    walk.skips.add(SkippedPhoto(path: path.display, reason: code.rawValue == ELOOP ? "symlink loop" : "dangling symlink"))
                 } else {
-                    scan.skipped.append(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
+                    walk.skips.add(SkippedPhoto(path: path.display, reason: errnoDescription(code.rawValue)))
                 }
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && PhotoSelection.thumbnailFolders.contains(text):
-                scan.leftOut.thumbnailFolders += 1
+                walk.leftOut.thumbnailFolders += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR && !selection.includeOwnOutputs && text.hasSuffix("_files")
                 && isRegularFile(directory.appending(Array(name.dropLast(6)) + Array(".dzi".utf8))):
                 // A Deep Zoom pyramid's tiles, beside its NAME.dzi: thousands of tiles, none a photo.
-                scan.leftOut.ownOutputs += 1
+                walk.leftOut.ownOutputs += 1
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFDIR:
                 folders.append(name)
             case .success(let entry) where (entry.st_mode & S_IFMT) == S_IFREG:
-                if !scan.named.contains(path) { try scan.add(path, named: false) }
+                try walk.add(Candidate(path: path, named: false, info: entry))
             case .success:
                 // FIFOs, sockets, devices: never opened. Reported only when named like a photo.
                 if Formats.hasPhotoSuffix(text) {
-                    scan.skipped.append(SkippedPhoto(path: path.display, reason: "not a regular file"))
+                    walk.skips.add(SkippedPhoto(path: path.display, reason: "not a regular file"))
                 }
             }
         }
@@ -320,20 +493,70 @@ public struct PhotoLibrary: Sendable {
             // Stat again: a folder that went away since the listing is skipped like any other.
             guard case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) == S_IFDIR else { continue }
             do {
-                try collect(directory: path, info: info, scan: &scan, visited: &visited, selection: selection)
+                try collect(directory: path, info: info, walk: &walk)
             } catch .cancelled {
                 throw .cancelled
             } catch {
-                scan.skipped.append(SkippedPhoto(path: path.display, error: error))
+                walk.skips.add(SkippedPhoto(path: path.display, error: error))
             }
         }
     }
 
-    private static let notAnImageReason = "not an image Tessera reads (\(Formats.names))"
+    /// Calls `body` with each path of `list` (bytes; blank lines left out; in a line-separated
+    /// list a trailing CR dropped, as a list saved on Windows has), reading 64 KiB at a time: a
+    /// list of a million paths is never held. `-` is standard input; a FIFO (a shell's
+    /// `<(find ...)`) is read as it is written.
+    static func forEachLine(of list: PhotoList, _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
+        let file = list.path == "-" ? FileDescriptor(rawValue: 0, path: "(standard input)")
+            : try FileDescriptor.open(list.path, flags: O_RDONLY)
+        defer { if list.path != "-" { file.close() } }
+        let separator = list.nulSeparated ? UInt8(0) : UInt8(ascii: "\n")
+        var pending: [UInt8] = []
+        var overlong = false
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        func emit() throws(TesseraError) {
+            defer { pending.removeAll(keepingCapacity: true) }
+            if !list.nulSeparated && pending.last == UInt8(ascii: "\r") { pending.removeLast() }
+            if overlong {
+                overlong = false
+                throw .unreadablePhoto(path: list.path, reason: "a line longer than any path (\(maximumListLine) bytes or more)")
+            }
+            if !pending.isEmpty { try body(pending) }
+        }
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(TesseraError) in try file.read(into: buffer) }
+            }.get()
+            if count == 0 { break }
+            var start = 0
+            for i in 0..<count where chunk[i] == separator {
+                try append(chunk[start..<i])
+                try emit()
+                start = i + 1
+            }
+            try append(chunk[start..<count])
+        }
+        try emit()
+
+        // A hostile list (one endless line) costs a bounded buffer, then an error.
+        func append(_ bytes: ArraySlice<UInt8>) throws(TesseraError) {
+            if pending.count + bytes.count > maximumListLine {
+                overlong = true
+                return
+            }
+            if !overlong { pending.append(contentsOf: bytes) }
+        }
+    }
+
+    /// The longest line a photo list may have: far past PATH_MAX (4,096).
+    static let maximumListLine = 1 << 16
+
+    static let notAnImageReason = "not an image Tessera reads (\(Formats.names))"
 
     /// What a file of the scan turned out to be.
     private enum Found {
-        case photo(Photo)
+        /// A photo (`ownOutput`: one of Tessera's own, taken because the selection asks).
+        case photo(Photo, ownOutput: Bool)
         /// One of Tessera's own outputs.
         case ownOutput
         /// Not an image at all (a sidecar, notes).
@@ -341,35 +564,52 @@ public struct PhotoLibrary: Sendable {
         case video
     }
 
+    /// What reading one file gave, and the size and identity of the file opened (nil when it
+    /// could not be opened).
+    private struct FileRead {
+        var found: Result<Found, TesseraError>
+        var fileBytes: Int64?
+        var identity: OutputDestination.Identity?
+    }
+
     /// The photo at `file`, or what else it is.
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> Result<Found, TesseraError> {
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> FileRead {
         let path = file.display
+        var read = FileRead(found: .success(.notAnImage))
         do {
             let opened = try PhotoFile.open(file)
+            (read.fileBytes, read.identity) = (opened.fileBytes, opened.identity)
             let header: PhotoHeader
+            var isOwnOutput = false
             switch try opened.sniff() {
             case .readable(let format):
                 header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .ownOutput where ownOutputs:
                 header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
+                isOwnOutput = true
             case .unreadable(let format):
                 // An image in a format Tessera cannot read is named in a warning (and refused by
                 // a strict run), never left out silently.
-                return .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
+                read.found = .failure(.unreadablePhoto(path: path, reason: "\(format), which Tessera does not read"))
+                return read
             case .notAnImage:
-                return .success(.notAnImage)
+                return read
             case .video:
-                return .success(.video)
+                read.found = .success(.video)
+                return read
             case .ownOutput:
-                return .success(.ownOutput)
+                read.found = .success(.ownOutput)
+                return read
             }
             guard header.width > 0, header.height > 0 else {
-                return .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
+                read.found = .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
+                return read
             }
-            return .success(.photo(Photo(path: path, header: header, file: file, identity: opened.identity)))
+            read.found = .success(.photo(Photo(path: path, header: header, file: file, identity: opened.identity), ownOutput: isOwnOutput))
         } catch {
-            return .failure(error)
+            read.found = .failure(error)
         }
+        return read
     }
 
     private static func isRegularFile(_ path: PathBytes) -> Bool {

@@ -1,0 +1,202 @@
+// LibraryScanTests.swift — the streaming scan: photos in path-byte order without a final sort,
+// a file named and found in a folder counted once, photo lists streamed line by line, a
+// ScanCache's hits never opened, and the skipped photos held up to a limit and counted past it.
+import Glibc
+import Testing
+@testable import Tessera
+
+/// A ScanCache in memory: what the scan recorded, and the order it asked in.
+final class FakeScanCache: ScanCache, @unchecked Sendable {
+    private let lock = Mutex()
+    private var entries: [PathBytes: ScanCacheEntry] = [:]
+    private(set) var lookups: [PathBytes] = []
+    private(set) var recordedCount = 0
+    private(set) var finishedCount = 0
+
+    final class Reader: ScanCacheReader {
+        let cache: FakeScanCache
+        init(cache: FakeScanCache) { self.cache = cache }
+
+        func lookup(_ path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64) throws(TesseraError) -> ScanCacheKind? {
+            cache.lock.withLock {
+                cache.lookups.append(path)
+                guard let entry = cache.entries[path], entry.fileBytes == fileBytes, entry.modifiedNanoseconds == modifiedNanoseconds else {
+                    return nil
+                }
+                return entry.kind
+            }
+        }
+    }
+
+    func makeReader() throws(TesseraError) -> any ScanCacheReader {
+        lock.withLock { lookups = [] }
+        return Reader(cache: self)
+    }
+
+    func record(_ new: [ScanCacheEntry]) throws(TesseraError) {
+        lock.withLock {
+            for entry in new { entries[entry.path] = entry }
+            recordedCount += new.count
+        }
+    }
+
+    func finish() throws(TesseraError) { lock.withLock { finishedCount += 1 } }
+
+    func entry(_ path: String) -> ScanCacheEntry? { lock.withLock { entries[PathBytes(path)] } }
+}
+
+/// Creates a file whose name is any bytes (not UTF-8 too).
+private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
+    let name = path.map { CChar(bitPattern: $0) } + [0]
+    let fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    precondition(fd >= 0, "open failed")
+    _ = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+@Suite struct LibraryScanTests {
+    /// Folders and names whose byte order differs from a naive walk's: "b" (a folder) sorts
+    /// after "b-c" and "b.jpg" ('-' and '.' are below '/'); a name that is not UTF-8 sorts by its bytes.
+    @Test func photosComeInPathByteOrderAndANamedFileCountsOnce() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        for folder in ["b", "b/c", "b-c", "a", "a/z"] { #expect(mkdir(scratch.file(folder), 0o755) == 0) }
+        let names = ["b.jpg", "b/c.jpg", "b/c/d.jpg", "b/a.jpg", "b-c/x.jpg", "b-c.jpg", "a/z/1.jpg", "a/z.jpg", "A.jpg", "a0.jpg"]
+        for name in names { writeBytes(jpeg, to: scratch.file(name)) }
+        let strange = Array(scratch.file("b/").utf8) + [0xC3, 0x28, 0x2E, 0x6A, 0x70, 0x67]  // invalid UTF-8
+        writeFile(bytes: strange, jpeg)
+        // Named once on its own, and again inside the named folder; and twice on its own.
+        let library = try PhotoLibrary.scan([scratch.file("b/c.jpg"), scratch.path, scratch.file("b/c.jpg")], workers: 2)
+        let files = library.photos.map(\.file)
+        let expected = (names.map { PathBytes(scratch.file($0)) } + [PathBytes(strange)]).sorted()
+        #expect(files == expected)
+        #expect(files == files.sorted())
+        #expect(library.photos.count == names.count + 1)
+        #expect(library.skipped.isEmpty, "\(library.skipped)")
+        // Each photo carries the walk's stat.
+        var info = stat()
+        #expect(stat(scratch.file("b/c.jpg"), &info) == 0)
+        let photo = try #require(library.photos.first { $0.file == PathBytes(scratch.file("b/c.jpg")) })
+        #expect(photo.fileBytes == Int64(info.st_size))
+        #expect(photo.modifiedNanoseconds == Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+        #expect(photo.identity == OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+    }
+
+    /// A named non-image named like a photo warns once even when its folder is walked too (it
+    /// is the named one: a walked one would be a silent sidecar only without the suffix).
+    @Test func aNamedNonImageInANamedFolderIsNamedOnce() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        writeBytes(Array("notes".utf8), to: scratch.file("notes.txt"))
+        let library = try PhotoLibrary.scan([scratch.path, scratch.file("notes.txt")])
+        // Named: a warning (a named file that is not an image is never silent).
+        #expect(library.skipped.map(\.path) == [scratch.file("notes.txt")])
+        #expect(library.ignoredNonJPEGCount == 0)
+        let walkedOnly = try PhotoLibrary.scan([scratch.path])
+        #expect(walkedOnly.skipped.isEmpty)
+        #expect(walkedOnly.ignoredNonJPEGCount == 1)
+    }
+
+    @Test func photoListsAreNamedPaths() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        #expect(mkdir(scratch.file("listed"), 0o755) == 0)
+        #expect(mkdir(scratch.file("photos"), 0o755) == 0)
+        for name in ["listed/1.jpg", "listed/2.jpg", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg", "unlisted.jpg"] {
+            writeBytes(jpeg, to: scratch.file(name))
+        }
+        let strange = Array(scratch.file("photos/").utf8) + [0xFF, 0x2E, 0x6A, 0x70, 0x67]
+        writeFile(bytes: strange, jpeg)
+        // LF and CRLF lines, blank lines, a missing entry and a folder.
+        let text = "\(scratch.file("photos/a.jpg"))\n\n\(scratch.file("photos/b.jpg"))\r\n\r\n\(scratch.file("missing.jpg"))\n"
+            + "\(scratch.file("listed"))\n\(scratch.file("photos/a.jpg"))"
+        writeBytes(Array(text.utf8), to: scratch.file("list.txt"))
+        // NUL-separated, with a name that is not UTF-8 and no final separator.
+        writeBytes(Array(scratch.file("photos/c.jpg").utf8) + [0, 0] + strange, to: scratch.file("list.nul"))
+        let library = try PhotoLibrary.scan([], lists: [PhotoList(path: scratch.file("list.txt")),
+                                                        PhotoList(path: scratch.file("list.nul"), nulSeparated: true)])
+        let expected = (["listed/1.jpg", "listed/2.jpg", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg"].map { PathBytes(scratch.file($0)) }
+            + [PathBytes(strange)]).sorted()
+        #expect(library.photos.map(\.file) == expected)
+        #expect(library.skipped == [SkippedPhoto(path: scratch.file("missing.jpg"), reason: "no such file or folder")])
+        #expect(library.skippedCount == 1)
+        // A list that cannot be opened is an error, not an empty list.
+        #expect(throws: TesseraError.self) { try PhotoLibrary.scan([], lists: [PhotoList(path: scratch.file("nope.txt"))]) }
+    }
+
+    /// A file the cache knows unchanged (same size and mtime) is not opened: its content replaced
+    /// by garbage of the same size, mtime restored, the scan still gives the cached header.
+    @Test func aCacheHitIsNotOpened() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        for name in ["a.jpg", "b.jpg", "c.jpg"] { writeBytes(jpeg, to: scratch.file(name)) }
+        writeBytes(Array("sidecar".utf8), to: scratch.file("a.xmp"))
+        let cache = FakeScanCache()
+        let first = try PhotoLibrary.scan([scratch.path], cache: cache)
+        #expect(first.photos.count == 3)
+        #expect(cache.recordedCount == 4)  // three photos and the sidecar
+        #expect(cache.finishedCount == 1)
+        #expect(cache.entry(scratch.file("a.xmp"))?.kind == .notAnImage)
+        let header = first.photos[1].header
+
+        var before = stat()
+        #expect(stat(scratch.file("b.jpg"), &before) == 0)
+        writeBytes([UInt8](repeating: 0x41, count: jpeg.count), to: scratch.file("b.jpg"))
+        var times = [before.st_atim, before.st_mtim]
+        #expect(utimensat(AT_FDCWD, scratch.file("b.jpg"), &times, 0) == 0)
+        // Without the cache the file is what it now is: not an image.
+        let uncached = try PhotoLibrary.scan([scratch.path])
+        #expect(uncached.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("c.jpg")])
+        #expect(uncached.skipped.map(\.path) == [scratch.file("b.jpg")])
+
+        let warm = try PhotoLibrary.scan([scratch.path], cache: cache)
+        #expect(warm.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("b.jpg"), scratch.file("c.jpg")])
+        #expect(warm.photos[1].header == header)
+        #expect(warm.skipped.isEmpty)
+        #expect(warm.ignoredNonJPEGCount == 1)
+        #expect(cache.recordedCount == 4)  // nothing new read
+        #expect(cache.lookups == cache.lookups.sorted())
+        #expect(cache.lookups.count == 4)
+
+        // A changed mtime is a miss: read again, and recorded as what it now is.
+        writeBytes([UInt8](repeating: 0x41, count: jpeg.count), to: scratch.file("c.jpg"))
+        var changed = [before.st_atim, timespec(tv_sec: before.st_mtim.tv_sec - 100, tv_nsec: 5)]
+        #expect(utimensat(AT_FDCWD, scratch.file("c.jpg"), &changed, 0) == 0)
+        let third = try PhotoLibrary.scan([scratch.path], cache: cache)
+        #expect(third.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("b.jpg")])
+        #expect(third.skipped.map(\.path) == [scratch.file("c.jpg")])
+        #expect(cache.recordedCount == 5)
+        #expect(cache.entry(scratch.file("c.jpg"))?.kind == .notAnImage)
+    }
+
+    /// More broken photos than are held: the first thousand kept (sorted), all counted, each
+    /// handed to `onSkipped`. Past the builder's limit the photos live in a file, still in order.
+    @Test func skippedPhotosAreCountedPastTheHeldLimit() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        let broken = PhotoLibrary.heldSkippedLimit + 50
+        for index in 0..<broken { writeBytes(Array("not a picture".utf8), to: scratch.file("broken-\(index).jpg")) }
+        let photoCount = PhotoTable.Builder.defaultMemoryLimit + 100
+        writeBytes(jpeg, to: scratch.file("photo-0.jpg"))
+        for index in 1..<photoCount { #expect(link(scratch.file("photo-0.jpg"), scratch.file("photo-\(index).jpg")) == 0) }
+        var seen: [String] = []
+        let library = try PhotoLibrary.scan([scratch.path], workers: 2, temporaryDirectory: scratch.path,
+                                            onSkipped: { seen.append($0.path) })
+        #expect(library.skippedCount == broken)
+        #expect(library.skipped.count == PhotoLibrary.heldSkippedLimit)
+        #expect(library.skipped.map(\.path) == library.skipped.map(\.path).sorted())
+        #expect(seen.count == broken)
+        #expect(Set(seen).count == broken)
+        #expect(library.photos.count == photoCount)
+        #expect(library.photos.isFileBacked)
+        let paths = library.photos.map(\.path)
+        #expect(paths == (0..<photoCount).map { scratch.file("photo-\($0).jpg") }.sorted())
+        #expect(library.photos.allSatisfy { $0.header.width > 0 })
+        // The anonymous files leave no name behind in the temporary directory.
+        #expect(scratch.contents().allSatisfy { $0.hasPrefix("photo-") || $0.hasPrefix("broken-") })
+    }
+}
