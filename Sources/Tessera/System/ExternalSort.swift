@@ -47,6 +47,8 @@ final class ExternalSort {
             throw .system(operation: "sort (a record over 1 MiB)", errno: EINVAL, path: temporaryDirectory)
         }
         let cost = key.count + payload.count + Self.entryOverhead
+        // The run's buffer once, at its full size: grown by doubling it would reach twice that.
+        if arena.capacity == 0 { arena.reserveCapacity(runBytes) }
         if !entries.isEmpty && arena.count + entries.count * Self.entryOverhead + cost > runBytes { try writeRun() }
         entries.append(Entry(offset: arena.count, keyLength: Int32(key.count), payloadLength: Int32(payload.count)))
         arena.append(contentsOf: key)
