@@ -20,7 +20,3 @@ extension FeatureIndex {
     func compactJournal() throws(TesseraError) { try save() }
 }
 
-extension PhotoTable {
-    /// What a table of `count` photos keeps in memory.
-    static func residentBytes(count: Int) -> Int { count * (MemoryLayout<Photo>.stride + 64) }
-}

@@ -132,11 +132,12 @@ public enum MosaicJob {
         guard largest > 0,
               let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: largest),
               largest > plan.wholeImageLimitBytes else { return (photos, []) }
-        var kept: [Photo] = [], leftOut: [SkippedPhoto] = []
+        let kept = PhotoTable.Builder(temporaryDirectory: settings.temporaryDirectory)
+        var leftOut: [SkippedPhoto] = []
         for photo in photos {
             let need = photo.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight)
             guard need > plan.wholeImageLimitBytes else {
-                kept.append(photo)
+                try kept.append(photo)
                 continue
             }
             let header = photo.header
@@ -148,7 +149,7 @@ public enum MosaicJob {
                 budgetToDrawBytes: DecodeBudget.budgetToDraw(bytes: Int64(need), budgetBytes: Int64(settings.maxMemoryBytes),
                                                              limitBytes: Int64(plan.wholeImageLimitBytes))))
         }
-        return (PhotoTable(kept), leftOut)
+        return (try kept.finish(), leftOut)
     }
 
     /// The mosaic's rows: as given, or from the target's upright shape.
@@ -245,7 +246,8 @@ public enum MosaicJob {
         let matchSeconds = monotonicSeconds() - started
         // The render reads only the photos the mosaic uses (at most one a cell, whatever the
         // library's size), numbered in the order of the pictures.
-        let used = try usedPhotos(matched, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0)
+        let used = try usedPhotos(matched, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0,
+                                  temporaryDirectory: settings.temporaryDirectory)
         let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                 photoIndices: used.match.assignment)
         let tint = mosaic.tintPercent > 0
@@ -319,7 +321,7 @@ public enum MosaicJob {
                                   neededBytes: budget.fixedBytes + DuplicatePictures.heldBytes(pictures: analysed, valuesPerPhoto: d))
         }
         let picked = try FeatureStore(writableCount: rows.count, valuesPerPhoto: d, directory: temporaryDirectory)
-        var chosen: [Photo] = []
+        let chosen = PhotoTable.Builder(temporaryDirectory: temporaryDirectory)
         var buffer = [Float](repeating: 0, count: d)
         for (slot, row) in rows.enumerated() {
             try buffer.withUnsafeMutableBufferPointer { values in
@@ -328,26 +330,26 @@ public enum MosaicJob {
                     try picked.write(slot, UnsafeBufferPointer(values))
                 }
             }.get()
-            chosen.append(photos[Int(row)])
+            try chosen.append(photos[Int(row)])
         }
-        return (PhotoTable(chosen), picked, duplicates, duplicateCount)
+        return (try chosen.finish(), picked, duplicates, duplicateCount)
     }
 
     /// The photos `match` uses, in the order of the pictures, with the assignment renumbered to
     /// them, and their features one after another when a tint needs them.
     static func usedPhotos(_ match: MosaicMatch, pictures: (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int),
-                           subCells k: Int, keepFeatures: Bool) throws(TesseraError) -> (photos: PhotoTable, match: MosaicMatch, features: [Float]) {
+                           subCells k: Int, keepFeatures: Bool, temporaryDirectory: String?) throws(TesseraError) -> (photos: PhotoTable, match: MosaicMatch, features: [Float]) {
         var number = [Int32](repeating: -1, count: pictures.photos.count)
         for photo in match.assignment where photo >= 0 { number[Int(photo)] = 0 }
-        var photos: [Photo] = []
+        let photos = PhotoTable.Builder(temporaryDirectory: temporaryDirectory)
         var features: [Float] = []
         for picture in 0..<number.count where number[picture] == 0 {
             number[picture] = Int32(photos.count)
-            photos.append(pictures.photos[picture])
+            try photos.append(pictures.photos[picture])
             if keepFeatures { features += try pictures.store.features(of: picture) }
         }
         let assignment = match.assignment.map { $0 >= 0 ? number[Int($0)] : $0 }
-        return (PhotoTable(photos), match.renumbered(assignment), features)
+        return (try photos.finish(), match.renumbered(assignment), features)
     }
 
     /// Duplicates named in a mosaic's report (all are counted).
@@ -363,7 +365,12 @@ public enum MosaicJob {
         // The library is in path order already (the scan's order).
         let all = library.photos
         let share = shard.map { all.count * ($0.number - 1) / $0.count..<all.count * $0.number / $0.count } ?? 0..<all.count
-        let photos = share.count == all.count ? all : PhotoTable(Array(all[share]))
+        var photos = all
+        if share.count != all.count {
+            let builder = PhotoTable.Builder(temporaryDirectory: settings.temporaryDirectory)
+            for row in share { try builder.append(all[row]) }
+            photos = try builder.finish()
+        }
         let workers = settings.workers ?? onlineCoreCount()
         let cellAspect = Double(cellWidth) / Double(cellHeight)
         let index = FeatureIndex(directory: cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect, shard: shard)

@@ -64,6 +64,13 @@ public final class PhotoTable: RandomAccessCollection, ExpressibleByArrayLiteral
         return false
     }
 
+    /// What a table of `count` photos made by a Builder keeps in memory, at most (the plan's
+    /// figure before the table exists): the photos themselves up to the builder's limit, past
+    /// it four cached blocks of 256 records with their paths (about 4 KiB of path a block).
+    public static func residentBytes(count: Int) -> Int {
+        count <= Builder.defaultMemoryLimit ? count * (MemoryLayout<Photo>.stride + 64) : 4 * 256 * (136 + 16) + 4 * (16 << 10)
+    }
+
     /// Bytes of the table kept in the process's memory (what the plan counts).
     public var residentBytes: Int {
         switch storage {

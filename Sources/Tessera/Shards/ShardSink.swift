@@ -205,7 +205,7 @@ extension ShardBand {
         }
         let layout = request.layout
         for value in [layout.columns, layout.rows, layout.cellWidth, layout.cellHeight] { digest.add(Int64(value)) }
-        for index in layout.photoIndices { digest.add(index) }
+        for cell in 0..<layout.cellCount { digest.add(Int32(layout.photo(at: cell))) }
         for photo in request.photos {
             digest.add(photo.path)
             for value in [photo.header.width, photo.header.height, photo.header.exifOrientation] { digest.add(Int64(value)) }
