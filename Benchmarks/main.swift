@@ -18,11 +18,15 @@
 // peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
 // and grid, with both mosaics' mean Oklab error against the target at sub-cell resolution.
+// Then libraries of 1,000 and 100,000 tiny photo files (and 1,000,000 when asked): the scan, the
+// grid and the mosaic cold and warm against `find -printf` over the same tree, with peak RSS and
+// the dry run's plan (Benchmarks/LibraryBenchmark.swift; one run each, not the median below).
 // Each measurement: one warm-up run thrown away, then --runs timed runs; the median is printed
 // with MP/s, peak RSS and the ratio to the floor.
 //
 //   swift run -c release tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2]
-//                                      [--workers N] [--temp-dir DIR] [-- extra tessera flags]
+//                                      [--workers N] [--temp-dir DIR] [--library-sizes 1000,100000,1000000]
+//                                      [--no-library] [--library-timeout S] [-- extra tessera flags]
 import Glibc
 import Tessera
 import TesseraTestSupport
@@ -56,6 +60,10 @@ struct Options {
     var matchingSizes = [1000, 100_000, 1_000_000]
     var shards = true
     var shardDeepZoomGigapixels = 5.0
+    var library = true
+    // 1,000,000 files take minutes with a binary that lists them slowly: asked for by name.
+    var librarySizes = [1000, 100_000]
+    var libraryTimeout = 600.0
 }
 
 func fail(_ message: String) -> Never {
@@ -95,9 +103,12 @@ while !arguments.isEmpty {
     case "--compare-binary": options.compareBinary = value()
     case "--no-shards": options.shards = false
     case "--shard-deep-zoom": options.shardDeepZoomGigapixels = number(value(), "--shard-deep-zoom")
+    case "--no-library": options.library = false
+    case "--library-sizes": options.librarySizes = value().split(separator: ",").map { number(String($0), "--library-sizes") }
+    case "--library-timeout": options.libraryTimeout = number(value(), "--library-timeout")
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [--no-library] [--library-sizes 1000,100000[,1000000]] [--library-timeout S] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -332,6 +343,10 @@ if options.deepZoom {
 
 if options.shards {
     runShardBenchmark()
+}
+
+if options.library {
+    runLibraryBenchmark(sizes: options.librarySizes, timeout: options.libraryTimeout)
 }
 
 if results.count > 1 {
