@@ -1,68 +1,107 @@
 // FeatureIndex.swift — analysed photo features kept on disk, so a second run skips analysis.
 //
-// One text file per analysis shape (sub-cells k and cell aspect), in a cache directory:
-// `features-k<k>-a<aspect>.tsv`, a line per photo: path, size, mtime (ns), what was decoded
-// (format, colour profile and decoder version: `decodeKey`), then k*k*3 numbers. An entry counts
-// only while the file's size and mtime are unchanged and it would be decoded the same way (lines
-// from before the decode key, analysed without colour conversion, no longer parse: analysed
-// again). The file is rewritten
-// atomically after a run that added entries.
+// One record store (System/RecordJournal.swift) per analysis shape (sub-cells k and cell
+// aspect), in a cache directory: `features-k<k>-a<aspect>.idx`, sorted by path, and its journal
+// `.journal`, which every batch of analysed photos is appended to durably (an interrupted
+// analysis keeps every batch appended; the next run analyses only the rest). A record: key = the
+// photo's path bytes; value = size i64, mtime (ns) i64, the decode key (`decodeKey`: format,
+// colour profile, decoder version) as a u8 length and its bytes, then k*k*3 Float32, all
+// little-endian. An entry counts only while the file's size and mtime are unchanged, it would be
+// decoded the same way, and every value is a finite number within ±2 (Oklab from sRGB stays
+// within [0, 1] for L and about ±0.33 for a and b: anything else is a damaged cache, analysed
+// again).
 //
-// Memory follows the photos of the run, not the index: the file is read a line at a time and
-// only the entries of the photos asked about (`only`) are kept; saving writes those and copies
-// every other line across from the old file, again a line at a time. (A 300,000-entry index
-// held whole took 113 MiB.)
+// Memory does not follow the index: `lookup` answers a run's photos (sorted by path) by one
+// merge pass over the files, a block at a time, and `compact` merges in sorted chunks.
 //
-// Shards (`tessera analyse` run as shard K of N): a shard's index is a file of its own beside the main
-// one, `features-k<k>-a<aspect>.shard-K-of-N.tsv`, so that no two tasks of a job array write one
-// file; every index of the same shape merges those files when it loads (the main file first,
-// then the shard files in name order; an entry read later replaces one read earlier).
+// Shards (`tessera analyse` run as shard K of N): a shard's store is a file set of its own
+// beside the main one, `features-k<k>-a<aspect>.shard-K-of-N.idx` (and `.journal`), so that no
+// two tasks of a job array write one file; every index of the same shape reads those too (the
+// main files first, then the shard files in name order; for a photo, the newest usable entry).
 //
-// Threading: `lookup` and `store` may be called from any thread; `lock` protects `entries`.
+// The format before this one, `<stem>.tsv` (a line per photo: path, size, mtime, decode key,
+// then k*k*3 numbers, tab-separated), is imported once, streamed, when there is no `.idx` yet.
+//
+// The old per-photo methods (`lookup(_:decoded:)`, `store`, `save`, `heldEntries`) remain as a
+// layer over the store: they hold the run's entries (`only`) in a dictionary, loaded on first use.
+//
+// Threading: every method may be called from any thread; `lock` protects the mutable state.
 import Glibc
 
 public final class FeatureIndex: @unchecked Sendable {
+    /// The main file this index writes (the main one, or the shard's own).
     public let path: String
     private let valuesPerPhoto: Int
+    /// Where this index appends.
+    private let store: RecordStore
+    /// What it reads, oldest first: the main store, then the shards' in name order.
+    private let readStores: [RecordStore]
+    private let only: Set<String>?
     private let lock = Mutex()
-    private var entries: [String: (size: Int64, mtime: Int64, decoded: String, features: [Float])] = [:]  // protected by `lock`
-    private var changed = false  // protected by `lock`
-    /// The entries held in memory (this run's photos, or all with no `only`).
-    public var heldEntries: Int { lock.withLock { entries.count } }
-    /// Entries reused by `lookup` in this run.
-    public private(set) var hits = 0
+    private typealias Entry = (size: Int64, mtime: Int64, decoded: String, features: [Float])
+    private var held: [String: Entry]?  // protected by `lock`; the old API's entries, loaded on first use
+    private var pending: [(path: String, entry: Entry)] = []  // protected by `lock`
+    private var hitCount = 0  // protected by `lock`
+
+    /// Entries reused by either `lookup` in this run.
+    public var hits: Int { lock.withLock { hitCount } }
+    /// The entries held in memory by the per-photo methods (this run's photos, or all with no
+    /// `only`); loading them is deferred to the first per-photo call.
+    public var heldEntries: Int { lock.withLock { heldLocked().count } }
 
     /// Opens (or starts) the index for `k` sub-cells and `cellAspect` in `directory`, creating the
-    /// directory if needed. A missing or unreadable file is an empty index.
-    /// `only`: the photo paths this run may look up (nil: all; the other entries are kept on
-    /// disk and carried over when saving, never held).
-    /// `shard`: save into this shard's own file (see the file's note), not the main one.
+    /// directory if needed, and imports the old text format once. A missing, unreadable or
+    /// damaged file is an empty index (damaged blocks are just missing entries).
+    /// `only`: the photo paths the per-photo `lookup(_:decoded:)` may ask about (nil: all).
+    /// `shard`: append into this shard's own files (see the file's note), not the main ones.
     public init(directory: String, subCells k: Int, cellAspect: Double, only: Set<String>? = nil, shard: ShardSpec? = nil) {
         try? makeDirectory(directory)  // (an existing one is fine; a failure shows when saving)
         let stem = "features-k\(k)-a\(formatDecimal(cellAspect, places: 4))"
-        let main = directory + "/" + stem + ".tsv"
-        path = shard.map { directory + "/" + stem + ".shard-\($0.number)-of-\($0.count).tsv" } ?? main
         valuesPerPhoto = k * k * 3
-        let shardFiles = ((try? listDirectory(directory)) ?? [])
-            .filter { $0.hasPrefix(stem + ".shard-") && $0.hasSuffix(".tsv") }.sorted().map { directory + "/" + $0 }
-        // (A missing or unreadable file is an empty index.)
-        for file in [main] + shardFiles {
-            load(file, only: only)
+        self.only = only
+        let schema = UInt32(0x0100_0000) | UInt32(truncatingIfNeeded: valuesPerPhoto)
+        let ownStem = shard.map { stem + ".shard-\($0.number)-of-\($0.count)" } ?? stem
+        var shardStems = Set<String>()
+        for name in (try? listDirectory(directory)) ?? [] where name.hasPrefix(stem + ".shard-") {
+            for suffix in [".idx", ".journal", ".tsv"] where name.hasSuffix(suffix) { shardStems.insert(String(name.dropLast(suffix.count))) }
+        }
+        if shard != nil { shardStems.insert(ownStem) }
+        // A lookup holds every store's journal (when small): together at most 4 MiB, so with
+        // many shards each is compacted sooner.
+        let stems = [stem] + shardStems.sorted()
+        let held = max(Int64(64 << 10), Int64(4 << 20) / Int64(stems.count))
+        let stores = stems.map { RecordStore(directory: directory, stem: $0, schema: schema, journalHeldLimit: held) }
+        readStores = stores
+        store = stores.first { $0.mainPath == directory + "/" + ownStem + ".idx" }!
+        path = store.mainPath
+        for store in stores where !store.mainExists {
+            let text = String(store.mainPath.dropLast(4)) + ".tsv"
+            if RecordStore.fileBytes(text) != nil { try? importText(text, into: store) }
         }
     }
 
-    private func load(_ file: String, only: Set<String>?) {
-        try? forEachLine(of: file) { line in
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            if let only, let first = fields.first, !only.contains(String(first)) { return }
-            guard fields.count == 4 + valuesPerPhoto, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { return }
-            let values = fields[4...].compactMap { Float($0) }
-            // Oklab from sRGB stays within [0, 1] for L and about ±0.33 for a and b. A value
-            // that is not a finite number in a generous range (a damaged or edited cache: "nan"
-            // parses as a Float) drops the entry, so the photo is analysed again and the entry
-            // rewritten when the index is saved.
-            guard values.count == valuesPerPhoto, values.allSatisfy({ $0.isFinite && abs($0) <= 2 }) else { return }
-            entries[String(fields[0])] = (size, mtime, String(fields[3]), values)
+    /// The old format, streamed into a new main file (the journal's records, newer, win).
+    private func importText(_ text: String, into store: RecordStore) throws(TesseraError) {
+        let count = valuesPerPhoto
+        try store.compact { sorter throws(TesseraError) in
+            var failure: TesseraError?
+            var value: [UInt8] = []
+            try forEachLine(of: text) { line in
+                guard failure == nil else { return }
+                let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+                guard fields.count == 4 + count, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { return }
+                let values = fields[4...].compactMap { Float($0) }
+                guard values.count == count, Self.plausible(values) else { return }
+                value.removeAll(keepingCapacity: true)
+                guard Self.encode(size: size, mtime: mtime, decoded: Array(fields[3].utf8), features: values, into: &value) else { return }
+                let key = Array(fields[0].utf8)
+                do throws(TesseraError) {
+                    try key.withUnsafeBytes { key in
+                        value.withUnsafeBytes { value in Result { () throws(TesseraError) in try sorter.add(key: key, value: value) } }
+                    }.get()
+                } catch { failure = error }
+            }
+            if let failure { throw failure }
         }
     }
 
@@ -74,62 +113,179 @@ public final class FeatureIndex: @unchecked Sendable {
         return "\(header.format.rawValue.lowercased())-\(profile)-d2"
     }
 
+    private static func plausible<S: Sequence>(_ values: S) -> Bool where S.Element == Float {
+        values.allSatisfy { $0.isFinite && abs($0) <= 2 }
+    }
+
+    /// Appends a record's value; false when the decode key is too long to store.
+    private static func encode<C: Collection>(size: Int64, mtime: Int64, decoded: [UInt8], features: C,
+                                              into value: inout [UInt8]) -> Bool where C.Element == Float {
+        guard decoded.count <= 255 else { return false }
+        value.appendLittleEndian(size)
+        value.appendLittleEndian(mtime)
+        value.append(UInt8(decoded.count))
+        value.append(contentsOf: decoded)
+        for feature in features { value.appendLittleEndian(feature.bitPattern) }
+        return true
+    }
+
+    /// A value's parts, bounds-checked: nil when it is not of this index's shape.
+    private func parse(_ value: UnsafeRawBufferPointer) -> (size: Int64, mtime: Int64, decoded: UnsafeRawBufferPointer, features: Int)? {
+        guard value.count >= 17 else { return nil }
+        let decodedCount = Int(value[16])
+        guard value.count == 17 + decodedCount + 4 * valuesPerPhoto else { return nil }
+        return (value.loadLittleEndian(0, as: Int64.self), value.loadLittleEndian(8, as: Int64.self),
+                UnsafeRawBufferPointer(rebasing: value[17..<17 + decodedCount]), 17 + decodedCount)
+    }
+
+    /// Copies a value's features into `out` if they are all plausible.
+    private func features(_ value: UnsafeRawBufferPointer, at offset: Int, into out: UnsafeMutableBufferPointer<Float>) -> Bool {
+        for index in 0..<valuesPerPhoto {
+            let feature = Float(bitPattern: value.loadLittleEndian(offset + 4 * index, as: UInt32.self))
+            guard feature.isFinite && abs(feature) <= 2 else { return false }
+            out[index] = feature
+        }
+        return true
+    }
+
+    /// A photo's size and mtime: as scanned, else by stat.
+    private static func identity(_ photo: Photo) -> (size: Int64, mtime: Int64)? {
+        if let size = photo.fileBytes, let mtime = photo.modifiedNanoseconds { return (size, mtime) }
+        guard case .success(let info) = fileStatus(photo.file) else { return nil }
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    /// Looks up `photos`, which must be sorted ascending by `file` (byte order; out of order still
+    /// answers right, only slower): calls `found(row, features)` for each photo with a usable
+    /// entry (same size, mtime and decode key; plausible values), and returns the other rows,
+    /// ascending. One merge pass over the index files: memory does not grow with the index.
+    public func lookup<C: RandomAccessCollection>(_ photos: C, found: (Int, UnsafeBufferPointer<Float>) throws(TesseraError) -> Void)
+        throws(TesseraError) -> [Int32] where C.Element == Photo, C.Index == Int {
+        let cursor = RecordCursor(sources: readStores.flatMap { $0.openSources() })
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(valuesPerPhoto, 1))
+        defer { out.deallocate() }
+        var missing: [Int32] = []
+        var reused = 0
+        defer { lock.withLock { hitCount += reused } }
+        for row in photos.indices {
+            let photo = photos[row]
+            guard let (size, mtime) = Self.identity(photo) else {
+                missing.append(Int32(row))
+                continue
+            }
+            let decoded = Array(Self.decodeKey(photo.header).utf8)
+            let hit = photo.file.bytes.withUnsafeBytes { key in
+                cursor.visit(key) { value in
+                    guard let entry = parse(value), entry.size == size, entry.mtime == mtime,
+                          decoded.withUnsafeBytes({ compareKeys($0, entry.decoded) }) == 0 else { return false }
+                    return features(value, at: entry.features, into: out)
+                }
+            }
+            if hit {
+                try found(row, UnsafeBufferPointer(out))
+                reused += 1
+            } else {
+                missing.append(Int32(row))
+            }
+        }
+        return missing
+    }
+
+    /// Appends `entries` as one durable batch (photos with a feature count of another shape, or
+    /// that cannot be stat'ed, are left out). After this returns, a crash keeps them.
+    public func append(_ entries: [(photo: Photo, features: [Float])]) throws(TesseraError) {
+        var batch = RecordBatch()
+        for (photo, features) in entries where features.count == valuesPerPhoto && Self.plausible(features) {
+            guard let (size, mtime) = Self.identity(photo) else { continue }
+            let decoded = Array(Self.decodeKey(photo.header).utf8)
+            photo.file.bytes.withUnsafeBytes { key in
+                _ = batch.add(key: key) { value in _ = Self.encode(size: size, mtime: mtime, decoded: decoded, features: features, into: &value) }
+            }
+        }
+        try store.append(batch)
+    }
+
+    /// Folds the journal into the sorted main file (bounded memory; atomic: a crash leaves the
+    /// old main file and the journal, which say the same).
+    public func compact() throws(TesseraError) {
+        try store.compact()
+    }
+
+    // MARK: The per-photo methods
+
+    /// The entries the per-photo methods hold (call with `lock` held).
+    private func heldLocked() -> [String: Entry] {
+        if let held { return held }
+        var loaded: [String: Entry] = [:]
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(valuesPerPhoto, 1))
+        defer { out.deallocate() }
+        func entry(_ value: UnsafeRawBufferPointer) -> Entry? {
+            guard let parts = parse(value), features(value, at: parts.features, into: out) else { return nil }
+            return (parts.size, parts.mtime, String(decoding: parts.decoded, as: UTF8.self), Array(out))
+        }
+        let sources = readStores.flatMap { $0.openSources() }
+        if let only {
+            let cursor = RecordCursor(sources: sources)
+            for path in only.map({ Array($0.utf8) }).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                _ = path.withUnsafeBytes { key in
+                    cursor.visit(key) { value in
+                        guard let found = entry(value) else { return false }
+                        loaded[String(decoding: path, as: UTF8.self)] = found
+                        return true
+                    }
+                }
+            }
+        } else {
+            try? mergeRecords(sources) { key, value in
+                if let found = entry(value) { loaded[String(decoding: key, as: UTF8.self)] = found }
+            }
+        }
+        held = loaded
+        return loaded
+    }
+
     /// The stored features of `photoPath` if the file is unchanged since they were stored and
     /// decodes the same way (`decodeKey`).
     public func lookup(_ photoPath: String, decoded: String) -> [Float]? {
         guard case .success(let info) = fileStatus(photoPath) else { return nil }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         return lock.withLock {
-            guard let entry = entries[photoPath], entry.size == Int64(info.st_size), entry.mtime == mtime,
+            guard let entry = heldLocked()[photoPath], entry.size == Int64(info.st_size), entry.mtime == mtime,
                   entry.decoded == decoded else { return nil }
-            hits += 1
+            hitCount += 1
             return entry.features
         }
     }
 
-    /// Records the features of `photoPath` as it is now.
+    /// Records the features of `photoPath` as it is now (appended by `save`).
     public func store(_ photoPath: String, decoded: String, features: [Float]) {
         guard case .success(let info) = fileStatus(photoPath) else { return }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let entry: Entry = (Int64(info.st_size), mtime, decoded, features)
         lock.withLock {
-            entries[photoPath] = (Int64(info.st_size), mtime, decoded, features)
-            changed = true
+            held?[photoPath] = entry
+            pending.append((photoPath, entry))
         }
     }
 
-    /// Writes the index if anything was added (atomically: a crash leaves the old file).
+    /// Appends what `store` recorded as one batch, then compacts (a crash leaves the old files).
     public func save() throws(TesseraError) {
-        let snapshot: [(String, (size: Int64, mtime: Int64, decoded: String, features: [Float]))]? = lock.withLock {
-            guard changed else { return nil }
-            changed = false
-            return entries.sorted { $0.key < $1.key }
+        let batch: RecordBatch? = lock.withLock {
+            guard !pending.isEmpty else { return nil }
+            var batch = RecordBatch()
+            for (photoPath, entry) in pending where entry.features.count == valuesPerPhoto && Self.plausible(entry.features) {
+                Array(photoPath.utf8).withUnsafeBytes { key in
+                    _ = batch.add(key: key) { value in
+                        _ = Self.encode(size: entry.size, mtime: entry.mtime, decoded: Array(entry.decoded.utf8), features: entry.features, into: &value)
+                    }
+                }
+            }
+            pending.removeAll()
+            return batch
         }
-        guard let snapshot else { return }
-        let output = try AtomicOutputFile(destination: path)
-        var text = ""
-        func flush(atLeast bytes: Int) throws(TesseraError) {
-            guard text.utf8.count >= bytes else { return }
-            try Array(text.utf8).withUnsafeBytes { bytes in Result { () throws(TesseraError) in try output.append(bytes) } }.get()
-            text = ""
-        }
-        var held = Set<Substring>()
-        for (photoPath, entry) in snapshot where !photoPath.contains("\t") && !photoPath.contains("\n") {
-            held.insert(Substring(photoPath))
-            text += photoPath + "\t\(entry.size)\t\(entry.mtime)\t\(entry.decoded)"
-            for value in entry.features { text += "\t" + String(value) }
-            text += "\n"
-            try flush(atLeast: 1 << 20)
-        }
-        // The entries this run did not hold, as they were.
-        var failure: TesseraError?
-        try? forEachLine(of: path) { line in
-            guard failure == nil, let tab = line.firstIndex(of: "\t"), !held.contains(line[..<tab]) else { return }
-            text += line + "\n"
-            do throws(TesseraError) { try flush(atLeast: 1 << 20) } catch { failure = error }
-        }
-        if let failure { throw failure }
-        try flush(atLeast: 0)
-        try output.commit()
+        guard let batch else { return }
+        try store.append(batch)
+        try store.compact()
     }
 }
 

@@ -1,0 +1,140 @@
+// HeaderIndex.swift — what each scanned file was (its header, or not an image, or a video),
+// kept between runs on disk, so a warm scan answers an unchanged file (same path, size and
+// mtime) without opening it (the ScanCache of Photos/ScanCache.swift).
+//
+// One record store (System/RecordJournal.swift) in the cache directory: `headers-v1.idx`, sorted
+// by path bytes, and `headers-v1.journal`, which each scan batch is appended to. A record: key =
+// the path's bytes; value = size i64, mtime (ns) i64, kind u8 (0 photo, 1 not an image,
+// 2 video), then for a photo every PhotoHeader field: width, height i64, colour model u8, flags
+// u8 (progressive 1, Adobe inverted 2, arithmetic 4, stored RGB 8, alpha 16, colour tag present
+// 32), EXIF orientation, minimum data bytes, coefficient bytes, DC decoder bytes, whole-image
+// bytes, thumbnail width and height (i64 each), colour tag u64, and the format's name (u8 length,
+// bytes). Little-endian. The store's schema carries `headerParsingVersion`: when header parsing
+// changes, it is raised and every old entry is ignored (the files are rewritten at the next
+// compaction).
+//
+// A damaged or unreadable file is an empty cache, never an error: a file it cannot answer for
+// is simply read again. An entry that does not decode to a header this Tessera could have made
+// (a format it does not read, a size out of range) is likewise not answered.
+//
+// Threading: any thread may call the methods; a reader is used by one thread.
+import Glibc
+
+public final class HeaderIndex: ScanCache, @unchecked Sendable {
+    /// Raised whenever header parsing changes what it finds: old entries are then ignored.
+    public static let headerParsingVersion: UInt32 = 1
+    /// The journal is compacted at `finish` when larger than this, or than half the main file.
+    static let compactJournalBytes: Int64 = 1 << 20
+    /// The main file.
+    public let path: String
+    let store: RecordStore
+
+    /// The cache in `directory` (created if needed).
+    public init(directory: String) {
+        try? makeDirectory(directory)
+        store = RecordStore(directory: directory, stem: "headers-v1", schema: 0x4844_0000 | Self.headerParsingVersion)
+        path = store.mainPath
+    }
+
+    public func makeReader() throws(TesseraError) -> any ScanCacheReader {
+        Reader(cursor: RecordCursor(sources: store.openSources()))
+    }
+
+    public func record(_ entries: [ScanCacheEntry]) throws(TesseraError) {
+        var batch = RecordBatch()
+        for entry in entries {
+            entry.path.bytes.withUnsafeBytes { key in _ = batch.add(key: key) { Self.encode(entry, into: &$0) } }
+        }
+        try store.append(batch)
+    }
+
+    public func finish() throws(TesseraError) {
+        let journal = store.journalBytes
+        if journal > Self.compactJournalBytes || journal > store.mainBytes / 2 { try store.compact() }
+    }
+
+    private final class Reader: ScanCacheReader {
+        let cursor: RecordCursor
+        init(cursor: RecordCursor) { self.cursor = cursor }
+
+        func lookup(_ path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64) throws(TesseraError) -> ScanCacheKind? {
+            var kind: ScanCacheKind?
+            _ = path.bytes.withUnsafeBytes { key in
+                cursor.visit(key) { value in
+                    guard let entry = HeaderIndex.decode(value), entry.fileBytes == fileBytes,
+                          entry.modifiedNanoseconds == modifiedNanoseconds else { return false }
+                    kind = entry.kind
+                    return true
+                }
+            }
+            return kind
+        }
+    }
+
+    static func encode(_ entry: ScanCacheEntry, into value: inout [UInt8]) {
+        value.appendLittleEndian(entry.fileBytes)
+        value.appendLittleEndian(entry.modifiedNanoseconds)
+        switch entry.kind {
+        case .notAnImage: value.append(1)
+        case .video: value.append(2)
+        case .photo(let header):
+            value.append(0)
+            value.appendLittleEndian(Int64(header.width))
+            value.appendLittleEndian(Int64(header.height))
+            value.append(header.colorModel == .gray ? 0 : header.colorModel == .rgb ? 1 : 2)
+            var flags: UInt8 = 0
+            if header.isProgressive { flags |= 1 }
+            if header.adobeInverted { flags |= 2 }
+            if header.isArithmetic { flags |= 4 }
+            if header.storedRGB { flags |= 8 }
+            if header.hasAlpha { flags |= 16 }
+            if header.colorTag != nil { flags |= 32 }
+            value.append(flags)
+            for number in [Int64(header.exifOrientation), header.minimumDataBytes, header.coefficientBytes, header.dcDecoderBytes,
+                           header.wholeImageBytes, Int64(header.thumbnailWidth), Int64(header.thumbnailHeight)] {
+                value.appendLittleEndian(number)
+            }
+            value.appendLittleEndian(header.colorTag ?? 0)
+            let name = Array(header.format.rawValue.utf8.prefix(255))
+            value.append(UInt8(name.count))
+            value.append(contentsOf: name)
+        }
+    }
+
+    /// A value read back, every field checked: nil when it is not one `encode` could have written
+    /// for a header this Tessera finds.
+    static func decode(_ value: UnsafeRawBufferPointer) -> ScanCacheEntry? {
+        guard value.count >= 17 else { return nil }
+        let fileBytes = value.loadLittleEndian(0, as: Int64.self), mtime = value.loadLittleEndian(8, as: Int64.self)
+        let empty = PathBytes([UInt8]())
+        switch value[16] {
+        case 1: return value.count == 17 ? ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .notAnImage) : nil
+        case 2: return value.count == 17 ? ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .video) : nil
+        case 0: break
+        default: return nil
+        }
+        let fixed = 17 + 16 + 2 + 7 * 8 + 8 + 1
+        guard value.count >= fixed, value.count == fixed + Int(value[fixed - 1]) else { return nil }
+        let width = value.loadLittleEndian(17, as: Int64.self), height = value.loadLittleEndian(25, as: Int64.self)
+        let model = value[33], flags = value[34]
+        var numbers: [Int64] = []
+        for index in 0..<7 { numbers.append(value.loadLittleEndian(35 + 8 * index, as: Int64.self)) }
+        let tag = value.loadLittleEndian(91, as: UInt64.self)
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: value[fixed...]), as: UTF8.self)
+        let limit = Int64(Int32.max)
+        guard (1...limit).contains(width), (1...limit).contains(height), model <= 2, flags < 64, (0...8).contains(numbers[0]),
+              numbers[1...].allSatisfy({ $0 >= 0 }), numbers[5] <= limit, numbers[6] <= limit,
+              Formats.all.contains(where: { $0.format.rawValue == name }) else { return nil }
+        var header = PhotoHeader(width: Int(width), height: Int(height), colorModel: model == 0 ? .gray : model == 1 ? .rgb : .cmyk,
+                                 isProgressive: flags & 1 != 0, exifOrientation: Int(numbers[0]), adobeInverted: flags & 2 != 0,
+                                 isArithmetic: flags & 4 != 0, storedRGB: flags & 8 != 0, minimumDataBytes: numbers[1],
+                                 coefficientBytes: numbers[2], dcDecoderBytes: numbers[3])
+        header.wholeImageBytes = numbers[4]
+        header.thumbnailWidth = Int(numbers[5])
+        header.thumbnailHeight = Int(numbers[6])
+        header.hasAlpha = flags & 16 != 0
+        header.colorTag = flags & 32 != 0 ? tag : nil
+        header.format = ImageFormat(rawValue: name)
+        return ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .photo(header))
+    }
+}

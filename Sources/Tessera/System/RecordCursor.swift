@@ -1,0 +1,429 @@
+// RecordCursor.swift — reading a RecordStore (RecordJournal.swift): its files as sorted sources
+// read a chunk at a time, and the merge of several sources, for lookups in ascending key order
+// (RecordCursor) and for compaction (mergeRecords).
+//
+// A source's memory is one chunk (a main file's block, 64 KiB as written, or a journal held
+// whole when it is small), so a cursor over a store of any size holds a block per source.
+// Reading a file stops quietly at a read error (what follows is missing, `failure` says why):
+// lookups then analyse again, and compaction refuses to write a main file missing records.
+//
+// Threading: one thread uses a source or a cursor.
+import Glibc
+
+/// A sequence of records in strictly ascending key order, read forward.
+protocol RecordSource: AnyObject {
+    /// The record at the position (nil at the end), valid until the next move.
+    var current: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? { get }
+    func advance()
+    /// Moves to the first record whose key is not below `key`.
+    func seek(_ key: UnsafeRawBufferPointer)
+    /// Back to the first record.
+    func rewind()
+    /// The memory the source holds for reading.
+    var heldBytes: Int { get }
+    /// The read error that ended the source early, if one did.
+    var failure: TesseraError? { get }
+}
+
+/// Reads the chunks (blocks or frames) of a file between two offsets, each checked, skipping
+/// damaged ones (see RecordJournal.swift's note on the format).
+final class ChunkReader {
+    let file: FileDescriptor
+    let magic: UInt32
+    let sorted: Bool
+    let start: Int64
+    let end: Int64
+    private(set) var next: Int64
+    private var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    private(set) var failure: TesseraError?
+    /// The end offset of the last chunk that checked out (`start` before any).
+    private(set) var validEnd: Int64
+
+    init(file: FileDescriptor, magic: UInt32, sorted: Bool, start: Int64, end: Int64) {
+        self.file = file
+        self.magic = magic
+        self.sorted = sorted
+        self.start = start
+        self.end = end
+        next = start
+        validEnd = start
+    }
+
+    deinit { buffer.deallocate() }
+
+    var heldBytes: Int { buffer.count }
+
+    func rewind() {
+        next = start
+        validEnd = start
+    }
+
+    /// The next chunk that checks out, or nil at the end (or at a read error: `failure`).
+    func read() -> (payload: UnsafeRawBufferPointer, count: Int, last: UnsafeRawBufferPointer?)? {
+        let headerBytes = Int64(RecordFormat.chunkHeaderBytes)
+        while failure == nil && end - next >= headerBytes {
+            var header = (UInt32(0), UInt32(0), UInt32(0), UInt32(0))
+            do throws(TesseraError) {
+                try withUnsafeMutableBytes(of: &header) { raw in
+                    Result { () throws(TesseraError) in try file.readAll(into: raw, at: next) }
+                }.get()
+            } catch {
+                failure = error
+                return nil
+            }
+            let length = Int(UInt32(littleEndian: header.1)), count = UInt32(littleEndian: header.2)
+            guard UInt32(littleEndian: header.0) == magic, length <= RecordFormat.maxChunkBytes,
+                  Int64(length) <= end - next - headerBytes else {
+                resynchronise()
+                continue
+            }
+            if buffer.count < length {
+                buffer.deallocate()
+                buffer = .allocate(byteCount: max(length, 4096), alignment: 16)
+            }
+            let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
+            do throws(TesseraError) { try file.readAll(into: payload, at: next + headerBytes) } catch {
+                failure = error
+                return nil
+            }
+            let check = RecordFormat.validate(payload: UnsafeRawBufferPointer(payload), count: count,
+                                              crc: UInt32(littleEndian: header.3), sorted: sorted)
+            guard check.ok else {
+                resynchronise()
+                continue
+            }
+            next += headerBytes + Int64(length)
+            validEnd = next
+            return (UnsafeRawBufferPointer(payload), Int(count), check.last)
+        }
+        return nil
+    }
+
+    /// After a damaged chunk: on to the next place the magic occurs (a false match fails its
+    /// checks in turn), or the end.
+    private func resynchronise() {
+        let window = 1 << 16
+        var scratch = [UInt8](repeating: 0, count: window)
+        var at = next + 1
+        while at + 4 <= end {
+            let want = Int(min(Int64(window), end - at))
+            let got: Int
+            do throws(TesseraError) {
+                got = try scratch.withUnsafeMutableBytes { raw in
+                    Result { () throws(TesseraError) in try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]), at: at) }
+                }.get()
+            } catch {
+                failure = error
+                return
+            }
+            guard got >= 4 else { break }
+            let found: Int? = scratch.withUnsafeBytes { raw in
+                (0...(got - 4)).first { raw.loadLittleEndian($0, as: UInt32.self) == magic }
+            }
+            if let found {
+                next = at + Int64(found)
+                return
+            }
+            at += Int64(got - 3)
+        }
+        next = end
+    }
+}
+
+/// The blocks of a main file (or of a sorted run in a temporary file), a block at a time.
+final class BlockFileSource: RecordSource {
+    private let reader: ChunkReader
+    private let ownsFile: Bool
+    private var payload = UnsafeRawBufferPointer(start: nil, count: 0)
+    private var at = 0
+    /// The last key of the block before (copied: the buffer is reused), for order across blocks.
+    private var previousLast: [UInt8] = []
+    private var hasPrevious = false
+    private var blockLast: UnsafeRawBufferPointer?
+    private(set) var current: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+
+    init(file: FileDescriptor, start: Int64, end: Int64, ownsFile: Bool) {
+        reader = ChunkReader(file: file, magic: RecordFormat.blockMagic, sorted: true, start: start, end: end)
+        self.ownsFile = ownsFile
+        loadBlock()
+    }
+
+    /// The main file at `path`, or nil when it is missing, unreadable or not of this `schema`.
+    static func open(main path: String, schema: UInt32) -> BlockFileSource? {
+        guard let (file, info) = try? FileDescriptor.openRegularFileForReading(path) else { return nil }
+        var header = [UInt8](repeating: 0, count: RecordFormat.fileHeaderBytes)
+        let ok = Int64(info.st_size) >= Int64(RecordFormat.fileHeaderBytes) && header.withUnsafeMutableBytes { raw in
+            (try? file.readAll(into: raw, at: 0)) != nil
+        } && header.withUnsafeBytes { RecordFormat.checkHeader($0, magic: RecordFormat.mainMagic, schema: schema) }
+        guard ok else {
+            file.close()
+            return nil
+        }
+        return BlockFileSource(file: file, start: Int64(RecordFormat.fileHeaderBytes), end: Int64(info.st_size), ownsFile: true)
+    }
+
+    deinit { if ownsFile { reader.file.close() } }
+
+    var heldBytes: Int { reader.heldBytes + previousLast.capacity }
+    var failure: TesseraError? { reader.failure }
+
+    private func loadBlock() {
+        current = nil
+        if let last = blockLast {
+            previousLast.removeAll(keepingCapacity: true)
+            previousLast.append(contentsOf: last)
+            hasPrevious = true
+        }
+        blockLast = nil
+        while let chunk = reader.read() {
+            payload = chunk.payload
+            at = 0
+            blockLast = chunk.last
+            // Records not above the previous block's last key (a damaged or hostile file) are skipped.
+            while let record = RecordFormat.record(in: payload, at: at) {
+                if hasPrevious && previousLast.withUnsafeBytes({ compareKeys(record.key, $0) }) <= 0 {
+                    at = record.value.baseAddress! - payload.baseAddress! + record.value.count
+                    continue
+                }
+                current = record
+                return
+            }
+        }
+    }
+
+    func advance() {
+        guard let record = current else { return }
+        at = record.value.baseAddress! - payload.baseAddress! + record.value.count
+        if let next = RecordFormat.record(in: payload, at: at) {
+            current = next
+        } else {
+            loadBlock()
+        }
+    }
+
+    func seek(_ key: UnsafeRawBufferPointer) {
+        while let record = current {
+            // A whole block below the key is passed without visiting its records.
+            if let last = blockLast, compareKeys(last, key) < 0 {
+                loadBlock()
+                continue
+            }
+            if compareKeys(record.key, key) >= 0 { return }
+            advance()
+        }
+    }
+
+    func rewind() {
+        reader.rewind()
+        hasPrevious = false
+        blockLast = nil
+        loadBlock()
+    }
+}
+
+/// Records held in memory, sorted (a small journal, or a chunk of one being sorted into a run):
+/// the payloads' bytes and, per record, where it is. Of records with equal keys the last added wins.
+final class HeldRecords: RecordSource {
+    private var storage: UnsafeMutableRawBufferPointer
+    private var used = 0
+    private var entries: [(offset: Int32, keyLength: Int32, valueLength: Int32)] = []
+    private var sortedAndUnique = true
+    private var position = 0
+
+    init(capacity: Int) {
+        storage = .allocate(byteCount: max(capacity, 16), alignment: 16)
+    }
+
+    deinit { storage.deallocate() }
+
+    var count: Int { entries.count }
+    var bytesUsed: Int { used }
+    var heldBytes: Int { storage.count + entries.capacity * 12 }
+    var failure: TesseraError? { nil }
+
+    /// Copies a checked payload's records in (the storage grows as needed: records are found
+    /// by offset, so moving it is safe).
+    func append(payload: UnsafeRawBufferPointer) {
+        if payload.count > storage.count - used {
+            let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: max(storage.count * 2, used + payload.count), alignment: 16)
+            grown.copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[0..<used]))
+            storage.deallocate()
+            storage = grown
+        }
+        UnsafeMutableRawBufferPointer(rebasing: storage[used..<used + payload.count]).copyMemory(from: UnsafeRawBufferPointer(payload))
+        var at = 0
+        while let record = RecordFormat.record(in: payload, at: at) {
+            let keyStart = record.key.baseAddress! - payload.baseAddress!
+            entries.append((Int32(used + keyStart), Int32(record.key.count), Int32(record.value.count)))
+            at = keyStart + record.key.count + record.value.count
+        }
+        used += payload.count
+        sortedAndUnique = false
+    }
+
+    private func key(_ entry: (offset: Int32, keyLength: Int32, valueLength: Int32)) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: storage[Int(entry.offset)..<Int(entry.offset) + Int(entry.keyLength)])
+    }
+
+    private func record(_ index: Int) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let entry = entries[index]
+        let valueStart = Int(entry.offset) + Int(entry.keyLength)
+        return (key(entry), UnsafeRawBufferPointer(rebasing: storage[valueStart..<valueStart + Int(entry.valueLength)]))
+    }
+
+    /// Sorts by key; of equal keys keeps the one added last (offsets grow with the order added).
+    func sort() {
+        guard !sortedAndUnique else { return }
+        entries.sort { a, b in
+            let order = compareKeys(key(a), key(b))
+            return order < 0 || (order == 0 && a.offset < b.offset)
+        }
+        var kept = 0
+        for index in entries.indices {
+            if index + 1 < entries.count && compareKeys(key(entries[index]), key(entries[index + 1])) == 0 { continue }
+            entries[kept] = entries[index]
+            kept += 1
+        }
+        entries.removeSubrange(kept...)
+        sortedAndUnique = true
+        position = 0
+    }
+
+    /// Empties it for the next chunk, keeping its memory.
+    func removeAll() {
+        entries.removeAll(keepingCapacity: true)
+        used = 0
+        position = 0
+        sortedAndUnique = true
+    }
+
+    var current: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        position < entries.count ? record(position) : nil
+    }
+
+    func advance() { if position < entries.count { position += 1 } }
+
+    func seek(_ key: UnsafeRawBufferPointer) {
+        // Binary search from the position: the first entry not below `key`.
+        var low = position, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if compareKeys(self.key(entries[middle]), key) < 0 { low = middle + 1 } else { high = middle }
+        }
+        position = low
+    }
+
+    func rewind() { position = 0 }
+
+    /// Calls `body` with each record in order.
+    func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
+        for index in entries.indices {
+            let (key, value) = record(index)
+            try body(key, value)
+        }
+    }
+}
+
+/// Lookups in ascending key order over several sources, the later ones taking precedence: one
+/// merge pass, whatever the number of records. A key lower than the one before (a caller out of
+/// order) rewinds every source, so the answer is still right, only slower.
+final class RecordCursor {
+    private let sources: [any RecordSource]
+    private var previous: [UInt8] = []
+    private var started = false
+
+    init(sources: [any RecordSource]) {
+        self.sources = sources
+    }
+
+    /// The memory held for reading (the sources' chunks and held journals).
+    var heldBytes: Int { sources.reduce(previous.capacity) { $0 + $1.heldBytes } }
+
+    /// Calls `body` with the values stored for `key`, newest source first, until it returns true;
+    /// returns whether it did.
+    func visit(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+        if started && previous.withUnsafeBytes({ compareKeys(key, $0) }) < 0 {
+            for source in sources { source.rewind() }
+        }
+        started = true
+        previous.removeAll(keepingCapacity: true)
+        previous.append(contentsOf: key)
+        for source in sources { source.seek(key) }
+        for source in sources.reversed() {
+            guard let record = source.current, compareKeys(record.key, key) == 0 else { continue }
+            if body(record.value) { return true }
+        }
+        return false
+    }
+
+    /// The newest value for `key`.
+    func value(_ key: [UInt8]) -> [UInt8]? {
+        var found: [UInt8]?
+        _ = key.withUnsafeBytes { key in
+            visit(key) { value in
+                found = Array(value)
+                return true
+            }
+        }
+        return found
+    }
+}
+
+/// Every key of `sources` once, in ascending order, with the value of the latest source that
+/// has it (a binary heap over the sources: a compaction merges hundreds of sorted runs).
+func mergeRecords(_ sources: [any RecordSource],
+                  _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
+    // Heap order: the lower key first; of equal keys, the later source.
+    func before(_ a: Int, _ b: Int) -> Bool {
+        let order = compareKeys(sources[a].current!.key, sources[b].current!.key)
+        return order < 0 || (order == 0 && a > b)
+    }
+    var heap: [Int] = []
+    func siftDown(_ from: Int) {
+        var parent = from
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var first = parent
+            if left < heap.count && before(heap[left], heap[first]) { first = left }
+            if right < heap.count && before(heap[right], heap[first]) { first = right }
+            if first == parent { return }
+            heap.swapAt(parent, first)
+            parent = first
+        }
+    }
+    func siftUp(_ from: Int) {
+        var child = from
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard before(heap[child], heap[parent]) else { return }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+    /// Advances the source at the top, keeping the heap ordered.
+    func advanceTop() {
+        let source = sources[heap[0]]
+        source.advance()
+        if source.current == nil {
+            heap[0] = heap[heap.count - 1]
+            heap.removeLast()
+        }
+        if !heap.isEmpty { siftDown(0) }
+    }
+    for index in sources.indices where sources[index].current != nil {
+        heap.append(index)
+        siftUp(heap.count - 1)
+    }
+    var key: [UInt8] = []
+    while let top = heap.first {
+        let record = sources[top].current!
+        try body(record.key, record.value)
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: record.key)
+        advanceTop()
+        // The same key in older sources: superseded.
+        while let next = heap.first, key.withUnsafeBytes({ compareKeys(sources[next].current!.key, $0) }) == 0 {
+            advanceTop()
+        }
+    }
+}
