@@ -123,7 +123,7 @@ public enum MosaicAnalysis {
             }
             outcome.analysed += entries.count
             if let index, !entries.isEmpty, outcome.indexError == nil {
-                do throws(TesseraError) { try index.appendBatch(entries) } catch { outcome.indexError = error }
+                do throws(TesseraError) { try index.append(entries) } catch { outcome.indexError = error }
             }
             start += batch.count
             progress?(start, rows.count)

@@ -278,8 +278,8 @@ public enum MosaicJob {
         var indexError: TesseraError?
         var missing: [Int32]
         do throws(TesseraError) {
-            missing = try index.lookupRows(photos) { row, features throws(TesseraError) in
-                try features.withUnsafeBufferPointer { buffer in Result { () throws(TesseraError) in try store.write(row, buffer) } }.get()
+            missing = try index.lookup(photos) { row, features throws(TesseraError) in
+                try store.write(row, features)
                 have[row] = true
             }
         } catch {
@@ -293,7 +293,7 @@ public enum MosaicJob {
         if cancellation?.isCancelled == true { throw .cancelled }
         indexError = indexError ?? outcome.indexError
         if indexError == nil {
-            do throws(TesseraError) { try index.compactJournal() } catch { indexError = error }
+            do throws(TesseraError) { try index.compact() } catch { indexError = error }
         }
         return (store, have, outcome, indexError)
     }
