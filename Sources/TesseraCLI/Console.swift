@@ -4,8 +4,8 @@
 // decides how it is shown. Everything here writes through two closures, so tests run it
 // without a terminal.
 //
-// A library of a million photos can skip ten thousand: skipped photos, placeholders and a dry
-// run's duplicates are grouped by reason (ReasonTally), the first few of each named and the rest
+// A library of a million photos can skip ten thousand: skipped photos, placeholders, photo
+// warnings and a dry run's duplicates are grouped by reason (ReasonTally), the first few of each named and the rest
 // counted in one line per reason when the step ends, unless --verbose asks for every one;
 // `--progress json` has an event for every one either way.
 import Glibc
@@ -44,6 +44,9 @@ public protocol Console: AnyObject, Sendable {
     func progress(_ phase: Phase, done: Int, total: Int, seconds: Double, rowWidth: Int)
     /// The run's figures, for programs: (key, JSON value) pairs.
     func finished(_ fields: [(String, String)])
+    /// A warning about one photo that is still drawn (a decoder's "corrupt data"), grouped by
+    /// its message like skipped photos; `--progress json`'s warning event as `warning` gives it.
+    func photoWarning(_ path: String, _ message: String)
     /// A mosaic's photo `path` shows the same picture as `sameAs`, and is left out (a dry run
     /// lists them; a result line, grouped like skipped photos).
     func duplicate(_ path: String, sameAs: String)
@@ -54,6 +57,7 @@ public protocol Console: AnyObject, Sendable {
 }
 
 extension Console {
+    public func photoWarning(_ path: String, _ message: String) { warning("\(path): \(message)") }
     public func duplicate(_ path: String, sameAs: String) { result(duplicateLine(path, sameAs: sameAs)) }
     public func summarise() {}
 }
@@ -145,6 +149,14 @@ public final class StreamConsole: Console, @unchecked Sendable {
         warning(placeholder ? "\(photo.path): \(photo.commandLineReason); drawn as a placeholder" : "skipping \(photo.path): \(photo.commandLineReason)")
     }
 
+    public func photoWarning(_ path: String, _ message: String) {
+        if style != .json && !quiet && !verbose {
+            let count = lock.withLock { tally.add(.photoWarning, reason: reasonClass(message, path: path)) }
+            guard count <= Self.namedPerReason else { return }
+        }
+        warning("\(path): \(message)")
+    }
+
     public func duplicate(_ path: String, sameAs: String) {
         if style == .json {
             emit("{\"event\": \"duplicate\", \"path\": \(jsonStringLiteral(path)), \"same_as\": \(jsonStringLiteral(sameAs))}")
@@ -169,8 +181,10 @@ public final class StreamConsole: Console, @unchecked Sendable {
             case (.duplicate, _): writeResult("duplicate   and \(formatCount(more)) more \(all)")
             case (.skipped, let reason?): warning("skipping \(formatCount(more)) more \(all): \(reason)")
             case (.placeholder, let reason?): warning("\(formatCount(more)) more drawn as placeholders \(all): \(reason)")
+            case (.photoWarning, let reason?): warning("\(formatCount(more)) more photos warned of the same \(all): \(reason)")
             case (.skipped, nil): warning("skipping \(formatCount(more)) more for other reasons \(all)")
             case (.placeholder, nil): warning("\(formatCount(more)) more drawn as placeholders for other reasons \(all)")
+            case (.photoWarning, nil): warning("\(formatCount(more)) more photo warnings of other kinds \(all)")
             }
         }
     }
@@ -231,7 +245,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
 /// the reasons came: at most `limit` reasons, the rest counted as other reasons (a nil reason),
 /// so its size does not grow with the photos or the variety of the messages.
 struct ReasonTally {
-    enum Kind: Hashable { case skipped, placeholder, duplicate }
+    enum Kind: Hashable { case skipped, placeholder, photoWarning, duplicate }
 
     struct Group: Equatable {
         let kind: Kind
@@ -279,30 +293,39 @@ struct ReasonTally {
 /// failure is one group. Numbers inside words (AV1, H.264) stay. At most 200 characters: a
 /// message may quote a file's own bytes.
 func reasonClass(_ reason: String, path: String) -> String {
-    var text = reason
+    var text = String(reason.prefix(1000))
     if !path.isEmpty { text = text.replacingAll(path, with: "FILE") }
     if let name = path.split(separator: "/").last, name.count >= 2 { text = text.replacingAll(String(name), with: "FILE") }
+    let characters = Array(text)
     var out = ""
-    var inNumber = false
-    for character in text {
-        if character.isASCII && character.isNumber {
-            if inNumber { continue }
-            // A digit after a letter is part of a word (AV1, x265), but "12x400" is two numbers.
-            let previous = out.last
-            let joined = previous.map { $0.isLetter && !($0 == "x" && out.dropLast().hasSuffix("N")) } ?? false
-            if joined { out.append(character); continue }
-            out.append("N")
-            inNumber = true
-        } else if inNumber && (character == "." || character == ",") {
-            continue  // 4.0 GiB, 12,000: one number (a full stop ending a sentence is rare in a reason)
-        } else {
-            inNumber = false
+    var index = 0
+    while index < characters.count && out.count < 200 {
+        let character = characters[index]
+        let previous = out.last
+        // A digit after a letter is part of a word (AV1, x265), but "12x400" is two numbers.
+        let inWord = previous.map { $0.isLetter && !($0 == "x" && out.dropLast().hasSuffix("N")) } ?? false
+        guard isDigit(character) && !inWord else {
             out.append(character)
+            index += 1
+            continue
         }
-        if out.count >= 200 { break }
+        // One number: 0xd9, 4.02, 12,000 (a full stop ending a sentence after a number is rare in a reason).
+        if character == "0", index + 2 < characters.count, characters[index + 1] == "x", characters[index + 2].isHexDigit {
+            index += 2
+            while index < characters.count && characters[index].isHexDigit { index += 1 }
+        } else {
+            while index < characters.count
+                    && (isDigit(characters[index])
+                        || ((characters[index] == "." || characters[index] == ",") && index + 1 < characters.count && isDigit(characters[index + 1]))) {
+                index += 1
+            }
+        }
+        out.append("N")
     }
     return out
 }
+
+private func isDigit(_ character: Character) -> Bool { character.isASCII && character.isNumber }
 
 /// 12345 → "12,345": counts people read in a summary line.
 func formatCount(_ value: Int) -> String {

@@ -163,8 +163,17 @@ public enum Report {
     static func etaFraction(_ phase: Phase) -> Double { phase == .render ? 0.1 : 0.02 }
 
     /// One line of progress (no newline) fitting `columns`: the phase, a bar as wide as the
-    /// terminal leaves, the percentage, the speed of a render and the time left once known.
+    /// terminal leaves, the percentage, the speed of a render and the time left once known; for
+    /// the scan, the files read and their rate.
     public static func progressLine(phase: Phase, done: Int, total: Int, seconds: Double, rowWidth: Int, columns: Int) -> String {
+        // The scan's total is what it has found so far (each batch is read as soon as it is
+        // found, so done meets it again and again): a bar of it would sit near 100%. Its
+        // files and rate say how it goes.
+        if phase == .scan {
+            var line = "scan \(formatCount(done)) files read"
+            if seconds >= 1 { line += ", \(formatCount(Int(Double(done) / seconds))) a second" }
+            return String(line.prefix(max(0, columns - 1)))
+        }
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
         var tail = " \(Int(fraction * 100))%"
         if phase == .render && seconds > 0 && rowWidth > 0 {

@@ -264,6 +264,7 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(reasonClass("needs 4.02 GiB; give --max-memory 4.1 GiB or more", path: "") == "needs N GiB; give --max-memory N GiB or more")
         #expect(reasonClass("TIFF: IMG_0001.tif: Not a TIFF file", path: "/photos/IMG_0001.tif") == "TIFF: FILE: Not a TIFF file")
         #expect(reasonClass("an AV1 image of 12x400 px", path: "") == "an AV1 image of NxN px")
+        #expect(reasonClass("marker 0xd9 at 1,024. Then 3.", path: "") == "marker N at N. Then N.")
         #expect(reasonClass(String(repeating: "y", count: 10_000), path: "").count == 200)
         #expect(formatCount(9_997) == "9,997" && formatCount(1_000_000) == "1,000,000" && formatCount(12) == "12")
     }
@@ -298,6 +299,11 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
                           "tessera: warning: skipping 47 more (50 in all; --verbose names every one): image data ends after N of N rows",
                           "tessera: warning: skipping 2 more (5 in all; --verbose names every one): HEIF: bad box"], "\(captured.err)")
         #expect(captured.out == "wrote it\n")
+        for index in 0..<5 { console.photoWarning("w\(index).jpg", "Corrupt JPEG data: \(index) extraneous bytes before marker 0xd9") }
+        console.phase(.render)
+        #expect(captured.err.hasSuffix("tessera: warning: w2.jpg: Corrupt JPEG data: 2 extraneous bytes before marker 0xd9\n"
+                                       + "tessera: warning: 2 more photos warned of the same (5 in all; --verbose names every one): "
+                                       + "Corrupt JPEG data: N extraneous bytes before marker N\n"), "\(captured.err)")
         // Counted anew after a summary.
         console.photo(skipped[0], placeholder: false)
         console.summarise()
@@ -333,7 +339,9 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(Report.eta(.scan, done: 900, total: 1000, seconds: 50) == nil)
         #expect(Report.eta(.analysis, done: 2000, total: 1000, seconds: 50) == nil)
         #expect(Report.progressLine(phase: .analysis, done: 300, total: 1000, seconds: 3, rowWidth: 0, columns: 80).contains("ETA 7 s"))
-        #expect(!Report.progressLine(phase: .scan, done: 300, total: 1000, seconds: 3, rowWidth: 0, columns: 80).contains("ETA"))
+        #expect(Report.progressLine(phase: .scan, done: 30_000, total: 31_000, seconds: 3, rowWidth: 0, columns: 80)
+                == "scan 30,000 files read, 10,000 a second")
+        #expect(Report.progressLine(phase: .scan, done: 30_000, total: 31_000, seconds: 3, rowWidth: 0, columns: 12).count == 11)
 
         let captured = Captured()
         let console = captured.console(.json)
