@@ -3,6 +3,11 @@
 // or not at all (`--progress none`, `--quiet`). The Runner says what happened; the console
 // decides how it is shown. Everything here writes through two closures, so tests run it
 // without a terminal.
+//
+// A library of a million photos can skip ten thousand: skipped photos, placeholders, photo
+// warnings and a dry run's duplicates are grouped by reason (ReasonTally), the first few of each named and the rest
+// counted in one line per reason when the step ends, unless --verbose asks for every one;
+// `--progress json` has an event for every one either way.
 import Glibc
 import Tessera
 
@@ -39,12 +44,33 @@ public protocol Console: AnyObject, Sendable {
     func progress(_ phase: Phase, done: Int, total: Int, seconds: Double, rowWidth: Int)
     /// The run's figures, for programs: (key, JSON value) pairs.
     func finished(_ fields: [(String, String)])
+    /// A warning about one photo that is still drawn (a decoder's "corrupt data"), grouped by
+    /// its message like skipped photos; `--progress json`'s warning event as `warning` gives it.
+    func photoWarning(_ path: String, _ message: String)
+    /// A mosaic's photo `path` shows the same picture as `sameAs`, and is left out (a dry run
+    /// lists them; a result line, grouped like skipped photos).
+    func duplicate(_ path: String, sameAs: String)
+    /// The step's grouped reports end: one line per reason for the photos and duplicates not
+    /// named, and the counts start again. A `StreamConsole` also does this by itself when a
+    /// phase starts and before a result, an error or the summary, so a caller need not.
+    func summarise()
 }
+
+extension Console {
+    public func photoWarning(_ path: String, _ message: String) { warning("\(path): \(message)") }
+    public func duplicate(_ path: String, sameAs: String) { result(duplicateLine(path, sameAs: sameAs)) }
+    public func summarise() {}
+}
+
+/// A dry run's line for a duplicate picture.
+func duplicateLine(_ path: String, sameAs: String) -> String { "duplicate   \(path): the same picture as \(sameAs)" }
 
 /// The console of the `tessera` executable, and of the tests that read what it would write.
 public final class StreamConsole: Console, @unchecked Sendable {
     public let style: ProgressStyle
     public let quiet: Bool
+    /// Every skipped photo, placeholder and duplicate is named (`--verbose`).
+    public let verbose: Bool
     private let standardOutput: (String) -> Void
     private let standardError: (String) -> Void
     private let drawsBar: Bool
@@ -54,16 +80,23 @@ public final class StreamConsole: Console, @unchecked Sendable {
     // Protected by `lock`:
     private var lastShown = -Double.infinity
     private var barVisible = false
+    private var tally = ReasonTally(limit: StreamConsole.reasonsKept)
 
     /// Progress events a second at most (the last of a phase always shows).
     static let jsonEventsPerSecond = 4.0
     static let barDrawsPerSecond = 10.0
+    /// Photos named per reason before the rest are only counted (without --verbose).
+    public static let namedPerReason = 3
+    /// Distinct reasons counted apart; past them, "other reasons" (so memory stays bounded
+    /// whatever the libraries' messages are).
+    public static let reasonsKept = 64
 
-    public init(style: ProgressStyle, quiet: Bool, standardOutput: @escaping (String) -> Void,
+    public init(style: ProgressStyle, quiet: Bool, verbose: Bool = false, standardOutput: @escaping (String) -> Void,
                 standardError: @escaping (String) -> Void, errorIsTerminal: Bool,
                 terminalWidth: @escaping () -> Int = { 80 }, clock: @escaping () -> Double = monotonicSeconds) {
         self.style = quiet && style == .bar ? .none : style
         self.quiet = quiet
+        self.verbose = verbose
         self.standardOutput = standardOutput
         self.standardError = standardError
         self.drawsBar = style == .bar && !quiet && errorIsTerminal
@@ -72,12 +105,18 @@ public final class StreamConsole: Console, @unchecked Sendable {
     }
 
     public func result(_ text: String) {
+        summarise()
+        writeResult(text)
+    }
+
+    private func writeResult(_ text: String) {
         guard !quiet else { return }
         lock.withLock { clearBar() }
         standardOutput(text + "\n")
     }
 
     public func message(_ text: String) {
+        summarise()
         if style == .json {
             emit("{\"event\": \"error\", \"message\": \(jsonStringLiteral(text))}")
         } else {
@@ -99,12 +138,59 @@ public final class StreamConsole: Console, @unchecked Sendable {
         if style == .json {
             emit("{\"event\": \"\(placeholder ? "placeholder" : "skipped")\", \"path\": \(jsonStringLiteral(photo.path)), "
                  + "\"reason\": \(jsonStringLiteral(photo.commandLineReason))}")
-        } else {
-            warning(placeholder ? "\(photo.path): \(photo.commandLineReason); drawn as a placeholder" : "skipping \(photo.path): \(photo.commandLineReason)")
+            return
+        }
+        guard !quiet else { return }
+        if !verbose {
+            let reason = reasonClass(photo.commandLineReason, path: photo.path)
+            let count = lock.withLock { tally.add(placeholder ? .placeholder : .skipped, reason: reason) }
+            guard count <= Self.namedPerReason else { return }
+        }
+        warning(placeholder ? "\(photo.path): \(photo.commandLineReason); drawn as a placeholder" : "skipping \(photo.path): \(photo.commandLineReason)")
+    }
+
+    public func photoWarning(_ path: String, _ message: String) {
+        if style != .json && !quiet && !verbose {
+            let count = lock.withLock { tally.add(.photoWarning, reason: reasonClass(message, path: path)) }
+            guard count <= Self.namedPerReason else { return }
+        }
+        warning("\(path): \(message)")
+    }
+
+    public func duplicate(_ path: String, sameAs: String) {
+        if style == .json {
+            emit("{\"event\": \"duplicate\", \"path\": \(jsonStringLiteral(path)), \"same_as\": \(jsonStringLiteral(sameAs))}")
+        }
+        guard !quiet else { return }
+        if !verbose {
+            let count = lock.withLock { tally.add(.duplicate, reason: "") }
+            guard count <= Self.namedPerReason else { return }
+        }
+        writeResult(duplicateLine(path, sameAs: sameAs))
+    }
+
+    public func summarise() {
+        let groups = lock.withLock { () -> [ReasonTally.Group] in
+            defer { tally.removeAll() }
+            return tally.groups
+        }
+        for group in groups where group.count > Self.namedPerReason {
+            let more = group.count - Self.namedPerReason
+            let all = "(\(formatCount(group.count)) in all; --verbose names every one)"
+            switch (group.kind, group.reason) {
+            case (.duplicate, _): writeResult("duplicate   and \(formatCount(more)) more \(all)")
+            case (.skipped, let reason?): warning("skipping \(formatCount(more)) more \(all): \(reason)")
+            case (.placeholder, let reason?): warning("\(formatCount(more)) more drawn as placeholders \(all): \(reason)")
+            case (.photoWarning, let reason?): warning("\(formatCount(more)) more photos warned of the same \(all): \(reason)")
+            case (.skipped, nil): warning("skipping \(formatCount(more)) more for other reasons \(all)")
+            case (.placeholder, nil): warning("\(formatCount(more)) more drawn as placeholders for other reasons \(all)")
+            case (.photoWarning, nil): warning("\(formatCount(more)) more photo warnings of other kinds \(all)")
+            }
         }
     }
 
     public func phase(_ phase: Phase) {
+        summarise()
         lock.withLock { lastShown = -Double.infinity }
         if style == .json { emit("{\"event\": \"phase\", \"phase\": \"\(phase.rawValue)\"}") }
     }
@@ -120,7 +206,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
                 return true
             }
             guard due else { return }
-            let eta = Report.eta(done: done, total: total, seconds: seconds).map { formatDecimal($0, places: 1) } ?? "null"
+            let eta = Report.eta(phase, done: done, total: total, seconds: seconds).map { formatDecimal($0, places: 1) } ?? "null"
             emit("{\"event\": \"progress\", \"phase\": \"\(phase.rawValue)\", \"done\": \(done), \"total\": \(total), \"eta_s\": \(eta)}")
         case .bar:
             guard drawsBar else { return }
@@ -139,6 +225,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
     }
 
     public func finished(_ fields: [(String, String)]) {
+        summarise()
         guard style == .json else { return }
         emit("{\"event\": \"summary\", " + fields.map { "\(jsonStringLiteral($0.0)): \($0.1)" }.joined(separator: ", ") + "}")
     }
@@ -151,6 +238,118 @@ public final class StreamConsole: Console, @unchecked Sendable {
 
     private func emit(_ line: String) {
         lock.withLock { standardError(line + "\n") }
+    }
+}
+
+/// How many photos of each reason a console has reported since its last summary, in the order
+/// the reasons came: at most `limit` reasons, the rest counted as other reasons (a nil reason),
+/// so its size does not grow with the photos or the variety of the messages.
+struct ReasonTally {
+    enum Kind: Hashable { case skipped, placeholder, photoWarning, duplicate }
+
+    struct Group: Equatable {
+        let kind: Kind
+        /// The reason class (`reasonClass`); nil: the reasons past the limit.
+        let reason: String?
+        var count: Int
+    }
+
+    private struct Key: Hashable {
+        let kind: Kind
+        let reason: String?
+    }
+
+    let limit: Int
+    private(set) var groups: [Group] = []
+    private var indices: [Key: Int] = [:]
+    /// Reasons kept apart so far (the other-reasons groups not counted).
+    private var named = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    /// One more photo of `kind` for `reason`; how many its group holds now.
+    mutating func add(_ kind: Kind, reason: String) -> Int {
+        var key = Key(kind: kind, reason: reason)
+        if indices[key] == nil && named >= limit { key = Key(kind: kind, reason: nil) }
+        if let index = indices[key] {
+            groups[index].count += 1
+            return groups[index].count
+        }
+        if key.reason != nil { named += 1 }
+        indices[key] = groups.count
+        groups.append(Group(kind: kind, reason: key.reason, count: 1))
+        return 1
+    }
+
+    mutating func removeAll() {
+        groups.removeAll()
+        indices.removeAll()
+        named = 0
+    }
+}
+
+/// What a reason says whatever the file: `path` and its name as FILE, and numbers as N (a
+/// truncated photo's "ends after 12 of 400 rows", the memory a photo needs), so one kind of
+/// failure is one group. Numbers inside words (AV1, H.264) stay. At most 200 characters: a
+/// message may quote a file's own bytes.
+func reasonClass(_ reason: String, path: String) -> String {
+    var text = String(reason.prefix(1000))
+    if !path.isEmpty { text = text.replacingAll(path, with: "FILE") }
+    if let name = path.split(separator: "/").last, name.count >= 2 { text = text.replacingAll(String(name), with: "FILE") }
+    let characters = Array(text)
+    var out = ""
+    var index = 0
+    while index < characters.count && out.count < 200 {
+        let character = characters[index]
+        let previous = out.last
+        // A digit after a letter is part of a word (AV1, x265), but "12x400" is two numbers.
+        let inWord = previous.map { $0.isLetter && !($0 == "x" && out.dropLast().hasSuffix("N")) } ?? false
+        guard isDigit(character) && !inWord else {
+            out.append(character)
+            index += 1
+            continue
+        }
+        // One number: 0xd9, 4.02, 12,000 (a full stop ending a sentence after a number is rare in a reason).
+        if character == "0", index + 2 < characters.count, characters[index + 1] == "x", characters[index + 2].isHexDigit {
+            index += 2
+            while index < characters.count && characters[index].isHexDigit { index += 1 }
+        } else {
+            while index < characters.count
+                    && (isDigit(characters[index])
+                        || ((characters[index] == "." || characters[index] == ",") && index + 1 < characters.count && isDigit(characters[index + 1]))) {
+                index += 1
+            }
+        }
+        out.append("N")
+    }
+    return out
+}
+
+private func isDigit(_ character: Character) -> Bool { character.isASCII && character.isNumber }
+
+/// 12345 → "12,345": counts people read in a summary line.
+func formatCount(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var out = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+        out.append(digit)
+    }
+    return (value < 0 ? "-" : "") + out
+}
+
+extension String {
+    /// Every occurrence of `target` replaced (no Foundation in this module).
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var out = ""
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            out += rest[..<range.lowerBound]
+            out += replacement
+            rest = rest[range.upperBound...]
+        }
+        return out + rest
     }
 }
 

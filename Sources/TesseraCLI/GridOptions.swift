@@ -5,6 +5,12 @@ import Tessera
 /// A parsed `tessera grid` command line.
 public struct GridOptions: Equatable, Sendable {
     public var photoPaths: [String] = []
+    /// Files that list more photos (`--photos-from`).
+    public var photoLists: [PhotoList] = []
+    /// `-0`: the lists are NUL-separated (each list's `nulSeparated` says so once parsed).
+    public var photoListsNulSeparated = false
+    /// Every skipped photo, placeholder and duplicate named (`--verbose`), not the first few of each reason.
+    public var verbose = false
     /// The JPEG to write; empty when only a Deep Zoom pyramid is asked for.
     public var outputPath = ""
     /// The Deep Zoom descriptor to write (DIR/NAME.dzi), or nil.
@@ -118,6 +124,10 @@ public enum GridCommand {
 
           # each photo once, 10 per row, shuffled the same way every time
           tessera grid trip/*.jpg -o trip.jpg --columns 10 --tile-size 300 --order shuffle --seed 7
+
+          # the photos a search found, from a list (NUL-separated: any file name), with a folder
+          find /data/photos -name '*.jpg' -mtime -365 -print0 |
+              tessera grid --photos-from - -0 ~/Pictures/best -o year.jpg --columns 300 --tile-size 100
 
           # the same picture as a Deep Zoom pyramid to explore in a browser, in the same pass
           tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150

@@ -20,6 +20,11 @@ public struct JoinOptions: Equatable, Sendable {
 /// A parsed `tessera analyse` command line.
 public struct AnalyseOptions: Equatable, Sendable {
     public var photoPaths: [String] = []
+    /// As a render's (`GridOptions.photoLists`, `--photos-from`).
+    public var photoLists: [PhotoList] = []
+    public var photoListsNulSeparated = false
+    /// As a render's (`--verbose`).
+    public var verbose = false
     public var cellWidth = 0
     public var cellHeight = 0
     public var subCells = 3
@@ -158,7 +163,8 @@ public enum AnalyseCommand {
     ]
 
     static let table: [Option<Parse>] = ownTable
-        + ReportingOptions.table(progressHelp: "How progress shows on stderr.", quietHelp: "Print only errors.", refusingContradictions: false)
+        + (PhotoSourceOptions.table()
+           + ReportingOptions.table(progressHelp: "How progress shows on stderr.", quietHelp: "Print only errors.", refusingContradictions: false))
             .map { $0.lifted(\Parse.options) }
 
     /// analyse's options, as its help, the manual and the completions give them.
@@ -169,9 +175,12 @@ public enum AnalyseCommand {
         try parseArguments(arguments, firstIndex: firstIndex, command: "analyse", table: table, into: &state) {
             $0.options.photoPaths.append($1)
         }
-        let options = state.options
+        var options = state.options
         if options.help { return options }
-        guard !options.photoPaths.isEmpty else { throw CommandLineError("no photos given: tessera analyse PHOTOS... --tile-size N") }
+        try PhotoSourceOptions.finish(&options)
+        guard options.namesPhotos else {
+            throw CommandLineError("no photos given: tessera analyse PHOTOS... --tile-size N (or lists of them: --photos-from FILE)")
+        }
         guard state.sawTileSize else { throw CommandLineError("--tile-size N is required: the mosaic's cell size (features are kept per cell shape)") }
         return options
     }

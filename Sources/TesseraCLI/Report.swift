@@ -71,8 +71,9 @@ public enum Report {
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
-        // Each was named in a warning when it happened; not a second time here.
-        if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (named in the warnings above)" }
+        // Each was named in a warning when it happened (or counted with its reason, past the
+        // first few); not a second time here.
+        if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (see the warnings above)" }
         // Videos are counted, never named (a phone's folder holds hundreds).
         if videos > 0 { line += ", left out \(Report.videos(videos))" }
         return line
@@ -145,17 +146,34 @@ public enum Report {
     /// "12 videos": the videos (Live Photo movies, clips) a search found, counted, not named.
     static func videos(_ count: Int) -> String { count == 1 ? "1 video" : "\(count) videos" }
 
-    /// Seconds left, or nil while the rate so far says little: before a second has passed and a
-    /// tenth is done (the first stripes wait for the slowest photos; an early guess was 30 times
-    /// too long).
-    public static func eta(done: Int, total: Int, seconds: Double) -> Double? {
-        guard total > 0, done > 0, seconds >= 1, done * 10 >= total else { return nil }
+    /// Seconds left at the rate so far, or nil while that rate says little: before a second has
+    /// passed and `etaFraction(phase)` of the work is done. A scan has none: its total is the
+    /// files found so far, which grows while folders are walked, so a rate against it would
+    /// promise the end too soon.
+    public static func eta(_ phase: Phase = .render, done: Int, total: Int, seconds: Double) -> Double? {
+        guard phase != .scan, total > 0, done > 0, done <= total, seconds >= 1,
+              Double(done) >= Double(total) * etaFraction(phase) else { return nil }
         return Double(total - done) * seconds / Double(done)
     }
 
+    /// How much of a phase must be done before its rate is trusted: a tenth of a render (the
+    /// first stripes wait for the slowest photos; an early guess was 30 times too long), a
+    /// fiftieth of the rest (an analysis reads photo after photo at an even pace, and a million
+    /// photos' fiftieth is already minutes).
+    static func etaFraction(_ phase: Phase) -> Double { phase == .render ? 0.1 : 0.02 }
+
     /// One line of progress (no newline) fitting `columns`: the phase, a bar as wide as the
-    /// terminal leaves, the percentage, the speed of a render and the time left once known.
+    /// terminal leaves, the percentage, the speed of a render and the time left once known; for
+    /// the scan, the files read and their rate.
     public static func progressLine(phase: Phase, done: Int, total: Int, seconds: Double, rowWidth: Int, columns: Int) -> String {
+        // The scan's total is what it has found so far (each batch is read as soon as it is
+        // found, so done meets it again and again): a bar of it would sit near 100%. Its
+        // files and rate say how it goes.
+        if phase == .scan {
+            var line = "scan \(formatCount(done)) files read"
+            if seconds >= 1 { line += ", \(formatCount(Int(Double(done) / seconds))) a second" }
+            return String(line.prefix(max(0, columns - 1)))
+        }
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
         var tail = " \(Int(fraction * 100))%"
         if phase == .render && seconds > 0 && rowWidth > 0 {
@@ -163,7 +181,7 @@ public enum Report {
         } else if phase != .render {
             tail += "  \(done)/\(total)"
         }
-        if let eta = eta(done: done, total: total, seconds: seconds) { tail += "  ETA \(formatDecimal(eta, places: 0)) s" }
+        if let eta = eta(phase, done: done, total: total, seconds: seconds) { tail += "  ETA \(formatDecimal(eta, places: 0)) s" }
         let head = phase.rawValue + " "
         // The cursor must not reach the last column (some terminals wrap there).
         let room = columns - 1 - head.count - tail.count - 2

@@ -85,7 +85,8 @@ public struct Runner {
             for failed in prepared.failed { console.photo(failed, placeholder: false) }
             if let error = prepared.indexNotSaved { console.warning("cannot save the feature index: \(error)") }
             if options.dryRun {
-                for duplicate in prepared.duplicates { console.result("duplicate   \(duplicate.photo): the same picture as \(duplicate.sameAs)") }
+                for duplicate in prepared.duplicates { console.duplicate(duplicate.photo, sameAs: duplicate.sameAs) }
+                console.summarise()
             }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
             let matching = Report.mosaic(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
@@ -159,15 +160,24 @@ public struct Runner {
         return .success(library)
     }
 
-    /// Scans the photo paths and reports what was skipped; the exit code when the run must stop:
-    /// --strict with skipped photos (a named path that is not there is one), or no photo at all.
+    /// Scans the photo paths and lists and reports what was skipped, the first few of each
+    /// reason by name; the exit code when the run must stop: a list that cannot be read (exit 2,
+    /// before any photo is read), --strict with skipped photos (a named path that is not there is
+    /// one), or no photo at all.
     func findPhotos(_ search: PhotoSearch) -> Result<PhotoLibrary, ExitCode> {
+        if let problem = search.unreadableList() {
+            console.message(problem)
+            return .failure(.usage)
+        }
+        if search.lists.contains(where: { PhotoSourceOptions.readsStandardInput($0.path) }) && isatty(STDIN_FILENO) != 0 {
+            console.warning("--photos-from - reads the list from the terminal: type the paths, then Ctrl-D")
+        }
         let library: PhotoLibrary
         console.phase(.scan)
         do throws(TesseraError) {
             let started = monotonicSeconds()
             let console = self.console
-            library = try PhotoLibrary.scan(search.paths, workers: search.workers ?? onlineCoreCount(),
+            library = try PhotoLibrary.scan(search.paths, lists: search.lists, workers: search.workers ?? onlineCoreCount(),
                                             cancellation: cancellation, selection: search.selection) { done, total in
                 console.progress(.scan, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
             }
@@ -179,6 +189,7 @@ public struct Runner {
             return .failure(.badInput)
         }
         for skipped in library.skipped { console.photo(skipped, placeholder: false) }
+        console.summarise()
         if search.countsLeftOut, let line = Report.leftOut(library.leftOut) { console.result(line) }
         if search.strict && !library.skipped.isEmpty {
             console.message("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
@@ -186,7 +197,7 @@ public struct Runner {
         }
         guard !library.photos.isEmpty else {
             let videos = library.leftOut.videos > 0 ? " (\(Report.videos(library.leftOut.videos)) left out: Tessera draws photos)" : ""
-            console.message(TesseraError.noPhotos(searched: search.paths).description + videos)
+            console.message(TesseraError.noPhotos(searched: search.searched).description + videos)
             return .failure(.badInput)
         }
         return .success(library)
@@ -285,7 +296,7 @@ public struct Runner {
         var options = options
         if options.automaticMemory { options.settings.useMemoryBudget(MemoryBudget.automatic()) }
         let library: PhotoLibrary
-        switch findPhotos(PhotoSearch(paths: options.photoPaths, selection: options.selection, workers: options.settings.workers)) {
+        switch findPhotos(options.search) {
         case .success(let found): library = found
         case .failure(let code): return code
         }
@@ -338,21 +349,56 @@ public struct Runner {
     }
 }
 
-/// What the photo search takes from a command line: the paths, which files it takes, its
-/// threads, and what it reports.
+/// What the photo search takes from a command line: the paths and lists, which files it takes,
+/// its threads, and what it reports.
 struct PhotoSearch {
     var paths: [String]
+    /// Files listing more paths (`--photos-from`).
+    var lists: [PhotoList] = []
     var selection: PhotoSelection
     var workers: Int?
     /// Refuse a run with skipped photos (`--strict`).
     var strict = false
     /// Print what the search left out (a dry run).
     var countsLeftOut = false
+
+    /// What "no photos in ..." names: the paths, and the lists by their names (not the
+    /// million paths they may hold).
+    var searched: [String] {
+        paths + lists.map { PhotoSourceOptions.readsStandardInput($0.path) ? "the list on standard input" : "the list \($0.path)" }
+    }
+
+    /// Why a list cannot be read, naming --photos-from and its path; nil when every list can be
+    /// opened. Standard input is always there. A FIFO is a list (`--photos-from <(find ...)`),
+    /// so only a folder and what cannot be opened are refused; a list is not opened here, so a
+    /// FIFO's writer is not met twice.
+    func unreadableList() -> String? {
+        for list in lists where !PhotoSourceOptions.readsStandardInput(list.path) {
+            var info = stat()
+            if stat(list.path, &info) != 0 {
+                let code = errno
+                return "--photos-from \(list.path): " + (code == ENOENT ? "no such file" : String(cString: strerror(code)))
+            }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                return "--photos-from \(list.path) is a folder, not a list of photos: name it as a PHOTOS path to search it"
+            }
+            if access(list.path, R_OK) != 0 {
+                return "--photos-from \(list.path): " + String(cString: strerror(errno))
+            }
+        }
+        return nil
+    }
 }
 
 extension GridOptions {
     /// The photo search this command line asks for.
     var search: PhotoSearch {
-        PhotoSearch(paths: photoPaths, selection: selection, workers: settings.workers, strict: strict, countsLeftOut: dryRun)
+        PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, strict: strict,
+                    countsLeftOut: dryRun)
     }
+}
+
+extension AnalyseOptions {
+    /// The photo search `tessera analyse` asks for.
+    var search: PhotoSearch { PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers) }
 }

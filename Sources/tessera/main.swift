@@ -80,10 +80,10 @@ func runner(_ console: StreamConsole) -> Runner {
 
 /// Results on standard output; messages, warnings and progress on standard error, unbuffered,
 /// so that they interleave in order.
-func console(_ options: GridOptions) -> StreamConsole { console(progress: options.progress, quiet: options.quiet) }
+func console(_ options: GridOptions) -> StreamConsole { console(progress: options.progress, quiet: options.quiet, verbose: options.verbose) }
 
-func console(progress: ProgressStyle, quiet: Bool) -> StreamConsole {
-    StreamConsole(style: progress, quiet: quiet, standardOutput: { text in print(text, terminator: "") },
+func console(progress: ProgressStyle, quiet: Bool, verbose: Bool = false) -> StreamConsole {
+    StreamConsole(style: progress, quiet: quiet, verbose: verbose, standardOutput: { text in print(text, terminator: "") },
                   standardError: { text in writeStandardError(text) },
                   errorIsTerminal: isatty(STDERR_FILENO) != 0, terminalWidth: standardErrorColumns)
 }
@@ -124,5 +124,5 @@ case .analyse(let options):
         print(AnalyseCommand.help)
         exit(ExitCode.success.rawValue)
     }
-    exit(runner(console(progress: options.progress, quiet: options.quiet)).analyse(options).rawValue)
+    exit(runner(console(progress: options.progress, quiet: options.quiet, verbose: options.verbose)).analyse(options).rawValue)
 }

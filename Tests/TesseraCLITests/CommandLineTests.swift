@@ -141,7 +141,7 @@ import Tessera
         #expect(mosaic.contains("the same seed gives the same mosaic") && !mosaic.contains("--order shuffle"))
         #expect(mosaic.contains("--dzi zoom/mosaic.dzi \\\n"))
         #expect(GridCommand.help.contains("--grid 1000x1000 --tile-size 150 --max-memory 192M"))
-        #expect(throws: CommandLineError("no photos given: name files or directories, e.g. tessera mosaic --target portrait.jpg ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")) {
+        #expect(throws: CommandLineError("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera mosaic --target portrait.jpg ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")) {
             try MosaicCommand.parse(["--target", "t.jpg", "-o", "m.jpg", "--columns", "3", "--tile-size", "5"])
         }
     }
@@ -775,7 +775,7 @@ let fixtures: String = {
         #expect(lenient.status == 0, "\(lenient.output)")
         #expect(lenient.output.contains("warning: skipping \(broken)"))
         // Named once, in the warning; the summary counts it.
-        #expect(lenient.output.contains("1 file(s) skipped (named in the warnings above)"))
+        #expect(lenient.output.contains("1 file(s) skipped (see the warnings above)"))
         #expect(lenient.output.components(separatedBy: broken).count == 2, "\(lenient.output)")
     }
 

@@ -85,6 +85,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             if spec.names[0] == "--columns" { arguments.removeSubrange(5...6) }
             if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
             if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
+            if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
             do {
                 _ = try MosaicCommand.parse(arguments)
             } catch {

@@ -92,8 +92,8 @@ extension Array {
 /// The generic parser: positional arguments (everything after `--` too) go to `positional`,
 /// `--name value`, `--name=value` and flags to their option's `apply`, in the order given.
 /// Refused: an unknown option (with the nearest spelling the table has), a missing or unexpected
-/// value, and an option with a value given twice (only `--exclude` may repeat: a second value
-/// would silently replace the first).
+/// value, and an option with a value given twice (only `--exclude` and `--photos-from` may
+/// repeat: a second value would silently replace the first).
 /// - Parameters:
 ///   - firstIndex: the position of `arguments[0]` on the whole command line, for error positions.
 ///   - command: the command's name, for the message of an unknown option.
@@ -142,7 +142,7 @@ func parseArguments<State>(_ arguments: [String], firstIndex: Int, command: Stri
         } else if inlineValue != nil {
             throw CommandLineError("\(name) takes no value", argumentIndex: position)
         }
-        if spec.valueName != nil && spec.longName != "--exclude" && seen.contains(spec.longName) {
+        if spec.valueName != nil && !repeatableOptions.contains(spec.longName) && seen.contains(spec.longName) {
             throw CommandLineError("\(name) is given twice; give it once", argumentIndex: position)
         }
         try option.apply(&state, GivenOption(name: name, value: value, position: position,
@@ -151,6 +151,9 @@ func parseArguments<State>(_ arguments: [String], firstIndex: Int, command: Stri
         index += 1
     }
 }
+
+/// The options with a value that may be given more than once: each value adds to the others.
+let repeatableOptions: Set<String> = ["--exclude", "--photos-from"]
 
 /// Help text for an option table: each option's spellings, then its explanation indented.
 func describe(_ specs: [OptionSpec]) -> String {

@@ -1,6 +1,7 @@
 // RenderingOptions.swift — the options of a render, which `grid` and `mosaic` share: the
 // outputs, the layout's shape, the encoder and the budget, the photo search, the shards. Declared
 // once here; each command takes the table and adds its own (GridOptions.swift, MosaicOptions.swift).
+// The photo lists and --verbose (PhotoSourceOptions) are analyse's too.
 import Tessera
 
 /// A render's parse state: the options so far, and what the checks after the last argument need
@@ -166,6 +167,7 @@ enum RenderingOptions {
             state.options.selection.excludes.append(given.value)
         },
         Option(flag: "--include-hidden", help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out.") { state, _ in state.options.selection.includeHidden = true },
+    ] + PhotoSourceOptions.table().map { $0.lifted(\RenderingParse.options) } + [
         Option("--shard", value: "K/N", help: "Render only shard K of N (K from 1) into a part file in --shard-dir, for a batch scheduler (Slurm job arrays, GNU parallel, Kubernetes Indexed Jobs): run shards 1...N with the same flags and inputs anywhere that sees the same paths, then 'tessera join DIR'. Every shard plans the whole render (the same layout, seed and mosaic matching), renders its band, and decodes only the photos the band shows. The joined outputs are byte for byte those of one process with --encoder parallel.") { state, given throws(CommandLineError) in
             state.shardSpec = try shardSpec(given)
         },
@@ -202,8 +204,9 @@ enum RenderingOptions {
         } else if let given = state.deepZoomOptionGiven {
             throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi")
         }
-        guard !options.photoPaths.isEmpty else {
-            throw CommandLineError("no photos given: name files or directories, e.g. tessera \(command) \(example)")
+        try PhotoSourceOptions.finish(&options)
+        guard options.namesPhotos else {
+            throw CommandLineError("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
         guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
             throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
@@ -252,4 +255,57 @@ func memoryBudget(_ given: GivenOption, into settings: inout RenderSettings) thr
     }
     settings.maxMemoryBytes = bytes
     return false
+}
+
+/// The options of a command that takes photos (grid, mosaic, analyse): the paths named, the
+/// lists that name more (--photos-from) and how each photo left out is reported (--verbose).
+protocol PhotoSources {
+    var photoPaths: [String] { get set }
+    var photoLists: [PhotoList] { get set }
+    /// `-0`: the lists are NUL-separated (applied to every list when the parse ends).
+    var photoListsNulSeparated: Bool { get set }
+    var verbose: Bool { get set }
+}
+
+extension PhotoSources {
+    /// Photos are named, on the command line or in a list.
+    var namesPhotos: Bool { !photoPaths.isEmpty || !photoLists.isEmpty }
+}
+
+extension GridOptions: PhotoSources {}
+extension AnalyseOptions: PhotoSources {}
+
+enum PhotoSourceOptions {
+    /// --photos-from, -0 and --verbose, for any command whose options are `PhotoSources`.
+    static func table<Options: PhotoSources>() -> [Option<Options>] {
+        [
+            Option("--photos-from", value: "FILE", help: "Also take the photos and folders listed in FILE, one path per line (empty lines skipped; relative paths from the current folder), or - for standard input; repeatable, and combined with PHOTOS. An entry is searched like a path named on the command line: one missing or unreadable is skipped with a warning (--strict refuses it), a folder is searched. The list is read as the scan goes, so a list of a million paths needs no more memory than the photos it names. A list that cannot be read is exit 2, before any photo is read.") { options, given throws(CommandLineError) in
+                guard !given.value.isEmpty else { throw given.refusal("--photos-from expects a file listing photos, or - for standard input") }
+                if readsStandardInput(given.value), let earlier = options.photoLists.first(where: { readsStandardInput($0.path) }) {
+                    throw given.refusal("--photos-from \(given.value): standard input is read once, and --photos-from \(earlier.path) reads it already")
+                }
+                options.photoLists.append(PhotoList(path: given.value))
+            },
+            Option(flag: "-0", "--null", help: "The --photos-from lists are separated by NUL bytes, not lines (find -print0, fd -0, locate -0): any path, even one holding a newline.") { options, _ in
+                options.photoListsNulSeparated = true
+            },
+            Option(flag: "-v", "--verbose", help: "Name every photo skipped or drawn as a placeholder, and every duplicate picture a mosaic's dry run finds. Without it, the first \(StreamConsole.namedPerReason) of each reason are named and the rest counted in one line per reason (--progress json has an event for every one either way).") { options, _ in
+                options.verbose = true
+            },
+        ]
+    }
+
+    /// The checks after the last argument: -0 needs a list, and applies to every list.
+    static func finish<Options: PhotoSources>(_ options: inout Options) throws(CommandLineError) {
+        guard options.photoListsNulSeparated else { return }
+        guard !options.photoLists.isEmpty else {
+            throw CommandLineError("-0 says the --photos-from lists are NUL-separated: give --photos-from FILE with it")
+        }
+        for index in options.photoLists.indices { options.photoLists[index].nulSeparated = true }
+    }
+
+    /// Whether a list path is this process's standard input (which only one list can read).
+    static func readsStandardInput(_ path: String) -> Bool {
+        ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(path)
+    }
 }
