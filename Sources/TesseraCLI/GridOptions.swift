@@ -38,6 +38,9 @@ public struct GridOptions: Equatable, Sendable {
     public var selection = PhotoSelection()
     /// Where every photo went (`--manifest`), or nil.
     public var manifestPath: String?
+    /// Where the header index (and a mosaic's feature index) live (`--cache-dir`); nil: the
+    /// default cache folder.
+    public var cacheDirectory: String?
     /// Render one shard of N into a part file (`--shard K/N --shard-dir DIR`), or nil.
     public var shard: ShardTarget?
 

@@ -17,7 +17,11 @@ public struct MosaicOptions: Equatable, Sendable {
         set { render.manifestPath = newValue }
     }
     public var subCells = 3
-    public var cacheDirectory: String?
+    /// Where the indexes live (`--cache-dir`, a rendering option grid shares).
+    public var cacheDirectory: String? {
+        get { render.cacheDirectory }
+        set { render.cacheDirectory = newValue }
+    }
     public var seed: UInt64 = 1
     public var matchEffort = 2
 
@@ -49,7 +53,6 @@ public enum MosaicCommand {
         Option("--match-effort", value: "N", help: "Passes of local search after the first assignment: each cell takes a better photo, or swaps with the neighbour whose photo it wants, whenever the constraints allow and the total error drops (0-20, default 2; 0: the greedy assignment alone). The report prints the error before and after.") { mosaic, given throws(CommandLineError) in
             mosaic.matchEffort = try given.integer(0...20)
         },
-        Option("--cache-dir", value: "DIR", help: "Where analysed photo features are kept, so a second run skips analysis (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera).") { mosaic, given in mosaic.cacheDirectory = given.value },
     ]
 
     /// The rendering options a mosaic takes: all but --order (refused: a mosaic's order is its

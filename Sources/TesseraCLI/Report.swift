@@ -56,7 +56,7 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               skipped: [SkippedPhoto] = [], videos: Int = 0) -> String {
+                               skipped: Int = 0, videos: Int = 0) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -70,23 +70,23 @@ public enum Report {
         line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
-        if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
+        if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         // Each was named in a warning when it happened (or counted with its reason, past the
         // first few); not a second time here.
-        if !skipped.isEmpty || !summary.failedPhotos.isEmpty { line += " (see the warnings above)" }
+        if skipped > 0 || !summary.failedPhotos.isEmpty { line += " (see the warnings above)" }
         // Videos are counted, never named (a phone's folder holds hundreds).
         if videos > 0 { line += ", left out \(Report.videos(videos))" }
         return line
     }
 
     /// A shard's summary: its band, its part, and what to run when every shard is done.
-    public static func shard(_ summary: RenderSummary, target: ShardTarget, band: ShardBand, skipped: [SkippedPhoto]) -> String {
+    public static func shard(_ summary: RenderSummary, target: ShardTarget, band: ShardBand, skipped: Int) -> String {
         var line = "wrote shard \(target.shard) to \(target.partPath): rows \(band.rows.lowerBound)..<\(band.rows.upperBound) of \(summary.height)"
         line += " (\(summary.width) px wide), \(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "peak RSS \(formatBytes(summary.peakResidentBytes)), \(summary.photosDecoded) photo(s) decoded"
         if summary.cellsShared > 0 { line += ", \(summary.cellsShared) cell(s) read from other shards' decodes" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) drawn as placeholders" }
-        if !skipped.isEmpty { line += ", \(skipped.count) file(s) skipped" }
+        if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         return line + "\nwhen all \(target.shard.count) shard(s) are done: tessera join \(target.directory)"
     }
 

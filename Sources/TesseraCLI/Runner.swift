@@ -39,10 +39,10 @@ public struct Runner {
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try RenderManifest.write(layout: layout, photos: library.photos, to: path)
             }
-            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped,
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
-                                                  manifest: options.manifestPath, skipped: library.skipped.count))
+                                                  manifest: options.manifestPath, skipped: library.skippedCount))
             return .success
         } catch {
             return report(error, options: options, manifest: options.manifestPath)
@@ -101,11 +101,11 @@ public struct Runner {
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicJob.writeManifest(prepared, to: path)
             }
-            console.result(report(summary, renderer: renderer, options: options, skipped: library.skipped + prepared.failed,
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
                                   videos: library.leftOut.videos))
             console.result(matching)
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
-                                                  manifest: mosaic.manifestPath, skipped: library.skipped.count + prepared.failed.count)
+                                                  manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count)
                              + [Report.mosaicFields(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
                                                     reused: prepared.reused, duplicates: prepared.duplicateCount,
                                                     analysisSeconds: prepared.analysisSeconds, targetSeconds: prepared.targetSeconds,
@@ -177,10 +177,13 @@ public struct Runner {
         do throws(TesseraError) {
             let started = monotonicSeconds()
             let console = self.console
+            // Skipped photos are reported as they are found (the console groups them): a
+            // folder of 100,000 broken files is never a list.
             library = try PhotoLibrary.scan(search.paths, lists: search.lists, workers: search.workers ?? onlineCoreCount(),
-                                            cancellation: cancellation, selection: search.selection) { done, total in
+                                            cancellation: cancellation, selection: search.selection, progress: { done, total in
                 console.progress(.scan, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
-            }
+            }, cache: HeaderIndex(directory: search.cacheDirectory ?? defaultCacheDirectory()),
+               temporaryDirectory: search.temporaryDirectory, onSkipped: { skipped in console.photo(skipped, placeholder: false) })
         } catch .cancelled {
             return .failure(interrupted())
         } catch {
@@ -188,11 +191,10 @@ public struct Runner {
             console.message(error.commandLineDescription)
             return .failure(.badInput)
         }
-        for skipped in library.skipped { console.photo(skipped, placeholder: false) }
         console.summarise()
         if search.countsLeftOut, let line = Report.leftOut(library.leftOut) { console.result(line) }
-        if search.strict && !library.skipped.isEmpty {
-            console.message("--strict: \(library.skipped.count) photo(s) would be skipped; nothing rendered")
+        if search.strict && library.skippedCount > 0 {
+            console.message("--strict: \(library.skippedCount) photo(s) would be skipped; nothing rendered")
             return .failure(.badInput)
         }
         guard !library.photos.isEmpty else {
@@ -239,13 +241,13 @@ public struct Runner {
             case .staleTemporaryRemoved(let path):
                 console.warning("removed \(path), left by an earlier run that was killed")
             case .photoWarning(let path, let message):
-                console.warning("\(path): \(message)")
+                console.photoWarning(path, message)
             }
         }
     }
 
     /// The summary line of a render, or of a shard's part.
-    func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: [SkippedPhoto],
+    func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: Int,
                 videos: Int = 0) -> String {
         guard let target = renderer.shard, let band = renderer.band else {
             return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: skipped,
@@ -357,6 +359,10 @@ struct PhotoSearch {
     var lists: [PhotoList] = []
     var selection: PhotoSelection
     var workers: Int?
+    /// The header index's folder (nil: the default cache folder).
+    var cacheDirectory: String?
+    /// Where the scan's sorting and photo table files go.
+    var temporaryDirectory: String?
     /// Refuse a run with skipped photos (`--strict`).
     var strict = false
     /// Print what the search left out (a dry run).
@@ -393,12 +399,15 @@ struct PhotoSearch {
 extension GridOptions {
     /// The photo search this command line asks for.
     var search: PhotoSearch {
-        PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, strict: strict,
-                    countsLeftOut: dryRun)
+        PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers,
+                    cacheDirectory: cacheDirectory, temporaryDirectory: settings.temporaryDirectory, strict: strict, countsLeftOut: dryRun)
     }
 }
 
 extension AnalyseOptions {
     /// The photo search `tessera analyse` asks for.
-    var search: PhotoSearch { PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers) }
+    var search: PhotoSearch {
+        PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, cacheDirectory: cacheDirectory,
+                    temporaryDirectory: settings.temporaryDirectory)
+    }
 }
