@@ -192,6 +192,9 @@ public struct Runner {
             return .failure(.badInput)
         }
         console.summarise()
+        if let error = library.cacheError {
+            console.warning("the header index could not be used or saved (\(error)); every photo was read")
+        }
         if search.countsLeftOut, let line = Report.leftOut(library.leftOut) { console.result(line) }
         if search.strict && library.skippedCount > 0 {
             console.message("--strict: \(library.skippedCount) photo(s) would be skipped; nothing rendered")

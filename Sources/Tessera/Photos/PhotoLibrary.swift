@@ -128,6 +128,9 @@ public struct PhotoLibrary: Sendable {
     public var searched: [String] = []
     /// What the selection left out (hidden, thumbnail folders, excluded).
     public var leftOut = LeftOut()
+    /// Why the scan's cache (the header index) could not be used or kept, or nil: the scan
+    /// read every file instead.
+    public var cacheError: TesseraError?
     /// Every skipped photo, held in `skipped` or not.
     public var skippedCount: Int = 0
 
@@ -167,12 +170,15 @@ public struct PhotoLibrary: Sendable {
             try reading.take(Candidate(path: key, payload: payload))
         }
         try reading.finish()
-        try cache?.finish()
+        if let cache = reading.cache {
+            do throws(TesseraError) { try cache.finish() } catch { reading.dropCache(error) }
+        }
         var skipped = reading.skips.held
         skipped.sort { $0.path < $1.path }
         var library = PhotoLibrary(photos: try reading.builder.finish(), skipped: skipped, ignoredNonJPEGCount: reading.ignored,
                                    searched: paths + lists.map(\.path))
         library.leftOut = walk.leftOut
+        library.cacheError = reading.cacheError
         library.leftOut.ownOutputs += reading.leftOut.ownOutputs
         library.leftOut.videos += reading.leftOut.videos
         library.skippedCount = reading.skips.count
@@ -303,8 +309,12 @@ public struct PhotoLibrary: Sendable {
         let ownOutputs: Bool
         let cancellation: RenderCancellation?
         let progress: (@Sendable (Int, Int) -> Void)?
-        let cache: (any ScanCache)?
-        let cacheReader: (any ScanCacheReader)?
+        /// The cache, until it fails: a header index that cannot be read or written (a full
+        /// disk, a read-only cache folder) costs the scan its speed, never its photos.
+        var cache: (any ScanCache)?
+        var cacheReader: (any ScanCacheReader)?
+        /// Why the cache stopped being used, or nil.
+        var cacheError: TesseraError?
         let builder: PhotoTable.Builder
         var skips: SkipSink
         /// Files to read: `total` less the repeats dropped so far.
@@ -325,8 +335,13 @@ public struct PhotoLibrary: Sendable {
             self.cancellation = cancellation
             self.progress = progress
             self.cache = cache
-            cacheReader = try cache?.makeReader()
             self.builder = builder
+            do throws(TesseraError) {
+                cacheReader = try cache?.makeReader()
+            } catch {
+                self.cache = nil
+                cacheError = error
+            }
             self.skips = skips
             total = found
             batch.reserveCapacity(Self.batchSize)
@@ -361,9 +376,14 @@ public struct PhotoLibrary: Sendable {
             if cancellation?.isCancelled == true { throw .cancelled }
             var known = [ScanCacheKind?](repeating: nil, count: batch.count)
             if let cacheReader {
-                for (index, candidate) in batch.enumerated() where candidate.regular {
-                    known[index] = try cacheReader.lookup(candidate.path, fileBytes: candidate.fileBytes,
-                                                          modifiedNanoseconds: candidate.modifiedNanoseconds)
+                do throws(TesseraError) {
+                    for (index, candidate) in batch.enumerated() where candidate.regular {
+                        known[index] = try cacheReader.lookup(candidate.path, fileBytes: candidate.fileBytes,
+                                                              modifiedNanoseconds: candidate.modifiedNanoseconds)
+                    }
+                } catch {
+                    known = [ScanCacheKind?](repeating: nil, count: batch.count)
+                    dropCache(error)
                 }
             }
             let misses = batch.indices.filter { known[$0] == nil }
@@ -388,9 +408,18 @@ public struct PhotoLibrary: Sendable {
                     if cache != nil, let entry = Self.entry(candidate, read: result) { entries.append(entry) }
                 }
             }
-            if let cache, !entries.isEmpty { try cache.record(entries) }
+            if let cache, !entries.isEmpty {
+                do throws(TesseraError) { try cache.record(entries) } catch { dropCache(error) }
+            }
             done += batch.count
             batch.removeAll(keepingCapacity: true)
+        }
+
+        /// Stops using the cache after `error` (the first one is kept for the caller's warning).
+        mutating func dropCache(_ error: TesseraError) {
+            cache = nil
+            cacheReader = nil
+            if cacheError == nil { cacheError = error }
         }
 
         private static func found(of kind: ScanCacheKind, path: PathBytes) -> Result<Found, TesseraError> {
