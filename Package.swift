@@ -33,10 +33,10 @@ let package = Package(
         // Helpers for the tests and the benchmark that the library does not ship: whole-image JPEG
         // files in memory, generated sample photos.
         .target(name: "TesseraTestSupport", dependencies: ["Tessera"], path: "Tests/TesseraTestSupport"),
-        // What the tests make with libheif and Little CMS that Debian's tools cannot: HEICs turned
-        // by irot/imir boxes, a Display P3 profile.
+        // What the tests make with libheif, Little CMS and libjpeg that Debian's tools cannot: HEICs
+        // turned by irot/imir boxes, a Display P3 profile, libraries of 100,000 distinct JPEGs.
         .target(name: "CTesseraTestShims", path: "Tests/CTesseraTestShims",
-                linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
+                linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2"), .linkedLibrary("jpeg")]),
         // Performance instrument, no test framework: `swift run -c release tessera-bench`.
         .executableTarget(name: "tessera-bench", dependencies: ["Tessera", "TesseraTestSupport", "CTesseraTestShims"], path: "Benchmarks"),
         // The README's library example, built (and run) by the tests so that it stays true.

@@ -512,3 +512,134 @@ int tessera_test_write_lying_heic(const char *path, int picture_width, int pictu
     free(picture.hvcc.bytes); free(picture.colr.bytes); free(picture.data.bytes);
     return result;
 }
+
+// Distinct JPEG libraries (tessera_test_write_distinct_jpegs). One compressor is reused for every
+// file (jpeg_mem_dest into a buffer libjpeg grows, then one write(2)): creating the files is the
+// cost, about 20 microseconds a photo.
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <jpeglib.h>
+
+struct jpeg_failure {
+    struct jpeg_error_mgr manager;
+    jmp_buf jump;
+};
+
+static void jpeg_failed(j_common_ptr info) {
+    struct jpeg_failure *failure = (struct jpeg_failure *)info->err;
+    longjmp(failure->jump, 1);
+}
+
+static const uint8_t grey_levels[4] = { 40, 100, 160, 220 };
+
+/// The picture of photo `index` into `rgb` (width x height x 3).
+static void draw_distinct(uint8_t *rgb, int width, int height, int index, int noise, uint32_t *seed) {
+    int side = width < height ? width : height;
+    int left = (width - side) / 2, top = (height - side) / 2;
+    for (int y = 0; y < height; y++) {
+        int row = (y - top) * 3 / side;
+        if (y < top) row = 0;
+        if (row > 2) row = 2;
+        for (int x = 0; x < width; x++) {
+            int column = (x - left) * 3 / side;
+            if (x < left) column = 0;
+            if (column > 2) column = 2;
+            int block = row * 3 + column;
+            int level = grey_levels[(index >> (2 * block)) & 3];
+            uint8_t *pixel = rgb + ((size_t)y * width + x) * 3;
+            for (int channel = 0; channel < 3; channel++) {
+                // A tint of -15...15 per block and channel, fixed by the photo's number: the
+                // features spread (and get colour) as a real library's do, while two photos'
+                // differing block stays at least 60 - 30 = 30 apart in every channel.
+                uint32_t hash = (uint32_t)index * 2654435761u ^ (uint32_t)(block * 3 + channel) * 40503u;
+                hash ^= hash >> 15; hash *= 2246822519u; hash ^= hash >> 13;
+                int value = level + (int)(hash % 31) - 15;
+                if (noise > 0) {
+                    *seed = *seed * 1664525u + 1013904223u;
+                    value += (int)((*seed >> 16) % (uint32_t)(2 * noise + 1)) - noise;
+                }
+                pixel[channel] = (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
+            }
+        }
+    }
+}
+
+int tessera_test_write_distinct_jpegs(const char *folder, int count, int per_folder, int width, int height, int noise,
+                                      int quality, char *message, size_t message_bytes) {
+    if (count < 0 || per_folder < 0 || width < 3 || height < 3 || width > 8192 || height > 8192) {
+        snprintf(message, message_bytes, "bad arguments");
+        return -1;
+    }
+    uint8_t *rgb = malloc((size_t)width * height * 3);
+    if (rgb == NULL) {
+        snprintf(message, message_bytes, "out of memory");
+        return -1;
+    }
+    struct jpeg_compress_struct info;
+    struct jpeg_failure failure;
+    info.err = jpeg_std_error(&failure.manager);
+    failure.manager.error_exit = jpeg_failed;
+    unsigned char *volatile buffer = NULL;
+    volatile unsigned long buffer_bytes = 0;
+    volatile int result = -1;
+    if (setjmp(failure.jump)) {
+        char reason[JMSG_LENGTH_MAX];
+        (*info.err->format_message)((j_common_ptr)&info, reason);
+        snprintf(message, message_bytes, "libjpeg: %s", reason);
+        goto done;
+    }
+    jpeg_create_compress(&info);
+    info.image_width = (JDIMENSION)width;
+    info.image_height = (JDIMENSION)height;
+    info.input_components = 3;
+    info.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&info);
+    jpeg_set_quality(&info, quality, TRUE);
+    uint32_t seed = 12345;
+    char path[4096];
+    for (int index = 0; index < count; index++) {
+        if (per_folder > 0) {
+            int written = snprintf(path, sizeof path, "%s/album-%05d", folder, index / per_folder);
+            if (written < 0 || (size_t)written >= sizeof path) { snprintf(message, message_bytes, "path too long"); goto done; }
+            if (index % per_folder == 0 && mkdir(path, 0755) != 0 && errno != EEXIST) {
+                snprintf(message, message_bytes, "mkdir %s: %s", path, strerror(errno));
+                goto done;
+            }
+            written = snprintf(path, sizeof path, "%s/album-%05d/photo-%06d.jpg", folder, index / per_folder, index);
+            if (written < 0 || (size_t)written >= sizeof path) { snprintf(message, message_bytes, "path too long"); goto done; }
+        } else {
+            int written = snprintf(path, sizeof path, "%s/photo-%06d.jpg", folder, index);
+            if (written < 0 || (size_t)written >= sizeof path) { snprintf(message, message_bytes, "path too long"); goto done; }
+        }
+        draw_distinct(rgb, width, height, index, noise, &seed);
+        // (jpeg_mem_dest reuses the buffer while it is big enough and grows it when not.)
+        unsigned long size = buffer_bytes;
+        unsigned char *out = buffer;
+        jpeg_mem_dest(&info, &out, &size);
+        jpeg_start_compress(&info, TRUE);
+        while (info.next_scanline < info.image_height) {
+            JSAMPROW row = rgb + (size_t)info.next_scanline * width * 3;
+            jpeg_write_scanlines(&info, &row, 1);
+        }
+        jpeg_finish_compress(&info);
+        if (out != buffer) { free(buffer); buffer = out; buffer_bytes = size; }
+        // `size` is now the bytes written; the buffer's capacity stays at least that.
+        if (size > buffer_bytes) buffer_bytes = size;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) { snprintf(message, message_bytes, "open %s: %s", path, strerror(errno)); goto done; }
+        ssize_t put = write(fd, out, size);
+        close(fd);
+        if (put != (ssize_t)size) { snprintf(message, message_bytes, "write %s failed", path); goto done; }
+    }
+    result = 0;
+done:
+    jpeg_destroy_compress(&info);
+    free(buffer);
+    free(rgb);
+    return result;
+}

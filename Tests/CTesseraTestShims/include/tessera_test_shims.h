@@ -1,6 +1,7 @@
-// tessera_test_shims.h — what the tests make with libheif and Little CMS that Debian's tools
-// cannot: HEIF files whose rotation is in irot/imir boxes (heif-enc 1.15 leaves it in EXIF),
-// and a Display P3 ICC profile (Debian ships none).
+// tessera_test_shims.h — what the tests make with libheif, Little CMS and libjpeg that Debian's
+// tools cannot (or not fast enough): HEIF files whose rotation is in irot/imir boxes (heif-enc
+// 1.15 leaves it in EXIF), a Display P3 ICC profile (Debian ships none), and libraries of
+// 100,000 distinct JPEGs written in seconds.
 #ifndef TESSERA_TEST_SHIMS_H
 #define TESSERA_TEST_SHIMS_H
 
@@ -63,5 +64,19 @@ int tessera_test_write_lying_heic(const char *path, int picture_width, int pictu
 
 /// A Display P3 profile (P3 primaries, D65, the sRGB curve) written to `path`. 0 or -1.
 int tessera_test_write_display_p3_profile(const char *path);
+
+/// Writes `count` JPEGs of `width` x `height` px into `folder` (which must exist), each showing
+/// a different picture: the centred square of side min(width, height) is cut into 3 x 3 blocks,
+/// and block b of photo i is the grey level (base-4 digit b of i) of 40, 100, 160 or 220, tinted
+/// by up to 15 per channel (a hash of i and b), the edge blocks continued to the picture's edges.
+/// Any two photos differ in some block by at least 30 in every channel (about 0.08 in Oklab L),
+/// past DuplicatePictures' tolerance, in any square cell's 3 x 3 sub-cells; photos 262,144 apart
+/// show the same blocks differently tinted. `noise` > 0 adds a pseudo-random +-noise to
+/// every pixel (larger files, slower decodes; the block means stay apart).
+/// `per_folder` 0: all in `folder` as photo-NNNNNN.jpg; else in subfolders of `per_folder`
+/// photos each, `folder`/album-NNNNN/photo-NNNNNN.jpg. Returns 0, or -1 with the reason in
+/// `message`.
+int tessera_test_write_distinct_jpegs(const char *folder, int count, int per_folder, int width, int height, int noise,
+                                      int quality, char *message, size_t message_bytes);
 
 #endif
