@@ -656,7 +656,7 @@ let fixtures: String = {
         let target = runTessera(mosaic + ["-o", photo])
         #expect(target.status == 2 && target.output.contains("is one of the photos"), "\(target.output)")
         #expect(readFile(photo) == photoBytes)
-        #expect(access(directory + "/cache", F_OK) != 0, "the mosaic analysed its photos before refusing")
+        #expect(featureIndexFiles(directory + "/cache").isEmpty, "the mosaic analysed its photos before refusing")
         // And a plain existing file is replaced, as before.
         let fine = runTessera(grid + ["-o", directory + "/target.jpg"])
         #expect(fine.status == 0, "\(fine.output)")

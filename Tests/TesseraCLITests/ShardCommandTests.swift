@@ -120,7 +120,7 @@ import Tessera
             #expect(run.status == 0, "\(run.standardError)")
             #expect(run.standardOutput.contains("analysed share \(k)/2 of the photos"))
         }
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/cache")) ?? []).sorted()
+        let files = featureIndexFiles(directory + "/cache")
         #expect(files == ["features-k3-a1.0000.shard-1-of-2.idx", "features-k3-a1.0000.shard-2-of-2.idx"])
         let mosaic = runTesseraSplit(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", directory + "/m.jpg",
                                       "--grid", "12x8", "--tile-size", "40", "--min-distance", "0", "--cache-dir", directory + "/cache",

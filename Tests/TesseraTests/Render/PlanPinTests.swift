@@ -22,14 +22,22 @@ import Testing
         return String(line[..<start.lowerBound]) + String(line[digits.endIndex...])
     }
 
+    /// A grid in name order as it was stored when the plans were pinned: its sequence of photos
+    /// (GridLayout now stores none, issue 27, which lowers a plan by 4 bytes a photo; the pin
+    /// checks that the plan's arithmetic is unchanged, so it keeps the old layout).
+    static func pinned(photoCount: Int, columns: Int, rows: Int, cellWidth: Int, cellHeight: Int) -> CellLayout {
+        CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight,
+                   repeating: (0..<photoCount).map { Int32($0) })
+    }
+
     /// Every plan (or refusal) of the sweep, one line each.
     static func sweep(_ each: (String) -> Void) {
         let layouts = [
-            GridLayout.make(photoCount: 105, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150, order: .name),
-            GridLayout.make(photoCount: 40, columns: 25, rows: 10, cellWidth: 600, cellHeight: 600, order: .name),
-            GridLayout.make(photoCount: 1000, columns: 100, rows: 30, cellWidth: 300, cellHeight: 200, order: .name),
-            GridLayout.make(photoCount: 3, columns: 5, rows: 2, cellWidth: 64, cellHeight: 48, order: .name),
-            GridLayout.make(photoCount: 10, columns: 436, rows: 2, cellWidth: 150, cellHeight: 150, order: .name),
+            pinned(photoCount: 105, columns: 200, rows: 267, cellWidth: 150, cellHeight: 150),
+            pinned(photoCount: 40, columns: 25, rows: 10, cellWidth: 600, cellHeight: 600),
+            pinned(photoCount: 1000, columns: 100, rows: 30, cellWidth: 300, cellHeight: 200),
+            pinned(photoCount: 3, columns: 5, rows: 2, cellWidth: 64, cellHeight: 48),
+            pinned(photoCount: 10, columns: 436, rows: 2, cellWidth: 150, cellHeight: 150),
         ]
         var tiles = DeepZoomSettings()
         tiles.tileSize = 510
@@ -98,7 +106,7 @@ import Testing
                         settings.maxMemoryBytes = 8 << 20
                         settings.workers = workers
                         settings.temporaryDirectory = "/pinned"
-                        let layout = GridLayout.make(photoCount: 50, columns: columns, rows: 20, cellWidth: cell, cellHeight: cell, order: .name)
+                        let layout = Self.pinned(photoCount: 50, columns: columns, rows: 20, cellWidth: cell, cellHeight: cell)
                         do throws(TesseraError) {
                             let plan = try RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: whole)
                             Self.fnv(Self.withoutSteadyState("\(plan)", budget: plan.steadyStateBudgetBytes), into: &hash)
