@@ -17,7 +17,9 @@ import Testing
         }
         #expect(system("cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photo.jpg'") == 0)
         let output = testRoot + "/empty-files.jpg"
-        let run = runMeasured(["grid", folder, "--columns", "1", "--tile-size", "64", "--max-memory", "32M", "-o", output])
+        // (A cache folder of its own: the default one is shared with the other tests running.)
+        let run = runMeasured(["grid", folder, "--columns", "1", "--tile-size", "64", "--max-memory", "32M", "-o", output,
+                               "--cache-dir", folder + "-cache"])
         #expect(run.exitCode == 0, "\(run.output)")
         #expect(run.output.contains("64 x 64 px"), "\(run.output)")
         #expect(run.peakBytes <= 32 << 20, "peak \(run.peakMiB) MiB for 100,000 empty files at --max-memory 32M")
@@ -33,7 +35,8 @@ import Testing
         #expect(mkdir(folder, 0o755) == 0)
         for index in 0..<100_000 { try #require(mkdir(folder + "/album-\(index)", 0o755) == 0) }
         #expect(system("cp '\(fixtures)/Landscape_1.jpg' '\(folder)/photo.jpg'") == 0)
-        let run = runMeasured(["grid", folder, "--grid", "2x1", "--tile-size", "64", "--max-memory", "32M", "-o", testRoot + "/empty-folders.jpg"])
+        let run = runMeasured(["grid", folder, "--grid", "2x1", "--tile-size", "64", "--max-memory", "32M", "-o", testRoot + "/empty-folders.jpg",
+                               "--cache-dir", folder + "-cache"])
         #expect(run.exitCode == 0 && run.output.contains("128 x 64 px"), "\(run.output)")
         #expect(run.peakBytes <= 32 << 20, "peak \(run.peakMiB) MiB for 100,000 empty folders at --max-memory 32M")
         #expect(system("rm -rf '\(folder)'") == 0)

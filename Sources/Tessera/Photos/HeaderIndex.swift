@@ -32,7 +32,9 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     /// The cache in `directory` (created if needed).
     public init(directory: String) {
         try? makeDirectory(directory)
-        store = RecordStore(directory: directory, stem: "headers-v1", schema: 0x4844_0000 | Self.headerParsingVersion)
+        // A scan has less room than an analysis: its journal is held, and sorted, a MiB at a time.
+        store = RecordStore(directory: directory, stem: "headers-v1", schema: 0x4844_0000 | Self.headerParsingVersion,
+                            journalHeldLimit: 1 << 20, sortChunkBytes: 1 << 20)
         path = store.mainPath
     }
 
