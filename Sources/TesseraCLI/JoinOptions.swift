@@ -149,7 +149,7 @@ public enum AnalyseCommand {
             state.options.subCells = try given.integer(3...8)
         },
         Option("--cache-dir", value: "DIR", help: "The feature index's folder (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera); on a cluster, a folder the shards and the mosaic share.") { state, given in state.options.cacheDirectory = given.value },
-        Option("--shard", value: "K/N", help: "Analyse only share K of N of the photos (in path order) into an index file of this shard's own, features-...shard-K-of-N.tsv, which every later run merges on load: a job array analyses a million photos, each task its share, with no two writing one file.") { state, given throws(CommandLineError) in
+        Option("--shard", value: "K/N", help: "Analyse only share K of N of the photos (in path order) into an index file of this shard's own, features-...shard-K-of-N.idx (and its journal), which every later run merges on load: a job array analyses a million photos, each task its share, with no two writing one file.") { state, given throws(CommandLineError) in
             state.options.shard = try shardSpec(given)
         },
         Option("--workers", value: "N", help: "Threads decoding photos (default: the number of cores).") { state, given throws(CommandLineError) in
