@@ -24,6 +24,11 @@ int tessera_fallocate_punch_hole(int fd, off_t offset, off_t length);
 /// sync_file_range(2): `wait` nonzero waits before and after the write.
 int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait);
 
+/// malloc_trim(3) with no padding: returns freed memory of every arena to the kernel, so what a
+/// phase freed (the scan's header buffers, the analysis's decoders on their threads) stops
+/// counting in the resident set. Returns 1 when memory was released.
+int tessera_release_free_memory(void);
+
 /// mkostemp(3) with O_CLOEXEC.
 int tessera_mkostemp_cloexec(char *template_path);
 

@@ -222,11 +222,13 @@ public enum MosaicJob {
                                             budget: decodeBudget, temporaryDirectory: temporary, cancellation: cancellation,
                                             progress: analysisProgress)
         let analysisSeconds = monotonicSeconds() - started
+        releaseFreedMemory()
         guard features.have.contains(true) else { throw .noPhotos(searched: library.searched) }
         // One photo per picture: a duplicate would let the same picture touch itself.
         let fixedBytes = preparationParts(columns: columns, rows: rows, photoCount: library.photos.count, subCells: k, settings: settings).fixed
         let pictures = try distinctPictures(drawable.photos, store: features.store, have: features.have, temporaryDirectory: temporary,
                                             budget: (settings, fixedBytes))
+        releaseFreedMemory()
 
         started = monotonicSeconds()
         progress?(.target, 0, 1)
@@ -244,6 +246,7 @@ public enum MosaicJob {
                                               cancellation: cancellation,
                                               progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
+        releaseFreedMemory()
         // The render reads only the photos the mosaic uses (at most one a cell, whatever the
         // library's size), numbered in the order of the pictures.
         let used = try usedPhotos(matched, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0,

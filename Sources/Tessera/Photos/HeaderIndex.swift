@@ -30,8 +30,11 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     let store: RecordStore
 
     /// The cache in `directory` (created if needed).
+    private let directory: String
+
     public init(directory: String) {
         try? makeDirectory(directory)
+        self.directory = directory
         // A scan has less room than an analysis: its journal is held, and sorted, a MiB at a time.
         store = RecordStore(directory: directory, stem: "headers-v1", schema: 0x4844_0000 | Self.headerParsingVersion,
                             journalHeldLimit: 1 << 20, sortChunkBytes: 1 << 20)
@@ -42,7 +45,13 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
         Reader(cursor: RecordCursor(sources: store.openSources()))
     }
 
+    /// The free space below which the index records nothing: it only saves a scan time, while
+    /// the feature index beside it saves an analysis, so on a nearly full disk the room is left
+    /// to that.
+    public static let leaveFreeBytes: Int64 = 64 << 20
+
     public func record(_ entries: [ScanCacheEntry]) throws(TesseraError) {
+        guard let free = try? freeDiskBytes(directory), free >= Self.leaveFreeBytes else { return }
         var batch = RecordBatch()
         for entry in entries {
             entry.path.bytes.withUnsafeBytes { key in _ = batch.add(key: key) { Self.encode(entry, into: &$0) } }

@@ -179,6 +179,7 @@ public struct PhotoLibrary: Sendable {
                                    searched: paths + lists.map(\.path))
         library.leftOut = walk.leftOut
         library.cacheError = reading.cacheError
+        releaseFreedMemory()
         library.leftOut.ownOutputs += reading.leftOut.ownOutputs
         library.leftOut.videos += reading.leftOut.videos
         library.skippedCount = reading.skips.count

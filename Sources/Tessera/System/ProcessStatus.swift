@@ -1,4 +1,5 @@
 // ProcessStatus.swift — one field of /proc/self/status.
+import CTesseraShims
 import Glibc
 
 /// The value of a "kB" field of /proc/self/status (VmHWM, VmRSS, ...), or nil.
@@ -11,4 +12,11 @@ func processStatusKilobytes(_ field: String) -> Int64? {
         if text.hasPrefix(field + ":") { return Int64(text.filter(\.isNumber)) }
     }
     return nil
+}
+
+/// Gives back to the kernel what the process freed but malloc kept (each worker thread's arena
+/// keeps its own): called between phases, so one phase's freed buffers do not stay resident
+/// under the next phase's plan.
+func releaseFreedMemory() {
+    _ = tessera_release_free_memory()
 }
