@@ -161,7 +161,10 @@ public struct PhotoLibrary: Sendable {
         progress?(0, 0)
         for path in paths { try walk.named(PathBytes(path)) }
         for list in lists {
-            try forEachLine(of: list) { (line: [UInt8]) throws(TesseraError) in try walk.named(PathBytes(line)) }
+            try forEachLine(of: list, cancellation: cancellation) { (line: [UInt8]) throws(TesseraError) in
+                if cancellation?.isCancelled == true { throw .cancelled }
+                try walk.named(PathBytes(line))
+            }
         }
         var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
                                   cancellation: cancellation, progress: progress, found: walk.found, cache: cache,
@@ -536,24 +539,23 @@ public struct PhotoLibrary: Sendable {
     /// list a trailing CR dropped, as a list saved on Windows has), reading 64 KiB at a time: a
     /// list of a million paths is never held. `-` is standard input; a FIFO (a shell's
     /// `<(find ...)`) is read as it is written.
-    static func forEachLine(of list: PhotoList, _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
+    /// Throws `.cancelled` once `cancellation` is, between reads: a list that never ends (a
+    /// pipe that keeps writing) is stopped by Ctrl-C like the rest of the scan.
+    static func forEachLine(of list: PhotoList, cancellation: RenderCancellation? = nil,
+                            _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
         let file = list.path == "-" ? FileDescriptor(rawValue: 0, path: "(standard input)")
             : try FileDescriptor.open(list.path, flags: O_RDONLY)
         defer { if list.path != "-" { file.close() } }
         let separator = list.nulSeparated ? UInt8(0) : UInt8(ascii: "\n")
         var pending: [UInt8] = []
-        var overlong = false
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         func emit() throws(TesseraError) {
             defer { pending.removeAll(keepingCapacity: true) }
             if !list.nulSeparated && pending.last == UInt8(ascii: "\r") { pending.removeLast() }
-            if overlong {
-                overlong = false
-                throw .unreadablePhoto(path: list.path, reason: "a line longer than any path (\(maximumListLine) bytes or more)")
-            }
             if !pending.isEmpty { try body(pending) }
         }
         while true {
+            if cancellation?.isCancelled == true { throw .cancelled }
             let count = try chunk.withUnsafeMutableBytes { buffer in
                 Result { () throws(TesseraError) in try file.read(into: buffer) }
             }.get()
@@ -568,13 +570,14 @@ public struct PhotoLibrary: Sendable {
         }
         try emit()
 
-        // A hostile list (one endless line) costs a bounded buffer, then an error.
+        // A hostile list (one endless line: /dev/zero) costs a bounded buffer, then an error,
+        // as soon as the line is too long (not at its end, which may never come).
         func append(_ bytes: ArraySlice<UInt8>) throws(TesseraError) {
             if pending.count + bytes.count > maximumListLine {
-                overlong = true
-                return
+                throw .invalidSettings("the list \(list.path) has a line longer than any path (\(maximumListLine) bytes or more): "
+                                       + "it is not a list of paths")
             }
-            if !overlong { pending.append(contentsOf: bytes) }
+            pending.append(contentsOf: bytes)
         }
     }
 

@@ -46,7 +46,7 @@ public final class StripeRenderer: Sendable {
     /// What the render keeps for each photo, whatever it draws: the table's resident part and
     /// the cell cache's state a photo.
     static func photoBytes(_ photos: PhotoTable) -> Int {
-        photos.residentBytes + photos.count * CellCache.bytesPerPhoto
+        photos.plannedBytes + photos.count * CellCache.bytesPerPhoto
     }
 
     /// Removes what dead renders left in the folders this render uses (their hidden temporaries

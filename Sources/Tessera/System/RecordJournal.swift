@@ -329,7 +329,19 @@ final class RecordStore: @unchecked Sendable {
         stateLock.lock()
         defer { stateLock.unlock() }
         while true {
-            let file = try FileDescriptor.open(journalPath, flags: O_RDWR | O_CREAT, mode: 0o644)
+            // Never through a symbolic link, nor into a FIFO or a device: the journal is written
+            // only as a file of its own (a link planted at its name would have the appends
+            // overwrite what it points to).
+            let file: FileDescriptor
+            do throws(TesseraError) {
+                file = try FileDescriptor.open(journalPath, flags: O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o644)
+            } catch .system(_, let code, _) where code == ELOOP {
+                throw .unusableOutput(path: journalPath, reason: "it is a symbolic link; the index's journal is written only as a file of its own")
+            }
+            if let info = try? file.status(), (info.st_mode & S_IFMT) != S_IFREG {
+                file.close()
+                throw .unusableOutput(path: journalPath, reason: "it is not a regular file; the index's journal is written only as a file of its own")
+            }
             var locked: stat?
             do throws(TesseraError) {
                 _ = try valueOrErrno("flock", path: journalPath) { system_flock(file.rawValue, LOCK_EX) }.get("flock", path: journalPath)

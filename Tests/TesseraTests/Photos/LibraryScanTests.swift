@@ -98,6 +98,22 @@ private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
         #expect(walkedOnly.ignoredNonJPEGCount == 1)
     }
 
+    /// A list with no end to its first line (/dev/zero) is refused once the line is longer than
+    /// any path, not read forever (a review found it hanging, deaf to Ctrl-C).
+    @Test func aListWithAnEndlessLineIsRefused() throws {
+        #expect(throws: TesseraError.self) { _ = try PhotoLibrary.scan([], lists: [PhotoList(path: "/dev/zero")]) }
+    }
+
+    /// A cancelled scan stops reading an endless list (NUL-separated /dev/zero: empty entries
+    /// forever) at its next read.
+    @Test func aCancelledScanStopsReadingAnEndlessList() throws {
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        #expect(throws: TesseraError.cancelled) {
+            _ = try PhotoLibrary.scan([], lists: [PhotoList(path: "/dev/zero", nulSeparated: true)], cancellation: cancellation)
+        }
+    }
+
     @Test func photoListsAreNamedPaths() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -94,6 +94,18 @@ private func flip(_ path: String, at offset: Int) {
 
     /// A journal cut at every byte of its last frame keeps every earlier frame and drops the
     /// torn one; the next append cuts the torn bytes off and is read back.
+    /// A symbolic link planted at the journal's name is refused, never written through (a
+    /// review found the appends overwriting the file it pointed to).
+    @Test func aJournalThatIsASymlinkIsRefusedAndItsTargetKept() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        writeBytes(Array("precious".utf8), to: scratch.file("victim"))
+        #expect(symlink(scratch.file("victim"), scratch.file("l.journal")) == 0)
+        let store = RecordStore(directory: scratch.path, stem: "l", schema: 1)
+        #expect(throws: TesseraError.self) { try store.append(batch([("a", "1")])) }
+        #expect(readBytes(scratch.file("victim")) == Array("precious".utf8))
+    }
+
     @Test func aTornLastFrameIsDroppedAndTheNextAppendWorks() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
