@@ -37,7 +37,8 @@ public struct Runner {
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try RenderManifest.write(layout: layout, photos: library.photos, to: path)
+                try RenderManifest.write(layout: layout, photos: library.photos, to: path,
+                                         notes: Report.manifestNotes(skipped: library, placeholders: summary.failedPhotos))
             }
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos))
@@ -99,7 +100,8 @@ public struct Runner {
                 return .success
             }
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try MosaicJob.writeManifest(prepared, to: path)
+                try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
+                                                                                          placeholders: summary.failedPhotos))
             }
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
                                   videos: library.leftOut.videos))
@@ -412,5 +414,17 @@ extension AnalyseOptions {
     var search: PhotoSearch {
         PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, cacheDirectory: cacheDirectory,
                     temporaryDirectory: settings.temporaryDirectory)
+    }
+}
+
+extension Report {
+    /// What a JSON manifest lists as left out: the skipped photos the library holds (all
+    /// counted), a mosaic's photos its analysis could not read, and the placeholders, in the
+    /// warnings' words.
+    static func manifestNotes(skipped library: PhotoLibrary, alsoSkipped: [SkippedPhoto] = [],
+                              placeholders: [SkippedPhoto]) -> ManifestNotes {
+        let skipped = (library.skipped + alsoSkipped).map { (path: $0.path, reason: $0.commandLineReason) }
+        return ManifestNotes(skipped: skipped, skippedCount: library.skippedCount + alsoSkipped.count,
+                             placeholders: placeholders.map { (path: $0.path, reason: $0.commandLineReason) })
     }
 }

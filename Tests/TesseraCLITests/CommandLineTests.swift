@@ -847,7 +847,7 @@ let fixtures: String = {
         #expect(result.output.contains("wrote \(output): 240 x 160 px"))
         #expect(result.output.contains("mean Oklab error") && result.output.contains("18 photo(s) analysed"))
         let json = String(decoding: readFile(manifest), as: UTF8.self)
-        #expect(json.hasPrefix("[\n  {\"column\": 0, \"row\": 0, \"photo\": "))
+        #expect(json.hasPrefix("{\"cells\": [\n  {\"column\": 0, \"row\": 0, \"photo\": "))
         #expect(json.components(separatedBy: "\"column\"") == 601)  // 600 cells
         let again = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", output, "--columns", "30",
                                 "--tile-size", "8", "--min-distance", "0", "--cache-dir", cache, "--no-progress"])

@@ -204,8 +204,13 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
             write(Array(repeating: UInt8(index), count: 100 + index), to: directory + "/photos/" + String(format: "b%02d.jpg", index))
         }
         let arguments = ["grid", directory + "/photos", "-o", directory + "/o.jpg", "--columns", "2", "--tile-size", "8"]
-        let plain = runTesseraSplit(arguments + ["--no-progress"])
+        let plain = runTesseraSplit(arguments + ["--no-progress", "--manifest", directory + "/m.json"])
         #expect(plain.status == 0, "\(plain.standardError)")
+        // The JSON manifest names every one with its reason.
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(readFile(directory + "/m.json"))) as? [String: Any])
+        let listed = try #require(manifest["skipped"] as? [[String: String]])
+        #expect(manifest["skipped_count"] as? Int == 50 && listed.count == 50)
+        #expect(listed.allSatisfy { $0["path"]?.hasPrefix(directory + "/photos/b") == true && $0["reason"]?.hasPrefix("not an image") == true })
         let lines = plain.standardError.split(separator: "\n")
         #expect(lines.count == 1, "\(plain.standardError)")
         let photos = directory + "/photos/"

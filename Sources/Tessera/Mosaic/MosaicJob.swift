@@ -388,8 +388,8 @@ public enum MosaicJob {
     }
 
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).
-    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
-        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path)
+    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String, notes: ManifestNotes = ManifestNotes()) throws(TesseraError) {
+        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path, notes: notes)
     }
 }
 
