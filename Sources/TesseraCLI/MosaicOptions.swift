@@ -116,7 +116,7 @@ public enum MosaicCommand {
         // Everything missing or contradictory at once, the rendering options' with the mosaic's.
         var problems: [String] = []
         if mosaic.targetPath.isEmpty { problems.append("--target PICTURE is required: the picture the mosaic rebuilds") }
-        problems += MosaicSize.problems(request)
+        problems += MosaicSize.problems(request, sideLimit: given.outputPath.isEmpty ? RenderPlan.maxDeepZoomSide : jpegMaxDimension)
         mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg",
                                                     requiresShape: false, dpiConverts: request.size?.isPhysical == true,
                                                     problems: problems)

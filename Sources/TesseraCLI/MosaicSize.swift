@@ -175,7 +175,8 @@ public enum MosaicSize {
     /// What is wrong with the request: missing pieces cannot be (everything has a default), so
     /// these are flags that contradict each other, a size past any picture's, and cells too small
     /// to show a photo. Each says what to do; an empty list is a request that resolves.
-    public static func problems(_ request: MosaicSizeRequest) -> [String] {
+    /// `sideLimit`: the largest side the outputs can have (a JPEG's 65,500 px with -o).
+    public static func problems(_ request: MosaicSizeRequest, sideLimit: Int = RenderPlan.maxDeepZoomSide) -> [String] {
         var problems: [String] = []
         if request.cells != nil && request.gridGiven {
             problems.append("--cells and --grid both set how many cells there are: give --grid CxR for that grid, or --cells N for about N in the target's shape")
@@ -184,8 +185,9 @@ public enum MosaicSize {
         }
         if let size = request.size, let (width, height) = request.canvas {
             let at = size.isPhysical ? " at \(request.effectiveDotsPerInch!) dpi" : ""
-            if width > RenderPlan.maxDeepZoomSide || height > RenderPlan.maxDeepZoomSide {
-                problems.append("--size \(size.spelled) is \(formatCount(width)) x \(formatCount(height)) px\(at), more than any picture can be (\(formatCount(RenderPlan.maxDeepZoomSide)) px a side): give a smaller size" + (size.isPhysical ? " or a lower --dpi" : ""))
+            if width > sideLimit || height > sideLimit {
+                let what = sideLimit == jpegMaxDimension ? "a JPEG" : "any picture"
+                problems.append("--size \(size.spelled) is \(formatCount(width)) x \(formatCount(height)) px\(at), more than \(what) can be (\(formatCount(sideLimit)) px a side): give a smaller size" + (size.isPhysical ? " or a lower --dpi" : ""))
                 return problems
             }
             if width < smallestCell || height < smallestCell {

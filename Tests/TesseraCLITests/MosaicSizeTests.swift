@@ -136,6 +136,10 @@ private func canvas(_ shape: MosaicShape) -> (width: Int, height: Int) {
         #expect(problems(MosaicSizeRequest(size: size, columns: 40, cellWidth: 100, cellHeight: 100)).first?.contains("--columns 40 of --tile-size 100 px makes 4,000 px wide") == true)
         #expect(problems(MosaicSizeRequest(size: PrintSize(width: 6_000, height: 9_000, unit: .centimetres), dotsPerInch: 65_535)).first?.contains("more than any picture can be") == true)
         #expect(problems(MosaicSizeRequest(size: PrintSize(width: 3, height: 900, unit: .pixels))).first?.contains("smaller than one cell") == true)
+        // A JPEG's side is 65,500 px: 6 m at 300 dpi is refused with -o, not for a pyramid alone.
+        let wall = MosaicSizeRequest(size: PrintSize(width: 600, height: 300, unit: .centimetres))
+        #expect(MosaicSize.problems(wall, sideLimit: 65_500).first?.contains("more than a JPEG can be (65,500 px a side)") == true)
+        #expect(MosaicSize.problems(wall).isEmpty)
         #expect(problems(MosaicSizeRequest(size: PrintSize(width: 100, height: 100, unit: .pixels), cells: 20_000)).first?.contains("more cells than") == true)
         #expect(problems(MosaicSizeRequest(size: PrintSize(width: 100, height: 100, unit: .pixels), cells: 5_000)).first?.hasPrefix("cells of 1 x 1 px cannot show a photo") == true)
         #expect(problems(MosaicSizeRequest(cellWidth: 3, cellHeight: 40)).first?.contains("give --tile-size 16 or more") == true)
