@@ -60,8 +60,11 @@ public struct Runner {
         case .failure(let code): return code
         }
         do throws(TesseraError) {
-            var settings = MosaicSettings(targetPath: mosaic.targetPath, columns: options.columns!, rows: options.rows,
-                                          cellWidth: options.cellWidth, cellHeight: options.cellHeight)
+            // The size in a person's terms (none, --size, --cells) needs the target's shape and
+            // the library's photo count: resolved here, after the scan (MosaicSize.swift).
+            let shape = try mosaicShape(mosaic, photoCount: library.photos.count)
+            var settings = MosaicSettings(targetPath: mosaic.targetPath, columns: shape.columns, rows: shape.rows,
+                                          cellWidth: shape.cellWidth, cellHeight: shape.cellHeight)
             settings.subCells = mosaic.subCells
             settings.minDistance = mosaic.minDistance
             settings.maxUses = mosaic.maxUses

@@ -88,7 +88,7 @@ public enum TopLevel {
                    help: .grid({ var options = GridOptions(); options.help = true; return options }())),
         Subcommand(description: CommandDescription(
                        name: "mosaic", summary: "rebuild a target picture out of the photos, matched by colour",
-                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
+                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]",
                        options: MosaicCommand.options + MosaicCommand.renderingOptions),
                    aliases: [], parse: { arguments throws(CommandLineError) in .mosaic(try MosaicCommand.parse(arguments)) },
                    help: .mosaic({ var options = MosaicOptions(); options.render.help = true; return options }())),
@@ -152,7 +152,7 @@ public enum TopLevel {
 
     USAGE
       tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
-      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|in] | --cells N | --grid CxR] [options]
       tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
       tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead
       tessera help grid         every option of grid, with examples
@@ -174,7 +174,7 @@ public enum TopLevel {
 
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
-      tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
+      tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm
       tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
       parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
       tessera join parts                                      # the same wall.jpg, from 8 shards

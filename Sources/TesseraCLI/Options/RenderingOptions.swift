@@ -29,6 +29,11 @@ enum RenderingOptions {
             if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
                 throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg")
             }
+            // A name without a JPEG's ending (`-o x`, `-o out/`) is a slip: the file would be a
+            // JPEG nothing opens as one.
+            guard jpegSuffixes.contains(where: lower.hasSuffix) else {
+                throw given.refusal("-o \(given.value): name a .jpg/.jpeg file (or --dzi DIR/NAME.dzi)")
+            }
             state.options.outputPath = given.value
         },
         Option("--dzi", value: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. DIR must exist. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side); memory grows with the width (see --dry-run).") { state, given throws(CommandLineError) in
@@ -63,6 +68,12 @@ enum RenderingOptions {
             state.deepZoomOptionGiven = given.name
         },
     ]
+
+    /// The name endings of a JPEG (.jpg, .jpeg, .jpe, .jfif): what -o accepts.
+    static let jpegSuffixes: [String] = {
+        let others = Set(Formats.imageSuffixes(except: .jpeg))
+        return Formats.suffixes.filter { !others.contains($0) }
+    }()
 
     /// The layout's shape: columns and rows, the cell size.
     static let shape: [Option<RenderingParse>] = [
@@ -187,8 +198,12 @@ enum RenderingOptions {
 
     /// The checks after the last argument, and the options they complete: the pyramid's
     /// settings, the outputs, the shape and the shard. `command` and `example` word the message
-    /// for a command line without photos.
-    static func finish(_ state: RenderingParse, command: String, example: String) throws(CommandLineError) -> GridOptions {
+    /// for a command line without photos. What is missing (photos, outputs, the shape) and
+    /// `problems` (the command's own) are refused together, in one error. `requiresShape`: the
+    /// grid and the tile size must be given (a mosaic has defaults); `dpiConverts`: --dpi has a
+    /// use without a JPEG (it turns a print size into pixels).
+    static func finish(_ state: RenderingParse, command: String, example: String, requiresShape: Bool = true,
+                       dpiConverts: Bool = false, problems commandProblems: [String] = []) throws(CommandLineError) -> GridOptions {
         var options = state.options
         var deepZoom = state.deepZoom
         if options.help { return options }
@@ -206,17 +221,19 @@ enum RenderingOptions {
             throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi")
         }
         try PhotoSourceOptions.finish(&options)
-        guard options.namesPhotos else {
-            throw CommandLineError("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
+        var problems: [String] = []
+        if !options.namesPhotos {
+            problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
-        guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
-            throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        if options.outputPath.isEmpty && options.deepZoomPath == nil {
+            problems.append("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
+            problems.append("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
         }
-        if options.settings.dotsPerInch != nil && options.outputPath.isEmpty {
-            throw CommandLineError("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
-        }
-        guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
-        guard state.sawTileSize else { throw CommandLineError("--tile-size N is required") }
+        if requiresShape && options.columns == nil { problems.append("--grid CxR or --columns C is required") }
+        if requiresShape && !state.sawTileSize { problems.append("--tile-size N is required") }
+        problems += commandProblems
+        if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
         return options
     }
