@@ -36,4 +36,14 @@ extension Runner {
         "preview: wrote \(path): \(summary.width) x \(summary.height) px (cells of \(cellWidth) x \(cellHeight) px), "
             + "\(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s"
     }
+
+    /// The end of a run that asked only for a preview: its summary for programs. (Its line was
+    /// said when it was written; a dry run said what it would write.)
+    func previewOnly(_ summary: RenderSummary?, path: String, skipped: Int) -> ExitCode {
+        guard let summary else { return .success }
+        console.finished([("width", "\(summary.width)"), ("height", "\(summary.height)"), ("bytes", "\(summary.outputBytes)"),
+                          ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
+                          ("skipped", "\(skipped)"), ("outputs", "{\"preview\": \(jsonStringLiteral(path))}")])
+        return .success
+    }
 }

@@ -33,7 +33,11 @@ public struct Runner {
                                           outputs: options.outputs.map(\.kind))
             let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                          cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
-            let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.outputs)
+            let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.plannedOutputs)
+            if let path = options.previewPath {
+                let preview = try writePreview(of: request, to: path, dryRun: options.dryRun)
+                if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount) }
+            }
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
@@ -129,8 +133,9 @@ public struct Runner {
                     alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
         let manifest = extra.first?.path
         let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
+            + (options.previewPath.map { [OutputFile(path: $0, role: "the preview", isFolder: false)] } ?? []).filter { _ in !options.outputs.isEmpty }
         do throws(TesseraError) {
-            try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
+            try RenderRequest.checkDestinations(options.plannedOutputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }
@@ -158,7 +163,7 @@ public struct Runner {
         case .failure(let code): return .failure(code)
         }
         do throws(TesseraError) {
-            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
+            try RenderRequest.checkNotInputs(options.plannedOutputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }

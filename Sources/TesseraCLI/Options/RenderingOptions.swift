@@ -42,6 +42,12 @@ enum RenderingOptions {
             }
             state.options.deepZoomPath = given.value
         },
+        Option("--preview", value: "FILE.jpg", help: "First write a small JPEG of the same picture (about 2,000 px on its longer side: every cell scaled down alike, the same photos in the same places) in a second or two, to tune by before the full render. Alone, without -o or --dzi, only the preview is made.") { state, given throws(CommandLineError) in
+            guard jpegSuffixes.contains(where: given.value.lowercased().hasSuffix) else {
+                throw given.refusal("--preview \(given.value): name a .jpg/.jpeg file")
+            }
+            state.options.previewPath = given.value
+        },
         Option("--dzi-tile-size", value: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap).") { state, given throws(CommandLineError) in
             state.deepZoom.tileSize = try given.integer(DeepZoomSettings.tileSizes)
             state.deepZoomOptionGiven = given.name
@@ -225,8 +231,8 @@ enum RenderingOptions {
         if !options.namesPhotos {
             problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
-        if options.outputPath.isEmpty && options.deepZoomPath == nil {
-            problems.append("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.previewPath == nil {
+            problems.append("-o OUT.jpg or --dzi DIR/NAME.dzi (or both, or --preview FILE.jpg alone) is required")
         } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
             problems.append("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
         }
@@ -235,6 +241,12 @@ enum RenderingOptions {
         problems += commandProblems
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
+        if options.shard != nil && options.previewPath != nil {
+            throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")
+        }
+        if let preview = options.previewPath, preview == options.outputPath {
+            throw CommandLineError("--preview and -o both name \(preview): give the preview a name of its own")
+        }
         return options
     }
 
