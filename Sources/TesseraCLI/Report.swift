@@ -124,7 +124,7 @@ public enum Report {
                 + "(\(formatDecimal(uses.mostUsedShare * 100, places: 1))%)"
         }
         if prepared.duplicateCount > 0 { line += "; \(prepared.duplicateCount) duplicate photo(s) of pictures already counted left out" }
-        if match.constraintViolations > 0 { line += "; \(match.constraintViolations) cell(s) could not meet the constraints (see the warning)" }
+        if prepared.unmet.any { line += "; \(unmetCells(prepared.unmet)) cell(s) could not meet the placement rules (see the warning)" }
         line += "\n        matching: mean Oklab error \(formatDecimal(match.meanError, places: 4)) per sub-cell"
         if match.improvementPasses > 0 {
             line += ", \(formatDecimal(match.greedyMeanError, places: 4)) after the greedy pass; "
@@ -192,34 +192,31 @@ public enum Report {
         return lines.joined(separator: "\n")
     }
 
-    /// The warning for cells placed without meeting every constraint: which constraints, and
-    /// what would help. nil when every cell met them.
+    /// The warning for cells placed without meeting every constraint: which constraints, how
+    /// many cells break each, and what would help. nil when every cell meets them.
     public static func unmetConstraints(_ prepared: PreparedMosaic, minDistance: Int, maxUses: Int?) -> String? {
-        let violations = prepared.match.constraintViolations
-        guard violations > 0 else { return nil }
+        let unmet = prepared.unmet
+        guard unmet.any else { return nil }
         let cells = prepared.match.assignment.count, pictures = max(1, prepared.photoCount)
-        var rules: [String] = []
-        if minDistance > 0 { rules.append("--min-distance \(minDistance)") }
-        if let maxUses { rules.append("--max-uses \(maxUses)") }
-        var line = "\(formatCount(violations)) of \(formatCount(cells)) cell(s) could not meet "
-            + (rules.isEmpty ? "the constraints" : rules.joined(separator: " with "))
-            + ": each took its best photo all the same (an identical photo nearer than allowed, or one past its uses)"
+        var broken: [String] = []
+        if unmet.tooClose > 0 { broken.append("\(formatCount(unmet.tooClose)) have an identical photo within --min-distance \(minDistance)") }
+        if unmet.overUsed > 0, let maxUses { broken.append("\(formatCount(unmet.overUsed)) use a photo past --max-uses \(maxUses)") }
+        let line = "\(formatCount(unmetCells(unmet))) of \(formatCount(cells)) cell(s) could not meet the placement rules and took their best photo "
+            + "all the same: " + broken.joined(separator: ", ")
         var help: [String] = []
-        let window = (2 * minDistance + 1) * (2 * minDistance + 1)
-        if minDistance > 0 && window > pictures {
+        if unmet.tooClose > 0 {
             let fits = max(0, (Int(Double(pictures).squareRoot()) - 1) / 2)
-            help.append("--min-distance \(minDistance) needs \(window) distinct pictures and there are \(pictures): lower it to \(fits)")
+            help.append(minDistance > fits
+                ? "lower --min-distance to \(fits) (\(pictures) pictures hold a \(2 * fits + 1) x \(2 * fits + 1) block without repeats)"
+                : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
         }
-        if let maxUses, maxUses * pictures < cells {
-            help.append("--max-uses \(maxUses) x \(pictures) pictures fill \(formatCount(maxUses * pictures)) of \(formatCount(cells)) cells: "
-                        + "raise it to \((cells + pictures - 1) / pictures) or more")
-        }
-        if help.isEmpty {
-            help.append(rules.isEmpty ? "add photos" : "lower --min-distance or raise --max-uses (or add photos)")
-        }
-        line += "; " + help.joined(separator: "; ") + " (--strict refuses such a mosaic)"
-        return line
+        if unmet.overUsed > 0 { help.append("raise --max-uses to at least \((cells + pictures - 1) / pictures), or add photos") }
+        return line + "; " + help.joined(separator: "; ") + " (--strict refuses such a mosaic)"
     }
+
+    /// Cells breaking a rule (a cell may break both; counted once at most as the larger).
+    static func unmetCells(_ unmet: UnmetConstraints) -> Int { max(unmet.tooClose, unmet.overUsed) }
+
     /// What the photo search left out on purpose, as a dry run shows it; nil when nothing was.
     public static func leftOut(_ leftOut: LeftOut) -> String? {
         guard leftOut.total > 0 else { return nil }
@@ -339,11 +336,11 @@ public enum Report {
                               + "\"uses\": \(photo.uses), \"enlargement\": \(formatDecimal(photo.enlargement, places: 3))}"
                       }.joined(separator: ", ") + "]}")
         var unmet: [String] = []
-        if match.constraintViolations > 0 {
-            if minDistance > 0 { unmet.append("\"min_distance\"") }
-            if maxUses != nil { unmet.append("\"max_uses\"") }
+        if prepared.unmet.tooClose > 0 { unmet.append("{\"constraint\": \"min_distance\", \"value\": \(minDistance), \"cells\": \(prepared.unmet.tooClose)}") }
+        if prepared.unmet.overUsed > 0 {
+            unmet.append("{\"constraint\": \"max_uses\", \"value\": \(maxUses ?? 0), \"cells\": \(prepared.unmet.overUsed)}")
         }
-        fields.append("\"constraints_unmet\": {\"cells\": \(match.constraintViolations), \"constraints\": [\(unmet.joined(separator: ", "))]}")
+        fields.append("\"constraints_unmet\": {\"cells\": \(unmetCells(prepared.unmet)), \"constraints\": [\(unmet.joined(separator: ", "))]}")
         return ("mosaic", "{" + fields.joined(separator: ", ") + "}")
     }
 }

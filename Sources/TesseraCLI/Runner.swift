@@ -95,7 +95,7 @@ public struct Runner {
             if let unmet = Report.unmetConstraints(prepared, minDistance: settings.minDistance, maxUses: settings.maxUses) {
                 console.warning(unmet)
                 if options.strict {
-                    console.message("--strict: \(prepared.match.constraintViolations) cell(s) could not meet the constraints; nothing rendered")
+                    console.message("--strict: \(Report.unmetCells(prepared.unmet)) cell(s) could not meet the placement rules; nothing rendered")
                     return .badInput
                 }
             }

@@ -67,6 +67,8 @@ public struct PreparedMosaic: Sendable {
     public var colour = ColourDifference(meanDeltaE2000: 0, farShare: 0, subCells: 0)
     /// The distinct pictures smaller than the cell (drawn enlarged), with their uses.
     public var tooSmall = TooSmallPhotos()
+    /// The cells of the final placement that break --min-distance or --max-uses.
+    public var unmet = UnmetConstraints()
     /// How many times the pictures were used: `match.assignment` over `photoCount` pictures
     /// (indices into `request.photos`, the pictures used).
     public var uses: UsesHistogram { MosaicQuality.usesHistogram(assignment: match.assignment, pictures: photoCount) }
@@ -274,22 +276,25 @@ public enum MosaicJob {
         prepared.duplicateCount = pictures.duplicateCount
         prepared.photoCount = pictures.photos.count
         prepared.preparationBytes = preparation
-        (prepared.colour, prepared.tooSmall) = measured
+        (prepared.colour, prepared.tooSmall, prepared.unmet) = measured
         return prepared
     }
 
     /// What the match looks like against the target while both features are at hand: the
-    /// colour difference (CIEDE2000) and the pictures too small for the cell. Holds the cells'
+    /// colour difference (CIEDE2000), the pictures too small for the cell, the cells that
+    /// break a rule. Holds the cells'
     /// order by picture (4 bytes a cell) beside the target's features, within the matching's
     /// share of the plan (its working set is freed by now).
     static func measure(_ match: MosaicMatch, target: [Float], pictures: (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int),
-                        mosaic: MosaicSettings) throws(TesseraError) -> (ColourDifference, TooSmallPhotos) {
+                        mosaic: MosaicSettings) throws(TesseraError) -> (ColourDifference, TooSmallPhotos, UnmetConstraints) {
         let order = MosaicQuality.cellsByPhoto(match.assignment)
         let colour = try MosaicQuality.colourDifference(target: target, assignment: match.assignment, order: order, store: pictures.store,
                                                         subCells: mosaic.subCells)
         let tooSmall = MosaicQuality.tooSmallPhotos(pictures.photos, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                                     assignment: match.assignment, order: order)
-        return (colour, tooSmall)
+        let unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,
+                                                   minDistance: mosaic.minDistance, maxUses: mosaic.maxUses)
+        return (colour, tooSmall, unmet)
     }
 
     /// The features of every photo of `photos` (row for row in the store; `have` marks the

@@ -74,6 +74,17 @@ public struct UsesHistogram: Equatable, Sendable {
     }
 }
 
+/// Cells of the final assignment that break a placement rule (the matcher counts the cells its
+/// greedy pass could not place within the rules; the local search may mend some since).
+public struct UnmetConstraints: Equatable, Sendable {
+    /// Cells with an identical photo within the minimum distance.
+    public var tooClose = 0
+    /// Cells past their photo's most uses (each photo's uses beyond the limit).
+    public var overUsed = 0
+    public init(tooClose: Int = 0, overUsed: Int = 0) { self.tooClose = tooClose; self.overUsed = overUsed }
+    public var any: Bool { tooClose > 0 || overUsed > 0 }
+}
+
 /// The output's likeness to the target at a common size.
 public struct StructuralSimilarity: Equatable, Sendable {
     /// Mean SSIM over the luma of both pictures (1: identical).
@@ -200,6 +211,41 @@ public enum MosaicQuality {
         }
         return ColourDifference(meanDeltaE2000: count > 0 ? sum / Double(count) : 0,
                                 farShare: count > 0 ? Double(far) / Double(count) : 0, subCells: count)
+    }
+
+    // MARK: Rules
+
+    /// The cells of `assignment` (`columns` wide) that break the rules: an identical photo
+    /// within `minDistance` cells (Chebyshev), uses of a photo past `maxUses`. `order` is
+    /// `cellsByPhoto(assignment)`: each photo's cells are a run in row order, so only pairs
+    /// of one photo within `minDistance` rows are compared.
+    public static func unmetConstraints(assignment: [Int32], columns: Int, order: [Int32], minDistance: Int,
+                                        maxUses: Int?) -> UnmetConstraints {
+        var result = UnmetConstraints()
+        var start = 0
+        var near: [Bool] = []
+        while start < order.count {
+            let photo = assignment[Int(order[start])]
+            var end = start + 1
+            while end < order.count && assignment[Int(order[end])] == photo { end += 1 }
+            if photo >= 0 {
+                if let maxUses, end - start > maxUses { result.overUsed += end - start - maxUses }
+                if minDistance > 0 {
+                    near = [Bool](repeating: false, count: end - start)
+                    for i in start..<end {
+                        let a = Int(order[i])
+                        for j in (i + 1)..<end {
+                            let b = Int(order[j])
+                            if b / columns - a / columns > minDistance { break }
+                            if abs(b % columns - a % columns) <= minDistance { near[i - start] = true; near[j - start] = true }
+                        }
+                    }
+                    result.tooClose += near.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+            }
+            start = end
+        }
+        return result
     }
 
     // MARK: Uses

@@ -123,6 +123,22 @@ import TesseraTestSupport
         #expect(empty.mostUsed == -1 && empty.buckets.isEmpty && empty.mostUsedShare == 0)
     }
 
+    @Test func unmetConstraintsAreFoundInTheFinalPlacement() {
+        // 4 x 3 cells: photo 0 at (0,0) and (1,1) touch diagonally; photo 1 at (3,0) and (3,2)
+        // are 2 rows apart; photo 2 is used 4 times.
+        let assignment: [Int32] = [0, 2, 2, 1,
+                                   3, 0, 4, 5,
+                                   2, 6, 2, 1]
+        let order = MosaicQuality.cellsByPhoto(assignment)
+        let one = MosaicQuality.unmetConstraints(assignment: assignment, columns: 4, order: order, minDistance: 1, maxUses: 3)
+        // Too close at distance 1: photo 0's two cells, photo 2's (0,1)-(0,2) pair; (2,0) and (2,2) are 2 apart.
+        #expect(one == UnmetConstraints(tooClose: 4, overUsed: 1), "\(one)")
+        let two = MosaicQuality.unmetConstraints(assignment: assignment, columns: 4, order: order, minDistance: 2, maxUses: nil)
+        // At distance 2 every repeat is too close: photo 0 (2), photo 1 (2), photo 2 (all 4).
+        #expect(two == UnmetConstraints(tooClose: 8, overUsed: 0), "\(two)")
+        #expect(!MosaicQuality.unmetConstraints(assignment: assignment, columns: 4, order: order, minDistance: 0, maxUses: 4).any)
+    }
+
     @Test func tooSmallPhotosAreFoundWithTheirUses() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
