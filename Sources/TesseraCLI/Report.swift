@@ -180,12 +180,17 @@ public enum Report {
             var line = "            \(formatCount(small.count)) smaller than the \(layout.cellWidth) x \(layout.cellHeight) px cell, "
                 + "enlarged into \(formatCount(small.cells)) cell(s)"
             let named = small.held.prefix(3).map { photo in
-                "\(photo.path) (\(photo.width) x \(photo.height) px, \(formatDecimal(photo.enlargement, places: 1))x, \(formatCount(photo.uses)) cell(s))"
+                "\(photo.path) (\(photo.width) x \(photo.height) px, \(formatDecimal(photo.enlargement, places: photo.enlargement < 2 ? 2 : 1))x, \(formatCount(photo.uses)) cell(s))"
             }
             line += ": " + named.joined(separator: ", ") + (small.count > named.count ? ", and \(formatCount(small.count - named.count)) more" : "")
             lines.append(line)
         }
         let perPicture = Double(cells) / Double(max(1, prepared.photoCount))
+        if prepared.photoCount > cells {
+            lines.append("            more pictures than cells (\(formatCount(cells)) cells, \(formatCount(prepared.photoCount)) pictures): "
+                         + "at most \(formatCount(cells)) can appear; --cells or --size for more cells")
+            return lines.joined(separator: "\n")
+        }
         lines.append("            about \(formatDecimal(perPicture, places: perPicture < 10 ? 1 : 0)) uses per picture "
                      + "(\(formatCount(cells)) cells, \(formatCount(prepared.photoCount)) pictures): --cells or --size to change it, "
                      + "--min-uses/--use-all to use every picture")
