@@ -96,32 +96,56 @@ public struct Runner {
                 for duplicate in prepared.duplicates { console.duplicate(duplicate.photo, sameAs: duplicate.sameAs) }
                 console.summarise()
             }
+            console.result(Report.library(prepared, usable: library.photos.count - prepared.failed.count))
+            // Cells that broke a rule are known after matching: --strict refuses them before
+            // anything is written.
+            if let unmet = Report.unmetConstraints(prepared, minDistance: settings.minDistance, maxUses: settings.maxUses) {
+                console.warning(unmet)
+                if options.strict {
+                    console.message("--strict: \(Report.unmetCells(prepared.unmet)) cell(s) could not meet the placement rules; nothing rendered")
+                    return .badInput
+                }
+            }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
-            let matching = Report.mosaic(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
-                                         reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
-                                         targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
-                                         duplicates: prepared.duplicateCount)
             guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
-                console.result(matching)
+                console.result(Report.mosaic(prepared))
                 return .success
             }
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
                                                                                           placeholders: summary.failedPhotos))
             }
+            let similarity = likeness(prepared, summary: summary, options: options, target: settings.targetPath)
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
                                   videos: library.leftOut.videos))
-            console.result(matching)
+            console.result(Report.mosaic(prepared, similarity: similarity))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count)
-                             + [Report.mosaicFields(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
-                                                    reused: prepared.reused, duplicates: prepared.duplicateCount,
-                                                    analysisSeconds: prepared.analysisSeconds, targetSeconds: prepared.targetSeconds,
-                                                    matchSeconds: prepared.matchSeconds)])
+                             + [Report.mosaicFields(prepared, similarity: similarity, minDistance: settings.minDistance, maxUses: settings.maxUses)])
             return .success
         } catch {
             return report(error, options: options, manifest: mosaic.manifestPath)
+        }
+    }
+
+    /// The mosaic's SSIM against its target, read back from the JPEG just written at the
+    /// common size (MosaicQuality.structuralSimilarity: streamed, never decoded whole), or why
+    /// it was not measured.
+    func likeness(_ prepared: PreparedMosaic, summary: RenderSummary, options: GridOptions,
+                  target: String) -> Result<StructuralSimilarity, SimilaritySkipped> {
+        if options.shard != nil { return .failure(SimilaritySkipped("a shard writes a part; measure the picture tessera join writes")) }
+        guard let jpeg = options.jpegPath else {
+            return .failure(SimilaritySkipped("only a Deep Zoom pyramid was written, and SSIM reads the JPEG back (add -o OUT.jpg)"))
+        }
+        // A decoder's share of the budget: a few scaled rows and a 512 px picture.
+        let budget = DecodeBudget(budgetBytes: min(options.settings.maxMemoryBytes, 64 << 20), workers: 1,
+                                  spillDirectory: options.settings.temporaryDirectory)
+        do throws(TesseraError) {
+            return .success(try MosaicQuality.structuralSimilarity(output: jpeg, width: summary.width, height: summary.height,
+                                                                   target: target, budget: budget))
+        } catch {
+            return .failure(SimilaritySkipped("could not read the pictures back (\(error))"))
         }
     }
 

@@ -15,7 +15,7 @@ public enum ExitCode: Int32, Error, Sendable {
     case renderFailed = 1
     /// The command line is wrong.
     case usage = 2
-    /// No usable photo, or a photo skipped under --strict.
+    /// No usable photo, or a photo skipped (a mosaic's cell off its constraints) under --strict.
     case badInput = 3
     /// Not enough disk space or memory budget, found before rendering.
     case insufficientResources = 4
@@ -32,7 +32,7 @@ public enum ExitCode: Int32, Error, Sendable {
         ("0", "the JPEG and/or the pyramid was written"),
         ("1", "the render failed (I/O or encoder error); nothing was written under the output names"),
         ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a --target that is missing or not a file (a folder, a FIFO), a JPEG over 65,500 px a side"),
-        ("3", "no usable photo found, or a photo would be skipped under --strict; for join, a part missing, duplicated, truncated, damaged (a checksum), not a readable file or of another render"),
+        ("3", "no usable photo found, or a photo would be skipped (a mosaic: a cell could not meet its constraints) under --strict; for join, a part missing, duplicated, truncated, damaged (a checksum), not a readable file or of another render"),
         ("4", "not enough disk space, inodes or memory budget, found before rendering started (the message says what would fit)"),
         ("129 / 130 / 143", "hung up (SIGHUP) / interrupted (SIGINT) / terminated (SIGTERM); nothing written, temporaries removed"),
     ]

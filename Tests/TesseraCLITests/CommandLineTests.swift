@@ -845,7 +845,7 @@ let fixtures: String = {
                                  "--tile-size", "8", "--min-distance", "0", "--manifest", manifest, "--cache-dir", cache, "--no-progress"])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("wrote \(output): 240 x 160 px"))
-        #expect(result.output.contains("mean Oklab error") && result.output.contains("18 photo(s) analysed"))
+        #expect(result.output.contains("colour match: mean ΔE2000") && result.output.contains("18 photo(s) analysed"))
         let json = String(decoding: readFile(manifest), as: UTF8.self)
         #expect(json.hasPrefix("{\"cells\": [\n  {\"column\": 0, \"row\": 0, \"photo\": "))
         #expect(json.components(separatedBy: "\"column\"") == 601)  // 600 cells
