@@ -56,7 +56,7 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               skipped: Int = 0, videos: Int = 0) -> String {
+                               skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -69,6 +69,9 @@ public enum Report {
         var line = "wrote \(names.joined(separator: " and ")): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
         line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
         line += "\(formatDecimal(summary.megapixelsPerSecond, places: 1)) MP/s, peak RSS \(formatBytes(summary.peakResidentBytes))"
+        // The render is one step of the run: a person waited for all of them (the scan, a
+        // mosaic's analysis and matching, the quality read-back).
+        if let runSeconds { line += "; \(formatDecimal(runSeconds, places: 2)) s in all" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
         if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         // Each was named in a warning when it happened (or counted with its reason, past the
@@ -284,11 +287,12 @@ public enum Report {
 
     /// The figures of a finished render for `--progress json`'s summary event.
     public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, manifest: String?,
-                                     skipped: Int) -> [(String, String)] {
+                                     skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
         var outputs: [String] = []
         if let jpeg { outputs.append("\"jpeg\": \(jsonStringLiteral(jpeg))") }
         if let deepZoom { outputs.append("\"dzi\": \(jsonStringLiteral(deepZoom))") }
         if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
+        if let preview { outputs.append("\"preview\": \(jsonStringLiteral(preview))") }
         return [("width", "\(summary.width)"), ("height", "\(summary.height)"),
                 ("bytes", "\(summary.outputBytes + summary.deepZoomBytes)"),
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
@@ -296,6 +300,7 @@ public enum Report {
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
                 ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]
+            + (runSeconds.map { [("run_seconds", formatDecimal($0, places: 3))] } ?? [])
     }
 
     /// A mosaic's figures for the summary event. `similarity`: as for `mosaic`.

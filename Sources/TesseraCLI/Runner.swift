@@ -18,6 +18,7 @@ public struct Runner {
     }
 
     public func grid(_ options: GridOptions) -> ExitCode {
+        let runStarted = monotonicSeconds()
         let options = options.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)
         let library: PhotoLibrary
@@ -44,10 +45,12 @@ public struct Runner {
                 try RenderManifest.write(layout: layout, photos: library.photos, to: path,
                                          notes: Report.manifestNotes(skipped: library, placeholders: summary.failedPhotos))
             }
+            let runSeconds = monotonicSeconds() - runStarted
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
-                                  videos: library.leftOut.videos))
+                                  videos: library.leftOut.videos, runSeconds: runSeconds))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
-                                                  manifest: options.manifestPath, skipped: library.skippedCount))
+                                                  manifest: options.manifestPath, skipped: library.skippedCount,
+                                                  runSeconds: runSeconds, preview: options.previewPath))
             return .success
         } catch {
             return report(error, options: options, manifest: options.manifestPath)
@@ -55,6 +58,7 @@ public struct Runner {
     }
 
     public func mosaic(_ mosaic: MosaicOptions) -> ExitCode {
+        let runStarted = monotonicSeconds()
         let options = mosaic.render.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)
         let manifest = mosaic.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
@@ -78,7 +82,7 @@ public struct Runner {
             settings.cacheDirectory = mosaic.cacheDirectory
             let started = monotonicSeconds()
             let console = self.console
-            let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.outputs,
+            let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.plannedOutputs,
                                                  cancellation: cancellation, beforeAnalysis: { plan throws(TesseraError) in
                 // Free space before analysis and matching, which can take minutes.
                 if !options.dryRun {
@@ -106,6 +110,13 @@ public struct Runner {
                     return .badInput
                 }
             }
+            if let path = options.previewPath {
+                let preview = try writePreview(of: prepared.request, to: path, dryRun: options.dryRun)
+                if options.outputs.isEmpty {
+                    console.result(Report.mosaic(prepared))
+                    return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count)
+                }
+            }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
@@ -117,11 +128,14 @@ public struct Runner {
                                                                                           placeholders: summary.failedPhotos))
             }
             let similarity = likeness(prepared, summary: summary, options: options, target: settings.targetPath)
-            console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
-                                  videos: library.leftOut.videos))
+            let runSeconds = monotonicSeconds() - runStarted
+            // The quality first, the line naming what was written last, where a person looks.
             console.result(Report.mosaic(prepared, similarity: similarity))
+            console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
+                                  videos: library.leftOut.videos, runSeconds: runSeconds))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
-                                                  manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count)
+                                                  manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count,
+                                                  runSeconds: runSeconds, preview: options.previewPath)
                              + [Report.mosaicFields(prepared, similarity: similarity, minDistance: settings.minDistance, maxUses: settings.maxUses)])
             return .success
         } catch {
@@ -285,10 +299,10 @@ public struct Runner {
 
     /// The summary line of a render, or of a shard's part.
     func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: Int,
-                videos: Int = 0) -> String {
+                videos: Int = 0, runSeconds: Double? = nil) -> String {
         guard let target = renderer.shard, let band = renderer.band else {
             return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, skipped: skipped,
-                                  videos: videos)
+                                  videos: videos, runSeconds: runSeconds)
         }
         return Report.shard(summary, target: target, band: band, skipped: skipped)
     }
