@@ -13,8 +13,8 @@
 //      photo's best matches; the same seed gives the same mosaic.
 //      With a minimum of uses, `Placement.repairMinUses` then gives every photo used fewer times
 //      its missing uses, each in the cell where it costs least extra, taken from a photo used
-//      more than the minimum (the cells compared: all of them when that is cheap, else the
-//      photo's nearest by a FeatureTree over the cells' target features);
+//      more than the minimum (the cells compared: all of them when that is cheap, else first
+//      each cell's nearest short photos by a FeatureTree over those photos);
 //   3. `Placement.improve`: `effort` passes of local search over the cells in the same order: a cell takes a better
 //      candidate when the constraints allow it, or swaps photos with the one neighbour whose
 //      photo blocks it, whenever that lowers the total cost (a reassignment never takes a photo
@@ -141,8 +141,9 @@ public enum MosaicMatcher {
     /// errors before and after. A placed photo (at most one a cell): its features and
     /// bookkeeping; with few photos, a table of every photo's slot. A photo of the run: its features, its projected point (as built and in tree
     /// order, 32 bytes each), its place in the order, its share of the nodes, the permutation's
-    /// mark. With a minimum of uses (`minUses` > 0), the repair's tree over the cells besides:
-    /// a copy of the target's features in the tree's order, and the tree (`repairTreeBytesPerCell`).
+    /// mark. With a minimum of uses (`minUses` > 0), the repair's besides (at most one short
+    /// photo a cell): their features in a tree's order, the tree, and 2 offers a cell
+    /// (`repairTreeBytesPerCell`).
     public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24,
                                     chunkPhotos: Int = MosaicMatcher.chunkPhotos, minUses: Int = 0) -> Int {
         let d = k * k * 3
@@ -154,13 +155,14 @@ public enum MosaicMatcher {
         return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k) + repair
     }
 
-    /// A cell's share of the repair's FeatureTree: its projected point (32 bytes), its place in
-    /// the order (4), its share of the nodes (about 4), with room to spare.
-    static let repairTreeBytesPerCell = 48
+    /// A cell's share of the repair: a short photo's projected point (32 bytes), its place in the
+    /// order (4) and share of the nodes (about 4), and the cell's 2 offers (12 each), with room
+    /// to spare.
+    static let repairTreeBytesPerCell = 72
 
     /// Up to this many (picture, cell) comparisons, the repair compares every short picture with
     /// every cell (exact, and cheap: 16M comparisons of 27 values are well under a second);
-    /// beyond, each short picture's nearest cells come from a FeatureTree over the cells.
+    /// beyond, each cell finds its nearest short pictures by a FeatureTree over them.
     static let exhaustiveRepairPairs = 1 << 24
 
     static func runBytesPerPhoto(subCells k: Int) -> Int { k * k * 3 * 4 + 32 + 32 + 4 + 5 + 1 }
@@ -207,8 +209,8 @@ public enum MosaicMatcher {
     /// `useTree`: nil decides by the photo count; true or false forces the feature tree or the
     /// exhaustive ranking (they give the same result). `minUses`: every photo at least this many
     /// times (0: no minimum); `repairByTree`: nil decides by the work, true or false forces the
-    /// repair's FeatureTree over the cells or its comparison of every short photo with every
-    /// cell (these can differ: the tree offers each photo its nearest cells only).
+    /// repair's rounds over a FeatureTree of the short photos or its comparison of every short
+    /// photo with every cell (these can differ: a round takes the cheapest offers first).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore,
                              minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
@@ -580,50 +582,96 @@ public enum MosaicMatcher {
 
         // MARK: After the greedy pass, the minimum of uses
 
-        /// Gives every photo short of `minUses` after the greedy pass its missing uses, one photo
-        /// after another in photo order: each use goes to the cell where the photo costs least
-        /// extra (its cost there less the cell's), among the cells whose photo has uses to spare
-        /// (more than `minUses`) and where the minimum distance still holds. The cells compared:
-        /// every one, when there are few enough pairs (`exhaustiveRepairPairs`; `byTree` false),
-        /// else the photo's nearest by a FeatureTree over the cells' target features, 64, then 512
-        /// when none of them can be given, then every one. Uses no cell can take
-        /// (the minimum distance blocks every cell with a photo to spare) are counted as missing.
-        /// One thread, in a fixed order: the same result for any number of workers.
+        /// Gives every photo short of `minUses` after the greedy pass its missing uses, each in a
+        /// cell whose photo has uses to spare (more than `minUses`) and where the minimum
+        /// distance still holds, at the least extra cost (the photo's cost there less the
+        /// cell's) that can be found. With few pairs (`exhaustiveRepairPairs`; `byTree` false),
+        /// one photo after another in photo order compares every cell. Else first in rounds
+        /// (`repairInRounds`): every such cell offers itself to its nearest short photos by a
+        /// FeatureTree over them, and the offers are taken cheapest first; what the rounds leave
+        /// short is then done one photo at a time. Uses no cell can take (the minimum distance
+        /// blocks every cell with a photo to spare) are counted as missing. One thread, in a
+        /// fixed order: the same result for any number of workers.
         mutating func repairMinUses(byTree: Bool?, reporter: MatchReporter) throws(TesseraError)
             -> (cells: Int, cost: Double, pictures: Int, missingUses: Int) {
             guard minUses > 0, !shortPictures.isEmpty else { return (0, 0, 0, 0) }
             let cells = assignment.count
-            let useTree = cells > 1 && (byTree ?? (shortPictures.count * cells > exhaustiveRepairPairs))
-            let cellTree = useTree ? CellTree(target: target, cells: cells, valuesPerCell: d) : nil
+            var pending = shortPictures
             var repaired = 0, added = 0.0, below = 0, missing = 0
-            for (index, picture) in shortPictures.enumerated() {
+            if cells > 1 && (byTree ?? (shortPictures.count * cells > exhaustiveRepairPairs)) {
+                (repaired, added) = try repairInRounds(&pending, reporter: reporter)
+            }
+            for (index, picture) in pending.enumerated() {
                 var want = minUses - usesOf(picture)
-                var nearest = cellTree == nil ? cells : min(cells, 64)
                 while want > 0 {
-                    let offers = nearest < cells ? treeOffers(picture, tree: cellTree!, m: nearest) : everyOffer(picture, keep: 4 * want + 16)
                     var took = 0
-                    for cell in offers where want > 0 && canGive(Int(cell), to: picture) {
+                    for cell in everyOffer(picture, keep: 4 * want + 16) where want > 0 && canGive(Int(cell), to: picture) {
                         added += give(Int(cell), to: picture)
                         took += 1
                         want -= 1
                     }
                     repaired += took
-                    guard want > 0 else { break }
-                    if nearest < cells {
-                        // (Past 512 the tree's ranking insertions cost more than comparing every
-                        // cell: 9,388 short pictures of 26,600 cells took 166 s widening to 4,096.)
-                        nearest = nearest >= 512 ? cells : min(cells, nearest * 8)
-                    } else if took == 0 {
+                    if want > 0 && took == 0 {
                         // Not one cell of the mosaic can take it: what it lacks is a violation.
                         below += 1
                         missing += want
                         break
                     }
-                    // (Else the best offers of every cell were taken: the next ones are looked for.)
+                    // (Else, if it still lacks uses, the best offers of every cell were taken:
+                    // the next ones are looked for.)
                 }
                 if (index + 1) % 256 == 0, reporter.cancellation?.isCancelled == true { throw .cancelled }
             }
             return (repaired, added, below, missing)
+        }
+
+        /// Up to 8 rounds: a FeatureTree over the photos in `pending` (short of `minUses`); every
+        /// cell whose photo has uses to spare finds its 2 nearest of them (for a cell the nearest
+        /// is the least extra cost: the cell's own cost is the same for all), and the offers are
+        /// taken cheapest first, by (extra cost, cell, photo), while the photo is short and the
+        /// cell can be given to it. `pending` is left holding the photos still short; stops
+        /// early when a round gives nothing. Each round is a search a cell (not a comparison of
+        /// every photo with every cell). Returns the cells given and the cost they added.
+        mutating func repairInRounds(_ pending: inout [Int32], reporter: MatchReporter) throws(TesseraError) -> (cells: Int, cost: Double) {
+            var repaired = 0, added = 0.0
+            for _ in 0..<8 where !pending.isEmpty {
+                var features = [Float](repeating: 0, count: pending.count * d)
+                for (i, picture) in pending.enumerated() {
+                    let slot = Int(slotOfPhoto[picture]!)
+                    for v in 0..<d { features[i * d + v] = placedFeatures[slot * d + v] }
+                }
+                let tree = features.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: pending.count, valuesPerPhoto: d) }
+                features.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: d, order: tree.order) }
+                let m = min(2, pending.count)
+                var offers: [(extra: Float, cell: Int32, picture: Int32)] = []
+                var found = [Int32](repeating: .max, count: m), foundCosts = [Float](repeating: .infinity, count: m)
+                var scratch = FeatureTree.Scratch(dimensions: tree.dimensions)
+                for cell in 0..<assignment.count where usesOf(assignment[cell]) > minUses {
+                    for i in 0..<m { (found[i], foundCosts[i]) = (.max, .infinity) }
+                    target.withUnsafeBufferPointer { t in
+                        features.withUnsafeBufferPointer { f in
+                            found.withUnsafeMutableBufferPointer { found in
+                                foundCosts.withUnsafeMutableBufferPointer { foundCosts in
+                                    tree.nearest(t.baseAddress! + cell * d, features: f.baseAddress!, m: m, photos: found.baseAddress!,
+                                                 costs: foundCosts.baseAddress!, scratch: &scratch)
+                                }
+                            }
+                        }
+                    }
+                    for i in 0..<m where found[i] != .max { offers.append((foundCosts[i] - costs[cell], Int32(cell), pending[Int(found[i])])) }
+                    if cell % batchCells == 0, reporter.cancellation?.isCancelled == true { throw .cancelled }
+                }
+                offers.sort { ($0.extra, $0.cell, $0.picture) < ($1.extra, $1.cell, $1.picture) }
+                var took = 0
+                for offer in offers where usesOf(offer.picture) < minUses && canGive(Int(offer.cell), to: offer.picture) {
+                    added += give(Int(offer.cell), to: offer.picture)
+                    took += 1
+                }
+                repaired += took
+                pending = pending.filter { usesOf($0) < minUses }
+                if took == 0 { break }
+            }
+            return (repaired, added)
         }
 
         /// Whether `cell` can be given to `picture`: its photo has uses to spare, and no cell near
@@ -664,31 +712,6 @@ public enum MosaicMatcher {
                 if best.count > keep { best.removeLast() }
             }
             return best.map(\.cell)
-        }
-
-        /// The `m` cells nearest `picture` by its cost there (`tree`), those that can be given
-        /// to it, by (extra cost, cell).
-        func treeOffers(_ picture: Int32, tree: CellTree, m: Int) -> [Int32] {
-            var found = [Int32](repeating: .max, count: m)
-            var foundCosts = [Float](repeating: .infinity, count: m)
-            var scratch = FeatureTree.Scratch(dimensions: tree.tree.dimensions)
-            let slot = Int(slotOfPhoto[picture]!), d = d
-            placedFeatures.withUnsafeBufferPointer { features in
-                tree.features.withUnsafeBufferPointer { cellFeatures in
-                    found.withUnsafeMutableBufferPointer { found in
-                        foundCosts.withUnsafeMutableBufferPointer { foundCosts in
-                            tree.tree.nearest(features.baseAddress! + slot * d, features: cellFeatures.baseAddress!, m: m,
-                                              photos: found.baseAddress!, costs: foundCosts.baseAddress!, scratch: &scratch)
-                        }
-                    }
-                }
-            }
-            var offers: [(extra: Float, cell: Int32)] = []
-            for i in 0..<m where found[i] != .max && canGive(Int(found[i]), to: picture) {
-                offers.append((foundCosts[i] - costs[Int(found[i])], found[i]))
-            }
-            offers.sort { $0.extra < $1.extra || ($0.extra == $1.extra && $0.cell < $1.cell) }
-            return offers.map(\.cell)
         }
 
         // MARK: The constraints
@@ -905,21 +928,6 @@ public enum MosaicMatcher {
             let slot = Int(slotOfPhoto[assignment[cell]]!)
             if previous[cell] >= 0 { next[Int(previous[cell])] = next[cell] } else { head[slot] = next[cell] }
             if next[cell] >= 0 { previous[Int(next[cell])] = previous[cell] }
-        }
-    }
-
-    /// The repair's tree over the cells' target features (FeatureTree: the photos' tree, here
-    /// searched for the cells nearest a photo), and those features in the tree's order.
-    struct CellTree {
-        let tree: FeatureTree
-        let features: [Float]
-
-        init(target: [Float], cells: Int, valuesPerCell d: Int) {
-            tree = target.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: cells, valuesPerPhoto: d) }
-            var features = target
-            let order = tree.order
-            features.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: d, order: order) }
-            self.features = features
         }
     }
 
