@@ -17,7 +17,8 @@
 // Then `tessera mosaic` on the same grid against a real photo (end to end, ratio to the floor,
 // peak RSS), matching alone for 53,400 cells against 1,000 photos, and, where `metapixel` and
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
-// and grid, with both mosaics' mean Oklab error against the target at sub-cell resolution.
+// and grid, with both mosaics' mean Oklab error and CIEDE2000 against the target at sub-cell
+// resolution and their SSIM against it at a common size (MosaicQuality).
 // Then libraries of 1,000 and 100,000 tiny photo files (and 1,000,000 when asked): the scan, the
 // grid and the mosaic cold and warm against `find -printf` over the same tree, with peak RSS and
 // the dry run's plan (Benchmarks/LibraryBenchmark.swift; one run each, not the median below).
@@ -379,6 +380,27 @@ func meanOklabError(_ a: [Float], _ b: [Float]) -> Double {
     return total / Double(a.count / 3)
 }
 
+/// Mean CIEDE2000 between two feature arrays (cells x k*k*3 Oklab), per sub-cell
+/// (MosaicQuality: Oklab to CIELAB D65, then Sharma et al.'s formula).
+func meanDeltaE2000(_ a: [Float], _ b: [Float]) -> Double {
+    var total = 0.0
+    for i in stride(from: 0, to: a.count, by: 3) {
+        total += MosaicQuality.deltaE2000(MosaicQuality.cielab(OklabColor(l: a[i], a: a[i + 1], b: a[i + 2])),
+                                          MosaicQuality.cielab(OklabColor(l: b[i], a: b[i + 1], b: b[i + 2])))
+    }
+    return total / Double(max(1, a.count / 3))
+}
+
+/// "mean ΔE2000 x, SSIM y": the picture at `path` (`width` x `height` px) against the target, its
+/// features `features` against the target's `targetFeatures`; SSIM on luma at the common size.
+func qualityFigures(_ path: String, width: Int, height: Int, features: [Float], target: String, targetFeatures: [Float]) -> String {
+    guard width > 0 && height > 0 else { return "mean ΔE2000 \(fixed(meanDeltaE2000(features, targetFeatures), 2)), SSIM not measured" }
+    let budget = DecodeBudget(budgetBytes: 64 << 20, workers: 1)
+    let ssim = (try? MosaicQuality.structuralSimilarity(output: path, width: width, height: height, target: target, budget: budget))
+        .map { "SSIM \(fixed($0.ssim, 3)) (luma at \($0.width) x \($0.height), 11x11 Gaussian)" } ?? "SSIM not measured"
+    return "mean ΔE2000 \(fixed(meanDeltaE2000(features, targetFeatures), 2)), \(ssim)"
+}
+
 @MainActor
 func runMosaicBenchmark() {
     let columns = 200, rows = 267, k = 3
@@ -407,8 +429,9 @@ func runMosaicBenchmark() {
         ours = try MosaicAnalysis.targetFeatures(path: output, columns: columns, rows: rows, subCells: k)
         targetFeatures = try MosaicAnalysis.targetFeatures(path: target, columns: columns, rows: rows, subCells: k)
     } catch { fail("\(error)") }
+    let figures = qualityFigures(output, width: columns * cell, height: rows * cell, features: ours, target: target, targetFeatures: targetFeatures)
     unlink(output)
-    print("  tessera mosaic: mean Oklab error of the rendered picture against the target: \(fixed(meanOklabError(ours, targetFeatures), 4))")
+    print("  tessera mosaic: the rendered picture against the target: mean Oklab error \(fixed(meanOklabError(ours, targetFeatures), 4)), \(figures)")
 
     // Matching alone: 1,000 photos (generated, 400 px) against 53,400 cells.
     let thousand = products + "/bench-photos-1000"
@@ -457,10 +480,19 @@ func runMosaicBenchmark() {
                       "--tile-size", String(cell), "--quality", String(quality), "--no-progress", "--cache-dir", cache], stdout: report)
     do {
         let sizedFeatures = try MosaicAnalysis.targetFeatures(path: sized, columns: columns, rows: rows, subCells: k)
-        let theirError = meanOklabError(try MosaicAnalysis.targetFeatures(path: theirs, columns: columns, rows: rows, subCells: k), sizedFeatures)
-        let ourError = meanOklabError(try MosaicAnalysis.targetFeatures(path: output, columns: columns, rows: rows, subCells: k), sizedFeatures)
-        print("  metapixel --metapixel (library prepared in \(fixed(prepare.seconds)) s): \(fixed(metapixel.seconds)) s, peak RSS \(fixed(Double(metapixel.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(theirError, 4))")
-        print("  tessera mosaic, same target, library and grid: \(fixed(ourRun.seconds)) s, peak RSS \(fixed(Double(ourRun.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(ourError, 4))")
+        let theirFeatures = try MosaicAnalysis.targetFeatures(path: theirs, columns: columns, rows: rows, subCells: k)
+        let ourFeatures = try MosaicAnalysis.targetFeatures(path: output, columns: columns, rows: rows, subCells: k)
+        let theirError = meanOklabError(theirFeatures, sizedFeatures), ourError = meanOklabError(ourFeatures, sizedFeatures)
+        var theirSize = (width: 0, height: 0)
+        if let header = try? PhotoLibrary.scan([theirs], selection: PhotoSelection(includeOwnOutputs: true)).photos.first?.header {
+            theirSize = (header.width, header.height)
+        }
+        let theirFigures = qualityFigures(theirs, width: theirSize.width, height: theirSize.height, features: theirFeatures, target: sized,
+                                          targetFeatures: sizedFeatures)
+        let ourFigures = qualityFigures(output, width: columns * cell, height: rows * cell, features: ourFeatures, target: sized,
+                                        targetFeatures: sizedFeatures)
+        print("  metapixel --metapixel (library prepared in \(fixed(prepare.seconds)) s): \(fixed(metapixel.seconds)) s, peak RSS \(fixed(Double(metapixel.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(theirError, 4)), \(theirFigures)")
+        print("  tessera mosaic, same target, library and grid: \(fixed(ourRun.seconds)) s, peak RSS \(fixed(Double(ourRun.peakBytes) / 1e6, 1)) MB, mean Oklab error \(fixed(ourError, 4)), \(ourFigures)")
         for line in fileLines(report) where line.hasPrefix("mosaic:") { print("  | " + line) }
     } catch { fail("\(error)") }
     unlink(output)

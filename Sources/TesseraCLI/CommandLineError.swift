@@ -1,4 +1,4 @@
-// CommandLineError.swift — what can be wrong with a command line.
+// CommandLineError.swift — what can be wrong with a command line (one problem, or all of them at once).
 
 /// A usage error: the message, and the position of the offending argument (1-based, as in
 /// CommandLine.arguments) when one is to blame; for an unknown option or command, the spelling
@@ -13,6 +13,14 @@ public struct CommandLineError: Error, Equatable, Sendable, CustomStringConverti
         self.message = message
         self.argumentIndex = argumentIndex
         self.suggestion = suggestion
+    }
+
+    /// Every problem of a command line in one error, so a person fixes them in one go rather
+    /// than meeting them one run at a time: one problem is its own message; several are listed,
+    /// one a line, under a line that counts them.
+    public static func combining(_ problems: [String]) -> CommandLineError {
+        guard problems.count > 1 else { return CommandLineError(problems.first ?? "the command line is not complete") }
+        return CommandLineError("\(problems.count) problems with this command line:" + problems.map { "\n  " + $0 }.joined())
     }
 
     /// The line the tool prints: the message, then the suggestion when there is one.

@@ -4,16 +4,17 @@
 // decides how it is shown. Everything here writes through two closures, so tests run it
 // without a terminal.
 //
-// A library of a million photos can skip ten thousand: skipped photos, placeholders, photo
-// warnings and a dry run's duplicates are grouped by reason (ReasonTally), the first few of each named and the rest
-// counted in one line per reason when the step ends, unless --verbose asks for every one;
-// `--progress json` has an event for every one either way.
+// A library of a million photos can skip ten thousand: skipped photos, placeholders and photo
+// warnings are grouped by reason (ReasonTally) and said in one line per reason when the step
+// ends, with a count and the first few names, so fifty broken files are three lines, not fifty
+// lines burying the result; a dry run's duplicates name a few and count the rest. --verbose
+// names every one as it comes, and `--progress json` has an event for every one either way.
 import Glibc
 import Tessera
 
 /// The steps of a run, as progress names them.
 public enum Phase: String, Sendable {
-    case scan, analysis, target, matching, render
+    case scan, analysis, target, matching, preview, render
     /// `tessera join`: parts copied of N.
     case join
 }
@@ -142,19 +143,52 @@ public final class StreamConsole: Console, @unchecked Sendable {
         }
         guard !quiet else { return }
         if !verbose {
-            let reason = reasonClass(photo.commandLineReason, path: photo.path)
-            let count = lock.withLock { tally.add(placeholder ? .placeholder : .skipped, reason: reason) }
-            guard count <= Self.namedPerReason else { return }
+            let reason = photo.commandLineReason
+            lock.withLock {
+                tally.add(placeholder ? .placeholder : .skipped, reason: reasonClass(reason, path: photo.path), path: photo.path, said: reason)
+            }
+            return
         }
-        warning(placeholder ? "\(photo.path): \(photo.commandLineReason); drawn as a placeholder" : "skipping \(photo.path): \(photo.commandLineReason)")
+        warning(Self.photoLine(placeholder ? .placeholder : .skipped, path: photo.path, reason: photo.commandLineReason))
     }
 
     public func photoWarning(_ path: String, _ message: String) {
         if style != .json && !quiet && !verbose {
-            let count = lock.withLock { tally.add(.photoWarning, reason: reasonClass(message, path: path)) }
-            guard count <= Self.namedPerReason else { return }
+            lock.withLock { tally.add(.photoWarning, reason: reasonClass(message, path: path), path: path, said: message) }
+            return
         }
-        warning("\(path): \(message)")
+        warning(Self.photoLine(.photoWarning, path: path, reason: message))
+    }
+
+    /// The warning for one photo of `kind`.
+    static func photoLine(_ kind: ReasonTally.Kind, path: String, reason: String) -> String {
+        switch kind {
+        case .skipped: return "skipping \(path): \(reason)"
+        case .placeholder: return "\(path): \(reason); drawn as a placeholder"
+        case .photoWarning, .duplicate: return "\(path): \(reason)"
+        }
+    }
+
+    /// One reason's line: its photo alone, or how many, what they have in common and the first
+    /// few names.
+    static func groupLine(_ group: ReasonTally.Group) -> String {
+        if group.count == 1, let path = group.names.first, let said = group.said {
+            return photoLine(group.kind, path: path, reason: said)
+        }
+        let more = group.count - group.names.count
+        let names = group.names.joined(separator: ", ") + (more > 0 ? " and \(formatCount(more)) more (--verbose names every one)" : "")
+        let files = "\(formatCount(group.count)) files"
+        // The first photo's own words when every photo of the group said the same, else what
+        // they have in common (numbers as N).
+        let reason = group.said ?? group.reason
+        switch (group.kind, reason) {
+        case (.skipped, let reason?): return "skipping \(files): \(reason): \(names)"
+        case (.skipped, nil): return "skipping \(files) for other reasons: \(names)"
+        case (.placeholder, let reason?): return "\(formatCount(group.count)) photos drawn as placeholders: \(reason): \(names)"
+        case (.placeholder, nil): return "\(formatCount(group.count)) photos drawn as placeholders for other reasons: \(names)"
+        case (.photoWarning, let reason?): return "\(formatCount(group.count)) photos drawn with a warning: \(reason): \(names)"
+        case (.photoWarning, nil), (.duplicate, _): return "\(formatCount(group.count)) photos drawn with other warnings: \(names)"
+        }
     }
 
     public func duplicate(_ path: String, sameAs: String) {
@@ -163,7 +197,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
         }
         guard !quiet else { return }
         if !verbose {
-            let count = lock.withLock { tally.add(.duplicate, reason: "") }
+            let count = lock.withLock { tally.add(.duplicate, reason: "", path: "", said: "") }
             guard count <= Self.namedPerReason else { return }
         }
         writeResult(duplicateLine(path, sameAs: sameAs))
@@ -174,17 +208,13 @@ public final class StreamConsole: Console, @unchecked Sendable {
             defer { tally.removeAll() }
             return tally.groups
         }
-        for group in groups where group.count > Self.namedPerReason {
-            let more = group.count - Self.namedPerReason
-            let all = "(\(formatCount(group.count)) in all; --verbose names every one)"
-            switch (group.kind, group.reason) {
-            case (.duplicate, _): writeResult("duplicate   and \(formatCount(more)) more \(all)")
-            case (.skipped, let reason?): warning("skipping \(formatCount(more)) more \(all): \(reason)")
-            case (.placeholder, let reason?): warning("\(formatCount(more)) more drawn as placeholders \(all): \(reason)")
-            case (.photoWarning, let reason?): warning("\(formatCount(more)) more photos warned of the same \(all): \(reason)")
-            case (.skipped, nil): warning("skipping \(formatCount(more)) more for other reasons \(all)")
-            case (.placeholder, nil): warning("\(formatCount(more)) more drawn as placeholders for other reasons \(all)")
-            case (.photoWarning, nil): warning("\(formatCount(more)) more photo warnings of other kinds \(all)")
+        for group in groups {
+            if group.kind == .duplicate {
+                guard group.count > Self.namedPerReason else { continue }
+                let all = "(\(formatCount(group.count)) in all; --verbose names every one)"
+                writeResult("duplicate   and \(formatCount(group.count - Self.namedPerReason)) more \(all)")
+            } else {
+                warning(Self.groupLine(group))
             }
         }
     }
@@ -252,7 +282,14 @@ struct ReasonTally {
         /// The reason class (`reasonClass`); nil: the reasons past the limit.
         let reason: String?
         var count: Int
+        /// The first `pathsKept` photos' paths.
+        var names: [String] = []
+        /// What every photo of the group said, while they all said the same; nil once two differ.
+        var said: String?
     }
+
+    /// Paths kept a group.
+    static let pathsKept = 3
 
     private struct Key: Hashable {
         let kind: Kind
@@ -267,17 +304,21 @@ struct ReasonTally {
 
     init(limit: Int) { self.limit = limit }
 
-    /// One more photo of `kind` for `reason`; how many its group holds now.
-    mutating func add(_ kind: Kind, reason: String) -> Int {
+    /// One more photo of `kind` for `reason` (its class), at `path`, which said `said`; how many
+    /// its group holds now.
+    @discardableResult
+    mutating func add(_ kind: Kind, reason: String, path: String = "", said: String = "") -> Int {
         var key = Key(kind: kind, reason: reason)
         if indices[key] == nil && named >= limit { key = Key(kind: kind, reason: nil) }
         if let index = indices[key] {
             groups[index].count += 1
+            if groups[index].names.count < Self.pathsKept { groups[index].names.append(path) }
+            if groups[index].said != said { groups[index].said = nil }
             return groups[index].count
         }
         if key.reason != nil { named += 1 }
         indices[key] = groups.count
-        groups.append(Group(kind: kind, reason: key.reason, count: 1))
+        groups.append(Group(kind: kind, reason: key.reason, count: 1, names: [path], said: said))
         return 1
     }
 

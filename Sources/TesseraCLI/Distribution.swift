@@ -103,7 +103,7 @@ public enum Distribution {
         }
         lines += [".SH EXAMPLES", ".nf",
                   roff("tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150"),
-                  roff("tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150"),
+                  roff("tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm"),
                   roff("tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150"),
                   ".fi",
                   ".SH \"SEE ALSO\"",

@@ -15,6 +15,8 @@ public struct GridOptions: Equatable, Sendable {
     public var outputPath = ""
     /// The Deep Zoom descriptor to write (DIR/NAME.dzi), or nil.
     public var deepZoomPath: String?
+    /// A small JPEG of the same picture, written first (`--preview`), or nil.
+    public var previewPath: String?
     public var columns: Int?
     public var rows: Int?
     public var cellWidth = 0
@@ -66,10 +68,18 @@ public struct GridOptions: Equatable, Sendable {
         return outputs
     }
 
+    /// What the render is planned and checked for: the outputs, or with none but a preview the
+    /// preview as the JPEG (the full picture is then never written).
+    public var plannedOutputs: [RenderOutput] {
+        guard outputs.isEmpty, let previewPath else { return outputs }
+        return [.jpeg(path: previewPath)]
+    }
+
     /// The flag that names `path` (an output, a file an output writes, or the temporary folder),
     /// for messages; nil when none does.
     public func flag(naming path: String) -> String? {
         if path == jpegPath { return "-o" }
+        if path == previewPath { return "--preview" }
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
         if path == settings.temporaryDirectory { return "--temp-dir" }

@@ -1,5 +1,6 @@
 // MosaicOptions.swift — `tessera mosaic`: the rendering options (RenderingOptions.swift) but
-// --order, in a mosaic's words where they differ, plus the mosaic's own; and its help.
+// --order, in a mosaic's words where they differ, plus the mosaic's own (its size in a person's
+// terms among them: MosaicSize.swift); and its help.
 import Tessera
 
 /// A parsed `tessera mosaic` command line.
@@ -26,6 +27,11 @@ public struct MosaicOptions: Equatable, Sendable {
     }
     public var seed: UInt64 = 1
     public var matchEffort = 2
+    /// What the command line says of the mosaic's size (--size, --cells, and the --grid,
+    /// --columns, --tile-size and --dpi given), resolved into a shape once the target's shape and
+    /// the library's photo count are known (MosaicSize.swift). `render` keeps the columns and
+    /// cell size as given (none: nil and 0).
+    public var sizeRequest = MosaicSizeRequest()
 
     public init() {}
 }
@@ -62,13 +68,28 @@ public enum MosaicCommand {
         },
     ]
 
+    /// The size in a person's terms: a print size, a number of cells (MosaicSize.swift).
+    static let sizeTable: [Option<MosaicOptions>] = [
+        Option("--size", value: "WxH[cm|mm|in]", help: "The picture's size: a print size like 60x90cm, 600x900mm or 24x36in, read at --dpi (default \(MosaicSize.defaultDotsPerInch), written into the JPEG), or pixels like 8000x12000. The canvas is the nearest whole number of cells: square cells of whole pixels, about the default count of them (or --cells N); with --tile-size the grid follows, with --grid or --columns the tile. The target is centre-cropped to this shape. The report says the size made, in pixels and in print.") { mosaic, given throws(CommandLineError) in
+            guard let size = PrintSize.parse(given.value) else {
+                throw given.refusal("--size expects WIDTHxHEIGHT with an optional unit (cm, mm, in; none for pixels), like 60x90cm, 24x36in or 8000x12000, got '\(given.value)'")
+            }
+            mosaic.sizeRequest.size = size
+        },
+        Option("--cells", value: "N", help: "About N cells in the target's shape (or --size's); the default is \(MosaicSize.cellsPerPhoto) per usable photo, \(formatCount(MosaicSize.defaultCells.lowerBound)) to \(formatCount(MosaicSize.defaultCells.upperBound)), in cells of \(MosaicSize.defaultTileSize) px. Not with --grid or --columns, which set the cells themselves.") { mosaic, given throws(CommandLineError) in
+            mosaic.sizeRequest.cells = try given.integer(MosaicSize.cellCounts)
+        },
+    ]
+
     /// The rendering options a mosaic takes: all but --order (refused: a mosaic's order is its
     /// matching's), with the shape, the seed and the manifest in a mosaic's words.
     static let renderingTable: [Option<RenderingParse>] = RenderingOptions.table.map { option in
         switch option.spec.longName {
         case "--order": return option.refused("--order is a grid's: a mosaic places photos by matching the target (--seed sets its order)")
-        case "--grid": return option.withHelp("Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape.")
-        case "--columns": return option.withHelp("Columns only; rows follow from the target's shape (upright).")
+        case "--grid": return option.withHelp("Columns x rows of cells, e.g. 200x267; the target is centre-cropped to that shape. Default: the target's shape in about \(MosaicSize.cellsPerPhoto) cells per usable photo, \(formatCount(MosaicSize.defaultCells.lowerBound)) to \(formatCount(MosaicSize.defaultCells.upperBound)) (see --cells, --size).")
+        case "--columns": return option.withHelp("Columns only; rows follow from the target's shape (upright), or from --size WxH when it is given.")
+        case "--tile-size": return option.withHelp("Cell size in pixels: 150, or 200x150 (default \(MosaicSize.defaultTileSize), or what --size and the cell count make). Photos are centre-cropped to fill it. Below \(MosaicSize.smallestCell) px refused, below \(MosaicSize.recognisableCell) px warned: the photos turn into dots of colour.")
+        case "--dpi": return option.withHelp("Dots per inch: what a print --size is read at (default \(MosaicSize.defaultDotsPerInch) for cm, mm and in), and the density written into the JPEG (JFIF), so a print shop or a layout program sizes it. Default without a print size: none (1:1 aspect).")
         case "--seed": return option.withHelp("Seed of the matching order (default 1); the same seed gives the same mosaic.")
         case "--manifest":
             return option.withHelp("Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.")
@@ -76,11 +97,14 @@ public enum MosaicCommand {
         }
     }
 
+    /// The mosaic's own options and its size's.
+    static let mosaicTable: [Option<MosaicOptions>] = ownTable + sizeTable
+
     /// Everything mosaic parses.
-    static let table: [Option<Parse>] = renderingTable.map { $0.lifted(\Parse.render) } + ownTable.map { $0.lifted(\Parse.mosaic) }
+    static let table: [Option<Parse>] = renderingTable.map { $0.lifted(\Parse.render) } + mosaicTable.map { $0.lifted(\Parse.mosaic) }
 
     /// The mosaic's own options, as its help, the manual and the completions give them.
-    public static let options: [OptionSpec] = ownTable.specs()
+    public static let options: [OptionSpec] = mosaicTable.specs()
     /// The rendering options a mosaic takes, in its words.
     public static let renderingOptions: [OptionSpec] = renderingTable.specs()
 
@@ -91,11 +115,24 @@ public enum MosaicCommand {
             $0.render.options.photoPaths.append($1)
         }
         var mosaic = state.mosaic
-        mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic",
-                                                    example: "--target portrait.jpg ~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
+        let given = state.render.options
+        var request = mosaic.sizeRequest
+        (request.columns, request.rows) = (given.columns, given.rows)
+        if state.render.sawTileSize { (request.cellWidth, request.cellHeight) = (given.cellWidth, given.cellHeight) }
+        request.dotsPerInch = given.settings.dotsPerInch
+        // Everything missing or contradictory at once, the rendering options' with the mosaic's.
+        var problems: [String] = []
+        if mosaic.targetPath.isEmpty { problems.append("--target PICTURE is required: the picture the mosaic rebuilds") }
+        problems += MosaicSize.problems(request, sideLimit: given.outputPath.isEmpty ? RenderPlan.maxDeepZoomSide : jpegMaxDimension)
+        mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg",
+                                                    requiresShape: false, dpiConverts: request.size?.isPhysical == true,
+                                                    problems: problems)
         if let seed = mosaic.render.seed { mosaic.seed = seed }
         if mosaic.render.help { return mosaic }
-        guard !mosaic.targetPath.isEmpty else { throw CommandLineError("--target PICTURE is required") }
+        // A print size's density goes into the JPEG, given or not (a pyramid alone has no use
+        // for it past the size).
+        mosaic.render.settings.dotsPerInch = mosaic.render.jpegPath != nil ? request.effectiveDotsPerInch : nil
+        mosaic.sizeRequest = request
         return mosaic
     }
 
@@ -104,7 +141,7 @@ public enum MosaicCommand {
         tessera mosaic — rebuild a target picture out of your photos, at gigapixel size
 
         USAGE
-          tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+          tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]
 
         Every photo is analysed once (its k x k mean Oklab colours, cached on disk), the target is
         cut into the same sub-cells, and each cell gets the photo that matches it best, with no
@@ -113,15 +150,30 @@ public enum MosaicCommand {
         seed gives the same mosaic. --columns alone takes the rows from the target's shape.
         Rendering is tessera grid's: stripes on all cores, flat memory, atomic output.
 
+        SIZE
+        With no size flag the mosaic has the target's upright shape and about \(MosaicSize.cellsPerPhoto) cells per
+        usable photo the scan found (duplicates are known only later), at least \(formatCount(MosaicSize.defaultCells.lowerBound)) and at most
+        \(formatCount(MosaicSize.defaultCells.upperBound)), of \(MosaicSize.defaultTileSize) px: 5,000 to 14,000 px a side, seconds to render. --size WxH[unit]
+        asks for a print (60x90cm, 600x900mm, 24x36in at --dpi, default \(MosaicSize.defaultDotsPerInch)) or pixels (8000x12000);
+        --cells N for about N cells; --grid, --columns and --tile-size for exact numbers. Any two of
+        --size, a cell count (--cells, --grid, --columns) and --tile-size decide the third; flags
+        that disagree are all named in one error. The report's "size" line says what was made.
+
         MOSAIC OPTIONS
 
         """
         text += describe(options)
-        text += "\nRENDERING OPTIONS (as for tessera grid; --grid, --columns, --seed and --manifest in a mosaic's words)\n\n"
+        text += "\nRENDERING OPTIONS (as for tessera grid; --grid, --columns, --tile-size, --seed, --dpi and --manifest in a mosaic's words)\n\n"
         text += describe(renderingOptions)
         text += """
 
         EXAMPLES
+          # the target's shape, a cell count that suits the library, cells of 100 px
+          tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg
+
+          # a 60 x 90 cm poster at 300 dpi (7087 x 10630 px), about 5,000 cells
+          tessera mosaic --target portrait.jpg ~/Pictures -o poster.jpg --size 60x90cm --cells 5000
+
           # a 30,000 x 40,050 px mosaic of a portrait from a photo library
           tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
 

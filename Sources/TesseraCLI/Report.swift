@@ -107,22 +107,32 @@ public enum Report {
             + "in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))"
     }
 
-    /// The mosaic's own summary: fit, repeats, and where the time went before rendering.
-    public static func mosaic(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int,
-                              analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double, duplicates: Int = 0) -> String {
-        let distinct = Set(match.assignment).count
-        var line = "mosaic: mean Oklab error \(formatDecimal(match.meanError, places: 4)) per sub-cell, "
-        line += match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" } ?? "no photo repeated"
-        line += ", \(distinct) of \(photoCount) photos used"
-        if duplicates > 0 { line += " (\(duplicates) duplicate photo(s) of pictures already counted left out)" }
-        if match.constraintViolations > 0 { line += ", \(match.constraintViolations) cell(s) could not meet the constraints" }
-        if match.improvementPasses > 0 {
-            line += "\n        local search: mean error \(formatDecimal(match.greedyMeanError, places: 4)) -> \(formatDecimal(match.meanError, places: 4)), "
-            line += "total cost \(formatDecimal(match.greedyCost, places: 2)) -> \(formatDecimal(match.totalCost, places: 2)), "
-            line += "\(match.improvements) move(s) in \(match.improvementPasses) pass(es)"
+    /// The mosaic's own summary: how close its colours are to the target's (CIEDE2000, in words)
+    /// and, after a render, how alike the pictures look (SSIM); repeats and the uses of the
+    /// pictures; then the matching's figures (the Oklab error it minimised) and where the time
+    /// went before rendering. `similarity`: the SSIM, or why it was not measured; nil: not asked
+    /// (a dry run).
+    public static func mosaic(_ prepared: PreparedMosaic, similarity: Result<StructuralSimilarity, SimilaritySkipped>? = nil) -> String {
+        let match = prepared.match
+        let uses = prepared.uses
+        var line = "mosaic: " + colourMatch(prepared.colour)
+        if let similarity { line += "\n        " + likeness(similarity) }
+        line += "\n        " + (match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" } ?? "no photo repeated")
+        line += ", \(uses.used) of \(prepared.photoCount) pictures used" + (uses.unused > 0 ? " (\(formatCount(uses.unused)) never)" : "")
+        if uses.mostUsed >= 0 && uses.mostUses > 1 && uses.mostUsed < prepared.request.photos.count {
+            line += "; most used \(prepared.request.photos[uses.mostUsed].path) in \(formatCount(uses.mostUses)) cells "
+                + "(\(formatDecimal(uses.mostUsedShare * 100, places: 1))%)"
         }
-        line += "\n        analysis \(analysed) photo(s) analysed, \(reused) from the index in \(formatDecimal(analysisSeconds, places: 2)) s; "
-        line += "target \(formatDecimal(targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(matchSeconds, places: 2)) s "
+        if prepared.duplicateCount > 0 { line += "; \(prepared.duplicateCount) duplicate photo(s) of pictures already counted left out" }
+        if prepared.unmet.any { line += "; \(unmetCells(prepared.unmet)) cell(s) could not meet the placement rules (see the warning)" }
+        line += "\n        matching: mean Oklab error \(formatDecimal(match.meanError, places: 4)) per sub-cell"
+        if match.improvementPasses > 0 {
+            line += ", \(formatDecimal(match.greedyMeanError, places: 4)) after the greedy pass; "
+            line += "total cost \(formatDecimal(match.greedyCost, places: 2)) -> \(formatDecimal(match.totalCost, places: 2)), "
+            line += "\(match.improvements) local-search move(s) in \(match.improvementPasses) pass(es)"
+        }
+        line += "\n        analysis \(prepared.analysed) photo(s) analysed, \(prepared.reused) from the index in \(formatDecimal(prepared.analysisSeconds, places: 2)) s; "
+        line += "target \(formatDecimal(prepared.targetSeconds, places: 2)) s; matching \(match.assignment.count) cells \(formatDecimal(prepared.matchSeconds, places: 2)) s "
         line += "(ranking \(formatDecimal(match.rankingSeconds, places: 2)) s\(match.usedTree ? ", feature tree" : "")"
         if match.runs > 1 { line += " over \(match.runs) runs of up to \(match.runPhotos) photos" }
         line += ", "
@@ -130,6 +140,87 @@ public enum Report {
         line += "about \(formatBytes(Int64(match.plannedBytes))) planned)"
         return line
     }
+
+    /// "colour match: mean ΔE2000 4.1 (1 = just noticeable; under 10 looks close at cell size)".
+    static func colourMatch(_ colour: ColourDifference) -> String {
+        var line = "colour match: mean ΔE2000 \(formatDecimal(colour.meanDeltaE2000, places: 1)) against the target "
+        line += "(1 = just noticeable side by side; under \(Int(MosaicQuality.farDeltaE)) looks close at cell size)"
+        if colour.subCells > 0 {
+            line += ", \(formatDecimal(colour.farShare * 100, places: 1))% of the sub-cells over \(Int(MosaicQuality.farDeltaE))"
+        }
+        return line
+    }
+
+    /// "likeness: SSIM 0.43 ..." or why it was not measured.
+    static func likeness(_ similarity: Result<StructuralSimilarity, SimilaritySkipped>) -> String {
+        switch similarity {
+        case .success(let measured):
+            return "likeness: SSIM \(formatDecimal(measured.ssim, places: 3)) against the target (1 = the same picture; on luma at "
+                + "\(measured.width) x \(measured.height) px, \(MosaicQuality.ssimWindow)x\(MosaicQuality.ssimWindow) Gaussian windows)"
+        case .failure(let skipped):
+            return "likeness: SSIM not measured: \(skipped.reason)"
+        }
+    }
+
+    /// The library as the mosaic will use it, before the render: at most four lines.
+    /// `usable`: the photos the scan found that analysis could read.
+    public static func library(_ prepared: PreparedMosaic, usable: Int) -> String {
+        let layout = prepared.request.layout
+        let cells = layout.columns * layout.rows
+        var lines: [String] = []
+        var first = "library     \(formatCount(usable)) usable photo(s), \(formatCount(prepared.photoCount)) distinct picture(s)"
+        if prepared.duplicateCount > 0 {
+            let groups = Set(prepared.duplicates.map(\.sameAs)).count
+            let more = prepared.duplicateCount > prepared.duplicates.count ? "at least " : ""
+            first += "; \(formatCount(prepared.duplicateCount)) near-duplicate(s) in \(more)\(formatCount(groups)) group(s) counted once"
+        }
+        lines.append(first)
+        let small = prepared.tooSmall
+        if small.count > 0 {
+            var line = "            \(formatCount(small.count)) smaller than the \(layout.cellWidth) x \(layout.cellHeight) px cell, "
+                + "enlarged into \(formatCount(small.cells)) cell(s)"
+            let named = small.held.prefix(3).map { photo in
+                "\(photo.path) (\(photo.width) x \(photo.height) px, \(formatDecimal(photo.enlargement, places: photo.enlargement < 2 ? 2 : 1))x, \(formatCount(photo.uses)) cell(s))"
+            }
+            line += ": " + named.joined(separator: ", ") + (small.count > named.count ? ", and \(formatCount(small.count - named.count)) more" : "")
+            lines.append(line)
+        }
+        let perPicture = Double(cells) / Double(max(1, prepared.photoCount))
+        if prepared.photoCount > cells {
+            lines.append("            more pictures than cells (\(formatCount(cells)) cells, \(formatCount(prepared.photoCount)) pictures): "
+                         + "at most \(formatCount(cells)) can appear; --cells or --size for more cells")
+            return lines.joined(separator: "\n")
+        }
+        lines.append("            about \(formatDecimal(perPicture, places: perPicture < 10 ? 1 : 0)) uses per picture "
+                     + "(\(formatCount(cells)) cells, \(formatCount(prepared.photoCount)) pictures): --cells or --size to change it, "
+                     + "--min-uses/--use-all to use every picture")
+        return lines.joined(separator: "\n")
+    }
+
+    /// The warning for cells placed without meeting every constraint: which constraints, how
+    /// many cells break each, and what would help. nil when every cell meets them.
+    public static func unmetConstraints(_ prepared: PreparedMosaic, minDistance: Int, maxUses: Int?) -> String? {
+        let unmet = prepared.unmet
+        guard unmet.any else { return nil }
+        let cells = prepared.match.assignment.count, pictures = max(1, prepared.photoCount)
+        var broken: [String] = []
+        if unmet.tooClose > 0 { broken.append("\(formatCount(unmet.tooClose)) have an identical photo within --min-distance \(minDistance)") }
+        if unmet.overUsed > 0, let maxUses { broken.append("\(formatCount(unmet.overUsed)) use a photo past --max-uses \(maxUses)") }
+        let line = "\(formatCount(unmetCells(unmet))) of \(formatCount(cells)) cell(s) could not meet the placement rules and took their best photo "
+            + "all the same: " + broken.joined(separator: ", ")
+        var help: [String] = []
+        if unmet.tooClose > 0 {
+            let fits = max(0, (Int(Double(pictures).squareRoot()) - 1) / 2)
+            help.append(minDistance > fits
+                ? "lower --min-distance to \(fits) (\(pictures) pictures hold a \(2 * fits + 1) x \(2 * fits + 1) block without repeats)"
+                : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
+        }
+        if unmet.overUsed > 0 { help.append("raise --max-uses to at least \((cells + pictures - 1) / pictures), or add photos") }
+        return line + "; " + help.joined(separator: "; ") + " (--strict refuses such a mosaic)"
+    }
+
+    /// Cells breaking a rule (a cell may break both; counted once at most as the larger).
+    static func unmetCells(_ unmet: UnmetConstraints) -> Int { max(unmet.tooClose, unmet.overUsed) }
 
     /// What the photo search left out on purpose, as a dry run shows it; nil when nothing was.
     public static func leftOut(_ leftOut: LeftOut) -> String? {
@@ -207,19 +298,61 @@ public enum Report {
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]
     }
 
-    /// A mosaic's figures for the summary event.
-    public static func mosaicFields(_ match: MosaicMatch, photoCount: Int, analysed: Int, reused: Int, duplicates: Int,
-                                    analysisSeconds: Double, targetSeconds: Double, matchSeconds: Double) -> (String, String) {
-        let fields = ["\"mean_error\": \(formatDecimal(match.meanError, places: 5))",
+    /// A mosaic's figures for the summary event. `similarity`: as for `mosaic`.
+    public static func mosaicFields(_ prepared: PreparedMosaic, similarity: Result<StructuralSimilarity, SimilaritySkipped>?,
+                                    minDistance: Int, maxUses: Int?) -> (String, String) {
+        let match = prepared.match
+        let uses = prepared.uses
+        var fields = ["\"mean_error\": \(formatDecimal(match.meanError, places: 5))",
                       "\"greedy_mean_error\": \(formatDecimal(match.greedyMeanError, places: 5))",
                       "\"total_cost\": \(formatDecimal(match.totalCost, places: 4))", "\"greedy_cost\": \(formatDecimal(match.greedyCost, places: 4))",
                       "\"improvements\": \(match.improvements)",
-                      "\"photos_used\": \(Set(match.assignment).count)", "\"photos\": \(photoCount)",
-                      "\"duplicates\": \(duplicates)", "\"analysed\": \(analysed)", "\"reused\": \(reused)",
+                      "\"photos_used\": \(uses.used)", "\"photos\": \(prepared.photoCount)",
+                      "\"duplicates\": \(prepared.duplicateCount)", "\"analysed\": \(prepared.analysed)", "\"reused\": \(prepared.reused)",
                       "\"smallest_repeat_distance\": \(match.smallestRepeatDistance.map(String.init) ?? "null")",
                       "\"constraint_violations\": \(match.constraintViolations)",
-                      "\"analysis_s\": \(formatDecimal(analysisSeconds, places: 3))", "\"target_s\": \(formatDecimal(targetSeconds, places: 3))",
-                      "\"matching_s\": \(formatDecimal(matchSeconds, places: 3))"]
+                      "\"analysis_s\": \(formatDecimal(prepared.analysisSeconds, places: 3))", "\"target_s\": \(formatDecimal(prepared.targetSeconds, places: 3))",
+                      "\"matching_s\": \(formatDecimal(prepared.matchSeconds, places: 3))"]
+        fields.append("\"mean_delta_e2000\": \(formatDecimal(prepared.colour.meanDeltaE2000, places: 4))")
+        fields.append("\"delta_e2000_over_10_share\": \(formatDecimal(prepared.colour.farShare, places: 4))")
+        switch similarity {
+        case .success(let measured)?:
+            fields.append("\"ssim\": \(formatDecimal(measured.ssim, places: 4))")
+            fields.append("\"ssim_size\": [\(measured.width), \(measured.height)]")
+            fields.append("\"ssim_window\": \(jsonStringLiteral("gaussian \(MosaicQuality.ssimWindow)x\(MosaicQuality.ssimWindow) sigma \(MosaicQuality.ssimSigma), luma"))")
+        case .failure(let skipped)?:
+            fields.append("\"ssim\": null")
+            fields.append("\"ssim_skipped\": \(jsonStringLiteral(skipped.reason))")
+        case nil:
+            fields.append("\"ssim\": null")
+        }
+        let mostUsed = uses.mostUsed >= 0 && uses.mostUsed < prepared.request.photos.count
+            ? "{\"photo\": \(jsonStringLiteral(prepared.request.photos[uses.mostUsed].path)), \"cells\": \(uses.mostUses), "
+                + "\"share\": \(formatDecimal(uses.mostUsedShare, places: 4))}"
+            : "null"
+        fields.append("\"most_used\": \(mostUsed)")
+        fields.append("\"unused_pictures\": \(uses.unused)")
+        fields.append("\"uses_histogram\": {" + uses.buckets.map { bucket in
+            "\"\(bucket.lower == bucket.upper ? "\(bucket.lower)" : "\(bucket.lower)-\(bucket.upper)")\": \(bucket.pictures)"
+        }.joined(separator: ", ") + "}")
+        fields.append("\"too_small\": {\"photos\": \(prepared.tooSmall.count), \"cells\": \(prepared.tooSmall.cells), \"named\": ["
+                      + prepared.tooSmall.held.prefix(10).map { photo in
+                          "{\"photo\": \(jsonStringLiteral(photo.path)), \"width\": \(photo.width), \"height\": \(photo.height), "
+                              + "\"uses\": \(photo.uses), \"enlargement\": \(formatDecimal(photo.enlargement, places: 3))}"
+                      }.joined(separator: ", ") + "]}")
+        var unmet: [String] = []
+        if prepared.unmet.tooClose > 0 { unmet.append("{\"constraint\": \"min_distance\", \"value\": \(minDistance), \"cells\": \(prepared.unmet.tooClose)}") }
+        if prepared.unmet.overUsed > 0 {
+            unmet.append("{\"constraint\": \"max_uses\", \"value\": \(maxUses ?? 0), \"cells\": \(prepared.unmet.overUsed)}")
+        }
+        fields.append("\"constraints_unmet\": {\"cells\": \(unmetCells(prepared.unmet)), \"constraints\": [\(unmet.joined(separator: ", "))]}")
         return ("mosaic", "{" + fields.joined(separator: ", ") + "}")
     }
+}
+
+/// Why a mosaic's SSIM was not measured (a Deep Zoom output alone, a shard's part, an output
+/// that could not be read back).
+public struct SimilaritySkipped: Error, Equatable, Sendable {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
 }

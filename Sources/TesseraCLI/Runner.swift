@@ -33,11 +33,16 @@ public struct Runner {
                                           outputs: options.outputs.map(\.kind))
             let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
                                          cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
-            let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.outputs)
+            let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.plannedOutputs)
+            if let path = options.previewPath {
+                let preview = try writePreview(of: request, to: path, dryRun: options.dryRun)
+                if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount) }
+            }
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try RenderManifest.write(layout: layout, photos: library.photos, to: path)
+                try RenderManifest.write(layout: layout, photos: library.photos, to: path,
+                                         notes: Report.manifestNotes(skipped: library, placeholders: summary.failedPhotos))
             }
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos))
@@ -59,8 +64,11 @@ public struct Runner {
         case .failure(let code): return code
         }
         do throws(TesseraError) {
-            var settings = MosaicSettings(targetPath: mosaic.targetPath, columns: options.columns!, rows: options.rows,
-                                          cellWidth: options.cellWidth, cellHeight: options.cellHeight)
+            // The size in a person's terms (none, --size, --cells) needs the target's shape and
+            // the library's photo count: resolved here, after the scan (MosaicSize.swift).
+            let shape = try mosaicShape(mosaic, photoCount: library.photos.count)
+            var settings = MosaicSettings(targetPath: mosaic.targetPath, columns: shape.columns, rows: shape.rows,
+                                          cellWidth: shape.cellWidth, cellHeight: shape.cellHeight)
             settings.subCells = mosaic.subCells
             settings.minDistance = mosaic.minDistance
             settings.maxUses = mosaic.maxUses
@@ -89,31 +97,56 @@ public struct Runner {
                 for duplicate in prepared.duplicates { console.duplicate(duplicate.photo, sameAs: duplicate.sameAs) }
                 console.summarise()
             }
+            console.result(Report.library(prepared, usable: library.photos.count - prepared.failed.count))
+            // Cells that broke a rule are known after matching: --strict refuses them before
+            // anything is written.
+            if let unmet = Report.unmetConstraints(prepared, minDistance: settings.minDistance, maxUses: settings.maxUses) {
+                console.warning(unmet)
+                if options.strict {
+                    console.message("--strict: \(Report.unmetCells(prepared.unmet)) cell(s) could not meet the placement rules; nothing rendered")
+                    return .badInput
+                }
+            }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
-            let matching = Report.mosaic(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
-                                         reused: prepared.reused, analysisSeconds: prepared.analysisSeconds,
-                                         targetSeconds: prepared.targetSeconds, matchSeconds: prepared.matchSeconds,
-                                         duplicates: prepared.duplicateCount)
             guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
-                console.result(matching)
+                console.result(Report.mosaic(prepared))
                 return .success
             }
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try MosaicJob.writeManifest(prepared, to: path)
+                try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
+                                                                                          placeholders: summary.failedPhotos))
             }
+            let similarity = likeness(prepared, summary: summary, options: options, target: settings.targetPath)
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
                                   videos: library.leftOut.videos))
-            console.result(matching)
+            console.result(Report.mosaic(prepared, similarity: similarity))
             console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count)
-                             + [Report.mosaicFields(prepared.match, photoCount: prepared.photoCount, analysed: prepared.analysed,
-                                                    reused: prepared.reused, duplicates: prepared.duplicateCount,
-                                                    analysisSeconds: prepared.analysisSeconds, targetSeconds: prepared.targetSeconds,
-                                                    matchSeconds: prepared.matchSeconds)])
+                             + [Report.mosaicFields(prepared, similarity: similarity, minDistance: settings.minDistance, maxUses: settings.maxUses)])
             return .success
         } catch {
             return report(error, options: options, manifest: mosaic.manifestPath)
+        }
+    }
+
+    /// The mosaic's SSIM against its target, read back from the JPEG just written at the
+    /// common size (MosaicQuality.structuralSimilarity: streamed, never decoded whole), or why
+    /// it was not measured.
+    func likeness(_ prepared: PreparedMosaic, summary: RenderSummary, options: GridOptions,
+                  target: String) -> Result<StructuralSimilarity, SimilaritySkipped> {
+        if options.shard != nil { return .failure(SimilaritySkipped("a shard writes a part; measure the picture tessera join writes")) }
+        guard let jpeg = options.jpegPath else {
+            return .failure(SimilaritySkipped("only a Deep Zoom pyramid was written, and SSIM reads the JPEG back (add -o OUT.jpg)"))
+        }
+        // A decoder's share of the budget: a few scaled rows and a 512 px picture.
+        let budget = DecodeBudget(budgetBytes: min(options.settings.maxMemoryBytes, 64 << 20), workers: 1,
+                                  spillDirectory: options.settings.temporaryDirectory)
+        do throws(TesseraError) {
+            return .success(try MosaicQuality.structuralSimilarity(output: jpeg, width: summary.width, height: summary.height,
+                                                                   target: target, budget: budget))
+        } catch {
+            return .failure(SimilaritySkipped("could not read the pictures back (\(error))"))
         }
     }
 
@@ -125,8 +158,9 @@ public struct Runner {
                     alsoReading inputs: [String] = []) -> Result<PhotoLibrary, ExitCode> {
         let manifest = extra.first?.path
         let extra = extra + (options.shard.map { [OutputFile(path: $0.partPath, role: "the shard's part", isFolder: false)] } ?? [])
+            + (options.previewPath.map { [OutputFile(path: $0, role: "the preview", isFolder: false)] } ?? []).filter { _ in !options.outputs.isEmpty }
         do throws(TesseraError) {
-            try RenderRequest.checkDestinations(options.outputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
+            try RenderRequest.checkDestinations(options.plannedOutputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }
@@ -154,7 +188,7 @@ public struct Runner {
         case .failure(let code): return .failure(code)
         }
         do throws(TesseraError) {
-            try RenderRequest.checkNotInputs(options.outputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
+            try RenderRequest.checkNotInputs(options.plannedOutputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }
@@ -413,5 +447,17 @@ extension AnalyseOptions {
     var search: PhotoSearch {
         PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, cacheDirectory: cacheDirectory,
                     temporaryDirectory: settings.temporaryDirectory)
+    }
+}
+
+extension Report {
+    /// What a JSON manifest lists as left out: the skipped photos the library holds (all
+    /// counted), a mosaic's photos its analysis could not read, and the placeholders, in the
+    /// warnings' words.
+    static func manifestNotes(skipped library: PhotoLibrary, alsoSkipped: [SkippedPhoto] = [],
+                              placeholders: [SkippedPhoto]) -> ManifestNotes {
+        let skipped = (library.skipped + alsoSkipped).map { (path: $0.path, reason: $0.commandLineReason) }
+        return ManifestNotes(skipped: skipped, skippedCount: library.skippedCount + alsoSkipped.count,
+                             placeholders: placeholders.map { (path: $0.path, reason: $0.commandLineReason) })
     }
 }

@@ -15,7 +15,7 @@ public enum ExitCode: Int32, Error, Sendable {
     case renderFailed = 1
     /// The command line is wrong.
     case usage = 2
-    /// No usable photo, or a photo skipped under --strict.
+    /// No usable photo, or a photo skipped (a mosaic's cell off its constraints) under --strict.
     case badInput = 3
     /// Not enough disk space or memory budget, found before rendering.
     case insufficientResources = 4
@@ -32,7 +32,7 @@ public enum ExitCode: Int32, Error, Sendable {
         ("0", "the JPEG and/or the pyramid was written"),
         ("1", "the render failed (I/O or encoder error); nothing was written under the output names"),
         ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a --target that is missing or not a file (a folder, a FIFO), a JPEG over 65,500 px a side"),
-        ("3", "no usable photo found, or a photo would be skipped under --strict; for join, a part missing, duplicated, truncated, damaged (a checksum), not a readable file or of another render"),
+        ("3", "no usable photo found, or a photo would be skipped (a mosaic: a cell could not meet its constraints) under --strict; for join, a part missing, duplicated, truncated, damaged (a checksum), not a readable file or of another render"),
         ("4", "not enough disk space, inodes or memory budget, found before rendering started (the message says what would fit)"),
         ("129 / 130 / 143", "hung up (SIGHUP) / interrupted (SIGINT) / terminated (SIGTERM); nothing written, temporaries removed"),
     ]
@@ -88,7 +88,7 @@ public enum TopLevel {
                    help: .grid({ var options = GridOptions(); options.help = true; return options }())),
         Subcommand(description: CommandDescription(
                        name: "mosaic", summary: "rebuild a target picture out of the photos, matched by colour",
-                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
+                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]",
                        options: MosaicCommand.options + MosaicCommand.renderingOptions),
                    aliases: [], parse: { arguments throws(CommandLineError) in .mosaic(try MosaicCommand.parse(arguments)) },
                    help: .mosaic({ var options = MosaicOptions(); options.render.help = true; return options }())),
@@ -152,7 +152,7 @@ public enum TopLevel {
 
     USAGE
       tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
-      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|in] | --cells N | --grid CxR] [options]
       tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
       tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead
       tessera help grid         every option of grid, with examples
@@ -174,7 +174,7 @@ public enum TopLevel {
 
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
-      tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --grid 200x267 --tile-size 150
+      tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm
       tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
       parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
       tessera join parts                                      # the same wall.jpg, from 8 shards

@@ -82,7 +82,8 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(spec.names[0]) {
                 arguments += ["--dzi", "z.dzi"]
             }
-            if spec.names[0] == "--columns" { arguments.removeSubrange(5...6) }
+            // --columns replaces --grid; --cells sets the count --grid would.
+            if ["--columns", "--cells"].contains(spec.names[0]) { arguments.removeSubrange(5...6) }
             if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
             if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
             if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
@@ -101,6 +102,8 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--tile-size", "--columns", "--quality", "--workers", "--stripe-height", "--dzi-quality", "--dpi",
              "--sub-cells", "--max-uses", "--min-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
         case "--subsampling": return "444"
+        case "--size": return "16x16"  // the --grid 2x2 of 8 px cells the other flags ask for
+        case "--cells": return "100"
         case "--shard": return "1/2"
         case "--encoder": return "serial"
         case "--order": return "shuffle"

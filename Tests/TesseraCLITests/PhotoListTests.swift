@@ -193,8 +193,8 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(readFile(directory + "/list.jpg") == picture)
     }
 
-    /// 50 broken photos: a bounded report (3 named, the rest counted with their reason), all 50
-    /// with --verbose, and 50 events in JSON.
+    /// 50 broken photos: one line (their count, their reason, 3 named), all 50 with --verbose,
+    /// and 50 events in JSON.
     @Test func skippedPhotosAreSummarised() throws {
         let directory = scratchFolder("fifty")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -204,19 +204,25 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
             write(Array(repeating: UInt8(index), count: 100 + index), to: directory + "/photos/" + String(format: "b%02d.jpg", index))
         }
         let arguments = ["grid", directory + "/photos", "-o", directory + "/o.jpg", "--columns", "2", "--tile-size", "8"]
-        let plain = runTesseraSplit(arguments + ["--no-progress"])
+        let plain = runTesseraSplit(arguments + ["--no-progress", "--manifest", directory + "/m.json"])
         #expect(plain.status == 0, "\(plain.standardError)")
+        // The JSON manifest names every one with its reason.
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(readFile(directory + "/m.json"))) as? [String: Any])
+        let listed = try #require(manifest["skipped"] as? [[String: String]])
+        #expect(manifest["skipped_count"] as? Int == 50 && listed.count == 50)
+        #expect(listed.allSatisfy { $0["path"]?.hasPrefix(directory + "/photos/b") == true && $0["reason"]?.hasPrefix("not an image") == true })
         let lines = plain.standardError.split(separator: "\n")
-        #expect(lines.filter { $0.hasPrefix("tessera: warning: skipping \(directory)/photos/b") }.count == 3, "\(plain.standardError)")
-        let summary = lines.filter { $0.contains("more (") }
-        #expect(summary.count == 1 && summary[0].hasPrefix("tessera: warning: skipping 47 more (50 in all; --verbose names every one): not an image"),
+        #expect(lines.count == 1, "\(plain.standardError)")
+        let photos = directory + "/photos/"
+        #expect(lines.first?.hasPrefix("tessera: warning: skipping 50 files: not an image") == true, "\(plain.standardError)")
+        #expect(lines.first?.hasSuffix(": \(photos)b00.jpg, \(photos)b01.jpg, \(photos)b02.jpg and 47 more (--verbose names every one)") == true,
                 "\(plain.standardError)")
-        #expect(lines.count == 4, "\(plain.standardError)")
         #expect(plain.standardOutput.contains("50 file(s) skipped (see the warnings above)"), "\(plain.standardOutput)")
 
         let verbose = runTesseraSplit(arguments + ["--no-progress", "-v"])
         let named = verbose.standardError.split(separator: "\n").filter { $0.hasPrefix("tessera: warning: skipping \(directory)/photos/b") }
         #expect(named.count == 50 && !verbose.standardError.contains("more ("), "\(verbose.standardError)")
+        #expect(verbose.standardError.split(separator: "\n").count == 50, "\(verbose.standardError)")
 
         let json = runTesseraSplit(arguments + ["--progress", "json"])
         let events = jsonLines(json.standardError)
@@ -289,21 +295,18 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         console.photo(SkippedPhoto(path: "late.jpg", reason: "cut"), placeholder: true)
         console.result("wrote it")  // the summary comes before the result, by itself
         let lines = captured.err.split(separator: "\n")
-        #expect(lines == ["tessera: warning: skipping p0.jpg: image data ends after 0 of 99 rows",
-                          "tessera: warning: skipping p1.jpg: image data ends after 1 of 99 rows",
-                          "tessera: warning: skipping p2.jpg: image data ends after 2 of 99 rows",
-                          "tessera: warning: skipping q0.heic: HEIF: bad box",
-                          "tessera: warning: skipping q1.heic: HEIF: bad box",
-                          "tessera: warning: skipping q2.heic: HEIF: bad box",
-                          "tessera: warning: late.jpg: cut; drawn as a placeholder",
-                          "tessera: warning: skipping 47 more (50 in all; --verbose names every one): image data ends after N of N rows",
-                          "tessera: warning: skipping 2 more (5 in all; --verbose names every one): HEIF: bad box"], "\(captured.err)")
+        #expect(lines == ["tessera: warning: skipping 50 files: image data ends after N of N rows: p0.jpg, p1.jpg, p2.jpg and 47 more "
+                            + "(--verbose names every one)",
+                          "tessera: warning: skipping 5 files: HEIF: bad box: q0.heic, q1.heic, q2.heic and 2 more (--verbose names every one)",
+                          "tessera: warning: late.jpg: cut; drawn as a placeholder"], "\(captured.err)")
         #expect(captured.out == "wrote it\n")
         for index in 0..<5 { console.photoWarning("w\(index).jpg", "Corrupt JPEG data: \(index) extraneous bytes before marker 0xd9") }
+        console.photo(SkippedPhoto(path: "a.jpg", reason: "cut"), placeholder: true)
+        console.photo(SkippedPhoto(path: "b.jpg", reason: "cut"), placeholder: true)
         console.phase(.render)
-        #expect(captured.err.hasSuffix("tessera: warning: w2.jpg: Corrupt JPEG data: 2 extraneous bytes before marker 0xd9\n"
-                                       + "tessera: warning: 2 more photos warned of the same (5 in all; --verbose names every one): "
-                                       + "Corrupt JPEG data: N extraneous bytes before marker N\n"), "\(captured.err)")
+        #expect(captured.err.hasSuffix("tessera: warning: 5 photos drawn with a warning: Corrupt JPEG data: N extraneous bytes before marker N: "
+                                       + "w0.jpg, w1.jpg, w2.jpg and 2 more (--verbose names every one)\n"
+                                       + "tessera: warning: 2 photos drawn as placeholders: cut: a.jpg, b.jpg\n"), "\(captured.err)")
         // Counted anew after a summary.
         console.photo(skipped[0], placeholder: false)
         console.summarise()

@@ -97,7 +97,7 @@ private func renderInside64MiB(_ photos: String, name: String, limitMiB: Int = 6
             #expect(result.status == 0, "\(result.output)")
             #expect(result.output.contains("18 photo(s) analysed"), "\(result.output)")
             #expect(!result.output.contains("warning") && !result.output.contains("placeholder"), "\(result.output)")
-            // "mosaic: mean Oklab error 0.2012 per sub-cell, ..."
+            // "matching: mean Oklab error 0.2012 per sub-cell, ..."
             let words = result.output.split(whereSeparator: { $0 == " " || $0 == "\n" })
             if let at = words.firstIndex(of: "error"), at + 1 < words.count, let value = Double(words[at + 1]) {
                 errors.append(value)

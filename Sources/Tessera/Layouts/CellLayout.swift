@@ -57,6 +57,24 @@ public struct CellLayout: Equatable, Sendable {
         inOrder = photoCount
     }
 
+    /// The same cells holding the same photos, each `cellWidth` x `cellHeight` px (a preview's
+    /// smaller cells): the storage is shared, nothing is copied.
+    public func withCellSize(width cellWidth: Int, height cellHeight: Int) -> CellLayout {
+        precondition(cellWidth > 0 && cellHeight > 0)
+        return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, table: table,
+                          sequence: sequence, inOrder: inOrder)
+    }
+
+    private init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, table: [Int32]?, sequence: [Int32], inOrder: Int) {
+        self.columns = columns
+        self.rows = rows
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+        self.table = table
+        self.sequence = sequence
+        self.inOrder = inOrder
+    }
+
     /// Equal layouts: the same canvas, and the same photo in every cell (however it is stored).
     public static func == (a: CellLayout, b: CellLayout) -> Bool {
         guard a.columns == b.columns, a.rows == b.rows, a.cellWidth == b.cellWidth, a.cellHeight == b.cellHeight else { return false }

@@ -1,82 +1,192 @@
 // DuplicatePictures.swift — photos that show the same picture, found from their features.
 //
-// A library holds the same picture more than once: an edited copy, a HEIC and its JPEG export,
-// one photo saved in several orientations. For a mosaic they are one photo, or the minimum distance
-// would let identical pictures touch. Two photos are the same picture when every mean Oklab
-// colour of their k x k sub-cells (upright, converted to sRGB, cropped to the cell: what the
-// mosaic draws) agrees within `tolerance`. Measured on the orientation fixture (one photo in
-// eight orientations, each re-encoded with its own digit on it): same picture at most 0.011
-// apart, the two different pictures 0.24 apart.
+// A library holds the same picture more than once: an edited copy, a HEIC and its smaller JPEG
+// export, a copy saved without its colour profile, one photo saved in several orientations. For a
+// mosaic they are one photo, or the minimum distance would let identical pictures touch.
 //
-// Photos are bucketed by their overall mean colour (buckets `tolerance` wide): duplicates have
-// overall means within `tolerance`, so each photo is compared only with the representatives in
-// its bucket and the 26 around it.
+// The measure works on the features the analysis stores: the mean Oklab colour of each of a
+// photo's k x k sub-cells (upright, converted to sRGB, cropped to the cell: what the mosaic draws).
+// Comparing them cell by cell within a fixed 0.02 (the first measure) missed copies that differ by
+// a global change: +5% brightness moves every L by about 0.025, a wide-gamut copy exported
+// without its profile moves L by up to 0.04 and a by up to 0.027, and a small copy resampled
+// differently moves a high-contrast cell by up to 0.04 (measured on 18 real photos, each with 11
+// copies). So a photo is split into its mean colour and its pattern (each sub-cell minus the mean),
+// and two photos are one picture when
+//   - their mean colours are close (the global shift),
+//   - their L contrasts (root mean square of the L pattern) are within a ratio of 1.25, and their
+//     L patterns agree once both are brought to a common contrast (the tone change),
+//   - their a and b patterns agree (a colour cast or a lost profile moves a and b mostly through
+//     the mean), and
+//   - no sub-cell differs by more than a cap (0.075: the least two unlike blocks of the test
+//     libraries' pictures differ, 0.085, stays outside).
+// How much shift and pattern error is allowed grows with the pattern's richness: a photo whose
+// L pattern is flat (a wall, a sky, grey gravel) has nothing to confirm it by, and there two
+// distinct pictures can differ only by their mean, so a flat pair keeps the first measure's 0.02
+// for every bound; a pair with an L contrast of 0.08 or more (most photos) gets the loosest bounds.
+// Measured (docs/mosaic.md): every copy of the 18 photos is within the measure of its original
+// (the first measure missed 45 of the 198), and among 130 distinct real pictures (8,385 pairs) one
+// pair is joined, by both measures: a flat grey texture and a flat grey wallpaper.
+//
+// Photos are bucketed by their mean colour, buckets a little wider than the largest mean shift
+// allowed (see `bucket`), so each photo is compared only with the representatives in its bucket and
+// the 26 around it.
 
 public enum DuplicatePictures {
-    /// Largest difference of any sub-cell colour component (Oklab L is 0-1) between two photos
-    /// of the same picture.
+    /// The bound on every difference between two flat photos of the same picture (Oklab L is 0-1):
+    /// their mean colours, their patterns and each sub-cell colour component.
     public static let tolerance: Float = 0.02
+    /// An L contrast (root mean square of the L pattern) at and past which a photo's pattern is rich
+    /// enough for the loosest bounds; below it the allowances shrink in proportion.
+    static let richContrast: Float = 0.08
+    /// What a rich pair may add to `tolerance`: to the mean L shift, the mean a and b shifts, the
+    /// L pattern error, the a and b pattern error and the sub-cell difference. (A HEIC or a
+    /// quarter-size copy of a 160 px photo with hard edges moves its L pattern by up to 0.043.)
+    static let lightnessShift: Float = 0.03
+    static let colourShift: Float = 0.02
+    static let lightnessPattern: Float = 0.03
+    static let colourPattern: Float = 0.005
+    static let cellDifference: Float = 0.055
+    /// The largest ratio of two photos' L contrasts, and the contrast below which a photo counts as
+    /// flat for that ratio (a flat photo's contrast is noise).
+    static let contrastRatio: Float = 1.25
+    static let contrastFloor: Float = 0.02
+
+    /// A photo's mean Oklab colour and L contrast, computed once and used both for its bucket and
+    /// for every comparison, so that the bucket and the measure see the same floats.
+    struct Summary {
+        var l: Float, a: Float, b: Float, contrast: Float
+    }
+
+    static func summary(_ values: UnsafePointer<Float>?, count d: Int) -> Summary {
+        guard let values, d >= 3 else { return Summary(l: 0, a: 0, b: 0, contrast: 0) }
+        let cells = d / 3
+        var l: Float = 0, a: Float = 0, b: Float = 0
+        for c in 0..<cells {
+            l += values[c * 3]; a += values[c * 3 + 1]; b += values[c * 3 + 2]
+        }
+        let n = Float(cells)
+        l /= n; a /= n; b /= n
+        var squares: Float = 0
+        for c in 0..<cells { squares += (values[c * 3] - l) * (values[c * 3] - l) }
+        return Summary(l: l, a: a, b: b, contrast: (squares / n).squareRoot())
+    }
+
+    struct Bucket: Hashable { let l: Int32, a: Int32, b: Int32 }
+
+    /// The bucket of a photo with mean colour `s`. Why a pair that `same` accepts always lands in
+    /// the same or neighbouring buckets (the search looks at the 3 x 3 x 3 around a photo's own):
+    /// `same` requires |mean L difference| <= tolerance + lightnessShift (the richness weight is at
+    /// most 1), and likewise for a and b with colourShift. The buckets are `width` = 1.01 times
+    /// that bound wide, so the two means divided by `width` differ by at most 1/1.01, and with a
+    /// float division's relative error (about 1e-7 of values below 1e4) still by less than 1; two
+    /// numbers less than 1 apart have floors at most 1 apart. Both sides use the same `summary`
+    /// floats. Means outside any photo's range (a damaged index) are clamped, which keeps floors
+    /// monotonic and so keeps the argument.
+    static func bucket(_ s: Summary, tolerance: Float) -> Bucket {
+        let lightWidth = (tolerance + lightnessShift) * 1.01, colourWidth = (tolerance + colourShift) * 1.01
+        func index(_ value: Float, _ width: Float) -> Int32 {
+            let scaled = value.isFinite ? value / width : 0
+            return Int32(min(max(scaled, -1e6), 1e6).rounded(.down))
+        }
+        return Bucket(l: index(s.l, lightWidth), a: index(s.a, colourWidth), b: index(s.b, colourWidth))
+    }
+
+    /// Whether two photos (`d` floats each, with their summaries) show the same picture.
+    static func same(_ x: UnsafePointer<Float>, _ sx: Summary, _ y: UnsafePointer<Float>, _ sy: Summary, count d: Int,
+                     tolerance: Float) -> Bool {
+        // The richness weight: 0 for a flat photo (either one), 1 from richContrast up.
+        let weight = min(1, min(sx.contrast, sy.contrast) / richContrast)
+        guard abs(sx.l - sy.l) <= tolerance + lightnessShift * weight,
+              abs(sx.a - sy.a) <= tolerance + colourShift * weight,
+              abs(sx.b - sy.b) <= tolerance + colourShift * weight else { return false }
+        let ratio = max(sx.contrast, contrastFloor) / max(sy.contrast, contrastFloor)
+        guard ratio <= contrastRatio, ratio >= 1 / contrastRatio else { return false }
+        // Both L patterns brought to the geometric mean of their contrasts: symmetric in x and y.
+        let gain = ratio.squareRoot()
+        let patternBound = tolerance + lightnessPattern * weight, cellBound = tolerance + cellDifference * weight
+        let colourBound = tolerance + colourPattern * weight
+        for c in 0..<(d / 3) {
+            let i = c * 3
+            guard abs(x[i] - y[i]) <= cellBound, abs(x[i + 1] - y[i + 1]) <= cellBound, abs(x[i + 2] - y[i + 2]) <= cellBound,
+                  abs((x[i] - sx.l) / gain - (y[i] - sy.l) * gain) <= patternBound,
+                  abs((x[i + 1] - sx.a) - (y[i + 1] - sy.a)) <= colourBound,
+                  abs((x[i + 2] - sx.b) - (y[i + 2] - sy.b)) <= colourBound else { return false }
+        }
+        return true
+    }
+
+    /// Whether two photos' features (k*k*3 floats each) show the same picture.
+    public static func same(_ a: [Float], _ b: [Float], tolerance: Float = tolerance) -> Bool {
+        guard a.count == b.count, a.count >= 3 else { return false }
+        return a.withUnsafeBufferPointer { x in
+            b.withUnsafeBufferPointer { y in
+                same(x.baseAddress!, summary(x.baseAddress!, count: a.count), y.baseAddress!, summary(y.baseAddress!, count: b.count),
+                     count: a.count, tolerance: tolerance)
+            }
+        }
+    }
 
     /// For each photo, the first photo (by position) showing the same picture: itself when it is
-    /// the first.
+    /// the first. Photos whose feature length differs from the first photo's (or is under 3) are
+    /// their own pictures.
     public static func representatives(_ features: [[Float]], tolerance: Float = tolerance) -> [Int] {
-        struct Bucket: Hashable { let l: Int32, a: Int32, b: Int32 }
         var buckets: [Bucket: [Int]] = [:]
+        var summaries: [Summary] = []
+        summaries.reserveCapacity(features.count)
         var result = [Int](repeating: 0, count: features.count)
+        let d = features.first?.count ?? 0
         for (index, feature) in features.enumerated() {
-            var mean: (Float, Float, Float) = (0, 0, 0)
-            let cells = max(1, feature.count / 3)
-            for c in 0..<cells {
-                mean.0 += feature[c * 3]
-                mean.1 += feature[c * 3 + 1]
-                mean.2 += feature[c * 3 + 2]
-            }
-            let scale = 1 / (Float(cells) * tolerance)
-            let home = Bucket(l: Int32((mean.0 * scale).rounded(.down)), a: Int32((mean.1 * scale).rounded(.down)),
-                              b: Int32((mean.2 * scale).rounded(.down)))
+            summaries.append(feature.withUnsafeBufferPointer { summary($0.baseAddress, count: $0.count) })
+            result[index] = index
+            guard feature.count == d, d >= 3 else { continue }
+            let own = summaries[index], home = bucket(own, tolerance: tolerance)
             var found: Int?
-            for dl in -1...1 {
-                for da in -1...1 {
-                    for db in -1...1 {
-                        let bucket = Bucket(l: home.l + Int32(dl), a: home.a + Int32(da), b: home.b + Int32(db))
-                        for candidate in buckets[bucket] ?? [] where same(feature, features[candidate], tolerance) {
-                            if found == nil || candidate < found! { found = candidate }
+            for neighbour in neighbours(home) {
+                for candidate in buckets[neighbour] ?? [] where found == nil || candidate < found! {
+                    let match = feature.withUnsafeBufferPointer { x in
+                        features[candidate].withUnsafeBufferPointer { y in
+                            same(x.baseAddress!, own, y.baseAddress!, summaries[candidate], count: d, tolerance: tolerance)
                         }
                     }
+                    if match { found = candidate }
                 }
             }
             if let found {
                 result[index] = found
             } else {
-                result[index] = index
                 buckets[home, default: []].append(index)
             }
         }
         return result
     }
 
-    @inline(__always)
-    static func same(_ a: [Float], _ b: [Float], _ tolerance: Float) -> Bool {
-        guard a.count == b.count else { return false }
-        for i in 0..<a.count where abs(a[i] - b[i]) > tolerance { return false }
-        return true
+    /// The bucket and the 26 around it.
+    static func neighbours(_ home: Bucket) -> [Bucket] {
+        var all: [Bucket] = []
+        all.reserveCapacity(27)
+        for dl in Int32(-1)...1 {
+            for da in Int32(-1)...1 {
+                for db in Int32(-1)...1 { all.append(Bucket(l: home.l + dl, a: home.a + da, b: home.b + db)) }
+            }
+        }
+        return all
     }
 
     /// The same, streamed from `store` (the rows marked in `have`, in row order, read a run at a
     /// time): the representatives' rows, ascending, with `duplicate(row, representativeRow)`
-    /// called for each other row. Holds the representatives' features (the distinct pictures:
-    /// `heldBytes` says how much), and the buckets, which are bounded by the colour space
-    /// (about 50 x 34 x 34 at the default tolerance), not by the photos.
+    /// called for each other row. Holds the representatives' features and summaries (the distinct
+    /// pictures: `heldBytes` says how much), and the buckets, which are bounded by the colour
+    /// space (about 20 x 14 x 14 at the default tolerance), not by the photos.
     /// More than `maxPictures` distinct pictures: nil (they are not all held).
     public static func representatives(store: FeatureStore, have: [Bool], tolerance: Float = tolerance, maxPictures: Int = .max,
                                        duplicate: (Int, Int) -> Void) throws(TesseraError) -> [Int32]? {
-        struct Bucket: Hashable { let l: Int32, a: Int32, b: Int32 }
         let d = store.valuesPerPhoto
         var buckets: [Bucket: [Int32]] = [:]
         var kept: [Float] = []  // the representatives' features, one after another
+        var keptSummaries: [Summary] = []
         var rows: [Int32] = []
         let run = 4096
-        var chunk = [Float](repeating: 0, count: run * d)
+        var chunk = [Float](repeating: 0, count: run * max(d, 1))
         var first = 0
         while first < store.count {
             let count = min(run, store.count - first)
@@ -84,40 +194,30 @@ public enum DuplicatePictures {
                 Result { () throws(TesseraError) in try store.read(first, count, into: buffer.baseAddress!) }
             }.get()
             for offset in 0..<count where have[first + offset] {
-                let base = offset * d
-                var mean: (Float, Float, Float) = (0, 0, 0)
-                let cells = max(1, d / 3)
-                for c in 0..<cells {
-                    mean.0 += chunk[base + c * 3]
-                    mean.1 += chunk[base + c * 3 + 1]
-                    mean.2 += chunk[base + c * 3 + 2]
-                }
-                let scale = 1 / (Float(cells) * tolerance)
-                let home = Bucket(l: Int32((mean.0 * scale).rounded(.down)), a: Int32((mean.1 * scale).rounded(.down)),
-                                  b: Int32((mean.2 * scale).rounded(.down)))
-                var found: Int32?
-                for dl in -1...1 {
-                    for da in -1...1 {
-                        for db in -1...1 {
-                            let bucket = Bucket(l: home.l + Int32(dl), a: home.a + Int32(da), b: home.b + Int32(db))
-                            for candidate in buckets[bucket] ?? [] where found == nil || candidate < found! {
-                                var same = true
-                                let other = Int(candidate) * d
-                                for i in 0..<d where abs(chunk[base + i] - kept[other + i]) > tolerance {
-                                    same = false
-                                    break
-                                }
-                                if same { found = candidate }
+                let found: Int32? = chunk.withUnsafeBufferPointer { values in
+                    let x = values.baseAddress! + offset * d
+                    guard d >= 3 else { return nil }
+                    let own = summary(x, count: d)
+                    var found: Int32?
+                    kept.withUnsafeBufferPointer { held in
+                        for neighbour in neighbours(bucket(own, tolerance: tolerance)) {
+                            for candidate in buckets[neighbour] ?? [] where found == nil || candidate < found! {
+                                if same(x, own, held.baseAddress! + Int(candidate) * d, keptSummaries[Int(candidate)], count: d,
+                                        tolerance: tolerance) { found = candidate }
                             }
                         }
                     }
+                    return found
                 }
                 if let found {
                     duplicate(first + offset, Int(rows[Int(found)]))
                 } else {
                     if rows.count >= maxPictures { return nil }
-                    buckets[home, default: []].append(Int32(rows.count))
+                    let base = offset * d
+                    let own = chunk.withUnsafeBufferPointer { summary($0.baseAddress! + base, count: d) }
+                    buckets[bucket(own, tolerance: tolerance), default: []].append(Int32(rows.count))
                     rows.append(Int32(first + offset))
+                    keptSummaries.append(own)
                     kept.append(contentsOf: chunk[base..<(base + d)])
                 }
             }
@@ -127,6 +227,7 @@ public enum DuplicatePictures {
     }
 
     /// What `representatives(store:...)` holds for `pictures` distinct pictures of `d` floats.
-    public static func heldBytes(pictures: Int, valuesPerPhoto d: Int) -> Int { pictures * (d * 4 + 4 + 4) + (1 << 20) }
+    public static func heldBytes(pictures: Int, valuesPerPhoto d: Int) -> Int {
+        pictures * (d * 4 + MemoryLayout<Summary>.stride + 4 + 4) + (1 << 20)
+    }
 }
-

@@ -64,6 +64,16 @@ public struct PreparedMosaic: Sendable {
     public var photoCount = 0
     /// The most preparing the mosaic held, as planned (`MosaicJob.preparationBytes`).
     public var preparationBytes = 0
+    /// How far the mosaic's colours are from the target's: CIEDE2000 between each cell's target
+    /// sub-cells and its photo's, measured after matching (MosaicQuality).
+    public var colour = ColourDifference(meanDeltaE2000: 0, farShare: 0, subCells: 0)
+    /// The distinct pictures smaller than the cell (drawn enlarged), with their uses.
+    public var tooSmall = TooSmallPhotos()
+    /// The cells of the final placement that break --min-distance or --max-uses.
+    public var unmet = UnmetConstraints()
+    /// How many times the pictures were used: `match.assignment` over `photoCount` pictures
+    /// (indices into `request.photos`, the pictures used).
+    public var uses: UsesHistogram { MosaicQuality.usesHistogram(assignment: match.assignment, pictures: photoCount) }
 }
 
 /// The steps of preparing a mosaic, as its progress names them.
@@ -258,6 +268,7 @@ public enum MosaicJob {
                                               cancellation: cancellation,
                                               progress: matchingProgress)
         let matchSeconds = monotonicSeconds() - started
+        let measured = try measure(matched, target: target, pictures: pictures, mosaic: mosaic)
         releaseFreedMemory()
         // The render reads only the photos the mosaic uses (at most one a cell, whatever the
         // library's size), numbered in the order of the pictures.
@@ -277,7 +288,25 @@ public enum MosaicJob {
         prepared.duplicateCount = pictures.duplicateCount
         prepared.photoCount = pictures.photos.count
         prepared.preparationBytes = preparation
+        (prepared.colour, prepared.tooSmall, prepared.unmet) = measured
         return prepared
+    }
+
+    /// What the match looks like against the target while both features are at hand: the
+    /// colour difference (CIEDE2000), the pictures too small for the cell, the cells that
+    /// break a rule. Holds the cells'
+    /// order by picture (4 bytes a cell) beside the target's features, within the matching's
+    /// share of the plan (its working set is freed by now).
+    static func measure(_ match: MosaicMatch, target: [Float], pictures: (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int),
+                        mosaic: MosaicSettings) throws(TesseraError) -> (ColourDifference, TooSmallPhotos, UnmetConstraints) {
+        let order = MosaicQuality.cellsByPhoto(match.assignment)
+        let colour = try MosaicQuality.colourDifference(target: target, assignment: match.assignment, order: order, store: pictures.store,
+                                                        subCells: mosaic.subCells)
+        let tooSmall = MosaicQuality.tooSmallPhotos(pictures.photos, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                                    assignment: match.assignment, order: order)
+        let unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,
+                                                   minDistance: mosaic.minDistance, maxUses: mosaic.maxUses)
+        return (colour, tooSmall, unmet)
     }
 
     /// The features of every photo of `photos` (row for row in the store; `have` marks the
@@ -400,8 +429,8 @@ public enum MosaicJob {
     }
 
     /// Writes where every photo went (CSV, or JSON for a path ending in .json).
-    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String) throws(TesseraError) {
-        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path)
+    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String, notes: ManifestNotes = ManifestNotes()) throws(TesseraError) {
+        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path, notes: notes)
     }
 }
 

@@ -1,4 +1,20 @@
-// RenderManifest.swift — where every photo went: one row per cell.
+// RenderManifest.swift — where every photo went: one row per cell; in JSON, also what the run
+// left out (skipped files, placeholders), so a program reading it knows what is missing.
+
+/// What a run left out, for a JSON manifest: every photo skipped (the first ones held, all
+/// counted) and every photo drawn as a placeholder, each with the reason in a person's words.
+public struct ManifestNotes: Sendable {
+    public var skipped: [(path: String, reason: String)]
+    public var skippedCount: Int
+    public var placeholders: [(path: String, reason: String)]
+
+    public init(skipped: [(path: String, reason: String)] = [], skippedCount: Int? = nil,
+                placeholders: [(path: String, reason: String)] = []) {
+        self.skipped = skipped
+        self.skippedCount = max(skippedCount ?? skipped.count, skipped.count)
+        self.placeholders = placeholders
+    }
+}
 
 public enum RenderManifest {
     public enum Format: Sendable { case csv, json }
@@ -9,18 +25,18 @@ public enum RenderManifest {
     }
 
     /// The manifest text: CSV `column,row,photo,cost` (cost: the cell's mean Oklab error), or a
-    /// JSON array of objects with the same fields.
-    public static func text(match: MosaicMatch, photoPaths: [String], format: Format) -> String {
+    /// JSON object whose `cells` are objects with the same fields, beside `notes`.
+    public static func text(match: MosaicMatch, photoPaths: [String], format: Format, notes: ManifestNotes = ManifestNotes()) -> String {
         var text = ""
-        emit(match: match, path: { photoPaths[$0] }, format: format) { text += $0 }
+        emit(match: match, path: { photoPaths[$0] }, format: format, notes: notes) { text += $0 }
         return text
     }
 
     /// A grid's manifest: CSV `column,row,photo`, or JSON objects with those fields (empty
     /// cells left out).
-    public static func text(layout: CellLayout, photoPaths: [String], format: Format) -> String {
+    public static func text(layout: CellLayout, photoPaths: [String], format: Format, notes: ManifestNotes = ManifestNotes()) -> String {
         var text = ""
-        emit(layout: layout, path: { photoPaths[$0] }, format: format) { text += $0 }
+        emit(layout: layout, path: { photoPaths[$0] }, format: format, notes: notes) { text += $0 }
         return text
     }
 
@@ -36,17 +52,17 @@ public enum RenderManifest {
 
     /// Writes a grid's manifest of `photos` to `path` atomically, a MiB at a time: a million
     /// cells' rows are never one string.
-    public static func write(layout: CellLayout, photos: PhotoTable, to path: String) throws(TesseraError) {
-        try streamed(to: path) { out in emit(layout: layout, path: { photos[$0].path }, format: format(for: path), out) }
+    public static func write(layout: CellLayout, photos: PhotoTable, to path: String, notes: ManifestNotes = ManifestNotes()) throws(TesseraError) {
+        try streamed(to: path) { out in emit(layout: layout, path: { photos[$0].path }, format: format(for: path), notes: notes, out) }
     }
 
     /// Writes a mosaic's manifest of `photos` to `path` atomically, a MiB at a time.
-    public static func write(match: MosaicMatch, photos: PhotoTable, to path: String) throws(TesseraError) {
-        try streamed(to: path) { out in emit(match: match, path: { photos[$0].path }, format: format(for: path), out) }
+    public static func write(match: MosaicMatch, photos: PhotoTable, to path: String, notes: ManifestNotes = ManifestNotes()) throws(TesseraError) {
+        try streamed(to: path) { out in emit(match: match, path: { photos[$0].path }, format: format(for: path), notes: notes, out) }
     }
 
-    private static func emit(match: MosaicMatch, path: (Int) -> String, format: Format, _ out: (String) -> Void) {
-        out(format == .csv ? "column,row,photo,cost\n" : "[\n")
+    private static func emit(match: MosaicMatch, path: (Int) -> String, format: Format, notes: ManifestNotes, _ out: (String) -> Void) {
+        out(format == .csv ? "column,row,photo,cost\n" : "{\"cells\": [\n")
         for cell in 0..<match.assignment.count {
             let column = cell % match.columns, row = cell / match.columns
             let path = path(Int(match.assignment[cell]))
@@ -59,11 +75,11 @@ public enum RenderManifest {
                     + (cell + 1 < match.assignment.count ? ",\n" : "\n"))
             }
         }
-        if format == .json { out("]\n") }
+        if format == .json { emitNotes(notes, out) }
     }
 
-    private static func emit(layout: CellLayout, path: (Int) -> String, format: Format, _ out: (String) -> Void) {
-        out(format == .csv ? "column,row,photo\n" : "[\n")
+    private static func emit(layout: CellLayout, path: (Int) -> String, format: Format, notes: ManifestNotes, _ out: (String) -> Void) {
+        out(format == .csv ? "column,row,photo\n" : "{\"cells\": [\n")
         var first = true
         for cell in 0..<layout.cellCount {
             let photo = layout.photo(at: cell)
@@ -76,7 +92,20 @@ public enum RenderManifest {
             }
             first = false
         }
-        if format == .json { out((first ? "" : "\n") + "]\n") }
+        if format == .json {
+            if !first { out("\n") }
+            emitNotes(notes, out)
+        }
+    }
+
+    /// The JSON manifest's end: its cells' array closed, then what the run left out.
+    private static func emitNotes(_ notes: ManifestNotes, _ out: (String) -> Void) {
+        func list(_ photos: [(path: String, reason: String)]) -> String {
+            photos.isEmpty ? "[]" : "[\n" + photos.map { "    {\"path\": \(jsonString($0.path)), \"reason\": \(jsonString($0.reason))}" }
+                .joined(separator: ",\n") + "\n  ]"
+        }
+        out("],\n  \"skipped_count\": \(notes.skippedCount),\n  \"skipped\": \(list(notes.skipped)),\n"
+            + "  \"placeholders\": \(list(notes.placeholders))\n}\n")
     }
 
     /// Collects what `body` emits and appends it to a new file at `path` a MiB at a time,

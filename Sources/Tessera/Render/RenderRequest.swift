@@ -96,6 +96,21 @@ public struct RenderRequest: Sendable {
         self.init(photos: PhotoTable(photos), layout: layout, settings: settings, outputs: outputs, tint: tint)
     }
 
+    /// The longest side a preview is made at, about (`preview(to:)`).
+    public static let previewLongSide = 2_000
+
+    /// A preview of this request: the same layout, photos and tint, every cell scaled by one
+    /// factor so the picture's longer side is about `longSide` px (a cell at least 1 px, never
+    /// larger than the request's), written as a JPEG to `path`. It shares the plan's
+    /// choices, so what a person tunes on it is what the full render draws.
+    public func preview(to path: String, longSide: Int = RenderRequest.previewLongSide) -> RenderRequest {
+        let scale = min(1, Double(longSide) / Double(max(layout.width, layout.height)))
+        let width = max(1, Int((Double(layout.cellWidth) * scale).rounded()))
+        let height = max(1, Int((Double(layout.cellHeight) * scale).rounded()))
+        return RenderRequest(photos: photos, layout: layout.withCellSize(width: width, height: height), settings: settings,
+                             outputs: [.jpeg(path: path)], tint: tint)
+    }
+
     public var jpegPath: String? {
         for case .jpeg(let path) in outputs { return path }
         return nil

@@ -29,6 +29,11 @@ enum RenderingOptions {
             if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
                 throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg")
             }
+            // A name without a JPEG's ending (`-o x`, `-o out/`) is a slip: the file would be a
+            // JPEG nothing opens as one.
+            guard jpegSuffixes.contains(where: lower.hasSuffix) else {
+                throw given.refusal("-o \(given.value): name a .jpg/.jpeg file (or --dzi DIR/NAME.dzi)")
+            }
             state.options.outputPath = given.value
         },
         Option("--dzi", value: "DIR/NAME.dzi", help: "Also (or instead) write a Deep Zoom pyramid, in the same pass: NAME.dzi, the tiles in NAME_files/LEVEL/COL_ROW.jpg, and NAME.html, a viewer that opens from the disk (no server) and zooms from the whole picture to single photos, naming the photo under the mouse. DIR must exist. Everything appears only when complete. Without -o the picture may be larger than a JPEG can be (65,500 px a side); memory grows with the width (see --dry-run).") { state, given throws(CommandLineError) in
@@ -36,6 +41,12 @@ enum RenderingOptions {
                 throw given.refusal("--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got '\(given.value)'")
             }
             state.options.deepZoomPath = given.value
+        },
+        Option("--preview", value: "FILE.jpg", help: "First write a small JPEG of the same picture (about 2,000 px on its longer side: every cell scaled down alike, the same photos in the same places) in a second or two, to tune by before the full render. Alone, without -o or --dzi, only the preview is made.") { state, given throws(CommandLineError) in
+            guard jpegSuffixes.contains(where: given.value.lowercased().hasSuffix) else {
+                throw given.refusal("--preview \(given.value): name a .jpg/.jpeg file")
+            }
+            state.options.previewPath = given.value
         },
         Option("--dzi-tile-size", value: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap).") { state, given throws(CommandLineError) in
             state.deepZoom.tileSize = try given.integer(DeepZoomSettings.tileSizes)
@@ -63,6 +74,12 @@ enum RenderingOptions {
             state.deepZoomOptionGiven = given.name
         },
     ]
+
+    /// The name endings of a JPEG (.jpg, .jpeg, .jpe, .jfif): what -o accepts.
+    static let jpegSuffixes: [String] = {
+        let others = Set(Formats.imageSuffixes(except: .jpeg))
+        return Formats.suffixes.filter { !others.contains($0) }
+    }()
 
     /// The layout's shape: columns and rows, the cell size.
     static let shape: [Option<RenderingParse>] = [
@@ -160,7 +177,7 @@ enum RenderingOptions {
             }
             state.options.settings.background = colour
         },
-        Option(flag: "--strict", help: "Fail before rendering if any photo would be skipped.") { state, _ in state.options.strict = true },
+        Option(flag: "--strict", help: "Fail before rendering (exit 3) if any photo would be skipped; for a mosaic, also if any cell could not meet --min-distance and --max-uses.") { state, _ in state.options.strict = true },
         Option("--manifest", value: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture.") { state, given in state.options.manifestPath = given.value },
         Option("--cache-dir", value: "DIR", help: "Where Tessera keeps what it learnt about the photos, so the next run need not read them again: every photo's header (a warm scan opens no unchanged file) and a mosaic's analysed features (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera). An analysis that is interrupted keeps every photo it finished.") { state, given in state.options.cacheDirectory = given.value },
         Option("--exclude", value: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched.") { state, given throws(CommandLineError) in
@@ -187,8 +204,12 @@ enum RenderingOptions {
 
     /// The checks after the last argument, and the options they complete: the pyramid's
     /// settings, the outputs, the shape and the shard. `command` and `example` word the message
-    /// for a command line without photos.
-    static func finish(_ state: RenderingParse, command: String, example: String) throws(CommandLineError) -> GridOptions {
+    /// for a command line without photos. What is missing (photos, outputs, the shape) and
+    /// `problems` (the command's own) are refused together, in one error. `requiresShape`: the
+    /// grid and the tile size must be given (a mosaic has defaults); `dpiConverts`: --dpi has a
+    /// use without a JPEG (it turns a print size into pixels).
+    static func finish(_ state: RenderingParse, command: String, example: String, requiresShape: Bool = true,
+                       dpiConverts: Bool = false, problems commandProblems: [String] = []) throws(CommandLineError) -> GridOptions {
         var options = state.options
         var deepZoom = state.deepZoom
         if options.help { return options }
@@ -206,18 +227,26 @@ enum RenderingOptions {
             throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi")
         }
         try PhotoSourceOptions.finish(&options)
-        guard options.namesPhotos else {
-            throw CommandLineError("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
+        var problems: [String] = []
+        if !options.namesPhotos {
+            problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
-        guard !options.outputPath.isEmpty || options.deepZoomPath != nil else {
-            throw CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")
+        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.previewPath == nil {
+            problems.append("-o OUT.jpg or --dzi DIR/NAME.dzi (or both, or --preview FILE.jpg alone) is required")
+        } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
+            problems.append("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
         }
-        if options.settings.dotsPerInch != nil && options.outputPath.isEmpty {
-            throw CommandLineError("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
-        }
-        guard options.columns != nil else { throw CommandLineError("--grid CxR or --columns C is required") }
-        guard state.sawTileSize else { throw CommandLineError("--tile-size N is required") }
+        if requiresShape && options.columns == nil { problems.append("--grid CxR or --columns C is required") }
+        if requiresShape && !state.sawTileSize { problems.append("--tile-size N is required") }
+        problems += commandProblems
+        if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
+        if options.shard != nil && options.previewPath != nil {
+            throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")
+        }
+        if let preview = options.previewPath, preview == options.outputPath {
+            throw CommandLineError("--preview and -o both name \(preview): give the preview a name of its own")
+        }
         return options
     }
 

@@ -1,5 +1,6 @@
 // MosaicTests.swift — matching where the optimum is known, the placement rules, determinism,
 // the feature index, the manifest and a whole mosaic render.
+import Foundation
 import Glibc
 import Testing
 import TesseraTestSupport
@@ -159,13 +160,38 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
         #expect(RenderManifest.text(match: match, photoPaths: paths, format: .csv)
                 == "column,row,photo,cost\n0,0,\"a,b \"\"c\"\".jpg\",0.25000\n1,0,plain.jpg,0.50000\n")
         #expect(RenderManifest.text(match: match, photoPaths: paths, format: .json) == """
-        [
+        {"cells": [
           {"column": 0, "row": 0, "photo": "a,b \\"c\\".jpg", "cost": 0.25000},
           {"column": 1, "row": 0, "photo": "plain.jpg", "cost": 0.50000}
-        ]
+        ],
+          "skipped_count": 0,
+          "skipped": [],
+          "placeholders": []
+        }
 
         """)
         #expect(RenderManifest.format(for: "out.JSON") == .json && RenderManifest.format(for: "out.csv") == .csv)
+    }
+
+    /// A JSON manifest says what the run left out: the skipped files it holds (and how many in
+    /// all) and the placeholders, each with its reason; it parses as JSON.
+    @Test func jsonNamesWhatWasLeftOut() throws {
+        let match = MosaicMatch(columns: 1, rows: 1, assignment: [0], cellErrors: [0.5], constraintViolations: 0)
+        let notes = ManifestNotes(skipped: [("bad \"1\".jpg", "not an image"), ("b2.jpg", "truncated")], skippedCount: 1_200,
+                                  placeholders: [("p.jpg", "ends early")])
+        let text = RenderManifest.text(match: match, photoPaths: ["a.jpg"], format: .json, notes: notes)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect((object["cells"] as? [[String: Any]])?.first?["photo"] as? String == "a.jpg")
+        #expect(object["skipped_count"] as? Int == 1_200)
+        let skipped = try #require(object["skipped"] as? [[String: String]])
+        #expect(skipped == [["path": "bad \"1\".jpg", "reason": "not an image"], ["path": "b2.jpg", "reason": "truncated"]])
+        #expect(object["placeholders"] as? [[String: String]] == [["path": "p.jpg", "reason": "ends early"]])
+        let grid = RenderManifest.text(layout: CellLayout(columns: 1, rows: 1, cellWidth: 1, cellHeight: 1, photoIndices: [-1]),
+                                       photoPaths: ["a.jpg"], format: .json, notes: notes)
+        let empty = try #require(try JSONSerialization.jsonObject(with: Data(grid.utf8)) as? [String: Any])
+        #expect((empty["cells"] as? [Any])?.isEmpty == true && empty["skipped_count"] as? Int == 1_200)
+        // CSV stays one row a cell.
+        #expect(RenderManifest.text(match: match, photoPaths: ["a.jpg"], format: .csv, notes: notes) == "column,row,photo,cost\n0,0,a.jpg,0.50000\n")
     }
 }
 
