@@ -17,6 +17,9 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     case photoNeedsMemory(path: String, reason: String, budgetToDrawBytes: Int64)
     /// A setting is out of range or inconsistent; the message says which and why.
     case invalidSettings(String)
+    /// A mosaic's minimum of uses of every picture cannot be met; the conflict carries the
+    /// numbers and the nearest values that can.
+    case minUsesImpossible(MinUsesConflict)
     /// An output (or the temporary folder) cannot be written where it is asked for: its folder
     /// is missing, what stands at its name is not ours to replace, two outputs are one file.
     /// Checked before any work.
@@ -60,6 +63,8 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot read photo \(path): \(reason); a memory budget of \(formatBytes(budget)) or more would draw it"
         case let .invalidSettings(message):
             return message
+        case let .minUsesImpossible(conflict):
+            return conflict.description
         case let .unusableOutput(path, reason):
             return "\(path): \(reason)"
         case let .outputTooLarge(width, height, limit):
@@ -114,6 +119,47 @@ public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
         case .noPyramidInParts: "the parts hold no pyramid (their render wrote only a JPEG)"
         case .jpegNotGiven: "the parts hold a JPEG too: give its path as well (or no paths, to use those the shards named)"
         case .pyramidNotGiven: "the parts hold a pyramid too: give its path as well (or no paths, to use those the shards named)"
+        }
+    }
+}
+
+/// Why a mosaic's minimum of uses of every picture cannot be met, with the nearest values that
+/// can (the command line names the flags that set them).
+public enum MinUsesConflict: Equatable, Sendable, CustomStringConvertible {
+    /// `pictures` x `minUses` uses need more cells than the mosaic's `cells`: `fewestCells` would
+    /// do, or a minimum of `largestMinUses` (0: fewer pictures than cells).
+    case tooFewCells(pictures: Int, cells: Int, minUses: Int)
+    /// The fewest uses asked of every picture is more than the most allowed of one.
+    case aboveMaxUses(minUses: Int, maxUses: Int)
+    /// On a `columns` x `rows` grid with no repeat within `minDistance` cells, one picture fits
+    /// at most `mostUses` times; a distance of `largestDistance` fits `minUses`.
+    case minDistance(minUses: Int, minDistance: Int, columns: Int, rows: Int, mostUses: Int, largestDistance: Int)
+
+    /// The cells `tooFewCells` needs.
+    public var fewestCells: Int {
+        if case let .tooFewCells(pictures, _, minUses) = self { return pictures * minUses }
+        return 0
+    }
+
+    /// The largest minimum of uses `tooFewCells`'s cells hold for every picture.
+    public var largestMinUses: Int {
+        if case let .tooFewCells(pictures, cells, _) = self { return cells / max(1, pictures) }
+        return 0
+    }
+
+    public var description: String {
+        switch self {
+        case let .tooFewCells(pictures, cells, minUses):
+            let each = minUses == 1 ? "once" : "\(minUses) times"
+            return "every one of \(pictures) pictures at least \(each) needs at least \(fewestCells) cells; this mosaic has \(cells): "
+                + "ask for \(fewestCells) cells or more, or " + (largestMinUses > 0 ? "at least \(largestMinUses) use(s) of each" : "fewer pictures")
+        case let .aboveMaxUses(minUses, maxUses):
+            return "at least \(minUses) uses of every picture cannot be met with at most \(maxUses) of each: "
+                + "allow \(minUses) uses or more, or ask for at least \(maxUses)"
+        case let .minDistance(minUses, minDistance, columns, rows, mostUses, largestDistance):
+            return "at least \(minUses) uses of every picture cannot be met with no repeat within \(minDistance) cells: "
+                + "a \(columns) x \(rows) grid holds one picture at most \(mostUses) times \(minDistance + 1) cells apart; "
+                + "a minimum distance of \(largestDistance), or at least \(mostUses) use(s) of each, can be met"
         }
     }
 }

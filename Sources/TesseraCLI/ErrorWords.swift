@@ -9,6 +9,8 @@ extension TesseraError {
         switch self {
         case let .photoNeedsMemory(path, reason, budget):
             return "cannot read photo \(path): \(reason); " + memoryAdvice(budget)
+        case let .minUsesImpossible(conflict):
+            return conflict.commandLineDescription
         case .shardedSerialEncoder:
             return description + ": leave out --encoder serial"
         case let .joinOutputs(mismatch):
@@ -29,6 +31,26 @@ extension TesseraError {
                 + "run the shards with --shard K/N --shard-dir \(directory) first"
         default:
             return description
+        }
+    }
+}
+
+extension MinUsesConflict {
+    /// The conflict in the flags' words, with the values that would be met.
+    public var commandLineDescription: String {
+        switch self {
+        case let .tooFewCells(pictures, cells, minUses):
+            let flag = minUses == 1 ? "--use-all" : "--min-uses \(minUses)"
+            let each = minUses == 1 ? "" : " (\(minUses) each)"
+            let fewer = largestMinUses > 0 ? "--min-uses \(largestMinUses)" : "leave out \(flag) (fewer cells than pictures)"
+            return "\(flag) needs at least \(fewestCells) cells for \(pictures) pictures\(each); this mosaic has \(cells): "
+                + "ask for --cells \(fewestCells) or more, or \(fewer)"
+        case let .aboveMaxUses(minUses, maxUses):
+            return "--min-uses \(minUses) is more than --max-uses \(maxUses): give --max-uses \(minUses) or more, or --min-uses \(maxUses)"
+        case let .minDistance(minUses, minDistance, columns, rows, mostUses, largestDistance):
+            let flag = minUses == 1 ? "--use-all" : "--min-uses \(minUses)"
+            return "\(flag) cannot be met with --min-distance \(minDistance): a \(columns) x \(rows) grid holds one picture at most "
+                + "\(mostUses) times \(minDistance + 1) cells apart; give --min-distance \(largestDistance) or less, or --min-uses \(mostUses)"
         }
     }
 }

@@ -11,6 +11,8 @@ public struct MosaicOptions: Equatable, Sendable {
     public var targetPath = ""
     public var minDistance = 1
     public var maxUses: Int?
+    /// Every picture at least this many times (`--min-uses`, `--use-all` for 1); 0: no minimum.
+    public var minUses = 0
     public var tintPercent = 0
     /// Where the placements go (`--manifest`, a rendering option grid shares).
     public var manifestPath: String? {
@@ -50,6 +52,11 @@ public enum MosaicCommand {
         Option("--max-uses", value: "K", help: "Use one photo at most K times (default: no limit).") { mosaic, given throws(CommandLineError) in
             mosaic.maxUses = try given.integer(1...Int(Int32.max))
         },
+        // (Both take the larger minimum, whichever comes first: --use-all with --min-uses 3 is 3.)
+        Option("--min-uses", value: "N", help: "Use every picture at least N times (default 0: no minimum). After the first assignment, each picture used fewer times takes the cells where it costs least extra, from photos used more than N times, within --min-distance and --max-uses; the local search never takes a picture below N. Needs at least N x pictures cells (refused before matching, with the --cells and --min-uses that fit), N <= --max-uses, and room for N uses at --min-distance.") { mosaic, given throws(CommandLineError) in
+            mosaic.minUses = max(mosaic.minUses, try given.integer(0...Int(Int32.max)))
+        },
+        Option(flag: "--use-all", help: "Use every picture at least once: --min-uses 1.") { mosaic, _ in mosaic.minUses = max(mosaic.minUses, 1) },
         Option("--tint", value: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0).") { mosaic, given throws(CommandLineError) in
             mosaic.tintPercent = try given.integer(0...100)
         },

@@ -76,6 +76,7 @@ public struct Runner {
             settings.subCells = mosaic.subCells
             settings.minDistance = mosaic.minDistance
             settings.maxUses = mosaic.maxUses
+            settings.minUses = mosaic.minUses
             settings.seed = mosaic.seed
             settings.matchEffort = mosaic.matchEffort
             settings.tintPercent = mosaic.tintPercent

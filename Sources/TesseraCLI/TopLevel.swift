@@ -40,7 +40,7 @@ public enum ExitCode: Int32, Error, Sendable {
     /// The exit code for a library error.
     public init(_ error: TesseraError) {
         switch error {
-        case .invalidSettings, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
+        case .invalidSettings, .minUsesImpossible, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
         case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts, .noParts: self = .badInput
         case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted

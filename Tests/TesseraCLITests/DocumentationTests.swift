@@ -100,7 +100,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--grid": return "3x3"
         case "--dzi-tile-size": return "64"
         case "--tile-size", "--columns", "--quality", "--workers", "--stripe-height", "--dzi-quality", "--dpi",
-             "--sub-cells", "--max-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
+             "--sub-cells", "--max-uses", "--min-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
         case "--subsampling": return "444"
         case "--size": return "16x16"  // the --grid 2x2 of 8 px cells the other flags ask for
         case "--cells": return "100"

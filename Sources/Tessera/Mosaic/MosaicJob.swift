@@ -22,6 +22,8 @@ public struct MosaicSettings: Equatable, Sendable {
     public var minDistance = 1
     /// Each photo at most this many times; nil: no limit.
     public var maxUses: Int?
+    /// Every picture at least this many times (MosaicMatcher's repair after the greedy pass); 0: no minimum.
+    public var minUses: Int = 0
     public var seed: UInt64 = 1
     /// Passes of local search after the greedy assignment (MosaicMatcher phase 3); 0: none.
     public var matchEffort = 2
@@ -86,8 +88,10 @@ public enum MosaicJob {
     /// the largest of: the matching's working set, the target's decode (its sub-cell pixels and
     /// their features, and a decoder), the analysis (the decode pool, and a batch's features),
     /// and the distinct pictures' features while duplicates are found (`pictureBytes`).
-    public static func preparationBytes(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings) -> Int {
-        let (fixed, phases) = preparationParts(columns: columns, rows: rows, photoCount: photoCount, subCells: k, settings: settings)
+    public static func preparationBytes(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings,
+                                        minUses: Int = 0) -> Int {
+        let (fixed, phases) = preparationParts(columns: columns, rows: rows, photoCount: photoCount, subCells: k, settings: settings,
+                                               minUses: minUses)
         return fixed + max(phases, pictureBytes(photoCount: photoCount, subCells: k, besides: fixed, settings: settings))
     }
 
@@ -98,8 +102,8 @@ public enum MosaicJob {
     /// What preparing holds throughout (the process, the library's bytes a photo, the features
     /// store while it is small enough to be in memory), and the largest of the phases but
     /// finding duplicates: the matching, the target, the analysis.
-    static func preparationParts(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings)
-        -> (fixed: Int, phases: Int) {
+    static func preparationParts(columns: Int, rows: Int, photoCount: Int, subCells k: Int, settings: RenderSettings,
+                                 minUses: Int = 0) -> (fixed: Int, phases: Int) {
         let cells = columns * rows
         let d = k * k * 3
         let workers = settings.workers ?? onlineCoreCount()
@@ -107,7 +111,8 @@ public enum MosaicJob {
         let library = photoCount * bytesPerPhoto + PhotoTable.residentBytes(count: photoCount) + min(photoCount * d * 4, 1 << 20)
         let target = cells * k * k * 3 + cells * d * 4 + decodePool
         let matching = MosaicMatcher.workingBytes(cells: cells, photos: photoCount, subCells: k,
-                                                  chunkPhotos: matchingRun(cells: cells, photoCount: photoCount, subCells: k, settings: settings))
+                                                  chunkPhotos: matchingRun(cells: cells, photoCount: photoCount, subCells: k, settings: settings),
+                                                  minUses: minUses)
             + cells * d * 4
         let side = k * MosaicAnalysis.samplesPerSubCell
         let analysis = decodePool + workers * side * side * 3 + MosaicAnalysis.largestBatch * (d * 4 + 256)
@@ -185,12 +190,15 @@ public enum MosaicJob {
         let columns = mosaic.columns
         try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                       outputs: outputs.map(\.kind))
+        // A minimum of uses that no count of pictures could meet is refused before any photo is read.
+        try MosaicMatcher.refuseImpossibleMinUses(columns: columns, rows: rows, pictures: nil, minUses: mosaic.minUses,
+                                                  maxUses: mosaic.maxUses, minDistance: mosaic.minDistance)
         // Before any photo is read: a mosaic whose matching or render cannot fit the budget is
         // refused with the smallest budget that fits both, not found out after minutes of
         // analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
         // where does not change what it needs.)
         let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
-                                           settings: settings)
+                                           settings: settings, minUses: mosaic.minUses)
         // Every photo in turn (which photo goes where changes nothing the plan counts but the
         // distinct photos, taken as all of them).
         let distinct = max(1, min(library.photos.count, columns * rows))
@@ -201,7 +209,7 @@ public enum MosaicJob {
                 var trial = settings
                 trial.maxMemoryBytes = budget
                 return preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
-                                        settings: trial) <= budget
+                                        settings: trial, minUses: mosaic.minUses) <= budget
                     && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
             }
             if !fits(settings.maxMemoryBytes) {
@@ -239,6 +247,9 @@ public enum MosaicJob {
         let pictures = try distinctPictures(drawable.photos, store: features.store, have: features.have, temporaryDirectory: temporary,
                                             budget: (settings, fixedBytes))
         releaseFreedMemory()
+        // Once the distinct pictures are counted, before the target and the matching.
+        try MosaicMatcher.refuseImpossibleMinUses(columns: columns, rows: rows, pictures: pictures.photos.count, minUses: mosaic.minUses,
+                                                  maxUses: mosaic.maxUses, minDistance: mosaic.minDistance)
 
         started = monotonicSeconds()
         progress?(.target, 0, 1)
@@ -249,7 +260,8 @@ public enum MosaicJob {
         started = monotonicSeconds()
         progress?(.matching, 0, columns * rows)
         let matched = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, store: pictures.store,
-                                              minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, seed: mosaic.seed,
+                                              minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, minUses: mosaic.minUses,
+                                              seed: mosaic.seed,
                                               workers: workers, effort: mosaic.matchEffort,
                                               chunkPhotos: matchingRun(cells: columns * rows, photoCount: pictures.photos.count, subCells: k,
                                                                        settings: settings),

@@ -1,8 +1,9 @@
 // MosaicMatcher.swift — which photo goes in which cell of a photomosaic.
 //
 // Minimises the total squared Oklab distance between each cell's target sub-cells and the chosen
-// photo's, subject to: no identical photo within `minDistance` cells (Chebyshev), and at most
-// `maxUses` uses of one photo. Three phases, each a named step of `match`:
+// photo's, subject to: no identical photo within `minDistance` cells (Chebyshev), at most
+// `maxUses` uses of one photo, and at least `minUses` of every photo. Three phases, each a named
+// step of `match`:
 //   1. `rankCandidates`: in parallel, for each cell, the `candidateCount` best photos by cost (exact costs), the
 //      photos read from the store a run at a time (so a million photos' features never need to
 //      be in memory: they can stay in a FeatureStore's temporary file);
@@ -10,9 +11,14 @@
 //      constraints allow (a full scan of all photos when none of its candidates is allowed).
 //      The random order spreads repeats evenly instead of letting the top-left cells take every
 //      photo's best matches; the same seed gives the same mosaic.
+//      With a minimum of uses, `Placement.repairMinUses` then gives every photo used fewer times
+//      its missing uses, each in the cell where it costs least extra, taken from a photo used
+//      more than the minimum (the cells compared: all of them when that is cheap, else first
+//      each cell's nearest short photos by a FeatureTree over those photos);
 //   3. `Placement.improve`: `effort` passes of local search over the cells in the same order: a cell takes a better
 //      candidate when the constraints allow it, or swaps photos with the one neighbour whose
-//      photo blocks it, whenever that lowers the total cost. Every move lowers it, so the
+//      photo blocks it, whenever that lowers the total cost (a reassignment never takes a photo
+//      below its minimum of uses; a swap keeps every count). Every move lowers it, so the
 //      total never rises; the moves are made one at a time in a fixed order, so the result is
 //      the same for any number of workers.
 // Phases 2 and 3 change one value, `Placement` (the assignment, the costs and the bookkeeping
@@ -30,20 +36,34 @@ public struct MosaicMatch: Equatable, Sendable {
     public internal(set) var assignment: [Int32]
     /// Row-major: mean Oklab distance between the cell's target sub-cells and its photo's.
     public let cellErrors: [Float]
-    /// Cells where the constraints could not all be met (the best photo with uses left was taken).
+    /// Cells where the constraints could not all be met (the best photo with uses left was
+    /// taken), and the uses a minimum of uses still lacks (`missingUses`: a cell each that should
+    /// have held a picture short of its minimum).
     public let constraintViolations: Int
-    /// The total cost (squared Oklab distance summed over every sub-cell) after the greedy pass,
-    /// and at the end (lower or equal: the local search only makes moves that lower it).
+    /// The total cost (squared Oklab distance summed over every sub-cell) after the greedy pass
+    /// (and the repair that gives short pictures their minimum of uses), and at the end (lower
+    /// or equal: the local search only makes moves that lower it).
     public var greedyCost: Double = 0
     public var totalCost: Double = 0
-    /// The mean error (as `meanError`) after the greedy pass.
+    /// The mean error (as `meanError`) after the greedy pass (and the repair).
     public var greedyMeanError: Double = 0
+    /// The fewest uses asked of every picture (0: no minimum).
+    public var minUses = 0
+    /// Cells the repair gave to pictures short of `minUses` after the greedy pass, and what
+    /// that added to the total cost.
+    public var repairedCells = 0
+    public var repairCost: Double = 0
+    /// Pictures still used fewer than `minUses` times (the minimum distance left them no cell),
+    /// and the uses they lack in all (counted in `constraintViolations`).
+    public var picturesBelowMinUses = 0
+    public var missingUses = 0
     /// Moves the local search made (reassignments and swaps), and its passes.
     public var improvements = 0
     public var improvementPasses = 0
-    /// Seconds spent ranking candidates, in the greedy pass, and improving.
+    /// Seconds spent ranking candidates, in the greedy pass, repairing and improving.
     public var rankingSeconds = 0.0
     public var greedySeconds = 0.0
+    public var repairSeconds = 0.0
     public var improvementSeconds = 0.0
     /// Whether the candidates came from the feature tree (else from comparing every photo).
     public var usedTree = false
@@ -58,7 +78,9 @@ public struct MosaicMatch: Equatable, Sendable {
     public static func == (a: MosaicMatch, b: MosaicMatch) -> Bool {
         a.columns == b.columns && a.rows == b.rows && a.assignment == b.assignment && a.cellErrors == b.cellErrors
             && a.constraintViolations == b.constraintViolations && a.greedyCost == b.greedyCost && a.totalCost == b.totalCost
-            && a.improvements == b.improvements && a.improvementPasses == b.improvementPasses
+            && a.improvements == b.improvements && a.improvementPasses == b.improvementPasses && a.minUses == b.minUses
+            && a.repairedCells == b.repairedCells && a.repairCost == b.repairCost && a.picturesBelowMinUses == b.picturesBelowMinUses
+            && a.missingUses == b.missingUses
     }
 
     public init(columns: Int, rows: Int, assignment: [Int32], cellErrors: [Float], constraintViolations: Int) {
@@ -119,16 +141,29 @@ public enum MosaicMatcher {
     /// errors before and after. A placed photo (at most one a cell): its features and
     /// bookkeeping; with few photos, a table of every photo's slot. A photo of the run: its features, its projected point (as built and in tree
     /// order, 32 bytes each), its place in the order, its share of the nodes, the permutation's
-    /// mark.
+    /// mark. With a minimum of uses (`minUses` > 0), the repair's besides (at most one short
+    /// photo a cell): their features in a tree's order, the tree, and 2 offers a cell
+    /// (`repairTreeBytesPerCell`).
     public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24,
-                                    chunkPhotos: Int = MosaicMatcher.chunkPhotos) -> Int {
+                                    chunkPhotos: Int = MosaicMatcher.chunkPhotos, minUses: Int = 0) -> Int {
         let d = k * k * 3
         let m = min(candidateCount, max(1, photos))
         let run = min(chunkPhotos, photos)
         let placed = min(cells, photos)
         let table = photos <= max(cells, PhotoSlots.largestTable) ? photos * 4 : 0
-        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k)
+        let repair = minUses > 0 ? cells * (d * 4 + repairTreeBytesPerCell) : 0
+        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k) + repair
     }
+
+    /// A cell's share of the repair: a short photo's projected point (32 bytes), its place in the
+    /// order (4) and share of the nodes (about 4), and the cell's 2 offers (12 each), with room
+    /// to spare.
+    static let repairTreeBytesPerCell = 72
+
+    /// Up to this many (picture, cell) comparisons, the repair compares every short picture with
+    /// every cell (exact, and cheap: 16M comparisons of 27 values are well under a second);
+    /// beyond, each cell finds its nearest short pictures by a FeatureTree over them.
+    static let exhaustiveRepairPairs = 1 << 24
 
     static func runBytesPerPhoto(subCells k: Int) -> Int { k * k * 3 * 4 + 32 + 32 + 4 + 5 + 1 }
 
@@ -146,41 +181,47 @@ public enum MosaicMatcher {
 
     /// Matches `photoFeatures` (k*k*3 floats each) to `target` (`columns * rows` cells of k*k*3).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photoFeatures: [[Float]],
-                             minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
+                             minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
-                             cancellation: RenderCancellation? = nil,
+                             repairByTree: Bool? = nil, cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let d = k * k * 3
         return try match(target: target, columns: columns, rows: rows, subCells: k,
                          store: FeatureStore(photos: photoFeatures, valuesPerPhoto: d),
-                         minDistance: minDistance, maxUses: maxUses, seed: seed, workers: workers, candidateCount: candidateCount,
-                         effort: effort, useTree: useTree, chunkPhotos: chunkPhotos, cancellation: cancellation, progress: progress)
+                         minDistance: minDistance, maxUses: maxUses, minUses: minUses, seed: seed, workers: workers,
+                         candidateCount: candidateCount, effort: effort, useTree: useTree, chunkPhotos: chunkPhotos, repairByTree: repairByTree,
+                         cancellation: cancellation, progress: progress)
     }
 
     /// The same, with the photos' features one after another in `flat` (k*k*3 floats each).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, photos flat: [Float],
-                             minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
+                             minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
-                             cancellation: RenderCancellation? = nil,
+                             repairByTree: Bool? = nil, cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         try match(target: target, columns: columns, rows: rows, subCells: k, store: FeatureStore(features: flat, valuesPerPhoto: k * k * 3),
-                  minDistance: minDistance, maxUses: maxUses, seed: seed, workers: workers, candidateCount: candidateCount,
-                  effort: effort, useTree: useTree, chunkPhotos: chunkPhotos, cancellation: cancellation, progress: progress)
+                  minDistance: minDistance, maxUses: maxUses, minUses: minUses, seed: seed, workers: workers, candidateCount: candidateCount,
+                  effort: effort, useTree: useTree, chunkPhotos: chunkPhotos, repairByTree: repairByTree, cancellation: cancellation,
+                  progress: progress)
     }
 
     /// The same, with the photos' features in `store`, read `chunkPhotos` photos at a time.
     /// `useTree`: nil decides by the photo count; true or false forces the feature tree or the
-    /// exhaustive ranking (they give the same result).
+    /// exhaustive ranking (they give the same result). `minUses`: every photo at least this many
+    /// times (0: no minimum); `repairByTree`: nil decides by the work, true or false forces the
+    /// repair's rounds over a FeatureTree of the short photos or its comparison of every short
+    /// photo with every cell (these can differ: a round takes the cheapest offers first).
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore,
-                             minDistance: Int, maxUses: Int?, seed: UInt64, workers: Int,
+                             minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
-                             cancellation: RenderCancellation? = nil,
+                             repairByTree: Bool? = nil, cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let d = k * k * 3
         let n = store.count
         precondition(target.count == cells * d && store.valuesPerPhoto == d && chunkPhotos > 0)
         try refuseImpossibleConstraints(cells: cells, photos: n, minDistance: minDistance, maxUses: maxUses)
+        try refuseImpossibleMinUses(columns: columns, rows: rows, pictures: n, minUses: minUses, maxUses: maxUses, minDistance: minDistance)
         let run = min(chunkPhotos, n)
         let runFeatures = UnsafeMutableBufferPointer<Float>.allocate(capacity: run * d)
         defer { runFeatures.deallocate() }
@@ -194,10 +235,14 @@ public enum MosaicMatcher {
 
         let order = seededOrder(cells: cells, seed: seed)
         var placement = Placement(target: target, columns: columns, rows: rows, subCells: k, store: store, run: run,
-                                  runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max)
+                                  runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max,
+                                  minUses: minUses)
         started = monotonicSeconds()
         try placement.placeGreedily(in: order, reporter: reporter)
         let greedySeconds = monotonicSeconds() - started
+        started = monotonicSeconds()
+        let repair = try placement.repairMinUses(byTree: repairByTree, reporter: reporter)
+        let repairSeconds = monotonicSeconds() - started
         let greedyCost = placement.totalCost
         let greedyErrors = placement.cellErrors()
 
@@ -208,7 +253,13 @@ public enum MosaicMatcher {
         let improvementSeconds = monotonicSeconds() - started
 
         var match = MosaicMatch(columns: columns, rows: rows, assignment: placement.assignment, cellErrors: placement.cellErrors(),
-                                constraintViolations: placement.violations)
+                                constraintViolations: placement.violations + repair.missingUses)
+        match.minUses = minUses
+        match.repairedCells = repair.cells
+        match.repairCost = repair.cost
+        match.picturesBelowMinUses = repair.pictures
+        match.missingUses = repair.missingUses
+        match.repairSeconds = repairSeconds
         match.greedyCost = greedyCost
         match.totalCost = placement.totalCost
         match.greedyMeanError = greedyErrors.reduce(0.0) { $0 + Double($1) } / Double(max(1, cells))
@@ -220,7 +271,8 @@ public enum MosaicMatcher {
         match.usedTree = ranking.usedTree
         match.runs = (n + run - 1) / run
         match.runPhotos = run
-        match.plannedBytes = workingBytes(cells: cells, photos: n, subCells: k, candidateCount: candidateCount, chunkPhotos: run)
+        match.plannedBytes = workingBytes(cells: cells, photos: n, subCells: k, candidateCount: candidateCount, chunkPhotos: run,
+                                          minUses: minUses)
         return match
     }
 
@@ -235,6 +287,38 @@ public enum MosaicMatcher {
         if let maxUses, maxUses * n < cells {
             throw .invalidSettings("at most \(maxUses) uses of each of \(n) photos fill at most \(maxUses * n) of \(cells) cells")
         }
+    }
+
+    /// Refuses a minimum of uses no placement can meet: more than the most uses, more than one
+    /// picture fits on the grid at the minimum distance, or (once the distinct pictures are
+    /// known: `pictures`) more uses in all than there are cells. Each refusal carries the nearest
+    /// values that can be met. Cheap: a caller runs it before any photo is read (without
+    /// `pictures`) and again once they are counted.
+    public static func refuseImpossibleMinUses(columns: Int, rows: Int, pictures: Int?, minUses: Int, maxUses: Int?,
+                                               minDistance: Int) throws(TesseraError) {
+        guard minUses > 0 else { return }
+        let cells = columns * rows
+        if let pictures, pictures > 0, pictures * minUses > cells {
+            throw .minUsesImpossible(.tooFewCells(pictures: pictures, cells: cells, minUses: minUses))
+        }
+        if let maxUses, maxUses < minUses { throw .minUsesImpossible(.aboveMaxUses(minUses: minUses, maxUses: maxUses)) }
+        if minUses > cells { throw .minUsesImpossible(.tooFewCells(pictures: max(1, pictures ?? 1), cells: cells, minUses: minUses)) }
+        let most = mostUses(columns: columns, rows: rows, minDistance: minDistance)
+        if minUses > most {
+            // (At distance 0 every cell can hold the picture, and minUses <= cells here.)
+            var distance = minDistance - 1
+            while distance > 0 && mostUses(columns: columns, rows: rows, minDistance: distance) < minUses { distance -= 1 }
+            throw .minUsesImpossible(.minDistance(minUses: minUses, minDistance: minDistance, columns: columns, rows: rows,
+                                                  mostUses: most, largestDistance: max(0, distance)))
+        }
+    }
+
+    /// The most cells of a `columns` x `rows` grid one picture can hold with no repeat within
+    /// `minDistance` cells: every (D+1)-th cell of every (D+1)-th row, from a corner (a
+    /// (D+1) x (D+1) block holds at most one, and the blocks from a corner cover the grid).
+    public static func mostUses(columns: Int, rows: Int, minDistance: Int) -> Int {
+        let step = minDistance + 1
+        return ((columns + step - 1) / step) * ((rows + step - 1) / step)
     }
 
     /// Progress reports and cancellation checks, between batches of cells: `done` of `totalWork`
@@ -378,8 +462,9 @@ public enum MosaicMatcher {
         let runFeatures: UnsafeMutableBufferPointer<Float>
         let ranking: CandidateRanking
         let minDistance: Int
-        /// The most uses of one photo (Int.max: no limit).
+        /// The most uses of one photo (Int.max: no limit), and the fewest of every photo (0: none).
         let limit: Int
+        let minUses: Int
 
         /// Row-major: each cell's photo (-1 before it is placed) and its cost.
         private(set) var assignment: [Int32]
@@ -392,13 +477,16 @@ public enum MosaicMatcher {
         private var head: [Int32] = []
         /// Whether a newly placed photo's features are read as it is placed (after the greedy pass).
         private var readingPlaced = false
+        /// The photos the greedy pass used fewer than `minUses` times, in photo order (each has a
+        /// slot, its features read with the placed photos').
+        private var shortPictures: [Int32] = []
         /// The cells holding each photo, as doubly linked lists from its slot's `head` (the local
         /// search's only: empty without it).
         private var next: [Int32] = []
         private var previous: [Int32] = []
 
         init(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore, run: Int,
-             runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int) {
+             runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int, minUses: Int = 0) {
             let cells = columns * rows
             self.target = target
             self.columns = columns
@@ -411,6 +499,7 @@ public enum MosaicMatcher {
             self.ranking = ranking
             self.minDistance = minDistance
             self.limit = limit
+            self.minUses = minUses
             assignment = [Int32](repeating: -1, count: cells)
             costs = [Float](repeating: 0, count: cells)
             slotOfPhoto = PhotoSlots(photos: store.count, cells: cells)
@@ -428,7 +517,7 @@ public enum MosaicMatcher {
 
         /// One pass over the cells in `order`, each taking its best candidate that the
         /// constraints allow (a scan of all photos when none is allowed); then the features of
-        /// every placed photo are read.
+        /// every placed photo, and of every photo short of `minUses`, are read.
         mutating func placeGreedily(in order: [Int32], reporter: MatchReporter) throws(TesseraError) {
             let cells = assignment.count
             for (position, cellIndex) in order.enumerated() {
@@ -442,7 +531,16 @@ public enum MosaicMatcher {
                     try reporter.report(cells + position + 1)
                 }
             }
-            try readPlacedFeatures(Array(Set(assignment)))
+            var read = Set(assignment)
+            if minUses > 0 {
+                // (At most one photo a cell: a minimum of uses is refused with more photos than cells.)
+                for photo in 0..<Int32(store.count) where usesOf(photo) < minUses {
+                    _ = try slot(photo)
+                    shortPictures.append(photo)
+                    read.insert(photo)
+                }
+            }
+            try readPlacedFeatures(Array(read))
         }
 
         /// The photo the greedy pass gives `cell`: its first candidate the constraints allow,
@@ -480,6 +578,140 @@ public enum MosaicMatcher {
             if best[0].photo >= 0 { return (best[0].photo, best[0].cost, true) }
             let fallback = best[1].photo >= 0 ? best[1] : best[2]
             return (fallback.photo, fallback.cost, false)
+        }
+
+        // MARK: After the greedy pass, the minimum of uses
+
+        /// Gives every photo short of `minUses` after the greedy pass its missing uses, each in a
+        /// cell whose photo has uses to spare (more than `minUses`) and where the minimum
+        /// distance still holds, at the least extra cost (the photo's cost there less the
+        /// cell's) that can be found. With few pairs (`exhaustiveRepairPairs`; `byTree` false),
+        /// one photo after another in photo order compares every cell. Else first in rounds
+        /// (`repairInRounds`): every such cell offers itself to its nearest short photos by a
+        /// FeatureTree over them, and the offers are taken cheapest first; what the rounds leave
+        /// short is then done one photo at a time. Uses no cell can take (the minimum distance
+        /// blocks every cell with a photo to spare) are counted as missing. One thread, in a
+        /// fixed order: the same result for any number of workers.
+        mutating func repairMinUses(byTree: Bool?, reporter: MatchReporter) throws(TesseraError)
+            -> (cells: Int, cost: Double, pictures: Int, missingUses: Int) {
+            guard minUses > 0, !shortPictures.isEmpty else { return (0, 0, 0, 0) }
+            let cells = assignment.count
+            var pending = shortPictures
+            var repaired = 0, added = 0.0, below = 0, missing = 0
+            if cells > 1 && (byTree ?? (shortPictures.count * cells > exhaustiveRepairPairs)) {
+                (repaired, added) = try repairInRounds(&pending, reporter: reporter)
+            }
+            for (index, picture) in pending.enumerated() {
+                var want = minUses - usesOf(picture)
+                while want > 0 {
+                    var took = 0
+                    for cell in everyOffer(picture, keep: 4 * want + 16) where want > 0 && canGive(Int(cell), to: picture) {
+                        added += give(Int(cell), to: picture)
+                        took += 1
+                        want -= 1
+                    }
+                    repaired += took
+                    if want > 0 && took == 0 {
+                        // Not one cell of the mosaic can take it: what it lacks is a violation.
+                        below += 1
+                        missing += want
+                        break
+                    }
+                    // (Else, if it still lacks uses, the best offers of every cell were taken:
+                    // the next ones are looked for.)
+                }
+                if (index + 1) % 256 == 0, reporter.cancellation?.isCancelled == true { throw .cancelled }
+            }
+            return (repaired, added, below, missing)
+        }
+
+        /// Up to 8 rounds: a FeatureTree over the photos in `pending` (short of `minUses`); every
+        /// cell whose photo has uses to spare finds its 2 nearest of them (for a cell the nearest
+        /// is the least extra cost: the cell's own cost is the same for all), and the offers are
+        /// taken cheapest first, by (extra cost, cell, photo), while the photo is short and the
+        /// cell can be given to it. `pending` is left holding the photos still short; stops
+        /// early when a round gives nothing. Each round is a search a cell (not a comparison of
+        /// every photo with every cell). Returns the cells given and the cost they added.
+        mutating func repairInRounds(_ pending: inout [Int32], reporter: MatchReporter) throws(TesseraError) -> (cells: Int, cost: Double) {
+            var repaired = 0, added = 0.0
+            for _ in 0..<8 where !pending.isEmpty {
+                var features = [Float](repeating: 0, count: pending.count * d)
+                for (i, picture) in pending.enumerated() {
+                    let slot = Int(slotOfPhoto[picture]!)
+                    for v in 0..<d { features[i * d + v] = placedFeatures[slot * d + v] }
+                }
+                let tree = features.withUnsafeBufferPointer { FeatureTree(features: $0.baseAddress!, count: pending.count, valuesPerPhoto: d) }
+                features.withUnsafeMutableBufferPointer { permuteRecords($0.baseAddress!, width: d, order: tree.order) }
+                let m = min(2, pending.count)
+                var offers: [(extra: Float, cell: Int32, picture: Int32)] = []
+                var found = [Int32](repeating: .max, count: m), foundCosts = [Float](repeating: .infinity, count: m)
+                var scratch = FeatureTree.Scratch(dimensions: tree.dimensions)
+                for cell in 0..<assignment.count where usesOf(assignment[cell]) > minUses {
+                    for i in 0..<m { (found[i], foundCosts[i]) = (.max, .infinity) }
+                    target.withUnsafeBufferPointer { t in
+                        features.withUnsafeBufferPointer { f in
+                            found.withUnsafeMutableBufferPointer { found in
+                                foundCosts.withUnsafeMutableBufferPointer { foundCosts in
+                                    tree.nearest(t.baseAddress! + cell * d, features: f.baseAddress!, m: m, photos: found.baseAddress!,
+                                                 costs: foundCosts.baseAddress!, scratch: &scratch)
+                                }
+                            }
+                        }
+                    }
+                    for i in 0..<m where found[i] != .max { offers.append((foundCosts[i] - costs[cell], Int32(cell), pending[Int(found[i])])) }
+                    if cell % batchCells == 0, reporter.cancellation?.isCancelled == true { throw .cancelled }
+                }
+                offers.sort { ($0.extra, $0.cell, $0.picture) < ($1.extra, $1.cell, $1.picture) }
+                var took = 0
+                for offer in offers where usesOf(offer.picture) < minUses && canGive(Int(offer.cell), to: offer.picture) {
+                    added += give(Int(offer.cell), to: offer.picture)
+                    took += 1
+                }
+                repaired += took
+                pending = pending.filter { usesOf($0) < minUses }
+                if took == 0 { break }
+            }
+            return (repaired, added)
+        }
+
+        /// Whether `cell` can be given to `picture`: its photo has uses to spare, and no cell near
+        /// holds `picture`. (`picture` is short of `minUses`, so under the most uses.)
+        func canGive(_ cell: Int, to picture: Int32) -> Bool {
+            let current = assignment[cell]
+            return current != picture && usesOf(current) > minUses && holders(of: picture, near: cell, most: 1).isEmpty
+        }
+
+        /// Puts `picture` in `cell` (the greedy pass's bookkeeping: the cells are not linked yet);
+        /// returns what it adds to the total cost.
+        mutating func give(_ cell: Int, to picture: Int32) -> Double {
+            let cost = placedCost(cell, picture)
+            let added = Double(cost) - Double(costs[cell])
+            uses[Int(slotOfPhoto[assignment[cell]]!)] -= 1
+            uses[Int(slotOfPhoto[picture]!)] += 1
+            assignment[cell] = picture
+            costs[cell] = cost
+            return added
+        }
+
+        /// Of every cell, the `keep` that can be given to `picture` at the least extra cost, by
+        /// (extra cost, cell).
+        func everyOffer(_ picture: Int32, keep: Int) -> [Int32] {
+            var best: [(extra: Float, cell: Int32)] = []
+            best.reserveCapacity(keep + 1)
+            for cell in 0..<assignment.count where usesOf(assignment[cell]) > minUses {
+                let extra = placedCost(cell, picture) - costs[cell]
+                if best.count == keep, let last = best.last, extra >= last.extra { continue }
+                guard canGive(cell, to: picture) else { continue }
+                var i = best.count
+                best.append((extra, Int32(cell)))
+                while i > 0 && best[i - 1].extra > extra {
+                    best[i] = best[i - 1]
+                    i -= 1
+                }
+                best[i] = (extra, Int32(cell))
+                if best.count > keep { best.removeLast() }
+            }
+            return best.map(\.cell)
         }
 
         // MARK: The constraints
@@ -597,13 +829,17 @@ public enum MosaicMatcher {
                 guard betterCost < currentCost else { break }  // ranked: none further is better
                 if better == current { continue }
                 let blockers = holders(of: better, near: cell)
-                if blockers.isEmpty && usesOf(better) < limit {
+                // (The cell's photo may leave it only with uses to spare: a photo at its minimum
+                // of uses moves by swaps, which keep every count.)
+                if blockers.isEmpty && usesOf(better) < limit && usesOf(current) > minUses {
                     try reassign(cell, to: better, cost: betterCost)
                     return true
                 }
                 if blockers.isEmpty {
-                    // Used up (at its most uses): swap with the cell holding it that gains most.
-                    guard let swap = bestSwapForUsedUp(better, betterCost: betterCost, into: cell, current: current,
+                    // Used up (at its most uses), or the cell's photo at its fewest: swap with the
+                    // cell holding it that gains most.
+                    guard usesOf(better) > 0,
+                          let swap = bestSwapForUsedUp(better, betterCost: betterCost, into: cell, current: current,
                                                        currentCost: currentCost) else { continue }
                     try swapPhotos(cell, swap.cell, cellCost: betterCost, otherCost: swap.cost)
                     return true
