@@ -10,6 +10,8 @@ public struct MosaicOptions: Equatable, Sendable {
     public var render = GridOptions()
     public var targetPath = ""
     public var minDistance = 1
+    /// --min-distance was given (else a library too small for the default lowers it).
+    public var minDistanceGiven = false
     public var maxUses: Int?
     /// Every picture at least this many times (`--min-uses`, `--use-all` for 1); 0: no minimum.
     public var minUses = 0
@@ -48,6 +50,7 @@ public enum MosaicCommand {
         Option("--target", value: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape.") { mosaic, given in mosaic.targetPath = given.value },
         Option("--min-distance", value: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them.") { mosaic, given throws(CommandLineError) in
             mosaic.minDistance = try given.integer(0...100)
+            mosaic.minDistanceGiven = true
         },
         Option("--max-uses", value: "K", help: "Use one photo at most K times (default: no limit).") { mosaic, given throws(CommandLineError) in
             mosaic.maxUses = try given.integer(1...Int(Int32.max))

@@ -202,16 +202,22 @@ public enum Report {
 
     /// The warning for cells placed without meeting every constraint: which constraints, how
     /// many cells break each, and what would help. nil when every cell meets them.
-    public static func unmetConstraints(_ prepared: PreparedMosaic, minDistance: Int, maxUses: Int?) -> String? {
+    public static func unmetConstraints(_ prepared: PreparedMosaic, minDistance: Int, maxUses: Int?, minUses: Int = 0) -> String? {
         let unmet = prepared.unmet
         guard unmet.any else { return nil }
         let cells = prepared.match.assignment.count, pictures = max(1, prepared.photoCount)
         var broken: [String] = []
         if unmet.tooClose > 0 { broken.append("\(formatCount(unmet.tooClose)) have an identical photo within --min-distance \(minDistance)") }
         if unmet.overUsed > 0, let maxUses { broken.append("\(formatCount(unmet.overUsed)) use a photo past --max-uses \(maxUses)") }
-        let line = "\(formatCount(unmetCells(unmet))) of \(formatCount(cells)) cell(s) could not meet the placement rules and took their best photo "
-            + "all the same: " + broken.joined(separator: ", ")
+        var line = unmetCells(unmet) == 0 ? ""
+            : "\(formatCount(unmetCells(unmet))) of \(formatCount(cells)) cell(s) could not meet the placement rules and took their best photo "
+                + "all the same: " + broken.joined(separator: ", ")
+        if unmet.underUsed > 0 {
+            line += (line.isEmpty ? "" : "; ") + "\(formatCount(unmet.underUsed)) picture(s) are used fewer than --min-uses \(minUses) times "
+                + "(\(formatCount(unmet.missingUses)) use(s) missing): the minimum distance left them no cell"
+        }
         var help: [String] = []
+        if unmet.underUsed > 0 { help.append("lower --min-distance or --min-uses, or ask for more cells (--cells)") }
         if unmet.tooClose > 0 {
             let fits = max(0, (Int(Double(pictures).squareRoot()) - 1) / 2)
             help.append(minDistance > fits
@@ -347,6 +353,10 @@ public enum Report {
                       }.joined(separator: ", ") + "]}")
         var unmet: [String] = []
         if prepared.unmet.tooClose > 0 { unmet.append("{\"constraint\": \"min_distance\", \"value\": \(minDistance), \"cells\": \(prepared.unmet.tooClose)}") }
+        if prepared.unmet.underUsed > 0 {
+            unmet.append("{\"constraint\": \"min_uses\", \"value\": \(prepared.match.minUses), \"pictures\": \(prepared.unmet.underUsed), "
+                         + "\"missing_uses\": \(prepared.unmet.missingUses)}")
+        }
         if prepared.unmet.overUsed > 0 {
             unmet.append("{\"constraint\": \"max_uses\", \"value\": \(maxUses ?? 0), \"cells\": \(prepared.unmet.overUsed)}")
         }

@@ -75,6 +75,7 @@ public struct Runner {
                                           cellWidth: shape.cellWidth, cellHeight: shape.cellHeight)
             settings.subCells = mosaic.subCells
             settings.minDistance = mosaic.minDistance
+            settings.minDistanceIsDefault = !mosaic.minDistanceGiven
             settings.maxUses = mosaic.maxUses
             settings.minUses = mosaic.minUses
             settings.seed = mosaic.seed
@@ -102,12 +103,21 @@ public struct Runner {
                 console.summarise()
             }
             console.result(Report.library(prepared, usable: library.photos.count - prepared.failed.count))
+            if let lowered = prepared.minDistanceLowered {
+                settings.minDistance = lowered
+                console.warning("only \(prepared.photoCount) distinct picture(s): identical photos may touch (the default --min-distance 1 needs 9, "
+                                + "a 3 x 3 block without repeats); add photos, or give --min-distance 0 to say so")
+            }
             // Cells that broke a rule are known after matching: --strict refuses them before
             // anything is written.
-            if let unmet = Report.unmetConstraints(prepared, minDistance: settings.minDistance, maxUses: settings.maxUses) {
+            if let unmet = Report.unmetConstraints(prepared, minDistance: settings.minDistance, maxUses: settings.maxUses,
+                                                   minUses: settings.minUses) {
                 console.warning(unmet)
                 if options.strict {
-                    console.message("--strict: \(Report.unmetCells(prepared.unmet)) cell(s) could not meet the placement rules; nothing rendered")
+                    let broken = Report.unmetCells(prepared.unmet) > 0
+                        ? "\(Report.unmetCells(prepared.unmet)) cell(s) could not meet the placement rules"
+                        : "\(prepared.unmet.underUsed) picture(s) could not be used --min-uses \(settings.minUses) times"
+                    console.message("--strict: \(broken); nothing rendered")
                     return .badInput
                 }
             }

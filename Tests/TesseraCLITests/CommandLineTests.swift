@@ -105,7 +105,7 @@ import Tessera
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "10by10", "--tile-size", "5"])
         } throws: { ($0 as? CommandLineError)?.message == "--grid expects COLUMNSxROWS like 200x267, got '10by10'" }
         #expect(throws: CommandLineError("--tile-size N is required")) { try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2"]) }
-        #expect(throws: CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
+        #expect(throws: CommandLineError("-o OUT.jpg or --dzi DIR/NAME.dzi (or both, or --preview FILE.jpg alone) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
     }
 
     /// Flags that conflict, repeat or do nothing are refused, not silently resolved (issue 13).
@@ -164,8 +164,8 @@ import Tessera
                 // Name order, repeating: cell i holds photo i mod 18.
                 for cell in 0..<20 { #expect(lines[cell + 1] == "\(cell % 5),\(cell / 5),\(photos[cell % photos.count])") }
             } else {
-                #expect(text.hasPrefix("[\n  {\"column\": 0, \"row\": 0, \"photo\": \"\(photos[0])\"}"), "\(text.prefix(200))")
-                #expect(text.hasSuffix("\"}\n]\n") && text.split(separator: "\"column\"", omittingEmptySubsequences: false).count == 21)
+                #expect(text.hasPrefix("{\"cells\": [\n  {\"column\": 0, \"row\": 0, \"photo\": \"\(photos[0])\"}"), "\(text.prefix(200))")
+                #expect(text.hasSuffix("\"placeholders\": []\n}\n") && text.split(separator: "\"column\"", omittingEmptySubsequences: false).count == 21)
             }
         }
         let refused = runTessera(["grid", fixtures, "-o", directory + "/h.jpg", "--grid", "5x4", "--tile-size", "8",

@@ -116,7 +116,7 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(nul.status == 0 && !nul.output.contains("warning"), "\(nul.output)")
         let byLines = runTessera(arguments)
         #expect(byLines.status == 3, "\(byLines.output)")
-        #expect(byLines.output.contains("warning: skipping \(directory)/two: no such file or folder"), "\(byLines.output)")
+        #expect(byLines.output.contains("warning: skipping 2 files: no such file or folder: \(directory)/two, lines.jpg"), "\(byLines.output)")
     }
 
     /// A list that cannot be read is exit 2 naming --photos-from and the path, before any photo

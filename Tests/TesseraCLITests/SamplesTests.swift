@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// Samples/, from this file's path (Tests/TesseraCLITests/SamplesTests.swift).
-private let samples: String = {
+let samples: String = {
     var path = #filePath
     for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
     return path + "/Samples"
@@ -36,7 +36,7 @@ private let samples: String = {
         #expect(mkdir(directory, 0o755) == 0)
         defer { _ = system("rm -rf '\(directory)'") }
         let arguments = ["mosaic", "--target", samples + "/target/chelsea.jpg", samples + "/library", "-o", directory + "/m.jpg",
-                         "--grid", "24x16", "--tile-size", "8", "--cache-dir", directory + "/cache"]
+                         "--grid", "24x16", "--tile-size", "16", "--cache-dir", directory + "/cache"]
         let dry = runTessera(arguments + ["--dry-run"])
         #expect(dry.status == 0, "\(dry.output)")
         #expect(!dry.output.contains("skipped") && !dry.output.lowercased().contains("warning"), "\(dry.output)")
@@ -47,12 +47,12 @@ private let samples: String = {
         let jpeg = readFile(directory + "/m.jpg")
         #expect(jpeg.count > 1000 && jpeg.prefix(2) == [0xFF, 0xD8])
         let size = jpegSize(jpeg)
-        #expect(size?.0 == 24 * 8 && size?.1 == 16 * 8, "\(String(describing: size))")
+        #expect(size?.0 == 24 * 16 && size?.1 == 16 * 16, "\(String(describing: size))")
     }
 }
 
 /// The width and height in a JPEG's first start-of-frame marker.
-private func jpegSize(_ bytes: [UInt8]) -> (Int, Int)? {
+func jpegSize(_ bytes: [UInt8]) -> (Int, Int)? {
     var at = 2
     while at + 9 < bytes.count {
         guard bytes[at] == 0xFF else { return nil }

@@ -31,6 +31,9 @@ public struct MosaicSettings: Equatable, Sendable {
     public var tintPercent = 0
     /// Where the feature index lives; nil: defaultCacheDirectory().
     public var cacheDirectory: String?
+    /// `minDistance` is a default, not asked for: with too few distinct pictures for it, it is
+    /// lowered to what they can keep (PreparedMosaic.minDistanceLowered) rather than refused.
+    public var minDistanceIsDefault = false
 
     public init(targetPath: String, columns: Int, rows: Int? = nil, cellWidth: Int, cellHeight: Int) {
         self.targetPath = targetPath
@@ -64,12 +67,15 @@ public struct PreparedMosaic: Sendable {
     public var photoCount = 0
     /// The most preparing the mosaic held, as planned (`MosaicJob.preparationBytes`).
     public var preparationBytes = 0
+    /// The minimum distance the default was lowered to for a library of too few distinct
+    /// pictures (MosaicSettings.minDistanceIsDefault), or nil when it was kept.
+    public var minDistanceLowered: Int?
     /// How far the mosaic's colours are from the target's: CIEDE2000 between each cell's target
     /// sub-cells and its photo's, measured after matching (MosaicQuality).
     public var colour = ColourDifference(meanDeltaE2000: 0, farShare: 0, subCells: 0)
     /// The distinct pictures smaller than the cell (drawn enlarged), with their uses.
     public var tooSmall = TooSmallPhotos()
-    /// The cells of the final placement that break --min-distance or --max-uses.
+    /// The cells of the final placement that break the minimum distance or the most uses.
     public var unmet = UnmetConstraints()
     /// How many times the pictures were used: `match.assignment` over `photoCount` pictures
     /// (indices into `request.photos`, the pictures used).
@@ -247,6 +253,15 @@ public enum MosaicJob {
         let pictures = try distinctPictures(drawable.photos, store: features.store, have: features.have, temporaryDirectory: temporary,
                                             budget: (settings, fixedBytes))
         releaseFreedMemory()
+        // A default distance a small library cannot keep is lowered, not refused: its first
+        // mosaic should render. The largest D whose (2D+1) x (2D+1) block the pictures fill.
+        var mosaic = mosaic
+        var minDistanceLowered: Int?
+        let keepable = max(0, (Int(Double(pictures.photos.count).squareRoot()) - 1) / 2)
+        if mosaic.minDistanceIsDefault && mosaic.minDistance > keepable {
+            mosaic.minDistance = keepable
+            minDistanceLowered = keepable
+        }
         // Once the distinct pictures are counted, before the target and the matching.
         try MosaicMatcher.refuseImpossibleMinUses(columns: columns, rows: rows, pictures: pictures.photos.count, minUses: mosaic.minUses,
                                                   maxUses: mosaic.maxUses, minDistance: mosaic.minDistance)
@@ -288,6 +303,7 @@ public enum MosaicJob {
         prepared.duplicateCount = pictures.duplicateCount
         prepared.photoCount = pictures.photos.count
         prepared.preparationBytes = preparation
+        prepared.minDistanceLowered = minDistanceLowered
         (prepared.colour, prepared.tooSmall, prepared.unmet) = measured
         return prepared
     }
@@ -305,7 +321,8 @@ public enum MosaicJob {
         let tooSmall = MosaicQuality.tooSmallPhotos(pictures.photos, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                                     assignment: match.assignment, order: order)
         let unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,
-                                                   minDistance: mosaic.minDistance, maxUses: mosaic.maxUses)
+                                                   minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, minUses: mosaic.minUses,
+                                                   pictures: pictures.photos.count)
         return (colour, tooSmall, unmet)
     }
 

@@ -81,8 +81,16 @@ public struct UnmetConstraints: Equatable, Sendable {
     public var tooClose = 0
     /// Cells past their photo's most uses (each photo's uses beyond the limit).
     public var overUsed = 0
-    public init(tooClose: Int = 0, overUsed: Int = 0) { self.tooClose = tooClose; self.overUsed = overUsed }
-    public var any: Bool { tooClose > 0 || overUsed > 0 }
+    /// Pictures used fewer times than the minimum of uses, and the uses they lack.
+    public var underUsed = 0
+    public var missingUses = 0
+    public init(tooClose: Int = 0, overUsed: Int = 0, underUsed: Int = 0, missingUses: Int = 0) {
+        self.tooClose = tooClose
+        self.overUsed = overUsed
+        self.underUsed = underUsed
+        self.missingUses = missingUses
+    }
+    public var any: Bool { tooClose > 0 || overUsed > 0 || underUsed > 0 }
 }
 
 /// The output's likeness to the target at a common size.
@@ -219,16 +227,24 @@ public enum MosaicQuality {
     /// within `minDistance` cells (Chebyshev), uses of a photo past `maxUses`. `order` is
     /// `cellsByPhoto(assignment)`: each photo's cells are a run in row order, so only pairs
     /// of one photo within `minDistance` rows are compared.
+    /// `pictures`: how many the mosaic was matched from (those never placed are short of
+    /// `minUses` too).
     public static func unmetConstraints(assignment: [Int32], columns: Int, order: [Int32], minDistance: Int,
-                                        maxUses: Int?) -> UnmetConstraints {
+                                        maxUses: Int?, minUses: Int = 0, pictures: Int = 0) -> UnmetConstraints {
         var result = UnmetConstraints()
         var start = 0
         var near: [Bool] = []
+        var placed = 0
         while start < order.count {
             let photo = assignment[Int(order[start])]
             var end = start + 1
             while end < order.count && assignment[Int(order[end])] == photo { end += 1 }
             if photo >= 0 {
+                placed += 1
+                if end - start < minUses {
+                    result.underUsed += 1
+                    result.missingUses += minUses - (end - start)
+                }
                 if let maxUses, end - start > maxUses { result.overUsed += end - start - maxUses }
                 if minDistance > 0 {
                     near = [Bool](repeating: false, count: end - start)
@@ -244,6 +260,10 @@ public enum MosaicQuality {
                 }
             }
             start = end
+        }
+        if minUses > 0 && pictures > placed {
+            result.underUsed += pictures - placed
+            result.missingUses += (pictures - placed) * minUses
         }
         return result
     }

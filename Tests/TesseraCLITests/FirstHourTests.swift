@@ -1,0 +1,103 @@
+// FirstHourTests.swift — issue 29's first hour through the binary: a mosaic with no flag but
+// the target, the library and -o renders (a small library's default distance lowered with a
+// warning, not refused); --preview alone, with -o, and its refusals; a hostile folder keeps
+// standard error short while the JSON events name every bad file; the result line counts the
+// whole run.
+import Foundation
+import Glibc
+import Testing
+
+private func scratch(_ name: String) -> String {
+    let directory = "\(testRoot)/tessera-first-hour-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    precondition(mkdir(directory, 0o755) == 0)
+    return directory
+}
+
+@Suite struct FirstHourTests {
+    /// The fixtures hold two distinct pictures, too few for the default distance of 1: with no
+    /// flag the mosaic renders all the same, says why identical photos touch, and its last line
+    /// names the output and the whole run's time. Asking for the distance keeps it a refusal.
+    @Test func aMosaicWithNoFlagsRendersEvenFromATinyLibrary() throws {
+        let directory = scratch("tiny")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let base = ["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "--cache-dir", directory + "/cache", "--no-progress"]
+        let run = runTesseraSplit(base + ["-o", directory + "/m.jpg"])
+        #expect(run.status == 0, "\(run.standardError)")
+        #expect(run.standardError.contains("only 2 distinct picture(s): identical photos may touch"), "\(run.standardError)")
+        let last = run.standardOutput.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("wrote \(directory)/m.jpg: ") && last.hasSuffix(" s in all"), "\(run.standardOutput)")
+        // The whole run is at least its render.
+        let render = try #require(last.firstMatch(of: #/in ([0-9.]+) s, /#)?.1).description
+        let all = try #require(last.firstMatch(of: #/; ([0-9.]+) s in all/#)?.1).description
+        #expect(Double(all)! >= Double(render)!, "\(last)")
+        let jpeg = readFile(directory + "/m.jpg")
+        let size = try #require(jpegSize(jpeg))
+        // 2,500 cells of 100 px in the target's 3:2 shape.
+        #expect(size.0 % 100 == 0 && size.1 % 100 == 0 && abs(Double(size.0) / Double(size.1) - 1.5) < 0.05, "\(size)")
+        let given = runTesseraSplit(base + ["-o", directory + "/n.jpg", "--min-distance", "1"])
+        #expect(given.status == 2 && given.standardError.contains("needs at least 9 different pictures"), "\(given.standardError)")
+        #expect(access(directory + "/n.jpg", F_OK) != 0)
+    }
+
+    /// --preview alone writes only the preview, about 2,000 px on its longer side; with -o it
+    /// comes first and the JPEG is the full size; its name must be a JPEG's, and a shard cannot
+    /// make one.
+    @Test func previewAloneAndBeforeTheFullRender() throws {
+        let directory = scratch("preview")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let base = ["mosaic", "--target", samples + "/target/chelsea.jpg", samples + "/library", "--grid", "60x40", "--tile-size", "100",
+                    "--cache-dir", directory + "/cache"]
+        let alone = runTesseraSplit(base + ["--preview", directory + "/p.jpg", "--progress", "json"])
+        #expect(alone.status == 0, "\(alone.standardError)")
+        let preview = try #require(jpegSize(readFile(directory + "/p.jpg")))
+        #expect(max(preview.0, preview.1) <= 2_000 && max(preview.0, preview.1) >= 1_900 && preview.0 % 60 == 0, "\(preview)")
+        #expect(listNames(directory).sorted() == ["cache", "p.jpg"])
+        let summary = try #require(jsonLines(alone.standardError).last)
+        #expect((summary["outputs"] as? [String: Any])?["preview"] as? String == directory + "/p.jpg", "\(summary)")
+        let both = runTesseraSplit(base + ["--preview", directory + "/q.jpg", "-o", directory + "/full.jpg", "--no-progress"])
+        #expect(both.status == 0, "\(both.standardError)")
+        let lines = both.standardOutput.split(separator: "\n")
+        let previewLine = lines.firstIndex { $0.hasPrefix("preview: wrote \(directory)/q.jpg") }
+        let fullLine = lines.firstIndex { $0.hasPrefix("wrote \(directory)/full.jpg: 6000 x 4000 px") }
+        #expect(previewLine != nil && fullLine != nil && previewLine! < fullLine!, "\(both.standardOutput)")
+        #expect(try #require(jpegSize(readFile(directory + "/q.jpg"))) == preview)
+        let png = runTesseraSplit(base + ["--preview", directory + "/p.png"])
+        #expect(png.status == 2 && png.standardError.contains("--preview \(directory)/p.png: name a .jpg/.jpeg file"), "\(png.standardError)")
+        let shard = runTesseraSplit(base + ["--preview", directory + "/s.jpg", "-o", directory + "/s-full.jpg", "--shard", "1/2",
+                                            "--shard-dir", directory])
+        #expect(shard.status == 2 && shard.standardError.contains("--preview draws the whole picture"), "\(shard.standardError)")
+    }
+
+    /// 50 bad files of three kinds among 20 photos: at most 12 lines on standard error (here one
+    /// a kind), every bad file an event in JSON.
+    @Test func aHostileFolderKeepsStandardErrorShort() throws {
+        let directory = scratch("hostile")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photos = directory + "/photos"
+        #expect(mkdir(photos, 0o755) == 0)
+        for name in listNames(samples + "/library").sorted().prefix(20) {
+            #expect(system("cp '\(samples)/library/\(name)' '\(photos)/'") == 0)
+        }
+        let good = readFile(photos + "/" + listNames(photos).sorted()[0])
+        for index in 0..<50 {
+            let bytes: [UInt8]
+            switch index % 3 {
+            case 0: bytes = Array("not a photo \(index)".utf8)
+            case 1: bytes = Array(good.prefix(600))
+            default: bytes = [0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: UInt8(index), count: 40)
+            }
+            writeFile(bytes, to: photos + String(format: "/bad-%02d.jpg", index))
+        }
+        let base = ["mosaic", "--target", samples + "/target/chelsea.jpg", photos, "-o", directory + "/m.jpg", "--grid", "30x20",
+                    "--tile-size", "16", "--cache-dir", directory + "/cache"]
+        let plain = runTesseraSplit(base + ["--no-progress"])
+        #expect(plain.status == 0, "\(plain.standardError)")
+        let lines = plain.standardError.split(separator: "\n")
+        #expect(lines.count <= 12 && lines.count >= 1, "\(plain.standardError)")
+        #expect(plain.standardOutput.contains("50 file(s) skipped"), "\(plain.standardOutput)")
+        let json = runTesseraSplit(base + ["--progress", "json"])
+        #expect(json.status == 0)
+        let skipped = jsonLines(json.standardError).filter { $0["event"] as? String == "skipped" }.compactMap { $0["path"] as? String }
+        #expect(Set(skipped) == Set((0..<50).map { photos + String(format: "/bad-%02d.jpg", $0) }), "\(skipped.count) skipped events")
+    }
+}
