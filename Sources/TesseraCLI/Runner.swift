@@ -122,11 +122,10 @@ public struct Runner {
                 }
             }
             if let path = options.previewPath {
+                // A preview alone: the mosaic's report first, the line naming the file last.
+                if options.outputs.isEmpty { console.result(Report.mosaic(prepared)) }
                 let preview = try writePreview(of: prepared.request, to: path, dryRun: options.dryRun)
-                if options.outputs.isEmpty {
-                    console.result(Report.mosaic(prepared))
-                    return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count)
-                }
+                if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count) }
             }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
             guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
@@ -150,6 +149,12 @@ public struct Runner {
                              + [Report.mosaicFields(prepared, similarity: similarity, minDistance: settings.minDistance, maxUses: settings.maxUses)])
             return .success
         } catch {
+            // The target's own failure (a broken or empty picture) named by its flag, as a
+            // missing target is: the photos' errors name a photo.
+            if error != .cancelled, case .unreadablePhoto(let path, _) = error, path == mosaic.targetPath {
+                console.message("--target " + error.commandLineDescription)
+                return ExitCode(error)
+            }
             return report(error, options: options, manifest: mosaic.manifestPath)
         }
     }
@@ -163,9 +168,12 @@ public struct Runner {
         guard let jpeg = options.jpegPath else {
             return .failure(SimilaritySkipped("only a Deep Zoom pyramid was written, and SSIM reads the JPEG back (add -o OUT.jpg)"))
         }
-        // A decoder's share of the budget: a few scaled rows and a 512 px picture.
-        let budget = DecodeBudget(budgetBytes: min(options.settings.maxMemoryBytes, 64 << 20), workers: 1,
-                                  spillDirectory: options.settings.temporaryDirectory)
+        // The render's decoder pool and no more (a large progressive target spills its
+        // coefficients), so the read-back stays inside what the render's plan counted.
+        let settings = options.settings
+        let pool = DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: settings.workers ?? onlineCoreCount())
+        let budget = DecodeBudget(poolBytes: pool, spillDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
+                                  wholeImageLimitBytes: pool)
         do throws(TesseraError) {
             return .success(try MosaicQuality.structuralSimilarity(output: jpeg, width: summary.width, height: summary.height,
                                                                    target: target, budget: budget))

@@ -303,7 +303,7 @@ let mixedFormatPhotos: String = {
         let enough = runMeasured(arguments + ["--max-memory", "\(budget)M"])
         #expect(enough.exitCode == 0, "\(enough.output)")
         #expect(!enough.output.contains("one-picture.heic") && !enough.output.contains("placeholder"), "\(enough.output)")
-        #expect(enough.output.contains("photos used"), "\(enough.output)")
+        #expect(enough.output.contains("pictures used"), "\(enough.output)")
         #expect(enough.peakBytes <= budget << 20, "peak \(enough.peakMiB) MiB over the \(budget) MiB budget")
     }
 

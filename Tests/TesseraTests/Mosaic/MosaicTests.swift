@@ -122,11 +122,11 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
         let photos = randomFeatures(count: 8, k: 3, seed: 1)
         let target = randomFeatures(count: 100, k: 3, seed: 2).flatMap { $0 }
         #expect(throws: TesseraError.invalidSettings(
-            "a minimum distance of 1 needs at least 9 different pictures (a 3 x 3 block holds no repeat; copies of one picture count once), found 8")) {
+            "a minimum distance of 1 needs at least 9 different pictures (a 3 x 3 block holds no repeat; copies of one picture count once), found 8: a distance of 0 fits them, or add pictures")) {
             try MosaicMatcher.match(target: target, columns: 10, rows: 10, subCells: 3, photoFeatures: photos,
                                     minDistance: 1, maxUses: nil, seed: 1, workers: 1)
         }
-        #expect(throws: TesseraError.invalidSettings("at most 12 uses of each of 8 photos fill at most 96 of 100 cells")) {
+        #expect(throws: TesseraError.invalidSettings("at most 12 uses of each of 8 photos fill at most 96 of 100 cells: 13 uses each would fill them")) {
             try MosaicMatcher.match(target: target, columns: 10, rows: 10, subCells: 3, photoFeatures: photos,
                                     minDistance: 0, maxUses: 12, seed: 1, workers: 1)
         }
