@@ -14,6 +14,8 @@ public enum Report {
     public static func plan(_ plan: RenderPlan, layout: CellLayout, photoCount: Int, disk: [DiskRequirement],
                             settings: RenderSettings, preparationBytes: Int = 0) -> String {
         let megapixels = Double(plan.width) * Double(plan.height) / 1e6
+        // Every run scans its library first; a small render plans less than the scan holds.
+        let render = renderPeak(plan, preparationBytes: preparationBytes), scan = PhotoLibrary.plannedScanBytes
         var lines = [
             "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
             "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
@@ -24,8 +26,9 @@ public enum Report {
             "workers     \(plan.workers)",
             "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (a single-picture HEIF or AVIF, a lossless WebP, an interlaced GIF) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
             "cell cache  \(plan.cellSlots) cells of \(formatBytes(Int64(plan.cellBytes)))",
-            "memory      about \(formatBytes(Int64(max(renderPeak(plan, preparationBytes: preparationBytes), preparationBytes)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes)))\(budgetRule(settings, plan: plan)))"
-                + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(renderPeak(plan, preparationBytes: preparationBytes))))" : ""),
+            "memory      about \(formatBytes(Int64(max(render, preparationBytes, scan)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes)))\(budgetRule(settings, plan: plan)))"
+                + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(render)))" : "")
+                + (scan > max(render, preparationBytes) ? "; the library's scan about \(formatBytes(Int64(scan))), the render about \(formatBytes(Int64(render)))" : ""),
             "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), " : "")
                 + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", cell spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]

@@ -138,6 +138,25 @@ public struct PhotoLibrary: Sendable {
     /// thousand and counts the rest (`onSkipped` sees every one).
     public static let heldSkippedLimit = 1000
 
+    /// What the process holds before it does any work (the Swift runtime, Foundation, the C
+    /// libraries' code and data): `tessera --version` peaks at 14.2-14.5 MiB on Debian bookworm.
+    /// RenderPlan.processAllowanceBytes is less (12 MiB); a render's plan has room to spare
+    /// elsewhere (its decoder pool), which a scan does not.
+    static let processBytes = 15 << 20
+
+    /// The most a scan holds, whatever the number of files, as the dry run plans it: the process
+    /// itself, then the larger of its two phases, and the skipped photos it keeps.
+    /// - the walk: the sorter's run (ExternalSort.plannedRunBytes);
+    /// - the reading: the sorter's merge buffers, a batch of paths and headers, the header
+    ///   index's journal and sort chunk (a MiB each), and the photo table's builder
+    ///   (PhotoTable.residentBytes past its memory limit, with the machinery it leaves).
+    /// Measured: 300,000 files that are not photos peak at 19.9 MiB.
+    public static var plannedScanBytes: Int {
+        let walk = ExternalSort.plannedRunBytes()
+        let reading = ExternalSort.mergeBufferBytes + Reading.batchSize * 512 + (2 << 20) + PhotoTable.residentBytes(count: .max)
+        return processBytes + max(walk, reading) + heldSkippedLimit * 512
+    }
+
     /// Searches `paths` (files or directories). `workers` headers are read at once.
     /// A named path that does not exist or cannot be listed is skipped like a broken photo.
     /// Throws `.cancelled` once `cancellation` is (checked for every directory entry and header).

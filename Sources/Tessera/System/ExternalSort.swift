@@ -34,7 +34,7 @@ final class ExternalSort {
     /// The longest key or payload taken: far past any path, so only a caller's bug reaches it.
     static let maximumPartBytes = 1 << 20
 
-    init(temporaryDirectory: String, runBytes: Int = 4 << 20) {
+    init(temporaryDirectory: String, runBytes: Int = ExternalSort.defaultRunBytes) {
         self.temporaryDirectory = temporaryDirectory
         self.runBytes = max(runBytes, 64)
     }
@@ -47,8 +47,13 @@ final class ExternalSort {
             throw .system(operation: "sort (a record over 1 MiB)", errno: EINVAL, path: temporaryDirectory)
         }
         let cost = key.count + payload.count + Self.entryOverhead
-        // The run's buffer once, at its full size: grown by doubling it would reach twice that.
-        if arena.capacity == 0 { arena.reserveCapacity(runBytes) }
+        // The run's buffers once, at their full size: grown by doubling they would reach twice
+        // that, and copying them three times. Only the pages written are resident, and arena
+        // and entries together are kept under runBytes below.
+        if arena.capacity == 0 {
+            arena.reserveCapacity(runBytes)
+            entries.reserveCapacity(runBytes / Self.entryOverhead)
+        }
         if !entries.isEmpty && arena.count + entries.count * Self.entryOverhead + cost > runBytes { try writeRun() }
         entries.append(Entry(offset: arena.count, keyLength: Int32(key.count), payloadLength: Int32(payload.count)))
         arena.append(contentsOf: key)
@@ -62,20 +67,34 @@ final class ExternalSort {
         }
     }
 
-    /// Sorts the run being filled (by key, then by arrival: stable whatever `sort` is).
+    /// Sorts the run being filled in place (by key, then by arrival: stable whatever `sort` is,
+    /// since a record's offset in the arena grows with its arrival). Sorting the entries
+    /// themselves, rather than an index array mapped back, keeps the run's cost at
+    /// `plannedBytes`: no second copy of the entries.
     private func sortRun() {
         arena.withUnsafeBytes { bytes in
             let base = bytes.baseAddress!
-            let held = entries
-            var order = Array(held.indices)
-            order.sort { a, b in
-                let x = held[a], y = held[b]
+            entries.sort { x, y in
                 let c = compareBytes(base + x.offset, Int(x.keyLength), base + y.offset, Int(y.keyLength))
-                return c != 0 ? c < 0 : a < b
+                return c != 0 ? c < 0 : x.offset < y.offset
             }
-            entries = order.map { held[$0] }
         }
     }
+
+    /// The most this sorter keeps resident while records are appended, whatever their number:
+    /// the run (keys, payloads and entries together stay under `runBytes`), the sort's scratch
+    /// (at most half the entries, which are at most the run) and the spill's write buffer.
+    /// Once the run is gone, `finish` holds only the merge's read buffers (`mergeBufferBytes`,
+    /// while there are at most 1,024 runs: 4 GiB of records). The scan's plan counts both
+    /// (PhotoLibrary.plannedScanBytes).
+    static func plannedRunBytes(runBytes: Int = defaultRunBytes) -> Int {
+        runBytes + runBytes / 2 + (64 << 10)
+    }
+
+    /// A run's default size.
+    static let defaultRunBytes = 4 << 20
+    /// The merge's read buffers in all, however many runs (each at least 4 KiB, at most 64).
+    static let mergeBufferBytes = 4 << 20
 
     /// Sorts the run being filled and appends it to the spill file.
     private func writeRun() throws(TesseraError) {
@@ -133,7 +152,7 @@ final class ExternalSort {
         throws(TesseraError) {
         guard let spill else { return }
         // A few MiB of read buffers in all, however many runs: each at least 4 KiB.
-        let bufferBytes = max(4 << 10, min(64 << 10, (4 << 20) / max(runs.count, 1)))
+        let bufferBytes = max(4 << 10, min(64 << 10, Self.mergeBufferBytes / max(runs.count, 1)))
         var cursors: [RunCursor] = []
         for (index, run) in runs.enumerated() {
             let cursor = RunCursor(file: spill, range: run, run: index, bufferBytes: bufferBytes)
