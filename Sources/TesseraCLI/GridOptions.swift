@@ -15,6 +15,8 @@ public struct GridOptions: Equatable, Sendable {
     public var outputPath = ""
     /// The Deep Zoom descriptor to write (DIR/NAME.dzi), or nil.
     public var deepZoomPath: String?
+    /// The pyramid as one file (DIR/NAME.szi), or nil.
+    public var deepZoomArchivePath: String?
     /// A small JPEG of the same picture, written first (`--preview`), or nil.
     public var previewPath: String?
     public var columns: Int?
@@ -27,7 +29,7 @@ public struct GridOptions: Equatable, Sendable {
     /// The budget is chosen for the machine when the render starts (`--max-memory auto`, the
     /// default); false once a size is given.
     public var automaticMemory = true
-    /// The pyramid's settings, when --dzi is given.
+    /// The pyramid's settings, when --dzi or --szi is given.
     public var deepZoom: DeepZoomSettings?
     public var dryRun = false
     /// How progress shows (`--progress`, `--no-progress`).
@@ -65,6 +67,7 @@ public struct GridOptions: Equatable, Sendable {
         var outputs: [RenderOutput] = []
         if let jpegPath { outputs.append(.jpeg(path: jpegPath)) }
         if let deepZoomPath, let deepZoom { outputs.append(.deepZoom(path: deepZoomPath, settings: deepZoom)) }
+        if let deepZoomArchivePath, let deepZoom { outputs.append(.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom)) }
         return outputs
     }
 
@@ -82,6 +85,7 @@ public struct GridOptions: Equatable, Sendable {
         if path == previewPath { return "--preview" }
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
+        if path == deepZoomArchivePath { return "--szi" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil

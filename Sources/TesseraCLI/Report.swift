@@ -67,7 +67,7 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
+                               archivePath: String? = nil, skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -76,6 +76,11 @@ public enum Report {
         if let deepZoomPath {
             names.append(deepZoomPath)
             sizes.append("\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes))")
+        }
+        if let archivePath {
+            names.append(archivePath)
+            sizes.append(deepZoomPath == nil ? "\(summary.deepZoomTiles) tiles in \(formatBytes(summary.archiveBytes))"
+                                             : "the same tiles in \(formatBytes(summary.archiveBytes))")
         }
         var line = "wrote \(names.joined(separator: " and ")): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
         line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
@@ -303,17 +308,18 @@ public enum Report {
     }
 
     /// The figures of a finished render for `--progress json`'s summary event.
-    public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, manifest: String?,
-                                     skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
+    public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, archive: String? = nil,
+                                     manifest: String?, skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
         var outputs: [String] = []
         if let jpeg { outputs.append("\"jpeg\": \(jsonStringLiteral(jpeg))") }
         if let deepZoom { outputs.append("\"dzi\": \(jsonStringLiteral(deepZoom))") }
+        if let archive { outputs.append("\"szi\": \(jsonStringLiteral(archive))") }
         if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
         if let preview { outputs.append("\"preview\": \(jsonStringLiteral(preview))") }
         return [("width", "\(summary.width)"), ("height", "\(summary.height)"),
                 ("bytes", "\(summary.outputBytes + summary.deepZoomBytes)"),
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
-                ("dzi_bytes", "\(summary.deepZoomBytes)"),
+                ("dzi_bytes", "\(summary.deepZoomBytes)"), ("szi_bytes", "\(summary.archiveBytes)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
                 ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]

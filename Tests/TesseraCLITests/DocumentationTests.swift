@@ -112,6 +112,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--viewer-labels": return "none"
         case "--progress": return "json"
         case "--dzi": return "z.dzi"
+        case "--szi": return "z.szi"
         case "--output": return "o.jpg"
         case "--preview": return "p.jpg"
         default: return "x"

@@ -171,7 +171,7 @@ private func canvas(_ shape: MosaicShape) -> (width: Int, height: Int) {
         // A print size for a pyramid alone: --dpi converts it (nothing to write it into).
         let pyramid = try MosaicCommand.parse(["--target", "t.jpg", "p", "--dzi", "z.dzi", "--size", "60x90cm", "--dpi", "200"])
         #expect(pyramid.sizeRequest.effectiveDotsPerInch == 200 && pyramid.render.settings.dotsPerInch == nil)
-        #expect(throws: CommandLineError("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")) {
+        #expect(throws: CommandLineError("--dpi sets the JPEG's density, and only a pyramid is written: add -o OUT.jpg or drop --dpi")) {
             try MosaicCommand.parse(["--target", "t.jpg", "p", "--dzi", "z.dzi", "--dpi", "200"])
         }
         let given = try MosaicCommand.parse(["--target", "t.jpg", "p", "-o", "m.jpg", "--grid", "20x30", "--tile-size", "40x30"])
@@ -182,7 +182,7 @@ private func canvas(_ shape: MosaicShape) -> (width: Int, height: Int) {
         let nothing: String
         do { _ = try MosaicCommand.parse([]); nothing = "" } catch { nothing = error.message }
         #expect(nothing.hasPrefix("3 problems with this command line:\n  no photos given"), "\(nothing)")
-        #expect(nothing.contains("\n  --target PICTURE is required") && nothing.contains("\n  -o OUT.jpg or --dzi DIR/NAME.dzi"), "\(nothing)")
+        #expect(nothing.contains("\n  --target PICTURE is required") && nothing.contains("\n  -o OUT.jpg, --dzi DIR/NAME.dzi or --szi DIR/NAME.szi"), "\(nothing)")
         let clash: String
         do {
             _ = try MosaicCommand.parse(["--target", "t.jpg", "p", "-o", "m.jpg", "--size", "60x90cm", "--grid", "40x60", "--tile-size", "100", "--cells", "9"])

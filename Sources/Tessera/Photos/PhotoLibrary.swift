@@ -139,7 +139,7 @@ public struct PhotoLibrary: Sendable {
     public static let heldSkippedLimit = 1000
 
     /// What the process holds before it does any work (the Swift runtime, Foundation, the C
-    /// libraries' code and data): `tessera --version` peaks at 14.2-14.5 MiB on Debian bookworm.
+    /// libraries' code and data): the binary asked only its version peaks at 14.2-14.5 MiB on Debian bookworm.
     /// RenderPlan.processAllowanceBytes is less (12 MiB); a render's plan has room to spare
     /// elsewhere (its decoder pool), which a scan does not.
     static let processBytes = 15 << 20

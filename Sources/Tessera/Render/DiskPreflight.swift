@@ -21,7 +21,7 @@ public enum DiskPreflight {
     /// `shard`: a shard's folder and its share of the outputs (0...1): its part goes there
     /// instead of the outputs into theirs.
     public static func requirements(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                                    shard: (directory: String, share: Double)? = nil,
+                                    archivePath: String? = nil, shard: (directory: String, share: Double)? = nil,
                                     freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                                     freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
         var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
@@ -31,6 +31,14 @@ public enum DiskPreflight {
         } else {
             if let outputPath { needs.append((parentDirectory(of: outputPath), plan.estimatedOutputBytes, 1)) }
             if let deepZoomPath { needs.append((parentDirectory(of: deepZoomPath), plan.deepZoomDiskBytes, plan.deepZoomInodes)) }
+            // An SZI: the tiles (counted as the folder's, with its per-file rounding to spare)
+            // and, in the temporary folder, its central directory (a record of under 128 bytes
+            // a tile) until it is copied in.
+            if let archivePath {
+                let directoryBytes = (plan.deepZoomInodes + 2) * 128
+                needs.append((parentDirectory(of: archivePath), plan.deepZoomDiskBytes + directoryBytes, 1))
+                needs.append((plan.temporaryDirectory, directoryBytes, 1))
+            }
         }
         needs.append((plan.stripeDirectory, plan.stripeDiskBytes, 1))
         needs.append((plan.temporaryDirectory, plan.spillDiskBytes, 1))
@@ -62,10 +70,10 @@ public enum DiskPreflight {
     /// Throws `insufficientDiskSpace` (or `insufficientInodes`) for the first filesystem that
     /// lacks room.
     public static func check(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                             shard: (directory: String, share: Double)? = nil,
+                             archivePath: String? = nil, shard: (directory: String, share: Double)? = nil,
                              freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                              freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, shard: shard,
+        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, archivePath: archivePath, shard: shard,
                                             freeSpace: freeSpace, freeFiles: freeFiles) where !requirement.fits {
             if requirement.neededBytes > requirement.freeBytes {
                 throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,

@@ -12,12 +12,22 @@ public enum RenderOutput: Equatable, Sendable {
     case jpeg(path: String)
     /// A Deep Zoom pyramid at DIR/NAME.dzi, with NAME_files and (with its viewer) NAME.html.
     case deepZoom(path: String, settings: DeepZoomSettings)
+    /// The same pyramid in one file, DIR/NAME.szi: an uncompressed ZIP of NAME/NAME.dzi and
+    /// NAME/NAME_files (the layout libvips writes), with the tiles of a `.deepZoom` of the same
+    /// settings. With a `.deepZoom` beside it the settings must be the same (one pyramid).
+    case deepZoomArchive(path: String, settings: DeepZoomSettings)
 
     /// The path the output is named by.
     public var path: String {
         switch self {
-        case .jpeg(let path), .deepZoom(let path, _): return path
+        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _): return path
         }
+    }
+
+    /// Whether `path` has an SZI's form, DIR/NAME.szi (NAME not empty).
+    public static func isDeepZoomArchivePath(_ path: String) -> Bool {
+        let file = path.split(separator: "/").last.map(String.init) ?? ""
+        return file.hasSuffix(".szi") && file.count > 4 && !path.hasSuffix("/")
     }
 
     /// Whether `path` has a Deep Zoom pyramid's form, DIR/NAME.dzi (NAME not empty).
@@ -30,7 +40,7 @@ public enum RenderOutput: Equatable, Sendable {
     public var kind: OutputKind {
         switch self {
         case .jpeg: return .jpeg
-        case .deepZoom(_, let settings): return .deepZoom(settings)
+        case .deepZoom(_, let settings), .deepZoomArchive(_, let settings): return .deepZoom(settings)
         }
     }
 
@@ -48,6 +58,8 @@ public enum RenderOutput: Equatable, Sendable {
                 if settings.viewer { files.append(OutputFile(path: base + ".html", role: "the Deep Zoom viewer", isFolder: false)) }
             }
             return files
+        case .deepZoomArchive(let path, _):
+            return [OutputFile(path: path, role: "the SZI", isFolder: false)]
         }
     }
 }
@@ -121,6 +133,11 @@ public struct RenderRequest: Sendable {
         return nil
     }
 
+    public var deepZoomArchivePath: String? {
+        for case .deepZoomArchive(let path, _) in outputs { return path }
+        return nil
+    }
+
     /// Checks the request as a whole: its outputs (`checkDestinations`) and that none of them is
     /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
     public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
@@ -140,8 +157,15 @@ public struct RenderRequest: Sendable {
             throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
         }
         guard outputs.filter({ $0.kind == .jpeg }).count <= 1,
-              outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1 else {
-            throw .invalidSettings("at most one JPEG and one Deep Zoom pyramid per render")
+              outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1,
+              outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1 else {
+            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid and one SZI per render")
+        }
+        // A folder and an archive of one pyramid: its tiles are encoded once, for both.
+        guard Set(outputs.compactMap { output -> DeepZoomSettings? in
+            if case .deepZoom(let settings) = output.kind { return settings } else { return nil }
+        }.map { [$0.tileSize, $0.overlap, $0.quality] }).count <= 1 else {
+            throw .invalidSettings("a Deep Zoom folder and an SZI in one render share their tiles: give them the same tile size, overlap and quality")
         }
         if let temporaryDirectory {
             guard case .success(let info) = fileStatus(temporaryDirectory), (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -186,6 +210,7 @@ public struct RenderRequest: Sendable {
             _ = try DeepZoomOutput.split(path)
             try DeepZoomOutput.checkReplaceable(destination: path, viewer: settings.viewer)
         }
+        for case .deepZoomArchive(let path, _) in outputs { _ = try DeepZoomOutput.splitArchive(path) }
         var seen: [String: OutputFile] = [:]
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)

@@ -84,6 +84,8 @@ public struct RenderSummary: Equatable, Sendable {
     /// Tiles and bytes of the Deep Zoom pyramid (0 when none was written).
     public var deepZoomTiles = 0
     public var deepZoomBytes: Int64 = 0
+    /// The SZI's size in bytes (its tiles, their headers and the central directory), or 0.
+    public var archiveBytes: Int64 = 0
     public var peakResidentBytes: Int64
     public var photosDecoded: Int
     public var failedPhotos: [SkippedPhoto]

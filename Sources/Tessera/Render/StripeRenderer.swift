@@ -129,13 +129,17 @@ public final class StripeRenderer: Sendable {
         var sinks: [StripeSink] = []
         let ordered = request.outputs.filter { $0.kind != .jpeg } + request.outputs.filter { $0.kind == .jpeg }
         do throws(TesseraError) {
+            // A pyramid's folder and its SZI are one sink: the tiles are encoded once for both.
+            var pyramidMade = false
             for output in ordered {
                 switch output {
-                case .deepZoom(let path, let zoom):
-                    sinks.append(try DeepZoomOutput(destination: path, geometry: plan.deepZoom!, settings: zoom,
-                                                    subsampling: settings.subsampling,
+                case .deepZoom(_, let zoom), .deepZoomArchive(_, let zoom):
+                    guard !pyramidMade else { continue }
+                    pyramidMade = true
+                    sinks.append(try DeepZoomOutput(destination: request.deepZoomPath, archive: request.deepZoomArchivePath,
+                                                    geometry: plan.deepZoom!, settings: zoom, subsampling: settings.subsampling,
                                                     labels: CellLabels(layout: layout, photos: photos, shown: zoom.labels),
-                                                    threads: plan.workers))
+                                                    threads: plan.workers, temporaryDirectory: plan.temporaryDirectory))
                 case .jpeg(let path):
                     switch plan.compression {
                     case .scanlinesOnWriter, .scanlinesInPyramidBatch:

@@ -42,6 +42,12 @@ enum RenderingOptions {
             }
             state.options.deepZoomPath = given.value
         },
+        Option("--szi", value: "DIR/NAME.szi", help: "Also (or instead) write the Deep Zoom pyramid as one file, in the same pass: an uncompressed ZIP of NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg, the layout libvips writes for a .szi name, which OpenSeadragon's SZI tile source reads from any static host by range requests. One upload instead of thousands of tiles; with --dzi too, the tiles are encoded once and are the same in both. The --dzi-* options set its tiles. DIR must exist; the file appears only when complete. No viewer page is written beside it.") { state, given throws(CommandLineError) in
+            guard RenderOutput.isDeepZoomArchivePath(given.value) else {
+                throw given.refusal("--szi expects a path ending in NAME.szi, like out/wall.szi, got '\(given.value)'")
+            }
+            state.options.deepZoomArchivePath = given.value
+        },
         Option("--preview", value: "FILE.jpg", help: "First write a small JPEG of the same picture (about 2,000 px on its longer side: every cell scaled down alike, the same photos in the same places) in a second or two, to tune by before the full render. Alone, without -o or --dzi, only the preview is made.") { state, given throws(CommandLineError) in
             guard jpegSuffixes.contains(where: given.value.lowercased().hasSuffix) else {
                 throw given.refusal("--preview \(given.value): name a .jpg/.jpeg file")
@@ -217,30 +223,33 @@ enum RenderingOptions {
             .first(where: { $0.1 })?.0 {
             throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
         }
-        if options.deepZoomPath != nil {
+        if options.deepZoomPath != nil || options.deepZoomArchivePath != nil {
             deepZoom.quality = state.deepZoomQuality ?? options.settings.quality
             guard DeepZoomSettings.overlaps(forTileSize: deepZoom.tileSize).contains(deepZoom.overlap) else {
                 throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
             }
             options.deepZoom = deepZoom
         } else if let given = state.deepZoomOptionGiven {
-            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi")
+            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")
         }
         try PhotoSourceOptions.finish(&options)
         var problems: [String] = []
         if !options.namesPhotos {
             problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
-        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.previewPath == nil {
-            problems.append("-o OUT.jpg or --dzi DIR/NAME.dzi (or both, or --preview FILE.jpg alone) is required")
+        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.deepZoomArchivePath == nil && options.previewPath == nil {
+            problems.append("-o OUT.jpg, --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (any of them together, or --preview FILE.jpg alone) is required")
         } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
-            problems.append("--dpi sets the JPEG's density, and only --dzi is written: add -o OUT.jpg or drop --dpi")
+            problems.append("--dpi sets the JPEG's density, and only a pyramid is written: add -o OUT.jpg or drop --dpi")
         }
         if requiresShape && options.columns == nil { problems.append("--grid CxR or --columns C is required") }
         if requiresShape && !state.sawTileSize { problems.append("--tile-size N is required") }
         problems += commandProblems
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
+        if options.shard != nil && options.deepZoomArchivePath != nil {
+            throw CommandLineError("--szi is not yet written by shards and their join: render the SZI in one process, or shard with --dzi")
+        }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")
         }

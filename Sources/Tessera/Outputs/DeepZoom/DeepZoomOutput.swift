@@ -16,6 +16,12 @@
 // and an existing NAME_files without one (somebody's folder that happens to have the name) is
 // refused before the render starts (`checkDeepZoomDestination`).
 //
+// An SZI (`archive`, DIR/NAME.szi) is the same pyramid in one uncompressed ZIP, laid out as
+// libvips writes one: NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg. The writer hands each
+// tile to the folder, the archive or both (the tiles are encoded once); the archive is an
+// AtomicOutputFile, committed after the folder, so it too appears only when complete. An SZI
+// alone has no staging folder and no viewer page.
+//
 // On failure or cancellation `discard` removes the staging folder. If the process is killed,
 // the staging folder stays, named with the dead pid, and the next render into that folder
 // removes it (StaleTemporaries). Tiles are not fsynced one by one (that would cost a second per
@@ -23,11 +29,16 @@
 import Glibc
 
 final class DeepZoomOutput: StripeSink {
-    let destination: String
+    /// DIR/NAME.dzi, or nil for an SZI alone.
+    let destination: String?
     let name: String
     let folder: String
-    let staging: String
+    let staging: String?
     let writer: DeepZoomWriter
+    /// The SZI, when one is asked for.
+    let archive: StoredZipWriter?
+    /// The name the archive's entries are under (NAME of DIR/NAME.szi).
+    private let archiveName: String
     private let labels: CellLabels?
     private var finished = false
 
@@ -72,12 +83,44 @@ final class DeepZoomOutput: StripeSink {
     /// `writerGeometry`: the picture the writer is fed, when it is not the whole pyramid's (the
     /// join of shards feeds the small picture of level L and builds levels 0...L; the shards
     /// wrote the others). `cells`: writes the viewer's cells.js at the path given (default:
-    /// from `labels`).
-    init(destination: String, geometry: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
-         labels: CellLabels?, threads: Int, writerGeometry: DeepZoomGeometry? = nil,
-         cells: ((String) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+    /// from `labels`). `archive`: DIR/NAME.szi, the same tiles in one file (with or without
+    /// `destination`); its central directory waits in `temporaryDirectory` (default: its folder).
+    init(destination: String?, archive archivePath: String? = nil, geometry: DeepZoomGeometry, settings: DeepZoomSettings,
+         subsampling: ChromaSubsampling, labels: CellLabels?, threads: Int, writerGeometry: DeepZoomGeometry? = nil,
+         temporaryDirectory: String? = nil, cells: ((String) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+        precondition(destination != nil || archivePath != nil, "a pyramid with neither a folder nor an archive")
         pyramid = geometry
         writeCells = cells
+        var archive: StoredZipWriter?
+        var archiveName = ""
+        if let archivePath {
+            (_, archiveName) = try DeepZoomOutput.splitArchive(archivePath)
+            archive = try StoredZipWriter(destination: archivePath,
+                                          temporaryDirectory: temporaryDirectory ?? parentDirectory(of: archivePath))
+        }
+        self.archive = archive
+        self.archiveName = archiveName
+        let handler: TileDestination? = archive.map { zip in
+            let prefix = archiveName + "/" + archiveName + "_files/"
+            return .handler { level, column, row, bytes throws(TesseraError) in
+                try zip.add(name: prefix + "\(level)/\(column)_\(row).jpg", bytes: bytes)
+            }
+        }
+        guard let destination else {
+            self.destination = nil
+            (folder, name) = (parentDirectory(of: archivePath!), archiveName)
+            staging = nil
+            self.labels = nil
+            do throws(TesseraError) {
+                writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
+                                            filesDirectory: archivePath!, threads: threads, destination: handler)
+            } catch {
+                archive?.discard()
+                throw error
+            }
+            viewer = false
+            return
+        }
         let (folder, name) = try DeepZoomOutput.split(destination)
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: settings.viewer)
         self.destination = destination
@@ -86,22 +129,38 @@ final class DeepZoomOutput: StripeSink {
         self.labels = settings.viewer ? labels : nil
         var random = SplitMix64(seed: UInt64(bitPattern: Int64(monotonicSeconds() * 1e9)) ^ UInt64(getpid()))
         let unique = String(random.next() % 1_000_000_000, radix: 36)
-        staging = folder + "/" + StaleTemporaries.name(prefix: name + ".dzi.", unique: unique)
-        try makeDirectory(staging, mode: 0o755)
+        let staging = folder + "/" + StaleTemporaries.name(prefix: name + ".dzi.", unique: unique)
+        self.staging = staging
+        do throws(TesseraError) {
+            try makeDirectory(staging, mode: 0o755)
+        } catch {
+            archive?.discard()
+            throw error
+        }
         do throws(TesseraError) {
             stagingLock = try StaleTemporaries.lockDirectory(staging)
             try makeDirectory(staging + "/" + name + "_files")
             try writeNewFile(staging + "/" + name + "_files/" + DeepZoomOutput.marker,
                              UnsafeRawBufferPointer(start: nil, count: 0))
             writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
-                                        filesDirectory: staging + "/" + name + "_files", threads: threads)
+                                        filesDirectory: staging + "/" + name + "_files", threads: threads, alsoTo: handler)
         } catch {
             removeTree(staging)
             stagingLock?.close()
+            archive?.discard()
             throw error
         }
         viewer = settings.viewer
         title = settings.title
+    }
+
+    /// "DIR/NAME.szi" → ("DIR", "NAME"); throws for any other shape.
+    static func splitArchive(_ path: String) throws(TesseraError) -> (folder: String, name: String) {
+        guard RenderOutput.isDeepZoomArchivePath(path) else {
+            throw .unusableOutput(path: path, reason: "an SZI's path must end in NAME.szi, like out/wall.szi")
+        }
+        let file = path.split(separator: "/").last.map(String.init) ?? ""
+        return (parentDirectory(of: path), String(file.dropLast(4)))
     }
 
     private var viewer = true
@@ -114,9 +173,18 @@ final class DeepZoomOutput: StripeSink {
 
     deinit { stagingLock?.close() }
 
-    /// Finishes the pyramid and writes the descriptor and viewer, all still in the staging folder.
+    /// Finishes the pyramid and writes the descriptor and viewer, all still in the staging
+    /// folder, and the archive's descriptor and central directory.
     func finish() throws(TesseraError) {
         try writer.finish()
+        if let archive {
+            let bytes = Array(pyramid.descriptor.utf8)
+            try bytes.withUnsafeBytes { raw in
+                Result { () throws(TesseraError) in try archive.add(name: archiveName + "/" + archiveName + ".dzi", bytes: raw) }
+            }.get()
+            try archive.finish()
+        }
+        guard let staging else { return }
         var files: [(path: String, contents: String)] = []
         if viewer {
             try makeDirectory(staging + "/" + name + "_files/viewer")
@@ -137,8 +205,13 @@ final class DeepZoomOutput: StripeSink {
         }
     }
 
-    /// Moves the finished pyramid into place.
+    /// Moves the finished pyramid into place, then the archive.
     func commit() throws(TesseraError) {
+        if let destination, let staging { try commitFolder(destination: destination, staging: staging) }
+        try archive?.commit()
+    }
+
+    private func commitFolder(destination: String, staging: String) throws(TesseraError) {
         // Everything that can be refused is checked before the first rename (the names may have
         // changed since the render started).
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
@@ -173,7 +246,8 @@ final class DeepZoomOutput: StripeSink {
     /// Removes everything this output made (nothing of an existing pyramid is touched).
     func discard() {
         writer.abandon()
-        if !finished { removeTree(staging) }
+        archive?.discard()
+        if !finished, let staging { removeTree(staging) }
     }
 
     var tilesWritten: Int { writer.tilesWritten }
@@ -190,6 +264,7 @@ final class DeepZoomOutput: StripeSink {
     func record(into summary: inout RenderSummary) {
         summary.deepZoomTiles = tilesWritten
         summary.deepZoomBytes = bytesWritten
+        summary.archiveBytes = archive?.bytesWritten ?? 0
     }
 }
 

@@ -54,6 +54,8 @@ final class DeepZoomWriter {
     /// NAME_files: holds a folder per level (a label only, with a handler destination).
     let filesDirectory: String
     private let destination: TileDestination
+    /// Where every tile goes as well (an SZI beside the folder), uncounted: the tiles are the same.
+    private let copy: (@Sendable (_ level: Int, _ column: Int, _ row: Int, _ bytes: UnsafeRawBufferPointer) throws(TesseraError) -> Void)?
     private let window: DeepZoomWindow?
     /// Rows of level `window.lowest - 1` as they are averaged: (first row, rows, stride, count).
     private let reduced: ((Int, UnsafePointer<UInt8>, Int, Int) throws(TesseraError) -> Void)?
@@ -75,9 +77,10 @@ final class DeepZoomWriter {
     /// `window`: a shard's part of the pyramid (nil: all of it); `reduced` receives the rows
     /// averaged below `window.lowest`. With a `.folder` destination, `filesDirectory` is it.
     init(geometry: DeepZoomGeometry, quality: Int, subsampling: ChromaSubsampling, filesDirectory: String,
-         threads: Int, destination: TileDestination? = nil, window: DeepZoomWindow? = nil,
+         threads: Int, destination: TileDestination? = nil, alsoTo copy: TileDestination? = nil, window: DeepZoomWindow? = nil,
          reduced: ((Int, UnsafePointer<UInt8>, Int, Int) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
         let destination = destination ?? .folder(filesDirectory)
+        if case .handler(let handle) = copy { self.copy = handle } else { self.copy = nil }
         if case .folder(let folder) = destination {
             for level in geometry.levels { try makeDirectory(folder + "/\(level.index)") }
         }
@@ -247,6 +250,7 @@ final class DeepZoomWriter {
 
     /// Hands a finished tile's bytes to the file queue. Called from jobs, one per column.
     func writeTile(level: Int, column: Int, row: Int, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        try copy?(level, column, row, bytes)
         switch destination {
         case .folder(let folder):
             try files.enqueue(path: folder + "/\(level)/\(column)_\(row).jpg", bytes: Array(bytes))

@@ -1,0 +1,133 @@
+// DeepZoomArchiveTests.swift — issue 30's one-file pyramid through the binary: `--szi` read by an
+// independent reader (Python's zipfile) and compared tile for tile with `--dzi`'s folder, alone
+// and in one pass with the JPEG and the folder; the archive appears only when complete, and a
+// failed render keeps the file that was there.
+import Glibc
+import Testing
+
+/// Python's zipfile over an SZI: checks every entry's CRC (`testzip`), and prints the entry
+/// count, then for each `.jpg` tile whether the file of the same name under FOLDER (NAME_files
+/// of a DZI, when given) has the same bytes, and whether NAME/NAME.dzi equals the DZI.
+private let zipChecker = """
+import sys, zipfile, os
+archive, folder = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
+z = zipfile.ZipFile(archive)
+bad = z.testzip()
+print("crc", "ok" if bad is None else "bad " + bad)
+names = z.namelist()
+print("entries", len(names))
+stored = all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist())
+print("stored", stored)
+stem = os.path.basename(archive)[:-4]
+print("descriptor", (stem + "/" + stem + ".dzi") in names)
+tiles = [n for n in names if n.endswith(".jpg")]
+print("tiles", len(tiles))
+print("layout", all(n.startswith(stem + "/" + stem + "_files/") for n in tiles))
+if folder:
+    different = 0
+    for n in tiles:
+        level_file = n.split("_files/", 1)[1]
+        with open(os.path.join(folder, level_file), "rb") as f:
+            if f.read() != z.read(n): different += 1
+    print("different", different)
+    count = sum(1 for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jpg") and "/viewer" not in d)
+    print("folder_tiles", count)
+"""
+
+/// Runs the checker on `archive` (against `folder`'s tiles when given); its lines as a dictionary.
+private func checkArchive(_ archive: String, against folder: String? = nil) -> [String: String] {
+    let script = testRoot + "/szi-check.py"
+    writeFile(Array(zipChecker.utf8), to: script)
+    let log = testRoot + "/szi-check-\(UInt32.random(in: 0...UInt32.max)).txt"
+    defer { unlink(log) }
+    let status = system("python3 '\(script)' '\(archive)' \(folder.map { "'\($0)'" } ?? "") >'\(log)' 2>&1")
+    let text = String(decoding: readFile(log), as: UTF8.self)
+    var fields: [String: String] = ["status": String(status), "text": text]
+    for line in text.split(separator: "\n") {
+        let words = line.split(separator: " ", maxSplits: 1)
+        if words.count == 2 { fields[String(words[0])] = String(words[1]) }
+    }
+    return fields
+}
+
+@Suite struct DeepZoomArchiveTests {
+    private func folder(_ name: String) -> String {
+        let path = testRoot + "/szi-\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(path, 0o755)
+        return path
+    }
+
+    /// JPEG, folder and SZI in one pass: the archive holds NAME/NAME.dzi and every tile of the
+    /// folder, byte for byte, stored, with good CRCs.
+    @Test func theArchiveHoldsTheFoldersTiles() throws {
+        let directory = folder("both")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let run = runTessera(["grid", fixtures, "-o", directory + "/g.jpg", "--dzi", directory + "/g.dzi", "--szi", directory + "/g.szi",
+                              "--grid", "6x4", "--tile-size", "120", "--dzi-tile-size", "126", "--no-progress", "--temp-dir", directory])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("g.szi"), "\(run.output)")
+        let checked = checkArchive(directory + "/g.szi", against: directory + "/g_files")
+        #expect(checked["status"] == "0" && checked["crc"] == "ok" && checked["stored"] == "True", "\(checked["text"] ?? "")")
+        #expect(checked["descriptor"] == "True" && checked["layout"] == "True", "\(checked["text"] ?? "")")
+        #expect(checked["different"] == "0", "\(checked["text"] ?? "")")
+        let tiles = try #require(Int(checked["tiles"] ?? ""))
+        #expect(tiles > 20 && String(tiles) == checked["folder_tiles"], "\(checked["text"] ?? "")")
+        #expect(checked["entries"] == String(tiles + 1), "the tiles and the descriptor only: \(checked["text"] ?? "")")
+        // The descriptor in the archive is the folder's.
+        let unzip = system("cd '\(directory)' && python3 -c \"import zipfile; open('inner.dzi','wb').write(zipfile.ZipFile('g.szi').read('g/g.dzi'))\"")
+        #expect(unzip == 0 && readFile(directory + "/inner.dzi") == readFile(directory + "/g.dzi"))
+        // Nothing hidden is left beside the outputs (no staging file, no temporary).
+        let left = listNames(directory).filter { $0.hasPrefix(".") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    /// An SZI alone has the tiles a folder alone would have had (the same render, run twice).
+    @Test func anArchiveAloneHasTheTilesOfAFolderAlone() throws {
+        let directory = folder("alone")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let shape = ["--grid", "5x5", "--tile-size", "90", "--no-progress", "--temp-dir", directory]
+        let archive = runTessera(["grid", fixtures, "--szi", directory + "/a.szi"] + shape)
+        #expect(archive.status == 0, "\(archive.output)")
+        #expect(access(directory + "/a.dzi", F_OK) != 0 && access(directory + "/a.html", F_OK) != 0 && access(directory + "/a_files", F_OK) != 0,
+                "an SZI alone writes nothing beside it")
+        let pyramid = runTessera(["grid", fixtures, "--dzi", directory + "/a.dzi", "--no-viewer"] + shape)
+        #expect(pyramid.status == 0, "\(pyramid.output)")
+        let checked = checkArchive(directory + "/a.szi", against: directory + "/a_files")
+        #expect(checked["crc"] == "ok" && checked["different"] == "0" && checked["tiles"] == checked["folder_tiles"],
+                "\(checked["text"] ?? "")")
+    }
+
+    /// A render that fails part-way (a file-size limit the archive crosses) keeps the SZI that
+    /// was there and leaves no temporary beside it; exit 1 names the cause.
+    @Test func aFailedRenderKeepsTheArchiveThatWasThere() {
+        let directory = folder("failed")
+        defer { _ = system("rm -rf '\(directory)'") }
+        writeFile(Array("an older archive".utf8), to: directory + "/w.szi")
+        let command = "ulimit -f 64; exec '\(toolPath())' grid '\(fixtures)' --szi '\(directory)/w.szi' --grid 20x20 "
+            + "--tile-size 100 --no-progress --temp-dir '\(directory)' >'\(directory)/log' 2>&1"
+        let status = system("sh -c \"\(command)\"")
+        let log = String(decoding: readFile(directory + "/log"), as: UTF8.self)
+        #expect(status & 0x7F == 0 && (status >> 8) & 0xFF == 1, "status \(status): \(log)")
+        #expect(log.contains("File too large"), "\(log)")
+        #expect(readFile(directory + "/w.szi") == Array("an older archive".utf8))
+        let left = listNames(directory).filter { $0.hasPrefix(".") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    /// What the command line refuses: a name that is not NAME.szi, an SZI from shards, a
+    /// folder and an archive that would need two pyramids; the dry run counts the archive's room.
+    @Test func theCommandLineSaysWhatItNeeds() {
+        let directory = folder("flags")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let grid = ["grid", fixtures, "--grid", "2x2", "--tile-size", "40", "--no-progress", "--temp-dir", directory]
+        let wrongName = runTessera(grid + ["--szi", directory + "/w.zip"])
+        #expect(wrongName.status == 2 && wrongName.output.contains("--szi expects a path ending in NAME.szi"), "\(wrongName.output)")
+        let sharded = runTessera(grid + ["--szi", directory + "/w.szi", "--shard", "1/2", "--shard-dir", directory])
+        #expect(sharded.status == 2 && sharded.output.contains("--szi is not yet written by shards"), "\(sharded.output)")
+        let dry = runTessera(grid + ["--szi", directory + "/w.szi", "--dry-run"])
+        #expect(dry.status == 0 && dry.output.contains("deep zoom") && dry.output.contains("free space"), "\(dry.output)")
+        #expect(access(directory + "/w.szi", F_OK) != 0, "a dry run writes nothing")
+        let sameName = runTessera(grid + ["-o", directory + "/w.szi.jpg", "--szi", directory + "/w.szi", "--dzi", directory + "/w.dzi"])
+        #expect(sameName.status == 0, "\(sameName.output)")
+    }
+}
