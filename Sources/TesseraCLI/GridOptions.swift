@@ -17,6 +17,9 @@ public struct GridOptions: Equatable, Sendable {
     public var deepZoomPath: String?
     /// The pyramid as one file (DIR/NAME.szi), or nil.
     public var deepZoomArchivePath: String?
+    /// The pyramid as IIIF level-0 tiles in this folder, served at `iiifIdentifier`, or nil.
+    public var iiifPath: String?
+    public var iiifIdentifier: String?
     /// A small JPEG of the same picture, written first (`--preview`), or nil.
     public var previewPath: String?
     public var columns: Int?
@@ -68,6 +71,7 @@ public struct GridOptions: Equatable, Sendable {
         if let jpegPath { outputs.append(.jpeg(path: jpegPath)) }
         if let deepZoomPath, let deepZoom { outputs.append(.deepZoom(path: deepZoomPath, settings: deepZoom)) }
         if let deepZoomArchivePath, let deepZoom { outputs.append(.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom)) }
+        if let iiifPath, let iiifIdentifier, let deepZoom { outputs.append(.iiif(path: iiifPath, settings: deepZoom, identifier: iiifIdentifier)) }
         return outputs
     }
 
@@ -86,6 +90,7 @@ public struct GridOptions: Equatable, Sendable {
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
         if path == deepZoomArchivePath { return "--szi" }
+        if path == iiifPath { return "--iiif" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil

@@ -67,7 +67,7 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               archivePath: String? = nil, skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
+                               archivePath: String? = nil, iiifPath: String? = nil, skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -81,6 +81,10 @@ public enum Report {
             names.append(archivePath)
             sizes.append(deepZoomPath == nil ? "\(summary.deepZoomTiles) tiles in \(formatBytes(summary.archiveBytes))"
                                              : "the same tiles in \(formatBytes(summary.archiveBytes))")
+        }
+        if let iiifPath {
+            names.append(iiifPath)
+            sizes.append(deepZoomPath == nil && archivePath == nil ? "its tiles" : "the same tiles as IIIF")
         }
         var line = "wrote \(names.joined(separator: " and ")): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
         line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
@@ -308,12 +312,13 @@ public enum Report {
     }
 
     /// The figures of a finished render for `--progress json`'s summary event.
-    public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, archive: String? = nil,
+    public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, archive: String? = nil, iiif: String? = nil,
                                      manifest: String?, skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
         var outputs: [String] = []
         if let jpeg { outputs.append("\"jpeg\": \(jsonStringLiteral(jpeg))") }
         if let deepZoom { outputs.append("\"dzi\": \(jsonStringLiteral(deepZoom))") }
         if let archive { outputs.append("\"szi\": \(jsonStringLiteral(archive))") }
+        if let iiif { outputs.append("\"iiif\": \(jsonStringLiteral(iiif))") }
         if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
         if let preview { outputs.append("\"preview\": \(jsonStringLiteral(preview))") }
         return [("width", "\(summary.width)"), ("height", "\(summary.height)"),

@@ -57,7 +57,7 @@ import Tessera
         let alone = try GridCommand.parse(["p", "--dzi", "wall.dzi", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70", "--no-viewer"])
         #expect(alone.jpegPath == nil && alone.outputs.count == 1)
         #expect(alone.deepZoom?.quality == 70 && alone.deepZoom?.viewer == false)
-        #expect(throws: CommandLineError("--dzi-quality needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")) {
+        #expect(throws: CommandLineError("--dzi-quality needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (or --iiif DIR)")) {
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70"])
         }
         #expect {

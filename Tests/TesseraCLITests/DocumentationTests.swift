@@ -84,6 +84,8 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             }
             // --columns replaces --grid; --cells sets the count --grid would.
             if ["--columns", "--cells"].contains(spec.names[0]) { arguments.removeSubrange(5...6) }
+            if spec.names[0] == "--iiif" { arguments += ["--iiif-id", "https://example.org/iiif/wall"] }
+            if spec.names[0] == "--iiif-id" { arguments += ["--iiif", "wall"] }
             if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
             if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
             if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
@@ -113,6 +115,8 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--progress": return "json"
         case "--dzi": return "z.dzi"
         case "--szi": return "z.szi"
+        case "--iiif": return "wall"
+        case "--iiif-id": return "https://example.org/iiif/wall"
         case "--output": return "o.jpg"
         case "--preview": return "p.jpg"
         default: return "x"

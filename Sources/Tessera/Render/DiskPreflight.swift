@@ -21,7 +21,7 @@ public enum DiskPreflight {
     /// `shard`: a shard's folder and its share of the outputs (0...1): its part goes there
     /// instead of the outputs into theirs.
     public static func requirements(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                                    archivePath: String? = nil, shard: (directory: String, share: Double)? = nil,
+                                    archivePath: String? = nil, iiifPath: String? = nil, shard: (directory: String, share: Double)? = nil,
                                     freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                                     freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
         var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
@@ -38,6 +38,11 @@ public enum DiskPreflight {
                 let directoryBytes = (plan.deepZoomInodes + 2) * 128
                 needs.append((parentDirectory(of: archivePath), plan.deepZoomDiskBytes + directoryBytes, 1))
                 needs.append((plan.temporaryDirectory, directoryBytes, 1))
+            }
+            // An IIIF folder: the tiles (at most the Deep Zoom folder's), each in three folders of
+            // its own (region, size, rotation), with their blocks.
+            if let iiifPath {
+                needs.append((parentDirectory(of: iiifPath), plan.deepZoomDiskBytes + plan.deepZoomInodes * 3 * 4096, plan.deepZoomInodes * 4))
             }
         }
         needs.append((plan.stripeDirectory, plan.stripeDiskBytes, 1))
@@ -58,7 +63,7 @@ public enum DiskPreflight {
         for total in totals {
             var requirement = DiskRequirement(directory: total.directory, neededBytes: total.bytes, freeBytes: try freeSpace(total.directory))
             // Inodes matter only where a pyramid's thousands of files go.
-            if deepZoomPath != nil && shard == nil && total.inodes > 16 {
+            if (deepZoomPath != nil || iiifPath != nil) && shard == nil && total.inodes > 16 {
                 requirement.neededInodes = total.inodes
                 requirement.freeInodes = try freeFiles(total.directory)
             }
@@ -70,10 +75,10 @@ public enum DiskPreflight {
     /// Throws `insufficientDiskSpace` (or `insufficientInodes`) for the first filesystem that
     /// lacks room.
     public static func check(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                             archivePath: String? = nil, shard: (directory: String, share: Double)? = nil,
+                             archivePath: String? = nil, iiifPath: String? = nil, shard: (directory: String, share: Double)? = nil,
                              freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                              freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, archivePath: archivePath, shard: shard,
+        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, archivePath: archivePath, iiifPath: iiifPath, shard: shard,
                                             freeSpace: freeSpace, freeFiles: freeFiles) where !requirement.fits {
             if requirement.neededBytes > requirement.freeBytes {
                 throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,

@@ -16,11 +16,14 @@ public enum RenderOutput: Equatable, Sendable {
     /// NAME/NAME_files (the layout libvips writes), with the tiles of a `.deepZoom` of the same
     /// settings. With a `.deepZoom` beside it the settings must be the same (one pyramid).
     case deepZoomArchive(path: String, settings: DeepZoomSettings)
+    /// The same pyramid as IIIF Image API 3.0 level-0 static tiles in the folder DIR, served
+    /// at `identifier` (an http or https address, info.json's `id`). Its tiles do not overlap.
+    case iiif(path: String, settings: DeepZoomSettings, identifier: String)
 
     /// The path the output is named by.
     public var path: String {
         switch self {
-        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _): return path
+        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _), .iiif(let path, _, _): return path
         }
     }
 
@@ -40,7 +43,7 @@ public enum RenderOutput: Equatable, Sendable {
     public var kind: OutputKind {
         switch self {
         case .jpeg: return .jpeg
-        case .deepZoom(_, let settings), .deepZoomArchive(_, let settings): return .deepZoom(settings)
+        case .deepZoom(_, let settings), .deepZoomArchive(_, let settings), .iiif(_, let settings, _): return .deepZoom(settings)
         }
     }
 
@@ -60,6 +63,8 @@ public enum RenderOutput: Equatable, Sendable {
             return files
         case .deepZoomArchive(let path, _):
             return [OutputFile(path: path, role: "the SZI", isFolder: false)]
+        case .iiif(let path, _, _):
+            return [OutputFile(path: path, role: "the IIIF folder", isFolder: true)]
         }
     }
 }
@@ -138,6 +143,12 @@ public struct RenderRequest: Sendable {
         return nil
     }
 
+    /// The IIIF folder and its address, if one is written.
+    public var iiif: (path: String, identifier: String)? {
+        for case .iiif(let path, _, let identifier) in outputs { return (path, identifier) }
+        return nil
+    }
+
     /// Checks the request as a whole: its outputs (`checkDestinations`) and that none of them is
     /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
     public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
@@ -158,8 +169,9 @@ public struct RenderRequest: Sendable {
         }
         guard outputs.filter({ $0.kind == .jpeg }).count <= 1,
               outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1,
-              outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1 else {
-            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid and one SZI per render")
+              outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1,
+              outputs.filter({ if case .iiif = $0 { return true } else { return false } }).count <= 1 else {
+            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid, one SZI and one IIIF folder per render")
         }
         // A folder and an archive of one pyramid: its tiles are encoded once, for both.
         guard Set(outputs.compactMap { output -> DeepZoomSettings? in
@@ -211,6 +223,15 @@ public struct RenderRequest: Sendable {
             try DeepZoomOutput.checkReplaceable(destination: path, viewer: settings.viewer)
         }
         for case .deepZoomArchive(let path, _) in outputs { _ = try DeepZoomOutput.splitArchive(path) }
+        for case .iiif(let path, let settings, let identifier) in outputs {
+            guard settings.overlap == 0 else {
+                throw .invalidSettings("IIIF tiles do not overlap: a render with an IIIF folder makes its pyramid with an overlap of 0, got \(settings.overlap)")
+            }
+            guard identifier.hasPrefix("http://") || identifier.hasPrefix("https://"), !identifier.hasSuffix("/") else {
+                throw .invalidSettings("an IIIF folder's address must be an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(identifier)'")
+            }
+            try IIIFTileFolder.checkReplaceable(path)
+        }
         var seen: [String: OutputFile] = [:]
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)

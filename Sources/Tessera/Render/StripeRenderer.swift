@@ -133,10 +133,10 @@ public final class StripeRenderer: Sendable {
             var pyramidMade = false
             for output in ordered {
                 switch output {
-                case .deepZoom(_, let zoom), .deepZoomArchive(_, let zoom):
+                case .deepZoom(_, let zoom), .deepZoomArchive(_, let zoom), .iiif(_, let zoom, _):
                     guard !pyramidMade else { continue }
                     pyramidMade = true
-                    sinks.append(try DeepZoomOutput(destination: request.deepZoomPath, archive: request.deepZoomArchivePath,
+                    sinks.append(try DeepZoomOutput(destination: request.deepZoomPath, archive: request.deepZoomArchivePath, iiif: request.iiif,
                                                     geometry: plan.deepZoom!, settings: zoom, subsampling: settings.subsampling,
                                                     labels: CellLabels(layout: layout, photos: photos, shown: zoom.labels),
                                                     threads: plan.workers, temporaryDirectory: plan.temporaryDirectory))

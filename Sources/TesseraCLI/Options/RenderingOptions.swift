@@ -14,6 +14,11 @@ struct RenderingParse: Sendable {
     /// The last pyramid option given (as spelled), for "needs --dzi".
     var deepZoomOptionGiven: String?
     var viewerLabelsGiven = false
+    /// Whether --dzi-tile-size and --dzi-overlap came (an IIIF folder changes their defaults).
+    var deepZoomTileSizeGiven = false
+    var deepZoomOverlapGiven = false
+    /// --iiif-id's value, and where it came.
+    var iiifIdentifier: String?
     /// Where --seed is, for grid's "--seed orders a shuffle".
     var seedPosition: Int?
     var shardSpec: ShardSpec?
@@ -48,6 +53,18 @@ enum RenderingOptions {
             }
             state.options.deepZoomArchivePath = given.value
         },
+        Option("--iiif", value: "DIR", help: "Also (or instead) write the pyramid as IIIF Image API 3.0 level-0 static tiles in the folder DIR (info.json and X,Y,W,H/SW,SH/0/default.jpg), which any web server serves as an image service for Mirador, OpenSeadragon or Universal Viewer. Needs --iiif-id. IIIF tiles do not overlap: with --iiif the pyramid's tiles are 256 px with no overlap (for --dzi and --szi too) unless --dzi-tile-size says otherwise. DIR's folder must exist; DIR appears only when complete, replacing an IIIF folder tessera wrote.") { state, given throws(CommandLineError) in
+            guard !given.value.isEmpty, !given.value.hasSuffix("/") || given.value.count > 1 else {
+                throw given.refusal("--iiif expects a folder to create, like out/wall")
+            }
+            state.options.iiifPath = given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
+        },
+        Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id, from which viewers build every tile's address), like https://example.org/iiif/wall.") { state, given throws(CommandLineError) in
+            guard given.value.hasPrefix("http://") || given.value.hasPrefix("https://"), !given.value.hasSuffix("/") else {
+                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(given.value)'")
+            }
+            state.iiifIdentifier = given.value
+        },
         Option("--preview", value: "FILE.jpg", help: "First write a small JPEG of the same picture (about 2,000 px on its longer side: every cell scaled down alike, the same photos in the same places) in a second or two, to tune by before the full render. Alone, without -o or --dzi, only the preview is made.") { state, given throws(CommandLineError) in
             guard jpegSuffixes.contains(where: given.value.lowercased().hasSuffix) else {
                 throw given.refusal("--preview \(given.value): name a .jpg/.jpeg file")
@@ -57,10 +74,12 @@ enum RenderingOptions {
         Option("--dzi-tile-size", value: "N", help: "Deep Zoom tile size in pixels, 16-8192 (default 254: 256 px tiles with the overlap).") { state, given throws(CommandLineError) in
             state.deepZoom.tileSize = try given.integer(DeepZoomSettings.tileSizes)
             state.deepZoomOptionGiven = given.name
+            state.deepZoomTileSizeGiven = true
         },
         Option("--dzi-overlap", value: "N", help: "Pixels each Deep Zoom tile shares with its neighbours, 0 to half the tile size (default 1).") { state, given throws(CommandLineError) in
             state.deepZoom.overlap = try given.integer(DeepZoomSettings.overlaps(forTileSize: DeepZoomSettings.tileSizes.upperBound))
             state.deepZoomOptionGiven = given.name
+            state.deepZoomOverlapGiven = true
         },
         Option("--dzi-quality", value: "Q", help: "JPEG quality of the Deep Zoom tiles, 1-100 (default: --quality).") { state, given throws(CommandLineError) in
             state.deepZoomQuality = try given.integer(RenderSettings.qualities)
@@ -223,21 +242,35 @@ enum RenderingOptions {
             .first(where: { $0.1 })?.0 {
             throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
         }
-        if options.deepZoomPath != nil || options.deepZoomArchivePath != nil {
+        if options.iiifPath != nil {
+            guard let identifier = state.iiifIdentifier else {
+                throw CommandLineError("--iiif needs --iiif-id URL: the address the folder will be served at (info.json's id), like https://example.org/iiif/\(options.iiifPath!.split(separator: "/").last.map(String.init) ?? "wall")")
+            }
+            options.iiifIdentifier = identifier
+            if state.deepZoomOverlapGiven && deepZoom.overlap != 0 {
+                throw CommandLineError("--iiif: IIIF tiles do not overlap, so the pyramid has no overlap: drop --dzi-overlap \(deepZoom.overlap)")
+            }
+            deepZoom.overlap = 0
+            if !state.deepZoomTileSizeGiven { deepZoom.tileSize = 256 }
+        } else if state.iiifIdentifier != nil {
+            throw CommandLineError("--iiif-id is the address of the --iiif folder: give --iiif DIR too")
+        }
+        if options.deepZoomPath != nil || options.deepZoomArchivePath != nil || options.iiifPath != nil {
             deepZoom.quality = state.deepZoomQuality ?? options.settings.quality
             guard DeepZoomSettings.overlaps(forTileSize: deepZoom.tileSize).contains(deepZoom.overlap) else {
                 throw CommandLineError("--dzi-overlap must be at most half of --dzi-tile-size (\(deepZoom.tileSize / 2)), got \(deepZoom.overlap)")
             }
             options.deepZoom = deepZoom
         } else if let given = state.deepZoomOptionGiven {
-            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")
+            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (or --iiif DIR)")
         }
         try PhotoSourceOptions.finish(&options)
         var problems: [String] = []
         if !options.namesPhotos {
             problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
-        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.deepZoomArchivePath == nil && options.previewPath == nil {
+        if options.outputPath.isEmpty && options.deepZoomPath == nil && options.deepZoomArchivePath == nil && options.iiifPath == nil
+            && options.previewPath == nil {
             problems.append("-o OUT.jpg, --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (any of them together, or --preview FILE.jpg alone) is required")
         } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
             problems.append("--dpi sets the JPEG's density, and only a pyramid is written: add -o OUT.jpg or drop --dpi")
@@ -247,8 +280,8 @@ enum RenderingOptions {
         problems += commandProblems
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
-        if options.shard != nil && options.deepZoomArchivePath != nil {
-            throw CommandLineError("--szi is not yet written by shards and their join: render the SZI in one process, or shard with --dzi")
+        if options.shard != nil, let flag = options.deepZoomArchivePath != nil ? "--szi" : options.iiifPath != nil ? "--iiif" : nil {
+            throw CommandLineError("\(flag) is not yet written by shards and their join: render it in one process, or shard with --dzi")
         }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")

@@ -20,7 +20,8 @@
 // libvips writes one: NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg. The writer hands each
 // tile to the folder, the archive or both (the tiles are encoded once); the archive is an
 // AtomicOutputFile, committed after the folder, so it too appears only when complete. An SZI
-// alone has no staging folder and no viewer page.
+// alone has no staging folder and no viewer page. An IIIF folder (IIIFTileFolder.swift) is a
+// third container of the same tiles.
 //
 // On failure or cancellation `discard` removes the staging folder. If the process is killed,
 // the staging folder stays, named with the dead pid, and the next render into that folder
@@ -37,6 +38,8 @@ final class DeepZoomOutput: StripeSink {
     let writer: DeepZoomWriter
     /// The SZI, when one is asked for.
     let archive: StoredZipWriter?
+    /// The IIIF folder, when one is asked for.
+    let iiif: IIIFTileFolder?
     /// The name the archive's entries are under (NAME of DIR/NAME.szi).
     private let archiveName: String
     private let labels: CellLabels?
@@ -85,37 +88,49 @@ final class DeepZoomOutput: StripeSink {
     /// wrote the others). `cells`: writes the viewer's cells.js at the path given (default:
     /// from `labels`). `archive`: DIR/NAME.szi, the same tiles in one file (with or without
     /// `destination`); its central directory waits in `temporaryDirectory` (default: its folder).
-    init(destination: String?, archive archivePath: String? = nil, geometry: DeepZoomGeometry, settings: DeepZoomSettings,
+    /// `iiif`: a folder of IIIF level-0 tiles and its address (the pyramid must not overlap).
+    init(destination: String?, archive archivePath: String? = nil, iiif: (path: String, identifier: String)? = nil,
+         geometry: DeepZoomGeometry, settings: DeepZoomSettings,
          subsampling: ChromaSubsampling, labels: CellLabels?, threads: Int, writerGeometry: DeepZoomGeometry? = nil,
          temporaryDirectory: String? = nil, cells: ((String) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
-        precondition(destination != nil || archivePath != nil, "a pyramid with neither a folder nor an archive")
+        precondition(destination != nil || archivePath != nil || iiif != nil, "a pyramid with nowhere to go")
         pyramid = geometry
         writeCells = cells
         var archive: StoredZipWriter?
         var archiveName = ""
-        if let archivePath {
-            (_, archiveName) = try DeepZoomOutput.splitArchive(archivePath)
-            archive = try StoredZipWriter(destination: archivePath,
-                                          temporaryDirectory: temporaryDirectory ?? parentDirectory(of: archivePath))
+        var service: IIIFTileFolder?
+        do throws(TesseraError) {
+            if let archivePath {
+                (_, archiveName) = try DeepZoomOutput.splitArchive(archivePath)
+                archive = try StoredZipWriter(destination: archivePath,
+                                              temporaryDirectory: temporaryDirectory ?? parentDirectory(of: archivePath))
+            }
+            if let iiif { service = try IIIFTileFolder(destination: iiif.path, identifier: iiif.identifier, geometry: geometry) }
+        } catch {
+            archive?.discard()
+            throw error
         }
         self.archive = archive
         self.archiveName = archiveName
-        let handler: TileDestination? = archive.map { zip in
-            let prefix = archiveName + "/" + archiveName + "_files/"
-            return .handler { level, column, row, bytes throws(TesseraError) in
-                try zip.add(name: prefix + "\(level)/\(column)_\(row).jpg", bytes: bytes)
-            }
+        self.iiif = service
+        // The containers besides the folder, each handed every tile.
+        let tilePrefix = archiveName + "/" + archiveName + "_files/"
+        let handler: TileDestination? = archive == nil && service == nil ? nil : .handler { [archive, service] level, column, row, bytes throws(TesseraError) in
+            if let archive { try archive.add(name: tilePrefix + "\(level)/\(column)_\(row).jpg", bytes: bytes) }
+            try service?.writeTile(level: level, column: column, row: row, bytes: bytes)
         }
         guard let destination else {
             self.destination = nil
-            (folder, name) = (parentDirectory(of: archivePath!), archiveName)
+            let named = archivePath ?? iiif!.path
+            (folder, name) = (parentDirectory(of: named), archivePath == nil ? "iiif" : archiveName)
             staging = nil
             self.labels = nil
             do throws(TesseraError) {
                 writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
-                                            filesDirectory: archivePath!, threads: threads, destination: handler)
+                                            filesDirectory: named, threads: threads, destination: handler)
             } catch {
                 archive?.discard()
+                service?.discard()
                 throw error
             }
             viewer = false
@@ -135,6 +150,7 @@ final class DeepZoomOutput: StripeSink {
             try makeDirectory(staging, mode: 0o755)
         } catch {
             archive?.discard()
+            service?.discard()
             throw error
         }
         do throws(TesseraError) {
@@ -148,6 +164,7 @@ final class DeepZoomOutput: StripeSink {
             removeTree(staging)
             stagingLock?.close()
             archive?.discard()
+            service?.discard()
             throw error
         }
         viewer = settings.viewer
@@ -184,6 +201,7 @@ final class DeepZoomOutput: StripeSink {
             }.get()
             try archive.finish()
         }
+        try iiif?.finish()
         guard let staging else { return }
         var files: [(path: String, contents: String)] = []
         if viewer {
@@ -209,6 +227,7 @@ final class DeepZoomOutput: StripeSink {
     func commit() throws(TesseraError) {
         if let destination, let staging { try commitFolder(destination: destination, staging: staging) }
         try archive?.commit()
+        try iiif?.commit()
     }
 
     private func commitFolder(destination: String, staging: String) throws(TesseraError) {
@@ -247,6 +266,7 @@ final class DeepZoomOutput: StripeSink {
     func discard() {
         writer.abandon()
         archive?.discard()
+        iiif?.discard()
         if !finished, let staging { removeTree(staging) }
     }
 

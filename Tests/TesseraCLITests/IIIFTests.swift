@@ -1,0 +1,138 @@
+// IIIFTests.swift — issue 30's IIIF Image API 3.0 level-0 folder through the binary: the IIIF
+// validator (iiif-validator from PyPI, the reference suite of the IIIF community) at level 0
+// against a local HTTP server, on the validator's own picture of 100 coloured squares drawn as a
+// 10 x 10 grid; and on a pyramid of several levels, every IIIF tile is the Deep Zoom tile of the
+// same level and place, named by its region and size as the test computes them.
+import Glibc
+import Testing
+
+@Suite struct IIIFTests {
+    private func folder(_ name: String) -> String {
+        let path = testRoot + "/iiif-\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(path, 0o755)
+        return path
+    }
+
+    /// Runs `script` with python3, its output in the returned text; the status beside it.
+    private func python(_ script: String, _ arguments: [String], in directory: String) -> (status: Int32, output: String) {
+        let path = directory + "/script-\(UInt32.random(in: 0...UInt32.max)).py"
+        writeFile(Array(script.utf8), to: path)
+        let log = path + ".log"
+        let status = system("python3 '\(path)' " + arguments.map { "'\($0)'" }.joined(separator: " ") + " >'\(log)' 2>&1")
+        return (status, String(decoding: readFile(log), as: UTF8.self))
+    }
+
+    /// The validator's level-0 tests (info.json, the image, the squares' colours, the JPEG, no
+    /// `full` size) pass on the folder served by a local HTTP server at the address --iiif-id gave.
+    @Test func theIIIFValidatorPassesLevel0() throws {
+        let directory = folder("validator")
+        defer { _ = system("rm -rf '\(directory)'") }
+        // The validator's picture: 10 x 10 squares of 100 px in its colours (ValidationInfo.colorInfo[x][y]).
+        mkdir(directory + "/squares", 0o755)
+        let made = python("""
+        import sys
+        from iiif_validator.validator import ValidationInfo
+        from PIL import Image
+        info = ValidationInfo()
+        for y in range(10):
+            for x in range(10):
+                Image.new("RGB", (100, 100), info.colorInfo[x][y]).save("%s/r%dc%d.png" % (sys.argv[1], y, x))
+        """, [directory + "/squares"], in: directory)
+        try #require(made.status == 0, "the validator is needed (python3 -m pip install iiif-validator): \(made.output)")
+        mkdir(directory + "/served", 0o755)
+        mkdir(directory + "/served/prefix", 0o755)
+        let port = Int.random(in: 20_000...60_000)
+        let render = runTessera(["grid", directory + "/squares", "--grid", "10x10", "--tile-size", "100", "--dzi-tile-size", "1024",
+                                 "--iiif", directory + "/served/prefix/squares", "--iiif-id", "http://localhost:\(port)/prefix/squares",
+                                 "--no-progress", "--temp-dir", directory])
+        try #require(render.status == 0, "\(render.output)")
+        // The server runs while the validator does, and is ended after it (bounded: 60 s at most).
+        let script = """
+        cd '\(directory)/served' || exit 90
+        python3 -m http.server \(port) --bind 127.0.0.1 >'\(directory)/http.log' 2>&1 &
+        server=$!
+        for i in $(seq 50); do python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:\(port)/prefix/squares/info.json')" 2>/dev/null && break; sleep 0.1; done
+        timeout 60 iiif-validate.py -s localhost:\(port) -p prefix -i squares --version=3.0 --level 0 >'\(directory)/validator.log' 2>&1
+        status=$?
+        kill $server
+        exit $status
+        """
+        writeFile(Array(script.utf8), to: directory + "/validate.sh")
+        let status = system("bash '\(directory)/validate.sh'")
+        let log = String(decoding: readFile(directory + "/validator.log"), as: UTF8.self)
+        #expect(status == 0, "validator exit \(status):\n\(log)")
+        #expect(log.contains("id_squares PASS") && log.contains("info_json PASS") && log.contains("0 failures"), "\(log)")
+    }
+
+    /// A pyramid of several levels written as Deep Zoom (no overlap, 256 px tiles) and IIIF in one
+    /// pass: info.json lists the scale factors from 1 to the one-tile level; every IIIF tile the
+    /// test names from the Deep Zoom geometry (region in full-size pixels, size scaled, rounded
+    /// up) is there, with the bytes of the Deep Zoom tile; `full/max` is the one-tile level.
+    @Test func everyTileIsTheDeepZoomTileOfItsPlace() throws {
+        let directory = folder("levels")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let render = runTessera(["grid", fixtures, "--grid", "9x5", "--tile-size", "130", "--dzi", directory + "/z.dzi", "--no-viewer",
+                                 "--iiif", directory + "/wall", "--iiif-id", "https://example.org/iiif/wall",
+                                 "--no-progress", "--temp-dir", directory])
+        try #require(render.status == 0, "\(render.output)")
+        let checked = python("""
+        import json, math, os, sys
+        d = sys.argv[1]
+        info = json.load(open(d + "/wall/info.json"))
+        W, H, T = info["width"], info["height"], info["tiles"][0]["width"]
+        print("size", W, H, T, info["id"], info["profile"], info["type"])
+        max_level = max(0, math.ceil(math.log2(max(W, H))))
+        factors, level, missing, different, count = [], max_level, 0, 0, 0
+        while True:
+            s = 1 << (max_level - level)
+            lw, lh = math.ceil(W / s), math.ceil(H / s)
+            factors.append(s)
+            for row in range(math.ceil(lh / T)):
+                for col in range(math.ceil(lw / T)):
+                    x, y = col * T * s, row * T * s
+                    w, h = min(T * s, W - x), min(T * s, H - y)
+                    name = "%s/wall/%d,%d,%d,%d/%d,%d/0/default.jpg" % (d, x, y, w, h, math.ceil(w / s), math.ceil(h / s))
+                    count += 1
+                    if not os.path.exists(name): missing += 1; continue
+                    if open(name, "rb").read() != open("%s/z_files/%d/%d_%d.jpg" % (d, level, col, row), "rb").read(): different += 1
+            if lw <= T and lh <= T: break
+            level -= 1
+        print("factors", factors == info["tiles"][0]["scaleFactors"], factors)
+        print("tiles", count, "missing", missing, "different", different)
+        whole = open("%s/z_files/%d/0_0.jpg" % (d, level), "rb").read()
+        print("max", open(d + "/wall/full/max/0/default.jpg", "rb").read() == whole, info.get("maxWidth") == lw, info["sizes"] == [{"width": lw, "height": lh}])
+        """, [directory], in: directory)
+        #expect(checked.status == 0, "\(checked.output)")
+        #expect(checked.output.contains("size 1170 650 256 https://example.org/iiif/wall level0 ImageService3"), "\(checked.output)")
+        #expect(checked.output.contains("factors True [1, 2, 4, 8]"), "\(checked.output)")
+        #expect(checked.output.contains("missing 0 different 0") && !checked.output.contains("tiles 0 "), "\(checked.output)")
+        #expect(checked.output.contains("max True True True"), "\(checked.output)")
+        let hidden = listNames(directory).filter { $0.hasPrefix(".") }
+        #expect(hidden.isEmpty, "\(hidden)")
+    }
+
+    /// What the command line refuses: --iiif without its address, an address that is not a URL,
+    /// an overlap, a folder that is somebody else's; a second render replaces the folder it wrote.
+    @Test func theCommandLineSaysWhatItNeeds() {
+        let directory = folder("flags")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let grid = ["grid", fixtures, "--grid", "3x2", "--tile-size", "60", "--no-progress", "--temp-dir", directory]
+        let noAddress = runTessera(grid + ["--iiif", directory + "/w"])
+        #expect(noAddress.status == 2 && noAddress.output.contains("--iiif needs --iiif-id URL"), "\(noAddress.output)")
+        let badAddress = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "example.org/w"])
+        #expect(badAddress.status == 2 && badAddress.output.contains("--iiif-id expects an http or https URL"), "\(badAddress.output)")
+        let overlap = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w", "--dzi-overlap", "2"])
+        #expect(overlap.status == 2 && overlap.output.contains("IIIF tiles do not overlap"), "\(overlap.output)")
+        mkdir(directory + "/mine", 0o755)
+        writeFile(Array("keep".utf8), to: directory + "/mine/notes.txt")
+        let somebodys = runTessera(grid + ["--iiif", directory + "/mine", "--iiif-id", "https://e.org/mine"])
+        #expect(somebodys.status != 0 && somebodys.output.contains("not an IIIF folder tessera wrote"), "\(somebodys.output)")
+        #expect(readFile(directory + "/mine/notes.txt") == Array("keep".utf8))
+        for _ in 0..<2 {
+            let run = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"])
+            #expect(run.status == 0, "\(run.output)")
+        }
+        #expect(access(directory + "/w/info.json", F_OK) == 0 && access(directory + "/w/full/max/0/default.jpg", F_OK) == 0)
+        #expect(listNames(directory).filter { $0.hasPrefix(".") }.isEmpty, "\(listNames(directory))")
+    }
+}
