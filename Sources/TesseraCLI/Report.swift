@@ -322,7 +322,7 @@ public enum Report {
         if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
         if let preview { outputs.append("\"preview\": \(jsonStringLiteral(preview))") }
         return [("width", "\(summary.width)"), ("height", "\(summary.height)"),
-                ("bytes", "\(summary.outputBytes + summary.deepZoomBytes)"),
+                ("bytes", "\(summary.outputBytes + summary.deepZoomBytes + summary.archiveBytes)"),
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
                 ("dzi_bytes", "\(summary.deepZoomBytes)"), ("szi_bytes", "\(summary.archiveBytes)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
