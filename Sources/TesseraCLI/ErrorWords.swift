@@ -16,9 +16,9 @@ extension TesseraError {
         case let .joinOutputs(mismatch):
             switch mismatch {
             case .noJPEGInParts: return "-o: \(mismatch); give --dzi alone"
-            case .noPyramidInParts: return "--dzi: \(mismatch); give -o alone"
+            case .noPyramidInParts: return "--dzi, --szi, --iiif: \(mismatch); give -o alone"
             case .jpegNotGiven: return "the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)"
-            case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH as well as -o (or neither, to use the paths the shards named)"
+            case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH (or --szi, --iiif) as well as -o (or neither, to use the paths the shards named)"
             }
         case let .joinPathFromParts(path, output, file, problem):
             let flag = output == .jpeg ? "-o" : "--dzi"

@@ -55,6 +55,22 @@ public enum JoinCommand {
             }
             options.destinations.deepZoomPath = given.value
         },
+        Option("--szi", value: "DIR/NAME.szi", help: "Also (or instead of --dzi) write the parts' pyramid as one file, as a render's --szi does (the tiles are the same).") { options, given throws(CommandLineError) in
+            guard RenderOutput.isDeepZoomArchivePath(given.value) else {
+                throw given.refusal("--szi expects a path ending in NAME.szi, like out/wall.szi, got '\(given.value)'")
+            }
+            options.destinations.archivePath = given.value
+        },
+        Option("--iiif", value: "DIR", help: "Also (or instead of --dzi) write the parts' pyramid as IIIF level-0 tiles in the folder DIR, as a render's --iiif does; needs --iiif-id, and shards rendered with --dzi-overlap 0.") { options, given throws(CommandLineError) in
+            guard !given.value.isEmpty else { throw given.refusal("--iiif expects a folder to create, like out/wall") }
+            options.destinations.iiifPath = given.value.count > 1 && given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
+        },
+        Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id).") { options, given throws(CommandLineError) in
+            guard given.value.hasPrefix("http://") || given.value.hasPrefix("https://"), !given.value.hasSuffix("/") else {
+                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(given.value)'")
+            }
+            options.destinations.iiifIdentifier = given.value
+        },
         Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
             options.waitSeconds = Double(try given.integer(1...604_800))
         },
@@ -87,6 +103,13 @@ public enum JoinCommand {
                                                    : "join takes one shard folder, got \(folders.count): \(folders.joined(separator: " "))")
         }
         options.directory = folders[0]
+        let destinations = options.destinations
+        if destinations.iiifPath != nil && destinations.iiifIdentifier == nil {
+            throw CommandLineError("--iiif needs --iiif-id URL: the address the folder will be served at (info.json's id)")
+        }
+        if destinations.iiifIdentifier != nil && destinations.iiifPath == nil {
+            throw CommandLineError("--iiif-id is the address of the --iiif folder: give --iiif DIR too")
+        }
         return options
     }
 

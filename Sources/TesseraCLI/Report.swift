@@ -126,6 +126,8 @@ public enum Report {
         var names: [String] = []
         if let path = summary.jpegPath { names.append("\(path) (\(formatBytes(summary.jpegBytes)))") }
         if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes)))") }
+        if let path = summary.archivePath { names.append("\(path) (\(formatBytes(summary.archiveBytes)))") }
+        if let path = summary.iiifPath { names.append(path) }
         return "joined \(summary.shards) part(s) from \(directory): wrote \(names.joined(separator: " and ")), \(summary.width) x \(summary.height) px, "
             + "in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))"
     }

@@ -41,6 +41,10 @@ public struct JoinSummary: Equatable, Sendable {
     public var deepZoomPath: String?
     public var deepZoomTiles = 0
     public var deepZoomBytes: Int64 = 0
+    /// The pyramid's other containers, when the join was asked for them.
+    public var archivePath: String?
+    public var archiveBytes: Int64 = 0
+    public var iiifPath: String?
     public var seconds: Double = 0
     public var peakResidentBytes: Int64 = 0
 }
@@ -49,13 +53,25 @@ public struct JoinSummary: Equatable, Sendable {
 public struct JoinDestinations: Equatable, Sendable {
     public var jpegPath: String?
     public var deepZoomPath: String?
+    /// The parts' pyramid as one file (DIR/NAME.szi), and as IIIF level-0 tiles in a folder
+    /// served at `iiifIdentifier`: only when given to the join (parts name only a folder).
+    public var archivePath: String?
+    public var iiifPath: String?
+    public var iiifIdentifier: String?
 
-    public init(jpegPath: String? = nil, deepZoomPath: String? = nil) {
+    public init(jpegPath: String? = nil, deepZoomPath: String? = nil, archivePath: String? = nil, iiifPath: String? = nil,
+                iiifIdentifier: String? = nil) {
         self.jpegPath = jpegPath
         self.deepZoomPath = deepZoomPath
+        self.archivePath = archivePath
+        self.iiifPath = iiifPath
+        self.iiifIdentifier = iiifIdentifier
     }
 
-    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil }
+    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil && archivePath == nil && iiifPath == nil }
+
+    /// Whether a container of the pyramid is given.
+    var givesPyramid: Bool { deepZoomPath != nil || archivePath != nil || iiifPath != nil }
 }
 
 public enum ShardJoin {
@@ -250,6 +266,11 @@ private struct Joiner {
     var summary: JoinSummary
     private let stripeCount: Int
     private var zoomPath: String?
+    /// The pyramid's other containers (given to the join only).
+    private var archivePath: String?
+    private var iiif: (path: String, identifier: String)?
+    /// Whether the join writes the pyramid, in any container.
+    private var writesPyramid: Bool { zoomPath != nil || archivePath != nil || iiif != nil }
     /// The outputs part 1 names: every part must name the same.
     private let namedJPEG: String?, namedZoom: String?
     private var zoomSettings = DeepZoomSettings()
@@ -350,22 +371,31 @@ private struct Joiner {
             if given.jpegPath != nil && namedJPEG == nil {
                 throw .joinOutputs(.noJPEGInParts)
             }
-            if given.deepZoomPath != nil && namedZoom == nil {
+            if given.givesPyramid && namedZoom == nil {
                 throw .joinOutputs(.noPyramidInParts)
             }
             if given.jpegPath == nil && namedJPEG != nil {
                 throw .joinOutputs(.jpegNotGiven)
             }
-            if given.deepZoomPath == nil && namedZoom != nil {
+            if !given.givesPyramid && namedZoom != nil {
                 throw .joinOutputs(.pyramidNotGiven)
             }
             summary.jpegPath = given.jpegPath
             summary.deepZoomPath = given.deepZoomPath
             zoomPath = given.deepZoomPath
+            archivePath = given.archivePath
+            summary.archivePath = given.archivePath
+            if let path = given.iiifPath {
+                guard let identifier = given.iiifIdentifier else {
+                    throw .invalidSettings("an IIIF folder needs the address it will be served at")
+                }
+                iiif = (path, identifier)
+                summary.iiifPath = path
+            }
         }
         // A NUL would end the path where the kernel reads it: "evil.sh\0.jpg" passes the checks
         // below as a .jpg and creates evil.sh.
-        for path in [summary.jpegPath, zoomPath].compactMap({ $0 }) where path.utf8.contains(0) {
+        for path in [summary.jpegPath, zoomPath, archivePath, iiif?.path].compactMap({ $0 }) where path.utf8.contains(0) {
             throw .unusableOutput(path: path.replacing("\u{0}", with: "\\0"), reason: "a part names a path with a NUL byte in it: it is damaged or not a part")
         }
         var outputs: [RenderOutput] = []
@@ -376,6 +406,8 @@ private struct Joiner {
             }
             outputs.append(.deepZoom(path: path, settings: zoomSettings))
         }
+        if let path = archivePath { outputs.append(.deepZoomArchive(path: path, settings: zoomSettings)) }
+        if let iiif { outputs.append(.iiif(path: iiif.path, settings: zoomSettings, identifier: iiif.identifier)) }
         if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
             throw .joinPathFromParts(path: path, output: .jpeg, file: "the JPEG", problem: .notJPEGName)
         }
@@ -538,9 +570,14 @@ private struct Joiner {
     func checkDiskSpace(_ parts: [PartReader]) throws(TesseraError) {
         var needs: [String: Int64] = [:]
         if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += jpegBytes + (1 << 20) }
-        if let zoomPath, let reduced {
-            needs[parentDirectory(of: zoomPath), default: 0] += tileBytes + Int64(tiles.count) * 2048
+        if let reduced {
+            let pyramidBytes = tileBytes + Int64(tiles.count) * 2048
                 + reduced.estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: zoomSettings.quality, subsampling: subsampling))
+            // Each container holds every tile (IIIF's in three folders of their own).
+            for (path, perTile) in [(zoomPath, Int64(0)), (archivePath, Int64(0)), (iiif?.path, Int64(3 * 4096))] {
+                guard let path else { continue }
+                needs[parentDirectory(of: path), default: 0] += pyramidBytes + Int64(tiles.count) * perTile
+            }
         }
         for (folder, bytes) in needs {
             _ = StaleTemporaries.remove(in: folder)
@@ -557,7 +594,9 @@ private struct Joiner {
             case .jpegHeader, .jpegSegment:
                 if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 2 }
             case .tile, .reducedRows:
-                if let zoomPath { needs[parentDirectory(of: zoomPath), default: 0] += Int64(record.length) + 2048 }
+                for path in [zoomPath, archivePath, iiif?.path] {
+                    if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 2048 }
+                }
             case .cellsScript: break
             }
         }
@@ -584,13 +623,15 @@ private struct Joiner {
                 writtenStripes += 1
             }
         }
-        if let zoomPath, let geometry, let lowest, let reduced {
+        if writesPyramid, let geometry, let lowest, let reduced {
             if zoomOutput == nil {
-                _ = StaleTemporaries.remove(in: parentDirectory(of: zoomPath))
+                for path in [zoomPath, archivePath, iiif?.path] {
+                    if let path { _ = StaleTemporaries.remove(in: parentDirectory(of: path)) }
+                }
                 guard let cellsPart = firstPart else { throw bad("part 1 was not joined first") }
                 let output = try DeepZoomOutput(
-                    destination: zoomPath, geometry: geometry, settings: zoomSettings, subsampling: subsampling, labels: nil,
-                    threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
+                    destination: zoomPath, archive: archivePath, iiif: iiif, geometry: geometry, settings: zoomSettings,
+                    subsampling: subsampling, labels: nil, threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
                     cells: { path throws(TesseraError) in
                         // Part 1's pieces of cells.js, in order.
                         let part = cellsPart
@@ -603,7 +644,9 @@ private struct Joiner {
                         }
                     })
                 zoomOutput = output
-                for level in lowest...geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
+                if zoomPath != nil {
+                    for level in lowest...geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
+                }
             }
             let output = zoomOutput!
             for record in part.records where record.kind == .tile {
@@ -652,6 +695,7 @@ private struct Joiner {
             try zoomOutput.commit()
             summary.deepZoomTiles = zoomOutput.tilesWritten
             summary.deepZoomBytes = zoomOutput.bytesWritten
+            summary.archiveBytes = zoomOutput.archive?.bytesWritten ?? 0
         }
         if let jpegOutput {
             try jpegOutput.commit()

@@ -281,7 +281,8 @@ enum RenderingOptions {
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
         if options.shard != nil, let flag = options.deepZoomArchivePath != nil ? "--szi" : options.iiifPath != nil ? "--iiif" : nil {
-            throw CommandLineError("\(flag) is not yet written by shards and their join: render it in one process, or shard with --dzi")
+            throw CommandLineError("\(flag) is written by the join, not by each shard: give the shards --dzi DIR/NAME.dzi"
+                                   + (flag == "--iiif" ? " --dzi-overlap 0" : "") + ", then 'tessera join DIR \(flag) ...'")
         }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")
