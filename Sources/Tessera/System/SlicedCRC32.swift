@@ -57,24 +57,44 @@ enum SlicedCRC32 {
     }
 }
 
-/// The CRC-32 of ZIP, gzip and PNG (IEEE 802.3, reflected polynomial 0xEDB88320).
-struct ZipCRC32: Equatable, Sendable {
+/// A polynomial's slicing tables (`SlicedCRC32.tables`), made once.
+protocol CRC32Polynomial {
+    static var tables: [UInt32] { get }
+}
+
+/// CRC-32C (Castagnoli, reflected 0x82F63B78): shard parts' records (Shards/CRC32C.swift).
+enum CastagnoliPolynomial: CRC32Polynomial {
+    static let tables = SlicedCRC32.tables(polynomial: 0x82F6_3B78)
+}
+
+/// The CRC-32 of ZIP, gzip and PNG (IEEE 802.3, reflected 0xEDB88320): an SZI's entries.
+enum IEEEPolynomial: CRC32Polynomial {
+    static let tables = SlicedCRC32.tables(polynomial: 0xEDB8_8320)
+}
+
+/// A running CRC-32 of `Polynomial`.
+struct RunningCRC32<Polynomial: CRC32Polynomial>: Equatable, Sendable {
+    /// The running value, before the final inversion.
     private var state: UInt32 = 0xFFFF_FFFF
 
     init() {}
 
+    /// The checksum of what was added.
     var value: UInt32 { ~state }
 
-    static let tables = SlicedCRC32.tables(polynomial: 0xEDB8_8320)
-
     /// One byte, with one table: the reference.
-    mutating func update(byte: UInt8) { state = SlicedCRC32.updateByte(state, byte, tables: ZipCRC32.tables) }
+    mutating func update(byte: UInt8) { state = SlicedCRC32.updateByte(state, byte, tables: Polynomial.tables) }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) { state = SlicedCRC32.update(state, bytes, tables: ZipCRC32.tables) }
+    /// `bytes`, 8 at a time.
+    mutating func update(_ bytes: UnsafeRawBufferPointer) { state = SlicedCRC32.update(state, bytes, tables: Polynomial.tables) }
 
+    /// The checksum of `bytes` alone.
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc = ZipCRC32()
+        var crc = RunningCRC32()
         crc.update(bytes)
         return crc.value
     }
 }
+
+/// The CRC-32 of ZIP (tested on the catalogue's check value and its byte-at-a-time reference).
+typealias ZipCRC32 = RunningCRC32<IEEEPolynomial>
