@@ -83,6 +83,7 @@ import Testing
             .read("document.getElementById('tessera-label').getAttribute('data-cell')", as: "cell"),
             .read("String(document.getElementById('tessera-popup') && document.getElementById('tessera-popup').textContent)", as: "popup"),
             // Deep in, far from where the picture was: the tiles of the whole view are dropped.
+            .run("window.wholeViewTiles = Array.from(document.querySelectorAll('.tessera-tile img')).map(function (i) { return i.src; })"),
             .run("location.hash = '#z=12&x=1300&y=900'"),
             .sleep(0.5),
         ] + Self.settled + [
@@ -91,6 +92,12 @@ import Testing
             .read(bodyAttribute("data-blob-urls"), as: "live"),
             .read("String(Array.from(document.querySelectorAll('img')).filter(function (i) { return i.src.indexOf('blob:') === 0; }).length)",
                   as: "blobImages"),
+            // The dropped tiles' Blob URLs no longer fetch: they were revoked.
+            .read("(function () { var shown = Array.from(document.querySelectorAll('img')).map(function (i) { return i.src; }); "
+                  + "var dropped = window.wholeViewTiles.filter(function (u) { return u.indexOf('blob:') === 0 && shown.indexOf(u) < 0; }); "
+                  + "return Promise.all(dropped.map(function (u) { return fetch(u).then(function () { return 1; }, function () { return 0; }); }))"
+                  + ".then(function (alive) { return dropped.length + ',' + alive.reduce(function (a, b) { return a + b; }, 0); }); })()",
+                  as: "dropped"),
         ], in: directory)
         #expect(results["failure"] == nil && results.keys.allSatisfy { !$0.hasPrefix("timeout") }, "\(results)")
         #expect(results["source"] == "archive" && results["problem"] == "null", "\(results)")
@@ -136,6 +143,8 @@ import Testing
         let after = try #require(Int(results["drawnAfter"] ?? ""))
         #expect(after > drawn, "\(results)")
         #expect(results["live"] == results["blobImages"] && Int(results["live"] ?? "") ?? 99 < after, "\(results)")
+        let dropped = (results["dropped"] ?? "").split(separator: ",").compactMap { Int($0) }
+        #expect(dropped.count == 2 && dropped[0] >= 2 && dropped[1] == 0, "dropped tiles, and of them still fetchable: \(results)")
     }
 
     /// Zoom stops at twice full size (Leaflet zoom maxLevel + 1 = 12 for 1440 x 960 px) however
