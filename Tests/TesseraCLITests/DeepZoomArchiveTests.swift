@@ -116,7 +116,8 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
     }
 
     /// What the command line refuses: a name that is not NAME.szi, an SZI from shards, a
-    /// folder and an archive that would need two pyramids; the dry run counts the archive's room.
+    /// folder and an archive that would need two pyramids, a folder where the SZI's page goes;
+    /// the dry run counts the archive's room; --no-viewer leaves the page and cells.js out.
     @Test func theCommandLineSaysWhatItNeeds() {
         let directory = folder("flags")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -130,5 +131,17 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         #expect(access(directory + "/w.szi", F_OK) != 0, "a dry run writes nothing")
         let sameName = runTessera(grid + ["-o", directory + "/w.szi.jpg", "--szi", directory + "/w.szi", "--dzi", directory + "/w.dzi"])
         #expect(sameName.status == 0, "\(sameName.output)")
+        // The SZI's viewer page is an output like the others: a folder at its name is refused
+        // before any work; --no-viewer writes neither the page nor the archive's cells.js.
+        mkdir(directory + "/v.html", 0o755)
+        let pageIsAFolder = runTessera(grid + ["--szi", directory + "/v.szi"])
+        #expect(pageIsAFolder.status == 2 && pageIsAFolder.output.contains("the Deep Zoom viewer \(directory)/v.html exists and is a folder"),
+                "\(pageIsAFolder.output)")
+        #expect(access(directory + "/v.szi", F_OK) != 0)
+        let noViewer = runTessera(grid + ["--szi", directory + "/n.szi", "--no-viewer"])
+        #expect(noViewer.status == 0 && access(directory + "/n.html", F_OK) != 0, "\(noViewer.output)")
+        let checked = checkArchive(directory + "/n.szi")
+        #expect(checked["crc"] == "ok" && checked["entries"].map { Int($0) } == checked["tiles"].map { Int($0).map { $0 + 1 } },
+                "the tiles and the descriptor only: \(checked["text"] ?? "")")
     }
 }

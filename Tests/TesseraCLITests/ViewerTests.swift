@@ -434,10 +434,13 @@ import Testing
                 out.writestr(copy, source.read(info))
             for n in range(65536):
                 out.writestr("w/padding/%d" % n, b"")
+        print("viewer-entries", sum(1 for n in source.namelist() if "/viewer/" in n))
         tail = open(target, "rb").read()[-22:]
         print("entries-field", struct.unpack("<H", tail[10:12])[0])
         """, [directory + "/original.szi", directory + "/site/w.szi"], in: directory)
         #expect(rewritten.status == 0 && rewritten.output.contains("entries-field 65535"), "\(rewritten.output)")
+        #expect(rewritten.output.contains("viewer-entries 0") && access(directory + "/original.html", F_OK) != 0,
+                "--no-viewer: no page, no cells.js in the archive")
         let server = try RangeServer(root: directory + "/site", scratch: directory)
         defer { server.stop() }
         let results = browse(server.url("w.html"), steps: Self.settled + [
