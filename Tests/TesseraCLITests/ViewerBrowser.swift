@@ -160,6 +160,8 @@ enum BrowserStep {
     case touch(String, [(x: Double, y: Double)])
     /// A PNG of the viewport.
     case screenshot(String)
+    /// The viewport changes to width x height (a phone turned).
+    case viewport(Int, Int)
 
     var json: String {
         let text = jsonText
@@ -175,6 +177,7 @@ enum BrowserStep {
         case .touch(let type, let points):
             return "{\"touch\": \(text(type)), \"points\": [" + points.map { "[\($0.x), \($0.y)]" }.joined(separator: ", ") + "]}"
         case .screenshot(let path): return "{\"screenshot\": \(text(path))}"
+        case .viewport(let width, let height): return "{\"viewport\": [\(width), \(height)]}"
         }
     }
 }
@@ -253,6 +256,9 @@ try:
         elif "touch" in step:
             call("Input.dispatchTouchEvent", {"type": step["touch"],
                  "touchPoints": [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(step["points"])]}, session)
+        elif "viewport" in step:
+            call("Emulation.setDeviceMetricsOverride", {"width": step["viewport"][0], "height": step["viewport"][1],
+                                                        "deviceScaleFactor": scale, "mobile": plan["mobile"]}, session)
         elif "screenshot" in step:
             open(step["screenshot"], "wb").write(base64.b64decode(call("Page.captureScreenshot", {"format": "png"}, session)["data"]))
 except Exception as error:

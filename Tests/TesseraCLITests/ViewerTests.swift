@@ -213,6 +213,15 @@ import Testing
             .read("String(document.getElementById('tessera-title').scrollWidth > document.getElementById('tessera-title').clientWidth)",
                   as: "titleCut"),
         ] + controls.map { .read("String(document.getElementById('\($0)').getAttribute('data-rect'))", as: $0) } + [
+            // Turned on its side: the whole picture is fitted again, still clear of the controls.
+            .viewport(844, 390),
+            .sleep(0.6),
+            .read(bodyAttribute("data-window"), as: "turnedWindow"),
+            .read(bodyAttribute("data-picture"), as: "turnedPicture"),
+        ] + controls.map { .read("String(document.getElementById('\($0)').getAttribute('data-rect'))", as: "turned-" + $0) } + [
+            .viewport(390, 844),
+            .sleep(0.6),
+            .read(bodyAttribute("data-picture"), as: "backPicture"),
             // Two fingers apart: a pinch far past twice full size.
             .touch("touchStart", [(175, 420), (215, 420)]),
             .touch("touchMove", [(150, 420), (240, 420)]),
@@ -250,6 +259,16 @@ import Testing
             #expect(!rect.intersects(picture), "\(control) covers the picture: \(rect) over \(picture)")
         }
         #expect(results["titleCut"] == "true", "the long title is cut short on one line: \(results)")
+        // Turned: the picture fitted to the new shape (as tall as the room between the rows of
+        // controls), and back: as it was.
+        #expect(results["turnedWindow"] == "844,390", "\(results)")
+        let turned = try #require(ScreenRect(results["turnedPicture"]), "\(results)")
+        #expect(turned.isInside(width: 844, height: 390) && turned.height >= 390 - 120, "\(turned)")
+        for control in controls {
+            guard let rect = ScreenRect(results["turned-" + control]) else { continue }
+            #expect(rect.isInside(width: 844, height: 390) && !rect.intersects(turned), "turned: \(control) at \(rect) over \(turned)")
+        }
+        #expect(results["backPicture"] == results["picture"], "\(results)")
         let fitted = try #require(view(results["fitted"])), pinched = try #require(view(results["pinched"]))
         let panned = try #require(view(results["panned"]))
         let maxLevel = archive ? 11.0 : 10.0  // 1440 x 960 and 360 x 960 px

@@ -306,10 +306,26 @@ enum DeepZoomViewerScript {
 
         // The buttons, in a row at the top left: zoom in and out, the whole picture (key 0),
         // full screen (key f).
+        // (`fitted` while the view is the one home made: then a phone turned, or a window made
+        // too small for the picture, gets the whole picture fitted again. A window that only
+        // grows keeps its view, as Leaflet keeps it.)
+        var fitted = false, fitting = false, landscape = window.innerWidth >= window.innerHeight;
         function home() {
           var room = pictureRoom();
+          fitting = true;
           map.fitBounds(bounds, { paddingTopLeft: [0, room.top], paddingBottomRight: [0, room.bottom], animate: false });
+          fitting = false;
+          fitted = true;
         }
+        map.on("movestart zoomstart", function () { if (!fitting) fitted = false; });
+        map.on("resize", function () {
+          var turned = (window.innerWidth >= window.innerHeight) !== landscape;
+          landscape = window.innerWidth >= window.innerHeight;
+          if (!fitted) return;
+          var room = pictureRoom(), size = map.getSize();
+          var nw = map.latLngToContainerPoint(bounds.getNorthWest()), se = map.latLngToContainerPoint(bounds.getSouthEast());
+          if (turned || nw.x < -1 || se.x > size.x + 1 || nw.y < room.top - 1 || se.y > size.y - room.bottom + 1) home();
+        });
         function toggleFullScreen() {
           if (document.fullscreenElement) { document.exitFullscreen(); }
           else if (document.documentElement.requestFullscreen) { document.documentElement.requestFullscreen(); }
