@@ -3,7 +3,7 @@
 //
 // Opening costs two requests: the archive's last 64 KiB (the end record, and the ZIP64 locator
 // and record before it when there are any), then the whole central directory in one request
-// (about 90 bytes a tile: 2.3 MB for 25,000 tiles). A tile is then one request covering its
+// (about 80 bytes a tile: 2 MB for 25,000 tiles). A tile is then one request covering its
 // local header and its bytes: the header is 30 bytes, the name and an extra field, which is
 // read, not assumed (the request asks for 64 bytes more than the central record's extra field;
 // a longer one costs a second request).
