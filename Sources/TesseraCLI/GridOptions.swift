@@ -89,7 +89,8 @@ public struct GridOptions: Equatable, Sendable {
         if path == previewPath { return "--preview" }
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
-        if path == deepZoomArchivePath { return "--szi" }
+        if let deepZoomArchivePath, let deepZoom,
+           RenderOutput.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--szi" }
         if path == iiifPath { return "--iiif" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }

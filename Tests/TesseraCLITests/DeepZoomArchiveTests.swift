@@ -57,8 +57,8 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         return path
     }
 
-    /// JPEG, folder and SZI in one pass: the archive holds NAME/NAME.dzi and every tile of the
-    /// folder, byte for byte, stored, with good CRCs.
+    /// JPEG, folder and SZI in one pass: the archive holds NAME/NAME.dzi, the viewer's cells.js
+    /// and every tile of the folder, byte for byte, stored, with good CRCs.
     @Test func theArchiveHoldsTheFoldersTiles() throws {
         let directory = folder("both")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -72,7 +72,7 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         #expect(checked["different"] == "0", "\(checked["text"] ?? "")")
         let tiles = try #require(Int(checked["tiles"] ?? ""))
         #expect(tiles > 20 && String(tiles) == checked["folder_tiles"], "\(checked["text"] ?? "")")
-        #expect(checked["entries"] == String(tiles + 1), "the tiles and the descriptor only: \(checked["text"] ?? "")")
+        #expect(checked["entries"] == String(tiles + 2), "the tiles, the descriptor and the viewer's cells.js: \(checked["text"] ?? "")")
         // The descriptor in the archive is the folder's.
         let unzip = system("cd '\(directory)' && python3 -c \"import zipfile; open('inner.dzi','wb').write(zipfile.ZipFile('g.szi').read('g/g.dzi'))\"")
         #expect(unzip == 0 && readFile(directory + "/inner.dzi") == readFile(directory + "/g.dzi"))
@@ -88,8 +88,9 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         let shape = ["--grid", "5x5", "--tile-size", "90", "--no-progress", "--temp-dir", directory]
         let archive = runTessera(["grid", fixtures, "--szi", directory + "/a.szi"] + shape)
         #expect(archive.status == 0, "\(archive.output)")
-        #expect(access(directory + "/a.dzi", F_OK) != 0 && access(directory + "/a.html", F_OK) != 0 && access(directory + "/a_files", F_OK) != 0,
-                "an SZI alone writes nothing beside it")
+        #expect(access(directory + "/a.dzi", F_OK) != 0 && access(directory + "/a_files", F_OK) != 0,
+                "an SZI alone writes no folder beside it")
+        #expect(access(directory + "/a.html", R_OK) == 0, "an SZI alone has its viewer page beside it")
         let pyramid = runTessera(["grid", fixtures, "--dzi", directory + "/a.dzi", "--no-viewer"] + shape)
         #expect(pyramid.status == 0, "\(pyramid.output)")
         let checked = checkArchive(directory + "/a.szi", against: directory + "/a_files")
@@ -160,7 +161,8 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
     }
 
     /// What the command line refuses: a name that is not NAME.szi, an SZI from shards, a
-    /// folder and an archive that would need two pyramids; the dry run counts the archive's room.
+    /// folder and an archive that would need two pyramids, a folder where the SZI's page goes;
+    /// the dry run counts the archive's room; --no-viewer leaves the page and cells.js out.
     @Test func theCommandLineSaysWhatItNeeds() {
         let directory = folder("flags")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -174,5 +176,17 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         #expect(access(directory + "/w.szi", F_OK) != 0, "a dry run writes nothing")
         let sameName = runTessera(grid + ["-o", directory + "/w.szi.jpg", "--szi", directory + "/w.szi", "--dzi", directory + "/w.dzi"])
         #expect(sameName.status == 0, "\(sameName.output)")
+        // The SZI's viewer page is an output like the others: a folder at its name is refused
+        // before any work; --no-viewer writes neither the page nor the archive's cells.js.
+        mkdir(directory + "/v.html", 0o755)
+        let pageIsAFolder = runTessera(grid + ["--szi", directory + "/v.szi"])
+        #expect(pageIsAFolder.status == 2 && pageIsAFolder.output.contains("the Deep Zoom viewer \(directory)/v.html exists and is a folder"),
+                "\(pageIsAFolder.output)")
+        #expect(access(directory + "/v.szi", F_OK) != 0)
+        let noViewer = runTessera(grid + ["--szi", directory + "/n.szi", "--no-viewer"])
+        #expect(noViewer.status == 0 && access(directory + "/n.html", F_OK) != 0, "\(noViewer.output)")
+        let checked = checkArchive(directory + "/n.szi")
+        #expect(checked["crc"] == "ok" && checked["entries"].map { Int($0) } == checked["tiles"].map { Int($0).map { $0 + 1 } },
+                "the tiles and the descriptor only: \(checked["text"] ?? "")")
     }
 }

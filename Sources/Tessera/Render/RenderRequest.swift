@@ -14,7 +14,9 @@ public enum RenderOutput: Equatable, Sendable {
     case deepZoom(path: String, settings: DeepZoomSettings)
     /// The same pyramid in one file, DIR/NAME.szi: an uncompressed ZIP of NAME/NAME.dzi and
     /// NAME/NAME_files (the layout libvips writes), with the tiles of a `.deepZoom` of the same
-    /// settings. With a `.deepZoom` beside it the settings must be the same (one pyramid).
+    /// settings, and (with the viewer) DIR/NAME.html, which reads it by HTTP range requests.
+    /// With a `.deepZoom` beside it the settings must be the same (one pyramid); of the same
+    /// NAME in the same folder, the two share one page.
     case deepZoomArchive(path: String, settings: DeepZoomSettings)
     /// The same pyramid as IIIF Image API 3.0 level-0 static tiles in the folder DIR, served
     /// at `identifier` (an http or https address, info.json's `id`). Its tiles do not overlap.
@@ -58,11 +60,15 @@ public enum RenderOutput: Equatable, Sendable {
             if path.hasSuffix(".dzi") {
                 let base = String(path.dropLast(4))
                 files.append(OutputFile(path: base + "_files", role: "the Deep Zoom tiles", isFolder: true))
-                if settings.viewer { files.append(OutputFile(path: base + ".html", role: "the Deep Zoom viewer", isFolder: false)) }
+                if settings.viewer { files.append(OutputFile(path: base + ".html", role: DeepZoomViewer.pageRole, isFolder: false)) }
             }
             return files
-        case .deepZoomArchive(let path, _):
-            return [OutputFile(path: path, role: "the SZI", isFolder: false)]
+        case .deepZoomArchive(let path, let settings):
+            var files = [OutputFile(path: path, role: "the SZI", isFolder: false)]
+            if settings.viewer && path.hasSuffix(".szi") {
+                files.append(OutputFile(path: DeepZoomViewer.pagePath(for: path), role: DeepZoomViewer.pageRole, isFolder: false))
+            }
+            return files
         case .iiif(let path, _, _):
             return [OutputFile(path: path, role: "the IIIF folder", isFolder: true)]
         }
@@ -236,6 +242,8 @@ public struct RenderRequest: Sendable {
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)
             if let other = seen[canonical] {
+                // A folder and an SZI of one NAME in one folder: one page reads either.
+                if other.role == DeepZoomViewer.pageRole && file.role == DeepZoomViewer.pageRole { continue }
                 throw .unusableOutput(path: file.path, reason: "\(other.role) (\(other.path)) and \(file.role) name the same file: "
                                       + "each output needs a name of its own")
             }

@@ -47,7 +47,7 @@ enum RenderingOptions {
             }
             state.options.deepZoomPath = given.value
         },
-        Option("--szi", value: "DIR/NAME.szi", help: "Also (or instead) write the Deep Zoom pyramid as one file, in the same pass: an uncompressed ZIP of NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg, the layout libvips writes for a .szi name, which OpenSeadragon's SZI tile source reads from any static host by range requests. One upload instead of thousands of tiles; with --dzi too, the tiles are encoded once and are the same in both. The --dzi-* options set its tiles. DIR must exist; the file appears only when complete. No viewer page is written beside it.") { state, given throws(CommandLineError) in
+        Option("--szi", value: "DIR/NAME.szi", help: "Also (or instead) write the Deep Zoom pyramid as one file, in the same pass: an uncompressed ZIP of NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg, the layout libvips writes for a .szi name, which OpenSeadragon's SZI tile source reads from any static host by range requests. One upload instead of thousands of tiles; with --dzi too, the tiles are encoded once and are the same in both. The --dzi-* options set its tiles. DIR must exist; the file appears only when complete. Beside it, NAME.html shows it from any static web server that answers range requests (not from the disk: use --dzi's page for that); with --dzi of the same NAME in the same folder, the two share one page, which reads the folder when it can.") { state, given throws(CommandLineError) in
             guard RenderOutput.isDeepZoomArchivePath(given.value) else {
                 throw given.refusal("--szi expects a path ending in NAME.szi, like out/wall.szi, got '\(given.value)'")
             }
@@ -85,7 +85,7 @@ enum RenderingOptions {
             state.deepZoomQuality = try given.integer(RenderSettings.qualities)
             state.deepZoomOptionGiven = given.name
         },
-        Option(flag: "--no-viewer", help: "Write the Deep Zoom pyramid without NAME.html and its Leaflet files.") { state, given throws(CommandLineError) in
+        Option(flag: "--no-viewer", help: "Write the Deep Zoom pyramid (--dzi, --szi) without the viewer page NAME.html and its cells.js.") { state, given throws(CommandLineError) in
             state.deepZoom.viewer = false
             state.deepZoomOptionGiven = given.name
         },

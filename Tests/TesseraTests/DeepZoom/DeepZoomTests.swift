@@ -82,7 +82,25 @@ func renderPyramid(_ photos: [String], jpeg: String?, deepZoom: String?, columns
         #expect(DeepZoomViewer.jsonString("a\"b\\c</script>\n") == #""a\"b\\c\u003c/script>\n""#)
         #expect(DeepZoomViewer.htmlEscaped("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;")
         let page = DeepZoomViewer.page(name: "my wall#1")
-        #expect(page.contains("my%20wall%231_files/viewer/leaflet.js"))
+        #expect(page.contains("<script src=\"my%20wall%231_files/viewer/cells.js\"></script>"))
+        #expect(page.contains("data-page=\"my wall#1.html\"") && page.contains("data-folder=\"my%20wall%231_files\""))
+        #expect(!page.contains("data-archive=\""))
+        let archivePage = DeepZoomViewer.page(name: "a&b", title: nil, folder: false, archive: true)
+        #expect(archivePage.contains("data-archive=\"a%26b.szi\"") && archivePage.contains("data-archive-name=\"a&amp;b.szi\""))
+        #expect(!archivePage.contains("<script src=") && !archivePage.contains("data-folder=\""))
+    }
+
+    /// Leaflet is inlined in the page: its code must not end the <script> or <style> early, and
+    /// its licence (a comment) must not end the comment early; the page carries the licence.
+    @Test func leafletIsInlinedWhole() {
+        let page = DeepZoomViewer.page(name: "w", folder: false, archive: true)
+        for (text, closing) in [(LeafletAssets.javascript, "</script"), (LeafletAssets.css, "</style"),
+                                (DeepZoomViewerScript.main + ViewerArchiveReader.script, "</script")] {
+            #expect(!text.lowercased().contains(closing) && !text.contains("<!--"))
+        }
+        #expect(!LeafletAssets.license.contains("*/"))
+        #expect(page.contains("/*! Leaflet \(LeafletAssets.version)") && page.contains(LeafletAssets.license))
+        #expect(page.ranges(of: "</script>").count == 2, "Leaflet's script and the viewer's, nothing else")
     }
 }
 

@@ -94,6 +94,57 @@ import Testing
         }
     }
 
+    /// An entry handed over in pieces (the viewer's cells.js, too large to hold at once) reads
+    /// back with its bytes and CRC between two plain entries; a producer that hands other bytes
+    /// the second time is refused, and the archive with it.
+    @Test func anEntryInPiecesReadsBack() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let path = scratch.file("pieces.szi")
+        let zip = try StoredZipWriter(destination: path, temporaryDirectory: scratch.path)
+        var random = SplitMix64(seed: 11)
+        let pieces = (0..<5).map { index in (0..<(index * 70_001 + 3)).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+        func add(_ name: String, _ bytes: [UInt8]) throws {
+            try bytes.withUnsafeBytes { raw in try Result { () throws(TesseraError) in try zip.add(name: name, bytes: raw) }.get() }
+        }
+        try add("p/first.jpg", [1, 2, 3])
+        var passes = 0
+        try Result { () throws(TesseraError) in
+            try zip.add(name: "p/p_files/viewer/cells.js") { write throws(TesseraError) in
+                passes += 1
+                for piece in pieces { try piece.withUnsafeBytes { raw in Result { () throws(TesseraError) in try write(raw) } }.get() }
+            }
+        }.get()
+        try add("p/last.jpg", [4, 5])
+        try zip.finish()
+        try zip.commit()
+        #expect(passes == 2)
+        writeBytes(pieces.flatMap { $0 }, to: scratch.file("expected.bin"))
+        let script = """
+        import zipfile, sys
+        z = zipfile.ZipFile(sys.argv[1])
+        print(z.testzip(), z.namelist(), z.read("p/p_files/viewer/cells.js") == open(sys.argv[2], "rb").read())
+        """
+        writeBytes(Array(script.utf8), to: scratch.file("check.py"))
+        #expect(runTool(["python3", scratch.file("check.py"), path, scratch.file("expected.bin")], stdout: scratch.file("out.txt")) == 0)
+        #expect(String(decoding: readBytes(scratch.file("out.txt")), as: UTF8.self)
+                == "None ['p/first.jpg', 'p/p_files/viewer/cells.js', 'p/last.jpg'] True\n")
+
+        let changing = try StoredZipWriter(destination: scratch.file("changing.szi"), temporaryDirectory: scratch.path)
+        var pass = 0
+        #expect(throws: TesseraError.self) {
+            try Result { () throws(TesseraError) in
+                try changing.add(name: "c/c_files/viewer/cells.js") { write throws(TesseraError) in
+                    pass += 1
+                    try [UInt8](repeating: 7, count: 10 + pass).withUnsafeBytes { raw in Result { () throws(TesseraError) in try write(raw) } }.get()
+                }
+            }.get()
+        }
+        #expect(throws: TesseraError.self) { try changing.finish() }
+        changing.discard()
+        #expect(access(scratch.file("changing.szi"), F_OK) != 0)
+    }
+
     /// A discarded archive leaves nothing, and an existing file at its name is untouched.
     @Test func discardLeavesWhatWasThere() throws {
         let scratch = ScratchDirectory()

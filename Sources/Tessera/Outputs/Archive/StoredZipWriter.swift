@@ -16,9 +16,10 @@
 // is a ZIP64 record and locator before the classic record, whose fields then hold their maxima.
 // No entry is 4 GiB itself (a tile is at most a few MiB), so local headers never need ZIP64.
 //
-// Threading: `add` may be called from several threads at once (the pyramid's encoder jobs); the
-// CRC is computed outside the lock, the writes are made under it, in the order the calls take
-// it. `finish`, `commit` and `discard` are called by one thread once the adds have returned.
+// Threading: `add(name:bytes:)` may be called from several threads at once (the pyramid's
+// encoder jobs); the CRC is computed outside the lock, the writes are made under it, in the
+// order the calls take it. `add(name:producedBy:)` (an entry streamed in two passes), `finish`,
+// `commit` and `discard` are called by one thread once the other adds have returned.
 import Glibc
 
 final class StoredZipWriter: @unchecked Sendable {
@@ -72,13 +73,57 @@ final class StoredZipWriter: @unchecked Sendable {
 
     /// Adds an entry named `name` (UTF-8, '/' between folders) holding `bytes`. Thread-safe.
     func add(name: String, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
-        let nameBytes = Array(name.utf8)
-        guard nameBytes.count <= Int(UInt16.max), bytes.count <= Self.maximumEntryBytes else {
-            throw .encodeFailed(path: destination, reason: "an archive entry too large for a ZIP local header: \(name)")
-        }
+        let nameBytes = try checkedName(name, size: bytes.count)
         let crc = ZipCRC32.checksum(bytes)
         lock.lock()
         defer { lock.unlock() }
+        try appendEntry(name: nameBytes, crc: crc, size: bytes.count) { () throws(TesseraError) in try file.append(bytes) }
+    }
+
+    /// Adds an entry named `name` whose bytes `produce` hands to the function it is given, piece
+    /// by piece: for an entry too large to hold at once (the viewer's cells.js of a million
+    /// cells). `produce` is called twice, first for the CRC and the size (which the local header,
+    /// written before the bytes, holds), then to write them, and must hand the same bytes both
+    /// times. Called by one thread with no other `add` running (it holds the lock while it writes).
+    func add(name: String, producedBy produce: (_ write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) -> Void)
+        throws(TesseraError) {
+        var crc = ZipCRC32()
+        var size = 0
+        try produce { bytes throws(TesseraError) in
+            crc.update(bytes)
+            size += bytes.count
+        }
+        let nameBytes = try checkedName(name, size: size)
+        lock.lock()
+        defer { lock.unlock() }
+        try appendEntry(name: nameBytes, crc: crc.value, size: size) { () throws(TesseraError) in
+            var written = 0
+            try produce { bytes throws(TesseraError) in
+                written += bytes.count
+                guard written <= size else {
+                    throw .encodeFailed(path: destination, reason: "the archive entry \(name) grew between its two passes")
+                }
+                try file.append(bytes)
+            }
+            guard written == size else {
+                throw .encodeFailed(path: destination, reason: "the archive entry \(name) shrank between its two passes")
+            }
+        }
+    }
+
+    /// `name` as UTF-8, refused when it or `size` does not fit a local header.
+    private func checkedName(_ name: String, size: Int) throws(TesseraError) -> [UInt8] {
+        let nameBytes = Array(name.utf8)
+        guard nameBytes.count <= Int(UInt16.max), size <= Self.maximumEntryBytes else {
+            throw .encodeFailed(path: destination, reason: "an archive entry too large for a ZIP local header: \(name)")
+        }
+        return nameBytes
+    }
+
+    /// Writes an entry's local header, then its bytes (`writeBytes`), then queues its central
+    /// record. Called with `lock` held.
+    private func appendEntry(name nameBytes: [UInt8], crc: UInt32, size: Int,
+                             writeBytes: () throws(TesseraError) -> Void) throws(TesseraError) {
         if let failure { throw failure }
         guard !finished else { preconditionFailure("StoredZipWriter.add after finish") }
         let offset = file.bytesWritten
@@ -91,15 +136,15 @@ final class StoredZipWriter: @unchecked Sendable {
         Self.append16(dosTime, &header)
         Self.append16(dosDate, &header)
         Self.append32(crc, &header)
-        Self.append32(UInt32(bytes.count), &header)
-        Self.append32(UInt32(bytes.count), &header)
+        Self.append32(UInt32(size), &header)
+        Self.append32(UInt32(size), &header)
         Self.append16(UInt16(nameBytes.count), &header)
         Self.append16(0, &header)             // no extra field
         header += nameBytes
         do throws(TesseraError) {
             try header.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.append(raw) } }.get()
-            try file.append(bytes)
-            try appendCentralRecord(name: nameBytes, crc: crc, size: bytes.count, offset: offset)
+            try writeBytes()
+            try appendCentralRecord(name: nameBytes, crc: crc, size: size, offset: offset)
         } catch {
             failure = error
             throw error

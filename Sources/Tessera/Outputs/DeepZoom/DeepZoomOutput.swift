@@ -20,8 +20,11 @@
 // libvips writes one: NAME/NAME.dzi and NAME/NAME_files/LEVEL/COL_ROW.jpg. The writer hands each
 // tile to the folder, the archive or both (the tiles are encoded once); the archive is an
 // AtomicOutputFile, committed after the folder, so it too appears only when complete. An SZI
-// alone has no staging folder and no viewer page. An IIIF folder (IIIFTileFolder.swift) is a
-// third container of the same tiles.
+// alone has no staging folder; its viewer page, DIR/NAME.html, reads the archive by range
+// requests and takes the viewer's cells.js from it (an entry NAME/NAME_files/viewer/cells.js),
+// and is committed (an AtomicOutputFile too) after the archive. A folder and an SZI of one NAME
+// in one folder share the folder's page, which reads either. An IIIF folder
+// (IIIFTileFolder.swift) is a third container of the same tiles.
 //
 // On failure or cancellation `discard` removes the staging folder. If the process is killed,
 // the staging folder stays, named with the dead pid, and the next render into that folder
@@ -42,6 +45,12 @@ final class DeepZoomOutput: StripeSink {
     let iiif: IIIFTileFolder?
     /// The name the archive's entries are under (NAME of DIR/NAME.szi).
     private let archiveName: String
+    /// The archive's viewer page (DIR/NAME.html beside DIR/NAME.szi), when it is not the
+    /// folder's: written by `finish`, committed after the archive.
+    private let archivePagePath: String?
+    private var archivePage: AtomicOutputFile?
+    /// Whether the folder's page reads the archive too (one NAME, one folder).
+    private let pageReadsArchive: Bool
     private let labels: CellLabels?
     private var finished = false
 
@@ -113,6 +122,14 @@ final class DeepZoomOutput: StripeSink {
         self.archive = archive
         self.archiveName = archiveName
         self.iiif = service
+        // One page for a folder and an SZI of one NAME in one folder (RenderRequest lets the two
+        // outputs name the same page, and only then).
+        let folderPage = destination.map(DeepZoomViewer.pagePath(for:))
+        let szisPage = archivePath.map(DeepZoomViewer.pagePath(for:))
+        pageReadsArchive = settings.viewer && folderPage != nil && szisPage != nil
+            && OutputDestination.canonicalPath(folderPage!) == OutputDestination.canonicalPath(szisPage!)
+        archivePagePath = settings.viewer && !pageReadsArchive ? szisPage : nil
+        title = settings.title
         // The containers besides the folder, each handed every tile.
         let tilePrefix = archiveName + "/" + archiveName + "_files/"
         let handler: TileDestination? = archive == nil && service == nil ? nil : .handler { [archive, service] level, column, row, bytes throws(TesseraError) in
@@ -124,7 +141,7 @@ final class DeepZoomOutput: StripeSink {
             let named = archivePath ?? iiif!.path
             (folder, name) = (parentDirectory(of: named), archivePath == nil ? "iiif" : archiveName)
             staging = nil
-            self.labels = nil
+            self.labels = archivePath != nil && settings.viewer ? labels : nil
             do throws(TesseraError) {
                 writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
                                             filesDirectory: named, threads: threads, destination: handler)
@@ -136,12 +153,12 @@ final class DeepZoomOutput: StripeSink {
             viewer = false
             return
         }
+        self.labels = settings.viewer ? labels : nil
         let (folder, name) = try DeepZoomOutput.split(destination)
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: settings.viewer)
         self.destination = destination
         self.folder = folder
         self.name = name
-        self.labels = settings.viewer ? labels : nil
         var random = SplitMix64(seed: UInt64(bitPattern: Int64(monotonicSeconds() * 1e9)) ^ UInt64(getpid()))
         let unique = String(random.next() % 1_000_000_000, radix: 36)
         let staging = folder + "/" + StaleTemporaries.name(prefix: name + ".dzi.", unique: unique)
@@ -168,7 +185,6 @@ final class DeepZoomOutput: StripeSink {
             throw error
         }
         viewer = settings.viewer
-        title = settings.title
     }
 
     /// "DIR/NAME.szi" → ("DIR", "NAME"); throws for any other shape.
@@ -180,8 +196,9 @@ final class DeepZoomOutput: StripeSink {
         return (parentDirectory(of: path), String(file.dropLast(4)))
     }
 
+    /// Whether the folder has a viewer page.
     private var viewer = true
-    private var title: String?
+    private let title: String?
     /// The whole pyramid's shape (the descriptor's).
     let pyramid: DeepZoomGeometry
     private let writeCells: ((String) throws(TesseraError) -> Void)?
@@ -195,18 +212,24 @@ final class DeepZoomOutput: StripeSink {
     func finish() throws(TesseraError) {
         try writer.finish()
         if let archive {
+            if archivePagePath != nil || pageReadsArchive {
+                try archive.add(name: archiveName + "/" + archiveName + "_files/viewer/cells.js") { write throws(TesseraError) in
+                    try DeepZoomViewer.cellsScript(name: archiveName, geometry: pyramid, labels: labels, write: write)
+                }
+            }
             let bytes = Array(pyramid.descriptor.utf8)
             try bytes.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in try archive.add(name: archiveName + "/" + archiveName + ".dzi", bytes: raw) }
             }.get()
             try archive.finish()
         }
+        if let archivePagePath { try writeArchivePage(archivePagePath) }
         try iiif?.finish()
         guard let staging else { return }
         var files: [(path: String, contents: String)] = []
         if viewer {
             try makeDirectory(staging + "/" + name + "_files/viewer")
-            files = DeepZoomViewer.files(name: name, title: title)
+            files = [(name + ".html", DeepZoomViewer.page(name: name, title: title, folder: true, archive: pageReadsArchive))]
             let cellsPath = staging + "/" + name + "_files/viewer/cells.js"
             if let writeCells {
                 try writeCells(cellsPath)
@@ -223,10 +246,19 @@ final class DeepZoomOutput: StripeSink {
         }
     }
 
-    /// Moves the finished pyramid into place, then the archive.
+    /// The archive's page, to appear with the archive.
+    private func writeArchivePage(_ path: String) throws(TesseraError) {
+        let page = try AtomicOutputFile(destination: path)
+        archivePage = page
+        let bytes = Array(DeepZoomViewer.page(name: archiveName, title: title, folder: false, archive: true).utf8)
+        try bytes.withUnsafeBytes { raw in Result { () throws(TesseraError) in try page.append(raw) } }.get()
+    }
+
+    /// Moves the finished pyramid into place, then the archive and its page.
     func commit() throws(TesseraError) {
         if let destination, let staging { try commitFolder(destination: destination, staging: staging) }
         try archive?.commit()
+        try archivePage?.commit()
         try iiif?.commit()
     }
 
@@ -266,6 +298,7 @@ final class DeepZoomOutput: StripeSink {
     func discard() {
         writer.abandon()
         archive?.discard()
+        archivePage?.discard()
         iiif?.discard()
         if !finished, let staging { removeTree(staging) }
     }
