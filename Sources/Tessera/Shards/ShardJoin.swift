@@ -632,15 +632,14 @@ private struct Joiner {
                 let output = try DeepZoomOutput(
                     destination: zoomPath, archive: archivePath, iiif: iiif, geometry: geometry, settings: zoomSettings,
                     subsampling: subsampling, labels: nil, threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
-                    cells: { path throws(TesseraError) in
-                        // Part 1's pieces of cells.js, in order.
+                    cells: { write throws(TesseraError) in
+                        // Part 1's pieces of cells.js, in order (for the folder, and for the
+                        // archive when the page reads it).
                         let part = cellsPart
-                        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
-                        defer { file.close() }
                         // (In pieces: a piece's length is the part's word, not a size to allocate.)
                         var buffer = [UInt8](repeating: 0, count: 1 << 20)
                         for record in part.records where record.kind == .cellsScript {
-                            try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try file.writeAll(piece) }
+                            try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try write(piece) }
                         }
                     })
                 zoomOutput = output

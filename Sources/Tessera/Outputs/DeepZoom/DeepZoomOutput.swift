@@ -94,14 +94,14 @@ final class DeepZoomOutput: StripeSink {
 
     /// `writerGeometry`: the picture the writer is fed, when it is not the whole pyramid's (the
     /// join of shards feeds the small picture of level L and builds levels 0...L; the shards
-    /// wrote the others). `cells`: writes the viewer's cells.js at the path given (default:
+    /// wrote the others). `cells`: produces the viewer's cells.js, a piece at a time (default:
     /// from `labels`). `archive`: DIR/NAME.szi, the same tiles in one file (with or without
     /// `destination`); its central directory waits in `temporaryDirectory` (default: its folder).
     /// `iiif`: a folder of IIIF level-0 tiles and its address (the pyramid must not overlap).
     init(destination: String?, archive archivePath: String? = nil, iiif: (path: String, identifier: String)? = nil,
          geometry: DeepZoomGeometry, settings: DeepZoomSettings,
          subsampling: ChromaSubsampling, labels: CellLabels?, threads: Int, writerGeometry: DeepZoomGeometry? = nil,
-         temporaryDirectory: String? = nil, cells: ((String) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+         temporaryDirectory: String? = nil, cells: CellsProducer? = nil) throws(TesseraError) {
         precondition(destination != nil || archivePath != nil || iiif != nil, "a pyramid with nowhere to go")
         pyramid = geometry
         writeCells = cells
@@ -201,7 +201,19 @@ final class DeepZoomOutput: StripeSink {
     private let title: String?
     /// The whole pyramid's shape (the descriptor's).
     let pyramid: DeepZoomGeometry
-    private let writeCells: ((String) throws(TesseraError) -> Void)?
+    /// Hands the viewer's cells.js, a piece at a time, to its argument.
+    typealias CellsProducer = (_ write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) -> Void
+    private let writeCells: CellsProducer?
+
+    /// cells.js, a piece at a time: what `cells` gives (a join's, from part 1), or the script
+    /// of `labels` under `scriptName`.
+    private func produceCells(scriptName: String, _ write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
+        if let writeCells {
+            try writeCells(write)
+        } else {
+            try DeepZoomViewer.cellsScript(name: scriptName, geometry: pyramid, labels: labels, write: write)
+        }
+    }
     /// Held while the staging folder exists, so that no other render takes it for abandoned.
     private var stagingLock: FileDescriptor?
 
@@ -214,7 +226,7 @@ final class DeepZoomOutput: StripeSink {
         if let archive {
             if archivePagePath != nil || pageReadsArchive {
                 try archive.add(name: archiveName + "/" + archiveName + "_files/viewer/cells.js") { write throws(TesseraError) in
-                    try DeepZoomViewer.cellsScript(name: archiveName, geometry: pyramid, labels: labels, write: write)
+                    try produceCells(scriptName: archiveName, write)
                 }
             }
             let bytes = Array(pyramid.descriptor.utf8)
@@ -231,11 +243,9 @@ final class DeepZoomOutput: StripeSink {
             try makeDirectory(staging + "/" + name + "_files/viewer")
             files = [(name + ".html", DeepZoomViewer.page(name: name, title: title, folder: true, archive: pageReadsArchive))]
             let cellsPath = staging + "/" + name + "_files/viewer/cells.js"
-            if let writeCells {
-                try writeCells(cellsPath)
-            } else {
-                try DeepZoomViewer.writeCellsScript(to: cellsPath, name: name, geometry: pyramid, labels: labels)
-            }
+            let file = try FileDescriptor.open(cellsPath, flags: O_WRONLY | O_CREAT | O_EXCL)
+            defer { file.close() }
+            try produceCells(scriptName: name) { bytes throws(TesseraError) in try file.writeAll(bytes) }
         }
         files.append((name + ".dzi", pyramid.descriptor))
         for file in files {

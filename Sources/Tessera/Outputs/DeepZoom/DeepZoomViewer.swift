@@ -93,16 +93,9 @@ public enum DeepZoomViewer {
     /// DIR/NAME.html for a pyramid at DIR/NAME.dzi or DIR/NAME.szi.
     public static func pagePath(for pyramid: String) -> String { String(pyramid.dropLast(4)) + ".html" }
 
-    /// Writes window.TESSERA (the pyramid's shape and the cell labels) to a new file at `path`,
-    /// 64 KiB at a time: a 20-gigapixel grid has close to a million cells, and the whole text
-    /// at once would be several megabytes held at the render's end.
-    static func writeCellsScript(to path: String, name: String, geometry: DeepZoomGeometry, labels: CellLabels?) throws(TesseraError) {
-        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
-        defer { file.close() }
-        try cellsScript(name: name, geometry: geometry, labels: labels) { bytes throws(TesseraError) in try file.writeAll(bytes) }
-    }
-
-    /// The same text, handed to `write` 64 KiB at a time.
+    /// window.TESSERA (the pyramid's shape and the cell labels), handed to `write` 64 KiB at a
+    /// time: a 20-gigapixel grid has close to a million cells, and the whole text at once would
+    /// be several megabytes held at the render's end.
     static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?,
                             write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
         var buffer: [UInt8] = []
