@@ -16,12 +16,22 @@ public enum RenderOutput: Equatable, Sendable {
     /// NAME/NAME_files (the layout libvips writes), with the tiles of a `.deepZoom` of the same
     /// settings. With a `.deepZoom` beside it the settings must be the same (one pyramid).
     case deepZoomArchive(path: String, settings: DeepZoomSettings)
+    /// A tiled pyramidal TIFF at DIR/NAME.tif (or .tiff): JPEG tiles, every level a page
+    /// (PyramidTIFFGeometry.swift), BigTIFF when it may pass 4 GiB. No side limit but the
+    /// render's.
+    case tiff(path: String, settings: PyramidTIFFSettings)
 
     /// The path the output is named by.
     public var path: String {
         switch self {
-        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _): return path
+        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _), .tiff(let path, _): return path
         }
+    }
+
+    /// Whether `path` has a TIFF's form, DIR/NAME.tif or DIR/NAME.tiff (any case, NAME not empty).
+    public static func isTIFFPath(_ path: String) -> Bool {
+        let file = (path.split(separator: "/").last.map(String.init) ?? "").lowercased()
+        return !path.hasSuffix("/") && ((file.hasSuffix(".tif") && file.count > 4) || (file.hasSuffix(".tiff") && file.count > 5))
     }
 
     /// Whether `path` has an SZI's form, DIR/NAME.szi (NAME not empty).
@@ -41,6 +51,7 @@ public enum RenderOutput: Equatable, Sendable {
         switch self {
         case .jpeg: return .jpeg
         case .deepZoom(_, let settings), .deepZoomArchive(_, let settings): return .deepZoom(settings)
+        case .tiff(_, let settings): return .tiff(settings)
         }
     }
 
@@ -60,6 +71,8 @@ public enum RenderOutput: Equatable, Sendable {
             return files
         case .deepZoomArchive(let path, _):
             return [OutputFile(path: path, role: "the SZI", isFolder: false)]
+        case .tiff(let path, _):
+            return [OutputFile(path: path, role: "the TIFF", isFolder: false)]
         }
     }
 }
@@ -68,6 +81,7 @@ public enum RenderOutput: Equatable, Sendable {
 public enum OutputKind: Equatable, Sendable {
     case jpeg
     case deepZoom(DeepZoomSettings)
+    case tiff(PyramidTIFFSettings)
 }
 
 /// A name an output writes.
@@ -138,6 +152,11 @@ public struct RenderRequest: Sendable {
         return nil
     }
 
+    public var tiffPath: String? {
+        for case .tiff(let path, _) in outputs { return path }
+        return nil
+    }
+
     /// Checks the request as a whole: its outputs (`checkDestinations`) and that none of them is
     /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
     public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
@@ -154,12 +173,13 @@ public struct RenderRequest: Sendable {
     public static func checkDestinations(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
                                          temporaryDirectory: String?) throws(TesseraError) {
         guard !outputs.isEmpty else {
-            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
+            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, a TIFF, or any of them together")
         }
         guard outputs.filter({ $0.kind == .jpeg }).count <= 1,
               outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1,
-              outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1 else {
-            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid and one SZI per render")
+              outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1,
+              outputs.filter({ if case .tiff = $0 { return true } else { return false } }).count <= 1 else {
+            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid, one SZI and one TIFF per render")
         }
         // A folder and an archive of one pyramid: its tiles are encoded once, for both.
         guard Set(outputs.compactMap { output -> DeepZoomSettings? in
@@ -211,6 +231,12 @@ public struct RenderRequest: Sendable {
             try DeepZoomOutput.checkReplaceable(destination: path, viewer: settings.viewer)
         }
         for case .deepZoomArchive(let path, _) in outputs { _ = try DeepZoomOutput.splitArchive(path) }
+        for case .tiff(let path, let settings) in outputs {
+            guard RenderOutput.isTIFFPath(path) else {
+                throw .unusableOutput(path: path, reason: "a TIFF's path must end in NAME.tif or NAME.tiff, like out/wall.tif")
+            }
+            try settings.validate()
+        }
         var seen: [String: OutputFile] = [:]
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)
@@ -245,7 +271,7 @@ public struct RenderRequest: Sendable {
 
     /// The canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, refused before a
     /// layout is made when a side exceeds what the outputs can hold: 65,500 px with a JPEG,
-    /// RenderPlan.maxDeepZoomSide for a pyramid alone. Overflow-safe whatever the numbers.
+    /// RenderPlan.maxDeepZoomSide for pyramids (Deep Zoom, TIFF) alone. Overflow-safe whatever the numbers.
     public static func checkCanvas(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
                                    outputs: [OutputKind]) throws(TesseraError) {
         let limit = outputs.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
