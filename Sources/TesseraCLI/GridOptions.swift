@@ -17,6 +17,8 @@ public struct GridOptions: Equatable, Sendable {
     public var deepZoomPath: String?
     /// The pyramid as one file (DIR/NAME.szi), or nil.
     public var deepZoomArchivePath: String?
+    /// A tiled pyramidal TIFF (FILE.tif), or nil.
+    public var tiffPath: String?
     /// A small JPEG of the same picture, written first (`--preview`), or nil.
     public var previewPath: String?
     public var columns: Int?
@@ -68,6 +70,11 @@ public struct GridOptions: Equatable, Sendable {
         if let jpegPath { outputs.append(.jpeg(path: jpegPath)) }
         if let deepZoomPath, let deepZoom { outputs.append(.deepZoom(path: deepZoomPath, settings: deepZoom)) }
         if let deepZoomArchivePath, let deepZoom { outputs.append(.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom)) }
+        if let tiffPath {
+            var tiff = PyramidTIFFSettings()
+            tiff.quality = settings.quality
+            outputs.append(.tiff(path: tiffPath, settings: tiff))
+        }
         return outputs
     }
 
@@ -86,6 +93,7 @@ public struct GridOptions: Equatable, Sendable {
         if let deepZoomPath, let deepZoom,
            RenderOutput.deepZoom(path: deepZoomPath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--dzi" }
         if path == deepZoomArchivePath { return "--szi" }
+        if path == tiffPath { return "--tiff" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil
@@ -114,11 +122,11 @@ public enum GridCommand {
 
     public static let help: String = {
         var text = """
-        tessera grid — render a grid of photos into one (giant) JPEG and/or a Deep Zoom pyramid,
-        in flat memory
+        tessera grid — render a grid of photos into one (giant) JPEG, a Deep Zoom pyramid, a tiled
+        pyramidal TIFF, or any of them in one pass, in flat memory
 
         USAGE
-          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... (--grid CxR | --columns C) --tile-size N [options]
 
         PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP and
         HEIF/HEIC (and AVIF) are read, recognised by content, not extension; other images (GIF,
@@ -152,6 +160,9 @@ public enum GridCommand {
 
           # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid (its rows need more memory)
           tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150 --max-memory 192M
+
+          # the same as one file to send: a tiled pyramidal TIFF that libvips, OpenSlide and QuPath open
+          tessera grid ~/Pictures --tiff huge/wall.tif --grid 1000x1000 --tile-size 150
 
           # what would it take? (memory, disk, stripes), without rendering
           tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --dry-run

@@ -113,6 +113,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--progress": return "json"
         case "--dzi": return "z.dzi"
         case "--szi": return "z.szi"
+        case "--tiff": return "z.tif"
         case "--output": return "o.jpg"
         case "--preview": return "p.jpg"
         default: return "x"

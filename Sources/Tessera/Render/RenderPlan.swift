@@ -345,15 +345,16 @@ public struct RenderPlan: Equatable, Sendable {
     /// What the TIFF's writer holds besides the rows it averages (counted with the stripes): its
     /// pyramid writer's encoders and tiles in progress, as the Deep Zoom one's, with a row
     /// buffer for each padded column; libtiff's table of page 0's tiles (offset and byte count,
-    /// 16 bytes a tile, and as much again while its directory is written); the spool's index (8
-    /// bytes a tile of the smaller pages); and the buffer a tile is copied in through.
+    /// 16 bytes a tile, and up to 8 more while its directory is written: the arrays it converts
+    /// to 32 bits); the spool's index (8 bytes a tile of the smaller pages); and the buffer a
+    /// tile is copied in through.
     static func tiffWriterBytes(_ tiff: PyramidTIFFGeometry, rowBytes: Int) -> Int {
         let pages = tiff.pages
         let tileColumns = pages.reduce(0) { $0 + $1.columns }
         let tile = tiff.tileSize * tiff.tileSize * 3
         let writer = tileColumns * (tileEncoderBytes + tile / 8 + tiff.tileSize * 3) + 2 * rowBytes
         let fullPageTiles = tiff.fullPageTileCount
-        return writer + fullPageTiles * 32 + TileSpool.indexBytes(tileCounts: pages.dropFirst().map { $0.columns * $0.rows }) + 2 * tile
+        return writer + fullPageTiles * 24 + TileSpool.indexBytes(tileCounts: pages.dropFirst().map { $0.columns * $0.rows }) + 2 * tile
     }
 
     /// The JPEG encoders' row buffers: one libjpeg compressor per worker when the workers

@@ -1,7 +1,7 @@
 // PyramidTIFFGeometry.swift — the shape of a tiled pyramidal TIFF: its pages, their tiles, and
 // whether it needs BigTIFF.
 //
-// The layout libvips writes (`vips tiffsave --tile --pyramid --compression jpeg`) and
+// The layout libvips's tiffsave writes when asked for tiles, a pyramid and JPEG compression, and
 // OpenSlide's generic tiled TIFF, QuPath and GDAL read as a pyramid: page 0 (the first image file
 // directory) is the full picture; each later page is marked reduced-resolution (NewSubfileType 1)
 // and is half the one before, down to the first that fits in one tile. Every page is cut into
