@@ -68,7 +68,7 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .unusableOutput(path, reason):
             return "\(path): \(reason)"
         case let .outputTooLarge(width, height, limit):
-            let what = limit == jpegMaxDimension ? "a JPEG side" : "a Deep Zoom pyramid's side"
+            let what = limit == jpegMaxDimension ? "a JPEG side" : "a pyramid's side (Deep Zoom, TIFF)"
             return "output would be \(width) x \(height) px, but \(what) is limited to \(limit) px"
         case let .noPhotos(searched):
             return "no photos (\(Formats.names)) in \(searched.joined(separator: ", "))"

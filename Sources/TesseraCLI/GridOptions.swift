@@ -20,6 +20,8 @@ public struct GridOptions: Equatable, Sendable {
     /// The pyramid as IIIF level-0 tiles in this folder, served at `iiifIdentifier`, or nil.
     public var iiifPath: String?
     public var iiifIdentifier: String?
+    /// A tiled pyramidal TIFF (FILE.tif), or nil.
+    public var tiffPath: String?
     /// A small JPEG of the same picture, written first (`--preview`), or nil.
     public var previewPath: String?
     public var columns: Int?
@@ -72,6 +74,11 @@ public struct GridOptions: Equatable, Sendable {
         if let deepZoomPath, let deepZoom { outputs.append(.deepZoom(path: deepZoomPath, settings: deepZoom)) }
         if let deepZoomArchivePath, let deepZoom { outputs.append(.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom)) }
         if let iiifPath, let iiifIdentifier, let deepZoom { outputs.append(.iiif(path: iiifPath, settings: deepZoom, identifier: iiifIdentifier)) }
+        if let tiffPath {
+            var tiff = PyramidTIFFSettings()
+            tiff.quality = settings.quality
+            outputs.append(.tiff(path: tiffPath, settings: tiff))
+        }
         return outputs
     }
 
@@ -92,6 +99,7 @@ public struct GridOptions: Equatable, Sendable {
         if let deepZoomArchivePath, let deepZoom,
            RenderOutput.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--szi" }
         if path == iiifPath { return "--iiif" }
+        if path == tiffPath { return "--tiff" }
         if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil
@@ -120,11 +128,11 @@ public enum GridCommand {
 
     public static let help: String = {
         var text = """
-        tessera grid — render a grid of photos into one (giant) JPEG and/or a Deep Zoom pyramid,
-        in flat memory
+        tessera grid — render a grid of photos into one (giant) JPEG, a Deep Zoom pyramid, a tiled
+        pyramidal TIFF, or any of them in one pass, in flat memory
 
         USAGE
-          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
+          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... (--grid CxR | --columns C) --tile-size N [options]
 
         PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP and
         HEIF/HEIC (and AVIF) are read, recognised by content, not extension; other images (GIF,
@@ -158,6 +166,9 @@ public enum GridCommand {
 
           # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid (its rows need more memory)
           tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150 --max-memory 192M
+
+          # the same as one file to send: a tiled pyramidal TIFF that libvips, OpenSlide and QuPath open
+          tessera grid ~/Pictures --tiff huge/wall.tif --grid 1000x1000 --tile-size 150
 
           # what would it take? (memory, disk, stripes), without rendering
           tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --dry-run

@@ -21,7 +21,7 @@ public enum Report {
             "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
             plan.writesJPEG
                 ? "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : "")
-                : "jpeg        none (Deep Zoom only)",
+                : "jpeg        none (pyramids only)",
             "stripes     \(plan.geometry.stripeCount) of \(plan.geometry.stripeHeight) rows (\(formatBytes(Int64(plan.stripeBytes))) each), \(plan.windowStripes) in flight",
             "workers     \(plan.workers)",
             "decoders    \(formatBytes(Int64(plan.decodePoolBytes))) shared; progressive photos drawn at 1/8 keep 2 bytes a block, larger scales spill their coefficients to \(plan.temporaryDirectory) when over half of that; a photo decoded whole (a single-picture HEIF or AVIF, a lossless WebP, an interlaced GIF) may hold up to \(formatBytes(Int64(plan.wholeImageLimitBytes))), alone",
@@ -34,6 +34,10 @@ public enum Report {
         ]
         if let deepZoom = plan.deepZoom, let zoom = plan.deepZoomSettings {
             lines.insert("deep zoom   \(deepZoom.levels.count) levels, \(deepZoom.tileCount) tiles of \(deepZoom.tileSize) px + \(deepZoom.overlap) overlap at quality \(zoom.quality), at most \(formatBytes(plan.deepZoomDiskBytes)), \(plan.deepZoomInodes) files; \(formatBytes(Int64(plan.deepZoomMemoryBytes))) of memory", at: 3)
+        }
+        if let tiff = plan.tiff, let chosen = plan.tiffSettings {
+            let kind = tiff.needsBigTIFF(subsampling: settings.subsampling) ? "BigTIFF" : "classic TIFF"
+            lines.insert("tiff        \(tiff.pageCount) level\(tiff.pageCount == 1 ? "" : "s"), \(tiff.tileCount) tiles of \(tiff.tileSize) px at quality \(chosen.quality), \(kind), at most \(formatBytes(plan.tiffDiskBytes)) (the smaller levels, at most \(formatBytes(plan.tiffSpoolBytes)), wait in \(plan.temporaryDirectory)); \(formatBytes(Int64(plan.tiffMemoryBytes))) of memory", at: plan.deepZoom == nil ? 3 : 4)
         }
         for requirement in disk {
             var line = "free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free"
@@ -67,7 +71,8 @@ public enum Report {
     /// The summary after a render: one line, counting the photos skipped before rendering
     /// (`skipped`) and those drawn as placeholders.
     public static func summary(_ summary: RenderSummary, outputPath: String?, deepZoomPath: String? = nil,
-                               archivePath: String? = nil, iiifPath: String? = nil, skipped: Int = 0, videos: Int = 0, runSeconds: Double? = nil) -> String {
+                               archivePath: String? = nil, iiifPath: String? = nil, tiffPath: String? = nil, skipped: Int = 0, videos: Int = 0,
+                               runSeconds: Double? = nil) -> String {
         var names: [String] = [], sizes: [String] = []
         if let outputPath {
             names.append(outputPath)
@@ -85,6 +90,10 @@ public enum Report {
         if let iiifPath {
             names.append(iiifPath)
             sizes.append(deepZoomPath == nil && archivePath == nil ? "its tiles" : "the same tiles as IIIF")
+        }
+        if let tiffPath {
+            names.append(tiffPath)
+            sizes.append("a TIFF of \(summary.tiffPages) level\(summary.tiffPages == 1 ? "" : "s") in \(formatBytes(summary.tiffBytes))")
         }
         var line = "wrote \(names.joined(separator: " and ")): \(summary.width) x \(summary.height) px (\(formatDecimal(summary.megapixels, places: 1)) MP), "
         line += "\(sizes.joined(separator: " + ")) in \(formatDecimal(summary.seconds, places: 2)) s, "
@@ -315,18 +324,20 @@ public enum Report {
 
     /// The figures of a finished render for `--progress json`'s summary event.
     public static func summaryFields(_ summary: RenderSummary, jpeg: String?, deepZoom: String?, archive: String? = nil, iiif: String? = nil,
-                                     manifest: String?, skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
+                                     tiff: String? = nil, manifest: String?, skipped: Int, runSeconds: Double? = nil, preview: String? = nil) -> [(String, String)] {
         var outputs: [String] = []
         if let jpeg { outputs.append("\"jpeg\": \(jsonStringLiteral(jpeg))") }
         if let deepZoom { outputs.append("\"dzi\": \(jsonStringLiteral(deepZoom))") }
         if let archive { outputs.append("\"szi\": \(jsonStringLiteral(archive))") }
         if let iiif { outputs.append("\"iiif\": \(jsonStringLiteral(iiif))") }
+        if let tiff { outputs.append("\"tiff\": \(jsonStringLiteral(tiff))") }
         if let manifest { outputs.append("\"manifest\": \(jsonStringLiteral(manifest))") }
         if let preview { outputs.append("\"preview\": \(jsonStringLiteral(preview))") }
         return [("width", "\(summary.width)"), ("height", "\(summary.height)"),
-                ("bytes", "\(summary.outputBytes + summary.deepZoomBytes + summary.archiveBytes)"),
+                ("bytes", "\(summary.outputBytes + summary.deepZoomBytes + summary.archiveBytes + summary.tiffBytes)"),
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
                 ("dzi_bytes", "\(summary.deepZoomBytes)"), ("szi_bytes", "\(summary.archiveBytes)"),
+                ("tiff_bytes", "\(summary.tiffBytes)"), ("tiff_levels", "\(summary.tiffPages)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
                 ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]

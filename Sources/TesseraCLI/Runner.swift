@@ -48,7 +48,7 @@ public struct Runner {
             let runSeconds = monotonicSeconds() - runStarted
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos, runSeconds: runSeconds))
-            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath, archive: options.deepZoomArchivePath, iiif: options.iiifPath,
+            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath, archive: options.deepZoomArchivePath, iiif: options.iiifPath, tiff: options.tiffPath,
                                                   manifest: options.manifestPath, skipped: library.skippedCount,
                                                   runSeconds: runSeconds, preview: options.previewPath))
             return .success
@@ -88,7 +88,7 @@ public struct Runner {
                                                  cancellation: cancellation, beforeAnalysis: { plan throws(TesseraError) in
                 // Free space before analysis and matching, which can take minutes.
                 if !options.dryRun {
-                    try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath,
+                    try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath,
                                             shard: options.shard.map { ($0.directory, 1.0 / Double($0.shard.count)) })
                 }
             }) { step, done, total in
@@ -143,7 +143,7 @@ public struct Runner {
             console.result(Report.mosaic(prepared, similarity: similarity))
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount + prepared.failed.count,
                                   videos: library.leftOut.videos, runSeconds: runSeconds))
-            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath, archive: options.deepZoomArchivePath, iiif: options.iiifPath,
+            console.finished(Report.summaryFields(summary, jpeg: options.jpegPath, deepZoom: options.deepZoomPath, archive: options.deepZoomArchivePath, iiif: options.iiifPath, tiff: options.tiffPath,
                                                   manifest: mosaic.manifestPath, skipped: library.skippedCount + prepared.failed.count,
                                                   runSeconds: runSeconds, preview: options.previewPath)
                              + [Report.mosaicFields(prepared, similarity: similarity, minDistance: settings.minDistance, maxUses: settings.maxUses)])
@@ -285,21 +285,21 @@ public struct Runner {
         let shardShare = renderer.shard.map { target in
             (target.directory, Double(max(1, renderer.band!.renderedStripes.count)) / Double(plan.geometry.stripeCount))
         }
-        let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath,
+        let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath,
                                                   shard: shardShare)
         if options.dryRun {
             console.result(Report.plan(plan, layout: renderer.layout, photoCount: photoCount, disk: disk, settings: options.settings,
                                        preparationBytes: preparationBytes))
             if let band = renderer.band { console.result(Report.band(band, plan: plan)) }
             if !disk.allSatisfy(\.fits) {
-                try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, shard: shardShare)
+                try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: shardShare)
             }
             return nil
         }
         // What dead renders left (a SIGKILLed pyramid's staging folder can be most of a small disk)
         // goes before the pre-flight counts the free space.
         for path in renderer.removeStaleTemporaries() { console.warning("removed \(path), left by an earlier run that was killed") }
-        try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, shard: shardShare)
+        try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: shardShare)
         console.phase(.render)
         let started = monotonicSeconds()
         return try renderer.render { event in
@@ -320,7 +320,7 @@ public struct Runner {
     func report(_ summary: RenderSummary, renderer: StripeRenderer, options: GridOptions, skipped: Int,
                 videos: Int = 0, runSeconds: Double? = nil) -> String {
         guard let target = renderer.shard, let band = renderer.band else {
-            return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, skipped: skipped,
+            return Report.summary(summary, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, skipped: skipped,
                                   videos: videos, runSeconds: runSeconds)
         }
         return Report.shard(summary, target: target, band: band, skipped: skipped)

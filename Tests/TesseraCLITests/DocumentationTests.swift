@@ -117,6 +117,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--szi": return "z.szi"
         case "--iiif": return "wall"
         case "--iiif-id": return "https://example.org/iiif/wall"
+        case "--tiff": return "z.tif"
         case "--output": return "o.jpg"
         case "--preview": return "p.jpg"
         default: return "x"

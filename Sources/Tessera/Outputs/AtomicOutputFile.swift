@@ -12,6 +12,11 @@
 // the process's memory cgroup. Every `flushChunkBytes`, writeback of the previous chunk starts,
 // and the chunk before that is waited for and dropped from the cache.
 //
+// A writer that seeks (libtiff, which writes a page's directory after its tiles and rewrites
+// the link to it) opens the file `readable` and uses `write(_:at:)` and `read(into:at:)`; the
+// drop-behind then follows the furthest byte written, and a rewrite of an earlier byte only
+// dirties its page again (the commit's fsync writes it).
+//
 // Threading: one thread (the writer) uses an instance.
 import Glibc
 
@@ -26,12 +31,13 @@ final class AtomicOutputFile {
     private var committed = false
     static let flushChunkBytes: Int64 = 8 << 20
 
-    init(destination: String) throws(TesseraError) {
+    /// `readable`: the file is opened for reading too (`read(into:at:)`).
+    init(destination: String, readable: Bool = false) throws(TesseraError) {
         try OutputDestination.checkReplaceable(destination, role: "the output")
         self.destination = destination
         directory = parentDirectory(of: destination)
         let base = destination.split(separator: "/").last.map(String.init) ?? "output"
-        (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".", access: O_WRONLY,
+        (file, namedTemporary) = try FileDescriptor.openUnnamed(in: directory, prefix: base + ".", access: readable ? O_RDWR : O_WRONLY,
                                                                 mode: 0o644, label: destination)
         // Held while this process has the file: the hidden name it is linked under before the
         // rename (or a fallback named temporary) is not taken for abandoned (StaleTemporaries).
@@ -46,6 +52,26 @@ final class AtomicOutputFile {
     func append(_ bytes: UnsafeRawBufferPointer) throws(TesseraError) {
         try file.writeAll(bytes)
         bytesWritten += Int64(bytes.count)
+        try dropBehind()
+    }
+
+    /// Writes `bytes` at `offset` (pwrite); `bytesWritten` is then the file's length, the end of
+    /// the furthest byte written.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(TesseraError) {
+        try file.writeAll(bytes, at: offset)
+        bytesWritten = max(bytesWritten, offset + Int64(bytes.count))
+        try dropBehind()
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset` (one pread) of a file opened `readable`;
+    /// returns the count read, short at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(TesseraError) -> Int {
+        try file.read(into: buffer, at: offset)
+    }
+
+    /// Starts writeback of each chunk completed since the last call, and waits for and drops the
+    /// chunk before it from the page cache.
+    private func dropBehind() throws(TesseraError) {
         let chunk = Self.flushChunkBytes
         while (flushedChunks + 1) * chunk <= bytesWritten {
             // Start writeback of the chunk just completed; wait for and drop the one before.

@@ -14,14 +14,16 @@ public struct DiskRequirement: Equatable, Sendable {
 
 public enum DiskPreflight {
     /// What `plan` needs on each filesystem it writes to: the JPEG in its folder, the pyramid
-    /// in its folder (bytes and files), the stripe window in `stripeDirectory`, the cell spill
+    /// in its folder (bytes and files), a TIFF in its folder and its spool in `temporaryDirectory`,
+    /// the stripe window in `stripeDirectory`, the cell spill
     /// in `temporaryDirectory`. Needs on the same filesystem are added up and reported under the
     /// first folder named for it. `freeSpace` and `freeFiles` are statvfs by default; tests pass
     /// their own.
     /// `shard`: a shard's folder and its share of the outputs (0...1): its part goes there
     /// instead of the outputs into theirs.
     public static func requirements(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                                    archivePath: String? = nil, iiifPath: String? = nil, shard: (directory: String, share: Double)? = nil,
+                                    archivePath: String? = nil, iiifPath: String? = nil, tiffPath: String? = nil,
+                                    shard: (directory: String, share: Double)? = nil,
                                     freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                                     freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
         var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
@@ -43,6 +45,12 @@ public enum DiskPreflight {
             // its own (region, size, rotation), with their blocks.
             if let iiifPath {
                 needs.append((parentDirectory(of: iiifPath), plan.deepZoomDiskBytes + plan.deepZoomInodes * 3 * 4096, plan.deepZoomInodes * 4))
+            }
+            // A TIFF: the file, and its smaller pages waiting in the temporary folder until they
+            // are copied in (both at once, at the end).
+            if let tiffPath {
+                needs.append((parentDirectory(of: tiffPath), plan.tiffDiskBytes, 1))
+                needs.append((plan.temporaryDirectory, plan.tiffSpoolBytes, 1))
             }
         }
         needs.append((plan.stripeDirectory, plan.stripeDiskBytes, 1))
@@ -75,10 +83,12 @@ public enum DiskPreflight {
     /// Throws `insufficientDiskSpace` (or `insufficientInodes`) for the first filesystem that
     /// lacks room.
     public static func check(plan: RenderPlan, outputPath: String?, deepZoomPath: String? = nil,
-                             archivePath: String? = nil, iiifPath: String? = nil, shard: (directory: String, share: Double)? = nil,
+                             archivePath: String? = nil, iiifPath: String? = nil, tiffPath: String? = nil,
+                             shard: (directory: String, share: Double)? = nil,
                              freeSpace: (String) throws(TesseraError) -> Int64 = freeDiskBytes,
                              freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) {
-        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, archivePath: archivePath, iiifPath: iiifPath, shard: shard,
+        for requirement in try requirements(plan: plan, outputPath: outputPath, deepZoomPath: deepZoomPath, archivePath: archivePath,
+                                            iiifPath: iiifPath, tiffPath: tiffPath, shard: shard,
                                             freeSpace: freeSpace, freeFiles: freeFiles) where !requirement.fits {
             if requirement.neededBytes > requirement.freeBytes {
                 throw .insufficientDiskSpace(directory: requirement.directory, neededBytes: requirement.neededBytes,

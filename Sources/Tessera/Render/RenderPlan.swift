@@ -14,7 +14,7 @@ public let jpegMaxDimension = 65_500
 /// How the JPEG's stripes are compressed: decided once, by the plan; the renderer and the
 /// memory accounting read it and nothing else.
 public enum StripeCompression: Equatable, Sendable {
-    /// No JPEG (a Deep Zoom pyramid alone).
+    /// No JPEG (pyramids alone).
     case none
     /// One libjpeg scanline encoder on the writer, fed each stripe's rows in order.
     case scanlinesOnWriter
@@ -85,6 +85,16 @@ public struct RenderPlan: Equatable, Sendable {
     /// A conservative estimate of the pyramid's size on disk, and the inodes it takes.
     public let deepZoomDiskBytes: Int64
     public let deepZoomInodes: Int64
+    /// The tiled pyramidal TIFF's pages and settings, when one is written.
+    public var tiff: PyramidTIFFGeometry?
+    public var tiffSettings: PyramidTIFFSettings?
+    /// Memory the TIFF's writer holds: its pyramid writer's (as the Deep Zoom one's), libtiff's
+    /// table of page 0's tiles, the spool's index and a tile's buffer.
+    public var tiffMemoryBytes = 0
+    /// A conservative estimate of the TIFF's size, and of its smaller pages' spool in
+    /// `temporaryDirectory` until they are copied in.
+    public var tiffDiskBytes: Int64 = 0
+    public var tiffSpoolBytes: Int64 = 0
     /// Where the cell spill file goes: the temporary folder asked for, else $TMPDIR, else /tmp.
     public let temporaryDirectory: String
     /// Where the stripe file goes: the temporary folder asked for or $TMPDIR when given, else /dev/shm when it is a
@@ -191,7 +201,7 @@ public struct RenderPlan: Equatable, Sendable {
 
     static func plan(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind],
                      wholeImageBytes: Int, multiScanBytes: Int = 0, photoBytes: Int = 0) throws(TesseraError) -> RenderPlan {
-        let (writesJPEG, deepZoomSettings, workers) = try checkedOutputs(layout: layout, settings: settings, writing: outputs)
+        let (writesJPEG, deepZoomSettings, tiffSettings, workers) = try checkedOutputs(layout: layout, settings: settings, writing: outputs)
         let width = layout.width, height = layout.height
         let window = workers + 2
         let rowBytes = width * 3
@@ -200,6 +210,10 @@ public struct RenderPlan: Equatable, Sendable {
             DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
         }
         var deepZoomBytes = deepZoom.map { pyramidWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        let tiff = tiffSettings.map { PyramidTIFFGeometry(width: width, height: height, tileSize: $0.tileSize) }
+        var tiffBytes = tiff.map { tiffWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        // Pyramids whose writers average rows for their levels below (Deep Zoom, TIFF).
+        let pyramids = (deepZoom == nil ? 0 : 1) + (tiff == nil ? 0 : 1)
         let mcu = settings.subsampling.mcuHeight
         // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
         let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
@@ -209,27 +223,28 @@ public struct RenderPlan: Equatable, Sendable {
         // budget is room for the one photo at a time that is decoded whole.
         let budget = settings.steadyStateBudgetBytes
         let compression = StripeCompression(writesJPEG: writesJPEG, encoder: settings.encoder ?? (workers > 1 ? .parallel : .serial),
-                                            withPyramid: deepZoom != nil)
+                                            withPyramid: pyramids > 0)
         let encoder = compression.encoder ?? .serial
         let decodePool = DecodeBudget.poolBytes(forBudget: budget, workers: workers)
         // The layout's own table (a mosaic's 4 bytes a cell; a grid stores only its photo order),
         // and what the render keeps a photo (`photoBytes`: the photo table's resident part and
         // the cell cache's state a photo, StripeRenderer.photoBytes).
         let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes(compression, workers: workers, rowBytes: rowBytes) : 0)
-            + decodePool + layout.storedBytes + photoBytes + deepZoomBytes
+            + decodePool + layout.storedBytes + photoBytes + deepZoomBytes + tiffBytes
         let minimumCells = workers * 2
 
-        // The pyramid's averaged rows for the levels below: a third of a stripe, counted as part
+        // Each pyramid's averaged rows for the levels below: a third of a stripe, counted as part
         // of each stripe's cost (only one stripe is averaged at a time; this is generous).
-        let stripeRowBytes = rowBytes + (deepZoom == nil ? 0 : rowBytes / (3 * window) + 1)
+        let stripeRowBytes = rowBytes + pyramids * (rowBytes / (3 * window) + 1)
         let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, mcu: mcu,
                                             maxMcuRows: maxMcuRows, window: window, stripeRowBytes: stripeRowBytes, fixed: fixed,
                                             smallestCacheBytes: minimumCells * cellBytes, budget: budget)
         let restartInterval = try restartInterval(writesJPEG: writesJPEG, encoder: encoder, settings: settings, width: width,
                                                   stripeHeight: stripeHeight)
         let stripeBytes = stripeHeight * rowBytes
-        let averagedBytes = deepZoom == nil ? 0 : stripeBytes / 3
-        deepZoomBytes += averagedBytes
+        let averagedBytes = pyramids * (stripeBytes / 3)
+        if deepZoom != nil { deepZoomBytes += stripeBytes / 3 }
+        if tiff != nil { tiffBytes += stripeBytes / 3 }
         let segmentBytes = waitingSegmentBytes(compression, window: window, stripeBytes: stripeBytes)
         let cache = cellCache(budget: budget, fixed: fixed, averagedBytes: averagedBytes, window: window, stripeBytes: stripeBytes,
                               segmentBytes: segmentBytes, wholeImageBytes: wholeImageBytes, decodePool: decodePool,
@@ -256,6 +271,14 @@ public struct RenderPlan: Equatable, Sendable {
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
         plan.steadyStateBudgetBytes = budget
+        if let tiff, let tiffSettings {
+            plan.tiff = tiff
+            plan.tiffSettings = tiffSettings
+            plan.tiffMemoryBytes = tiffBytes
+            let bytesPerPixel = bytesPerPixel(quality: tiffSettings.quality, subsampling: settings.subsampling)
+            plan.tiffDiskBytes = tiff.estimatedBytes(bytesPerPixel: bytesPerPixel)
+            plan.tiffSpoolBytes = tiff.estimatedBytes(bytesPerPixel: bytesPerPixel, fromPage: 1)
+        }
         plan.wholeImageLimitBytes = max(decodePool, settings.maxMemoryBytes - estimatedPeak + decodePool + cache.reserve)
         // Beyond the steady state, the peak is the steady state and the largest whole decode
         // beside it (what it needs past the pool and the reserve), as far as the budget holds it.
@@ -281,28 +304,32 @@ public struct RenderPlan: Equatable, Sendable {
     /// something to write, a canvas no side of which is past the outputs' limit, valid pyramid
     /// settings, a worker count in range (in that order: the first failure is the one thrown).
     static func checkedOutputs(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind])
-        throws(TesseraError) -> (writesJPEG: Bool, deepZoomSettings: DeepZoomSettings?, workers: Int) {
+        throws(TesseraError) -> (writesJPEG: Bool, deepZoomSettings: DeepZoomSettings?, tiffSettings: PyramidTIFFSettings?, workers: Int) {
         let writesJPEG = outputs.contains(.jpeg)
         let deepZoomSettings = outputs.lazy.compactMap { kind -> DeepZoomSettings? in
             if case .deepZoom(let settings) = kind { return settings } else { return nil }
+        }.first
+        let tiffSettings = outputs.lazy.compactMap { kind -> PyramidTIFFSettings? in
+            if case .tiff(let settings) = kind { return settings } else { return nil }
         }.first
         guard RenderSettings.qualities.contains(settings.quality) else {
             throw .invalidSettings("quality must be \(RenderSettings.qualities), got \(settings.quality)")
         }
         let width = layout.width, height = layout.height
-        guard writesJPEG || deepZoomSettings != nil else {
-            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
+        guard writesJPEG || deepZoomSettings != nil || tiffSettings != nil else {
+            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, a TIFF, or any of them together")
         }
         let sideLimit = writesJPEG ? jpegMaxDimension : maxDeepZoomSide
         guard width <= sideLimit && height <= sideLimit else {
             throw .outputTooLarge(width: width, height: height, limit: sideLimit)
         }
         try deepZoomSettings?.validate()
+        try tiffSettings?.validate()
         let workers = settings.workers ?? onlineCoreCount()
         guard RenderSettings.workerCounts.contains(workers) else {
             throw .invalidSettings("workers must be \(RenderSettings.workerCounts), got \(workers)")
         }
-        return (writesJPEG, deepZoomSettings, workers)
+        return (writesJPEG, deepZoomSettings, tiffSettings, workers)
     }
 
     /// What the pyramid's writer holds besides the rows it averages (counted with the stripes):
@@ -313,6 +340,21 @@ public struct RenderPlan: Equatable, Sendable {
         let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
         return tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
             + 2 * rowBytes
+    }
+
+    /// What the TIFF's writer holds besides the rows it averages (counted with the stripes): its
+    /// pyramid writer's encoders and tiles in progress, as the Deep Zoom one's, with a row
+    /// buffer for each padded column; libtiff's table of page 0's tiles (offset and byte count,
+    /// 16 bytes a tile, and up to 8 more while its directory is written: the arrays it converts
+    /// to 32 bits); the spool's index (8 bytes a tile of the smaller pages); and the buffer a
+    /// tile is copied in through.
+    static func tiffWriterBytes(_ tiff: PyramidTIFFGeometry, rowBytes: Int) -> Int {
+        let pages = tiff.pages
+        let tileColumns = pages.reduce(0) { $0 + $1.columns }
+        let tile = tiff.tileSize * tiff.tileSize * 3
+        let writer = tileColumns * (tileEncoderBytes + tile / 8 + tiff.tileSize * 3) + 2 * rowBytes
+        let fullPageTiles = tiff.fullPageTileCount
+        return writer + fullPageTiles * 24 + TileSpool.indexBytes(tileCounts: pages.dropFirst().map { $0.columns * $0.rows }) + 2 * tile
     }
 
     /// The JPEG encoders' row buffers: one libjpeg compressor per worker when the workers

@@ -21,12 +21,22 @@ public enum RenderOutput: Equatable, Sendable {
     /// The same pyramid as IIIF Image API 3.0 level-0 static tiles in the folder DIR, served
     /// at `identifier` (an http or https address, info.json's `id`). Its tiles do not overlap.
     case iiif(path: String, settings: DeepZoomSettings, identifier: String)
+    /// A tiled pyramidal TIFF at DIR/NAME.tif (or .tiff): JPEG tiles, every level a page
+    /// (PyramidTIFFGeometry.swift), BigTIFF when it may pass 4 GiB. No side limit but the
+    /// render's.
+    case tiff(path: String, settings: PyramidTIFFSettings)
 
     /// The path the output is named by.
     public var path: String {
         switch self {
-        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _), .iiif(let path, _, _): return path
+        case .jpeg(let path), .deepZoom(let path, _), .deepZoomArchive(let path, _), .iiif(let path, _, _), .tiff(let path, _): return path
         }
+    }
+
+    /// Whether `path` has a TIFF's form, DIR/NAME.tif or DIR/NAME.tiff (any case, NAME not empty).
+    public static func isTIFFPath(_ path: String) -> Bool {
+        let file = (path.split(separator: "/").last.map(String.init) ?? "").lowercased()
+        return !path.hasSuffix("/") && ((file.hasSuffix(".tif") && file.count > 4) || (file.hasSuffix(".tiff") && file.count > 5))
     }
 
     /// Whether `path` has an SZI's form, DIR/NAME.szi (NAME not empty).
@@ -46,6 +56,7 @@ public enum RenderOutput: Equatable, Sendable {
         switch self {
         case .jpeg: return .jpeg
         case .deepZoom(_, let settings), .deepZoomArchive(_, let settings), .iiif(_, let settings, _): return .deepZoom(settings)
+        case .tiff(_, let settings): return .tiff(settings)
         }
     }
 
@@ -71,6 +82,8 @@ public enum RenderOutput: Equatable, Sendable {
             return files
         case .iiif(let path, _, _):
             return [OutputFile(path: path, role: "the IIIF folder", isFolder: true)]
+        case .tiff(let path, _):
+            return [OutputFile(path: path, role: "the TIFF", isFolder: false)]
         }
     }
 }
@@ -79,6 +92,7 @@ public enum RenderOutput: Equatable, Sendable {
 public enum OutputKind: Equatable, Sendable {
     case jpeg
     case deepZoom(DeepZoomSettings)
+    case tiff(PyramidTIFFSettings)
 }
 
 /// A name an output writes.
@@ -155,6 +169,11 @@ public struct RenderRequest: Sendable {
         return nil
     }
 
+    public var tiffPath: String? {
+        for case .tiff(let path, _) in outputs { return path }
+        return nil
+    }
+
     /// Checks the request as a whole: its outputs (`checkDestinations`) and that none of them is
     /// one of the photos. The plan checks the settings and the canvas (RenderPlan.make).
     public func validate(alsoWriting extra: [OutputFile] = []) throws(TesseraError) {
@@ -171,13 +190,14 @@ public struct RenderRequest: Sendable {
     public static func checkDestinations(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
                                          temporaryDirectory: String?) throws(TesseraError) {
         guard !outputs.isEmpty else {
-            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, or both")
+            throw .invalidSettings("nothing to write: ask for a JPEG, a Deep Zoom pyramid, a TIFF, or any of them together")
         }
         guard outputs.filter({ $0.kind == .jpeg }).count <= 1,
               outputs.filter({ if case .deepZoom = $0 { return true } else { return false } }).count <= 1,
               outputs.filter({ if case .deepZoomArchive = $0 { return true } else { return false } }).count <= 1,
-              outputs.filter({ if case .iiif = $0 { return true } else { return false } }).count <= 1 else {
-            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid, one SZI and one IIIF folder per render")
+              outputs.filter({ if case .iiif = $0 { return true } else { return false } }).count <= 1,
+              outputs.filter({ if case .tiff = $0 { return true } else { return false } }).count <= 1 else {
+            throw .invalidSettings("at most one JPEG, one Deep Zoom pyramid, one SZI, one IIIF folder and one TIFF per render")
         }
         // A folder and an archive of one pyramid: its tiles are encoded once, for both.
         guard Set(outputs.compactMap { output -> DeepZoomSettings? in
@@ -238,6 +258,12 @@ public struct RenderRequest: Sendable {
             }
             try IIIFTileFolder.checkReplaceable(path)
         }
+        for case .tiff(let path, let settings) in outputs {
+            guard RenderOutput.isTIFFPath(path) else {
+                throw .unusableOutput(path: path, reason: "a TIFF's path must end in NAME.tif or NAME.tiff, like out/wall.tif")
+            }
+            try settings.validate()
+        }
         var seen: [String: OutputFile] = [:]
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)
@@ -274,7 +300,7 @@ public struct RenderRequest: Sendable {
 
     /// The canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, refused before a
     /// layout is made when a side exceeds what the outputs can hold: 65,500 px with a JPEG,
-    /// RenderPlan.maxDeepZoomSide for a pyramid alone. Overflow-safe whatever the numbers.
+    /// RenderPlan.maxDeepZoomSide for pyramids (Deep Zoom, TIFF) alone. Overflow-safe whatever the numbers.
     public static func checkCanvas(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
                                    outputs: [OutputKind]) throws(TesseraError) {
         let limit = outputs.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide

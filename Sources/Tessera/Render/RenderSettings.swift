@@ -86,6 +86,9 @@ public struct RenderSummary: Equatable, Sendable {
     public var deepZoomBytes: Int64 = 0
     /// The SZI's size in bytes (its tiles, their headers and the central directory), or 0.
     public var archiveBytes: Int64 = 0
+    /// The TIFF's size in bytes and its pages (levels), or 0.
+    public var tiffBytes: Int64 = 0
+    public var tiffPages = 0
     public var peakResidentBytes: Int64
     public var photosDecoded: Int
     public var failedPhotos: [SkippedPhoto]

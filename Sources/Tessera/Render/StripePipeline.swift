@@ -116,29 +116,26 @@ final class StripePipeline: @unchecked Sendable {
         for sink in sinks { try sink.finish() }
     }
 
-    /// Gives `stripe` to every sink: with a sink that runs batches, the others' work runs as one
-    /// more job of its batch; without one, each sink's in turn on this thread.
+    /// Gives `stripe` to every sink. With a sink that runs batches, the others' work for the
+    /// stripe runs as jobs of its batch: first the sinks that do not batch (one job each, the
+    /// JPEG's stripe being the longest), then the jobs of the other sinks that batch (a TIFF
+    /// beside a Deep Zoom folder), so every output shares one team of threads; each is then
+    /// completed in that order. Without one, each sink's `take` in turn on this thread.
     private func write(_ stripe: StripeView, prepared: [EncodedStripe?]) throws(TesseraError) {
-        let batching = sinks.firstIndex { $0.runsBatches }
-        var others: [() -> Void] = []
-        let sinkErrors = FirstError()
-        for (number, sink) in sinks.enumerated() where number != batching {
-            let mine = prepared.isEmpty ? nil : prepared[number]
-            others.append {
-                do throws(TesseraError) {
-                    try sink.take(stripe, prepared: mine, alongside: nil)
-                } catch {
-                    sinkErrors.record(error)
-                }
+        func mine(_ number: Int) -> EncodedStripe? { prepared.isEmpty ? nil : prepared[number] }
+        guard let batching = sinks.firstIndex(where: { $0.runsBatches }) else {
+            for (number, sink) in sinks.enumerated() { try sink.take(stripe, prepared: mine(number), alongside: nil) }
+            return
+        }
+        var side: [StripeJobs] = []
+        for batches in [false, true] {
+            for (number, sink) in sinks.enumerated() where number != batching && sink.runsBatches == batches {
+                side.append(try sink.jobs(for: stripe, prepared: mine(number)))
             }
         }
-        if let batching {
-            try sinks[batching].take(stripe, prepared: prepared.isEmpty ? nil : prepared[batching],
-                                     alongside: others.isEmpty ? nil : { for work in others { work() } })
-        } else {
-            for work in others { work() }
-        }
-        try sinkErrors.check()
+        let alongside = side.isEmpty ? nil : StripeJobs.combining(side)
+        try sinks[batching].take(stripe, prepared: mine(batching), alongside: alongside)
+        try alongside?.complete()
     }
 
     /// Starts every stripe that may start now: its slot free, fewer than `plan.workers` being

@@ -122,8 +122,8 @@ public final class StripeRenderer: Sendable {
         return summary
     }
 
-    /// One sink per output, the pyramid first; the JPEG's by the plan's compression. A part
-    /// has a sink of its own.
+    /// One sink per output, the pyramids first (the first runs the batches the others' work
+    /// joins); the JPEG's by the plan's compression. A part has a sink of its own.
     private func makeSinks() throws(TesseraError) -> [StripeSink] {
         if let part { return [try part.makeSink(plan: plan, request: request)] }
         var sinks: [StripeSink] = []
@@ -140,6 +140,10 @@ public final class StripeRenderer: Sendable {
                                                     geometry: plan.deepZoom!, settings: zoom, subsampling: settings.subsampling,
                                                     labels: CellLabels(layout: layout, photos: photos, shown: zoom.labels),
                                                     threads: plan.workers, temporaryDirectory: plan.temporaryDirectory))
+                case .tiff(let path, let tiff):
+                    sinks.append(try PyramidTIFFOutput(destination: path, geometry: plan.tiff!, settings: tiff,
+                                                       subsampling: settings.subsampling, threads: plan.workers,
+                                                       temporaryDirectory: plan.temporaryDirectory))
                 case .jpeg(let path):
                     switch plan.compression {
                     case .scanlinesOnWriter, .scanlinesInPyramidBatch:

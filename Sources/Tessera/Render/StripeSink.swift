@@ -11,10 +11,51 @@
 //   returns comes back to `take` with the stripe (the parallel JPEG compresses here).
 // - `take`, `finish`, `commit`, `discard` and `record` run on the pipeline's writer thread, one at
 //   a time, with stripes in canvas order, each exactly once.
-// - A sink that `runsBatches` (the Deep Zoom pyramid) spreads each stripe's work over jobs on all
-//   cores; the pipeline then gives it the other sinks' work for the same stripe (`alongside`) to
-//   run as one more job of its batch, so the outputs share the cores instead of oversubscribing
-//   them. Without such a sink, the writer runs each sink's work itself.
+// - A sink that `runsBatches` (a pyramid: Deep Zoom, TIFF) spreads each stripe's work over jobs
+//   on all cores. The first such sink runs the stripe's batch; the other sinks hand it their
+//   work for the same stripe as jobs (`jobs(for:prepared:)`: one job that calls `take` for a
+//   sink that does not batch, such as the JPEG's; its own planned jobs for another pyramid),
+//   which it runs in the same batch (`alongside`), so the outputs share one team of threads
+//   instead of oversubscribing the cores. Once the batch has run, the writer calls each such
+//   sink's `complete`, in order. Without a sink that batches, the writer calls each `take`
+//   itself.
+
+/// A stripe's work for one sink as jobs that another sink's batch runs (see the threading
+/// contract).
+struct StripeJobs {
+    /// How many jobs; `run(0)` ... `run(count - 1)` each run once, on any thread, at once.
+    let count: Int
+    let run: (Int) -> Void
+    /// After every job ran, on the writer's thread: ends the stripe's work (passes on what the
+    /// jobs made) and throws the jobs' first error.
+    let complete: () throws(TesseraError) -> Void
+
+    /// No jobs.
+    static var none: StripeJobs { StripeJobs(count: 0, run: { _ in }, complete: {}) }
+
+    /// Runs every job on this thread, in order.
+    func runAll() {
+        for job in 0..<count { run(job) }
+    }
+
+    /// `parts`' jobs as one numbering, in their order (completed in their order too).
+    static func combining(_ parts: [StripeJobs]) -> StripeJobs {
+        if parts.count == 1 { return parts[0] }
+        var starts: [Int] = []
+        var total = 0
+        for part in parts {
+            starts.append(total)
+            total += part.count
+        }
+        return StripeJobs(count: total, run: { job in
+            var index = parts.count - 1
+            while starts[index] > job { index -= 1 }
+            parts[index].run(job - starts[index])
+        }, complete: { () throws(TesseraError) in
+            for part in parts { try part.complete() }
+        })
+    }
+}
 
 /// A finished stripe's rows, valid while the sink is being given them.
 struct StripeView {
@@ -34,8 +75,13 @@ protocol StripeSink: AnyObject {
     /// Whether `take` runs a batch of jobs on all cores (see the threading contract).
     var runsBatches: Bool { get }
     /// Takes the next stripe. `prepared` is what `prepare` returned for it; `alongside`, given
-    /// only to a sink that runs batches, is the other sinks' work for this stripe.
-    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError)
+    /// only to a sink that runs batches, is the other sinks' work for this stripe: jobs to run in
+    /// the same batch (their `complete` is the writer's to call).
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError)
+    /// This sink's work for the next stripe as jobs another sink's batch runs, in place of
+    /// `take`. By default one job that calls `take`; a sink that runs batches gives its batch's
+    /// jobs.
+    func jobs(for stripe: StripeView, prepared: EncodedStripe?) throws(TesseraError) -> StripeJobs
     /// After the last stripe: completes the output (still invisible).
     func finish() throws(TesseraError)
     /// Makes the output appear under its name, replacing what was there.
@@ -49,4 +95,15 @@ protocol StripeSink: AnyObject {
 extension StripeSink {
     func prepare(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe? { nil }
     var runsBatches: Bool { false }
+
+    func jobs(for stripe: StripeView, prepared: EncodedStripe?) throws(TesseraError) -> StripeJobs {
+        let errors = FirstError()
+        return StripeJobs(count: 1, run: { _ in
+            do throws(TesseraError) {
+                try self.take(stripe, prepared: prepared, alongside: nil)
+            } catch {
+                errors.record(error)
+            }
+        }, complete: { () throws(TesseraError) in try errors.check() })
+    }
 }

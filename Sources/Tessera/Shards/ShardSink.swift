@@ -97,19 +97,20 @@ final class ShardSink: StripeSink {
 
     var runsBatches: Bool { zoom != nil }
 
-    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError) {
         var segment = prepared
         var encodeError: TesseraError?
         let work = {
             if segment == nil && self.owns(stripe) {
                 do throws(TesseraError) { segment = try self.encode(stripe) } catch { encodeError = error }
             }
-            alongside?()
+            alongside?.runAll()
         }
         if let zoom, let fed = band.deepZoom?.fedRows {
             let rows = stripe.rows.clamped(to: fed)
             let first = stripe.pixels + max(0, rows.lowerBound - stripe.rows.lowerBound) * stripe.bytesPerRow
-            try zoom.append(rows: first, stride: stripe.bytesPerRow, count: rows.count, alongside: work)
+            try zoom.append(rows: first, stride: stripe.bytesPerRow, count: rows.count,
+                            alongside: StripeJobs(count: 1, run: { _ in work() }, complete: {}))
         } else {
             work()
         }

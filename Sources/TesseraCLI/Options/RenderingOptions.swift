@@ -32,7 +32,8 @@ enum RenderingOptions {
             // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
             let lower = given.value.lowercased()
             if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
-                throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg")
+                let tiff = RenderOutput.isTIFFPath(given.value) ? " (or --tiff \(given.value) for a tiled pyramidal TIFF)" : ""
+                throw given.refusal("-o writes a JPEG, but '\(given.value)' ends in \(other): name it .jpg" + tiff)
             }
             // A name without a JPEG's ending (`-o x`, `-o out/`) is a slip: the file would be a
             // JPEG nothing opens as one.
@@ -64,6 +65,12 @@ enum RenderingOptions {
                 throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(given.value)'")
             }
             state.iiifIdentifier = given.value
+        },
+        Option("--tiff", value: "FILE.tif", help: "Also (or instead) write a tiled pyramidal TIFF, in the same pass: the full picture, then each level half the one before down to one tile, as further pages, in JPEG tiles of 256 px at --quality. One file that libvips, OpenSlide, QuPath and GDAL open as a pyramid (BigTIFF when it may pass 4 GiB), with no 65,500 px limit: without -o the picture may be as large as a Deep Zoom pyramid. The smaller levels wait in --temp-dir (a third of the file at most) until they are copied in at the end. FILE must end in .tif or .tiff and its folder exist; it appears only when complete.") { state, given throws(CommandLineError) in
+            guard RenderOutput.isTIFFPath(given.value) else {
+                throw given.refusal("--tiff expects a path ending in .tif or .tiff, like out/wall.tif, got '\(given.value)'")
+            }
+            state.options.tiffPath = given.value
         },
         Option("--preview", value: "FILE.jpg", help: "First write a small JPEG of the same picture (about 2,000 px on its longer side: every cell scaled down alike, the same photos in the same places) in a second or two, to tune by before the full render. Alone, without -o or --dzi, only the preview is made.") { state, given throws(CommandLineError) in
             guard jpegSuffixes.contains(where: given.value.lowercased().hasSuffix) else {
@@ -270,8 +277,8 @@ enum RenderingOptions {
             problems.append("no photos given: name files or directories (or lists of them: --photos-from FILE), e.g. tessera \(command) \(example)")
         }
         if options.outputPath.isEmpty && options.deepZoomPath == nil && options.deepZoomArchivePath == nil && options.iiifPath == nil
-            && options.previewPath == nil {
-            problems.append("-o OUT.jpg, --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (any of them together, or --preview FILE.jpg alone) is required")
+            && options.tiffPath == nil && options.previewPath == nil {
+            problems.append("-o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi, --iiif DIR or --tiff FILE.tif (any of them together, or --preview FILE.jpg alone) is required")
         } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
             problems.append("--dpi sets the JPEG's density, and only a pyramid is written: add -o OUT.jpg or drop --dpi")
         }
@@ -283,6 +290,9 @@ enum RenderingOptions {
         if options.shard != nil, let flag = options.deepZoomArchivePath != nil ? "--szi" : options.iiifPath != nil ? "--iiif" : nil {
             throw CommandLineError("\(flag) is written by the join, not by each shard: give the shards --dzi DIR/NAME.dzi"
                                    + (flag == "--iiif" ? " --dzi-overlap 0" : "") + ", then 'tessera join DIR \(flag) ...'")
+        }
+        if options.shard != nil && options.tiffPath != nil {
+            throw CommandLineError("--tiff is not yet written by shards and their join: render the TIFF in one process, or shard with --dzi")
         }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")

@@ -317,11 +317,16 @@ final class DeepZoomOutput: StripeSink {
     var bytesWritten: Int64 { writer.bytesWritten }
 
     // As a sink of the stripe pipeline: each stripe is one batch of jobs on every core, and the
-    // other outputs' work for the stripe runs as one more job of it.
+    // other outputs' work for the stripe runs as more jobs of it (or, beside another pyramid
+    // that runs the batch, its jobs run in that one).
     var runsBatches: Bool { true }
 
-    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError) {
         try writer.append(rows: stripe.pixels, stride: stripe.bytesPerRow, count: stripe.rows.count, alongside: alongside)
+    }
+
+    func jobs(for stripe: StripeView, prepared: EncodedStripe?) throws(TesseraError) -> StripeJobs {
+        writer.jobs(rows: stripe.pixels, stride: stripe.bytesPerRow, count: stripe.rows.count)
     }
 
     func record(into summary: inout RenderSummary) {

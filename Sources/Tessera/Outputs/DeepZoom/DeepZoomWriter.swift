@@ -22,6 +22,15 @@
 // waits for another; `finish` runs the batches that drain it. A job touches only its own
 // column's encoder and carry rows and its own range of output pixels.
 //
+// Another sink that batches (a second pyramid in the same render) may run this writer's jobs in
+// its own batch instead: `jobs(rows:stride:count:)` plans the batch and gives its jobs, and their
+// `complete` does what `append` does after its batch.
+//
+// A TIFF pyramid (Outputs/TIFF) runs the same writer with tiles of 256 px and no overlap, over
+// a window of its levels down to the first that fits in one tile, with `padEdgeTiles`: every
+// tile is then encoded at the full tile size, the pixels past the level's right and bottom edges
+// repeating the last column and row (a TIFF tile is always whole).
+//
 // A shard (ShardPlan.swift) runs the same writer over a window of the picture: levels
 // `window.lowest...maxLevel` only, fed the band's rows with margins, writing only the tile rows
 // the band owns, and handing the rows it averages below its lowest level to `reduced`
@@ -47,6 +56,13 @@ struct DeepZoomWindow: Equatable, Sendable {
     let tileRows: [Range<Int>]
     /// The rows of level `lowest - 1` the band owns (what it hands over of those averaged).
     let reducedRows: Range<Int>
+
+    /// Every level of `geometry` from `lowest` up, whole (what a TIFF pyramid writes); the rows
+    /// averaged below `lowest` are dropped.
+    static func levels(from lowest: Int, of geometry: DeepZoomGeometry) -> DeepZoomWindow {
+        DeepZoomWindow(lowest: lowest, fedRows: geometry.levels.map { 0..<$0.height }, tileRows: geometry.levels.map { 0..<$0.rows },
+                       reducedRows: 0..<0)
+    }
 }
 
 final class DeepZoomWriter {
@@ -62,6 +78,8 @@ final class DeepZoomWriter {
     private let tilesHandled = TileTally()
     private let quality: Int32
     private let factors: (h: Int32, v: Int32)
+    /// Every tile encoded whole, its edges repeated past the level's (see the file's note).
+    let padEdgeTiles: Bool
     private let levels: [LevelStream]
     private let errors = FirstError()
     private let files: TileFileQueue
@@ -76,9 +94,12 @@ final class DeepZoomWriter {
     /// render's workers.
     /// `window`: a shard's part of the pyramid (nil: all of it); `reduced` receives the rows
     /// averaged below `window.lowest`. With a `.folder` destination, `filesDirectory` is it.
+    /// `padEdgeTiles`: every tile `tileSize` square (needs no overlap).
     init(geometry: DeepZoomGeometry, quality: Int, subsampling: ChromaSubsampling, filesDirectory: String,
          threads: Int, destination: TileDestination? = nil, alsoTo copy: TileDestination? = nil, window: DeepZoomWindow? = nil,
+         padEdgeTiles: Bool = false,
          reduced: ((Int, UnsafePointer<UInt8>, Int, Int) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+        precondition(!padEdgeTiles || geometry.overlap == 0, "padded tiles have no overlap")
         let destination = destination ?? .folder(filesDirectory)
         if case .handler(let handle) = copy { self.copy = handle } else { self.copy = nil }
         if case .folder(let folder) = destination {
@@ -91,13 +112,14 @@ final class DeepZoomWriter {
         self.reduced = reduced
         self.quality = Int32(quality)
         factors = subsampling.lumaFactors
+        self.padEdgeTiles = padEdgeTiles
         levels = geometry.levels.map { level in
             let lowest = window?.lowest ?? 0
             guard level.index >= lowest else {
-                return LevelStream(level: level, geometry: geometry, firstRow: 0, tileRows: 0..<0)
+                return LevelStream(level: level, geometry: geometry, firstRow: 0, tileRows: 0..<0, padded: false)
             }
             return LevelStream(level: level, geometry: geometry, firstRow: window?.fedRows[level.index].lowerBound ?? 0,
-                               tileRows: window?.tileRows[level.index] ?? 0..<level.rows)
+                               tileRows: window?.tileRows[level.index] ?? 0..<level.rows, padded: padEdgeTiles)
         }
         let team = try JobTeam(helpers: max(0, threads - 1))
         do throws(TesseraError) {
@@ -116,22 +138,27 @@ final class DeepZoomWriter {
 
     /// Feeds the next `count` rows of the full picture, `stride` bytes apart. The rows are
     /// used before this returns (tiles encoded, averaged rows made for the level below).
-    /// `alongside`, if given, runs as the first job of the same batch (the render uses it to
-    /// compress the stripe for the JPEG on the same threads, instead of on more threads that
-    /// would fight these for the cores).
-    func append(rows: UnsafeRawPointer, stride: Int, count: Int, alongside: (() -> Void)? = nil) throws(TesseraError) {
-        guard count > 0 else {
-            alongside?()
-            return
-        }
+    /// `alongside`, if given, runs as the first jobs of the same batch (the render uses it to
+    /// compress the stripe for the JPEG, and to run another pyramid's jobs, on the same threads,
+    /// instead of on more threads that would fight these for the cores); its `complete` is the
+    /// caller's to call.
+    func append(rows: UnsafeRawPointer, stride: Int, count: Int, alongside: StripeJobs? = nil) throws(TesseraError) {
+        try run(jobs(rows: rows, stride: stride, count: count), alongside: alongside)
+    }
+
+    /// `append` in two halves, for a writer whose jobs run in another sink's batch: takes the
+    /// next `count` rows and plans their batch. The rows must stay valid until the jobs'
+    /// `complete` has returned; the jobs must all have run before it is called.
+    func jobs(rows: UnsafeRawPointer, stride: Int, count: Int) -> StripeJobs {
+        guard count > 0 else { return .none }
         levels[geometry.maxLevel].input = (rows.assumingMemoryBound(to: UInt8.self), stride, count)
-        try runBatch(alongside: alongside)
+        return planBatch()
     }
 
     /// Runs what is left in the pipeline, then checks that every level received all its rows and
     /// every tile was written.
     func finish() throws(TesseraError) {
-        while levels.contains(where: { $0.input != nil }) { try runBatch() }
+        while levels.contains(where: { $0.input != nil }) { try run(planBatch(), alongside: nil) }
         try files.drain()
         for stream in levels where stream.level.index >= (window?.lowest ?? 0) {
             let expected = window?.fedRows[stream.level.index].upperBound ?? stream.level.height
@@ -141,32 +168,44 @@ final class DeepZoomWriter {
         }
     }
 
-    /// One step of the pipeline: every level that has rows waiting encodes them into its tiles
-    /// and averages them for the level below, all levels at once in one batch of jobs. The rows
-    /// a level averages now are the next level's input in the next batch, so no job waits for
-    /// another (levels are a batch apart, and each level's output is double-buffered).
-    private func runBatch(alongside: (() -> Void)? = nil) throws(TesseraError) {
+    /// Runs `batch` on the team, `alongside`'s jobs first (the longest), then completes it.
+    private func run(_ batch: StripeJobs, alongside: StripeJobs?) throws(TesseraError) {
+        let extra = alongside?.count ?? 0
+        let total = extra + batch.count
+        let job = { (number: Int) in
+            if number < extra { alongside!.run(number) } else { batch.run(number - extra) }
+        }
+        if total == 1 {
+            job(0)
+        } else if total > 1 {
+            // The jobs share nothing mutable (see the file's threading note); errors go to
+            // `errors` (and alongside's to its own).
+            team.run(jobs: total, job)
+        }
+        try batch.complete()
+    }
+
+    /// One step of the pipeline, planned: every level that has rows waiting encodes them into
+    /// its tiles and averages them for the level below, all levels at once in one batch of jobs.
+    /// The rows a level averages now are the next level's input in the next batch, so no job
+    /// waits for another (levels are a batch apart, and each level's output is double-buffered).
+    /// `complete` passes the averaged rows on.
+    private func planBatch() -> StripeJobs {
         var works: [LevelWork] = []
         for stream in levels.reversed() where stream.level.index >= (window?.lowest ?? 0) {
             guard let input = stream.input else { continue }
             stream.input = nil
             works.append(prepare(stream, rows: input.rows, stride: input.stride, count: input.count))
         }
-        // The job table: the extra job first (it is the longest), then each level's jobs in a
-        // run of numbers.
-        let extra = alongside == nil ? 0 : 1
+        // The job table: each level's jobs in a run of numbers.
         var firstJob: [Int] = []
-        var total = extra
+        var total = 0
         for work in works {
             firstJob.append(total)
             total += work.jobs
         }
         let table = works
-        let job = { (number: Int) in
-            if number < extra {
-                alongside!()
-                return
-            }
+        return StripeJobs(count: total, run: { number in
             var w = table.count - 1
             while firstJob[w] > number { w -= 1 }
             do throws(TesseraError) {
@@ -174,14 +213,12 @@ final class DeepZoomWriter {
             } catch {
                 self.errors.record(error)
             }
-        }
-        if total == 1 {
-            job(0)
-        } else if total > 1 {
-            // The jobs share nothing mutable (see the file's threading note); errors go to
-            // `errors`.
-            team.run(jobs: total, job)
-        }
+        }, complete: { () throws(TesseraError) in try self.complete(table) })
+    }
+
+    /// After a batch's jobs: throws their first error, else moves every level on and hands the
+    /// rows each averaged to the level below (or, below a shard's lowest level, to `reduced`).
+    private func complete(_ works: [LevelWork]) throws(TesseraError) {
         try errors.check()
         for work in works {
             let stream = levels[work.level]
@@ -195,7 +232,7 @@ final class DeepZoomWriter {
             }
             if !work.pairs.isEmpty {
                 if let window, work.level == window.lowest {
-                    // Below a shard's lowest level: hand the band's own rows over.
+                    // Below a window's lowest level: hand the band's own rows over.
                     let first = (work.firstRow - (work.pairedPending ? 1 : 0)) / 2
                     let rows = first..<(first + work.pairs.count)
                     let kept = rows.clamped(to: window.reducedRows)
@@ -319,12 +356,12 @@ private final class LevelStream {
     private var outputs: [(buffer: UnsafeMutablePointer<UInt8>, capacity: Int)]
     private var current = 0
 
-    init(level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry, firstRow: Int, tileRows: Range<Int>) {
+    init(level: DeepZoomGeometry.Level, geometry: DeepZoomGeometry, firstRow: Int, tileRows: Range<Int>, padded: Bool) {
         self.level = level
         nextRow = firstRow
         columns = (0..<level.columns).map {
             TileColumn(level: level, column: $0, x: geometry.span(tile: $0, extent: level.width), geometry: geometry,
-                       tileRows: tileRows)
+                       tileRows: tileRows, padded: padded)
         }
         pending = .allocate(capacity: level.width * 3)
         outputs = [(.allocate(capacity: 0), 0), (.allocate(capacity: 0), 0)]
@@ -357,25 +394,32 @@ private final class TileColumn {
     let geometry: DeepZoomGeometry
     /// The tile rows this column writes (all of the level's, but for a shard's band).
     let tileRows: Range<Int>
+    /// Every tile encoded `tileSize` square, the last column and row repeated past the level.
+    let padded: Bool
     private var encoder: OpaquePointer?
     private(set) var tileRow: Int
     private var started = false
     private let carry: UnsafeMutablePointer<UInt8>
     private var carryRows = 0
+    /// A row widened to the tile's width, for a padded column narrower than a tile (the last).
+    private let wideRow: UnsafeMutablePointer<UInt8>?
 
-    init(level: DeepZoomGeometry.Level, column: Int, x: Range<Int>, geometry: DeepZoomGeometry, tileRows: Range<Int>) {
+    init(level: DeepZoomGeometry.Level, column: Int, x: Range<Int>, geometry: DeepZoomGeometry, tileRows: Range<Int>, padded: Bool) {
         self.level = level
         self.tileRows = tileRows
         tileRow = tileRows.lowerBound
         self.column = column
         self.x = x
         self.geometry = geometry
+        self.padded = padded
         carry = .allocate(capacity: max(1, 2 * geometry.overlap * x.count * 3))
+        wideRow = padded && x.count < geometry.tileSize ? .allocate(capacity: geometry.tileSize * 3) : nil
     }
 
     deinit {
         if let encoder { tessera_jpeg_encoder_destroy(encoder) }
         carry.deallocate()
+        wideRow?.deallocate()
     }
 
     private var label: String { "Deep Zoom tile \(level.index)/\(column)_\(tileRow).jpg" }
@@ -383,6 +427,26 @@ private final class TileColumn {
     private func check(_ status: Int32) throws(TesseraError) {
         guard status != TESSERA_JPEG_OK else { return }
         throw TesseraError.encodeFailed(path: label, reason: String(cString: tessera_jpeg_encoder_message(encoder)))
+    }
+
+    /// The encoded tile's size: its pixels, or the whole tile when padded.
+    private var encodedWidth: Int { padded ? geometry.tileSize : x.count }
+    private func encodedHeight(_ span: Range<Int>) -> Int { padded ? geometry.tileSize : span.count }
+
+    /// Hands `count` rows (`stride` bytes apart, from x.lowerBound) to the encoder, each widened
+    /// to the tile by repeating its last pixel when the column is narrower than a padded tile.
+    private func write(rows: UnsafePointer<UInt8>, stride: Int, count: Int) throws(TesseraError) {
+        guard let wideRow else {
+            try check(tessera_jpeg_encoder_write_rows(encoder, rows, stride, UInt32(count)))
+            return
+        }
+        let rowBytes = x.count * 3
+        for i in 0..<count {
+            wideRow.update(from: rows + i * stride, count: rowBytes)
+            let last = wideRow + rowBytes - 3
+            for pixel in x.count..<geometry.tileSize { (wideRow + pixel * 3).update(from: last, count: 3) }
+            try check(tessera_jpeg_encoder_write_rows(encoder, wideRow, geometry.tileSize * 3, 1))
+        }
     }
 
     /// Takes rows [firstRow, firstRow + count) of the level (`rows` points at the first, at x 0).
@@ -399,7 +463,7 @@ private final class TileColumn {
             }
             if !started { try startTile(span: span, at: y, rowBytes: rowBytes, writer: writer) }
             let stop = min(end, span.upperBound)
-            try check(tessera_jpeg_encoder_write_rows(encoder, rows + (y - firstRow) * stride + x.lowerBound * 3, stride, UInt32(stop - y)))
+            try write(rows: rows + (y - firstRow) * stride + x.lowerBound * 3, stride: stride, count: stop - y)
             if tileRow + 1 < tileRows.upperBound {
                 let nextStart = geometry.span(tile: tileRow + 1, extent: level.height).lowerBound
                 var row = max(y, nextStart)
@@ -411,6 +475,11 @@ private final class TileColumn {
             }
             y = stop
             if y == span.upperBound {
+                if encodedHeight(span) > span.count {
+                    // A padded tile past the level's bottom: its last row again, to the tile's end.
+                    try write(rows: rows + (y - 1 - firstRow) * stride + x.lowerBound * 3, stride: 0,
+                              count: encodedHeight(span) - span.count)
+                }
                 try finishTile(writer: writer)
                 // When the level's height is at most `overlap` past a tile boundary, the last
                 // tile holds only rows the one above it shared: all carried already, and no row
@@ -434,15 +503,15 @@ private final class TileColumn {
             guard encoder != nil else { throw TesseraError.encodeFailed(path: label, reason: "out of memory creating an encoder") }
             tessera_jpeg_encoder_set_marks(encoder, 0, JPEGMarks.outputComment)
             let settings = writer.encoderSettings
-            try check(tessera_jpeg_encoder_start(encoder, UInt32(x.count), UInt32(span.count), settings.quality,
+            try check(tessera_jpeg_encoder_start(encoder, UInt32(encodedWidth), UInt32(encodedHeight(span)), settings.quality,
                                                  settings.h, settings.v, 0))
         } else {
-            try check(tessera_jpeg_encoder_restart(encoder, UInt32(x.count), UInt32(span.count)))
+            try check(tessera_jpeg_encoder_restart(encoder, UInt32(encodedWidth), UInt32(encodedHeight(span))))
         }
         started = true
         precondition(span.lowerBound + carryRows == y, "carried rows do not meet the stream")
         if carryRows > 0 {
-            try check(tessera_jpeg_encoder_write_rows(encoder, carry, rowBytes, UInt32(carryRows)))
+            try write(rows: carry, stride: rowBytes, count: carryRows)
             carryRows = 0
         }
     }

@@ -122,8 +122,8 @@ final class SerialJPEGSink: StripeSink {
         }
     }
 
-    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
-        alongside?()
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError) {
+        alongside?.runAll()
         try encoder.write(rows: stripe.pixels, stride: stripe.bytesPerRow, count: stripe.rows.count)
     }
 

@@ -115,8 +115,8 @@ final class RestartMarkerJPEGSink: StripeSink {
         return try encode(stripe)
     }
 
-    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: (() -> Void)?) throws(TesseraError) {
-        alongside?()
+    func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError) {
+        alongside?.runAll()
         let segment: EncodedStripe
         if let prepared { segment = prepared } else { segment = try encode(stripe) }
         if stripe.index == 0 {
