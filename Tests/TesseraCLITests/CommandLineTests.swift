@@ -105,7 +105,7 @@ import Tessera
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "10by10", "--tile-size", "5"])
         } throws: { ($0 as? CommandLineError)?.message == "--grid expects COLUMNSxROWS like 200x267, got '10by10'" }
         #expect(throws: CommandLineError("--tile-size N is required")) { try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2"]) }
-        #expect(throws: CommandLineError("-o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi or --tiff FILE.tif (any of them together, or --preview FILE.jpg alone) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
+        #expect(throws: CommandLineError("-o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi, --iiif DIR or --tiff FILE.tif (any of them together, or --preview FILE.jpg alone) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
     }
 
     /// Flags that conflict, repeat or do nothing are refused, not silently resolved (issue 13).

@@ -182,7 +182,7 @@ private func canvas(_ shape: MosaicShape) -> (width: Int, height: Int) {
         let nothing: String
         do { _ = try MosaicCommand.parse([]); nothing = "" } catch { nothing = error.message }
         #expect(nothing.hasPrefix("3 problems with this command line:\n  no photos given"), "\(nothing)")
-        #expect(nothing.contains("\n  --target PICTURE is required") && nothing.contains("\n  -o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi or --tiff FILE.tif"), "\(nothing)")
+        #expect(nothing.contains("\n  --target PICTURE is required") && nothing.contains("\n  -o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi, --iiif DIR or --tiff FILE.tif"), "\(nothing)")
         let clash: String
         do {
             _ = try MosaicCommand.parse(["--target", "t.jpg", "p", "-o", "m.jpg", "--size", "60x90cm", "--grid", "40x60", "--tile-size", "100", "--cells", "9"])
