@@ -8,7 +8,7 @@
 // Then, on the largest grid, `--encoder serial` against `--encoder parallel` for 1, 2 and all
 // workers (the speed-up), and what the parallel encoder's restart markers cost in file size.
 // Then Deep Zoom on the largest grid: `--dzi` alone, `-o` alone, both in one pass against the two
-// one after the other, `--szi` and `--iiif` alone against `--dzi`, libvips's dzsave of the JPEG
+// one after the other, `--szi`, `--iiif` and `--tiff` alone against `--dzi`, libvips's dzsave of the JPEG
 // (a folder and an .szi), and a 20-gigapixel `--dzi` render (same
 // width, 16.7 x the height) to show that memory does not grow with the height.
 // Then a library of 40 large progressive photos (12-48 MP) against their baseline twins
@@ -526,7 +526,7 @@ func runDeepZoomBenchmark() {
     var tiles: Int64 = 0, cellBytes: Int64 = 0
     var folders: [String] = []
     for attempt in 0...options.runs {
-        for mode in ["jpeg", "dzi", "both", "szi", "iiif"] {
+        for mode in ["jpeg", "dzi", "both", "szi", "iiif", "tiff"] {
             let folder = scratch + "/zoom-\(attempt)-\(mode)"
             mkdir(folder, 0o755)
             folders.append(folder)
@@ -535,6 +535,7 @@ func runDeepZoomBenchmark() {
             if mode == "dzi" || mode == "both" { outputs += ["--dzi", folder + "/wall.dzi"] }
             if mode == "szi" { outputs += ["--szi", folder + "/wall.szi"] }
             if mode == "iiif" { outputs += ["--iiif", folder + "/wall", "--iiif-id", "https://example.org/iiif/wall"] }
+            if mode == "tiff" { outputs += ["--tiff", folder + "/wall.tif"] }
             let result = run([tessera] + grid + outputs)
             guard result.status == 0 else { fail("tessera \(outputs.joined(separator: " ")) failed with status \(result.status)") }
             if attempt > 0 {
@@ -560,7 +561,7 @@ func runDeepZoomBenchmark() {
     print("  tessera -o alone          : \(fixed(jpeg)) s, peak RSS \(fixed(Double(peaks["jpeg"]!) / 1e6, 1)) MB   runs \(times["jpeg"]!.map { fixed($0) }.joined(separator: " "))")
     print("  tessera -o --dzi, one pass: \(fixed(both)) s, peak RSS \(fixed(Double(peaks["both"]!) / 1e6, 1)) MB   runs \(times["both"]!.map { fixed($0) }.joined(separator: " "))")
     print("  one after the other (-o, then --dzi, same round): \(fixed(sequential)) s; one pass takes x\(fixed(both / sequential)) of that")
-    for (mode, label) in [("szi", "--szi alone (one file)"), ("iiif", "--iiif alone (256 px)")] {
+    for (mode, label) in [("szi", "--szi alone (one file)"), ("iiif", "--iiif alone (256 px)"), ("tiff", "--tiff alone (256 px)")] {
         let seconds = median(times[mode]!)
         let ratio = floorAtLargest.map { ", \(fixed(seconds / $0)) x the floor" } ?? ""
         print("  tessera \(label): \(fixed(seconds)) s, x\(fixed(seconds / dzi)) the --dzi time\(ratio), peak RSS \(fixed(Double(peaks[mode]!) / 1e6, 1)) MB   runs \(times[mode]!.map { fixed($0) }.joined(separator: " "))")
