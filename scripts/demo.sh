@@ -9,7 +9,8 @@
 # --tint 25 shifts each cell a quarter of the way toward the target, since 46 photos alone make a
 # faint cat. The tests also use Chromium, to open the viewer headless, and
 # slurm-wlm and GNU parallel, to run sharded renders under a real scheduler; zsh and fish, to
-# check the completion scripts; lintian and debootstrap, to check the Debian package.
+# check the completion scripts; lintian and debootstrap, to check the Debian package; unzip,
+# OpenSlide's tools, libmagic and the PyPI packages below, to read the one-file pyramids back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -17,8 +18,10 @@ if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev libexif-dev \
     libspng-dev libwebp-dev libheif-dev liblcms2-dev libgif-dev libtiff-dev \
-    libjpeg-turbo-progs libvips-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
-    zsh fish lintian debootstrap >/dev/null
+    libjpeg-turbo-progs libvips-tools openslide-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
+    zsh fish lintian debootstrap unzip libmagic1 >/dev/null
+# The tests' independent readers from PyPI: the IIIF validator, and tifffile for the TIFF.
+python3 -m pip install -q iiif-validator tifffile imagecodecs numpy
 swift build -c release
 mkdir -p demo-zoom
 .build/release/tessera grid Tests/TesseraTests/Fixtures/orientation -o demo.jpg --dzi demo-zoom/demo.dzi \
