@@ -37,6 +37,9 @@ final class CellCache: @unchecked Sendable {
     }
 
     let decoder: CellDecoder
+    /// What each key is: a photo at the cell size (a grid), or a photo at one of its sizes.
+    let drawings: CellDrawings
+    /// A slot's bytes: the largest cell.
     let cellBytes: Int
     let slotCount: Int
     private let photos: PhotoTable
@@ -58,24 +61,29 @@ final class CellCache: @unchecked Sendable {
     /// Cells the source handed over instead of their being decoded.
     private(set) var fromSourceCount = 0
     private(set) var failedPhotos: [SkippedPhoto] = []
+    /// Photos already reported as failed (a photo drawn at two sizes fails twice, is told once).
+    private var reportedFailures = Set<Int>()
     /// Where cells may come from before they are decoded (RenderPart.swift), or nil.
     private let source: (any CellSource)?
 
     /// Bytes the cache keeps a photo, drawn or not (its state).
     static var bytesPerPhoto: Int { PhotoStates.bytesPerPhoto }
 
-    init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil) {
+    /// `drawings` says what each key of `acquire` is; nil: photo i at the decoder's cell size.
+    init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil,
+         drawings: CellDrawings? = nil) {
         precondition(slotCount > 0)
         self.photos = photos
         self.source = source
         self.decoder = decoder
-        cellBytes = decoder.cellBytes
+        self.drawings = drawings ?? CellDrawings(photoCount: photos.count, cellWidth: decoder.cellWidth, cellHeight: decoder.cellHeight)
+        cellBytes = self.drawings.largestBytes
         self.slotCount = slotCount
         self.spillDirectory = spillDirectory
         // Reserved, not touched: pages become resident only as slots fill.
         memory = .allocate(byteCount: cellBytes * slotCount, alignment: 64)
         changed = Condition(lock)
-        states = PhotoStates(count: photos.count)
+        states = PhotoStates(count: self.drawings.count)
         slotPhoto = Array(repeating: -1, count: slotCount)
         slotPins = Array(repeating: 0, count: slotCount)
         slotLastUse = Array(repeating: 0, count: slotCount)
@@ -87,8 +95,9 @@ final class CellCache: @unchecked Sendable {
         spill?.close()
     }
 
-    /// The cell of photo `index`, decoding (or reading back) it if needed. Pins the slot:
-    /// call `release(slot:)` when done with the bytes. Throws only for spill-file I/O errors.
+    /// The cell of key `index` (a photo, or a drawing of a layout of frames), decoding (or
+    /// reading back) it if needed: `drawings.size(index)` pixels of RGB. Pins the slot: call
+    /// `release(slot:)` when done with the bytes. Throws only for spill-file I/O errors.
     func acquire(photo index: Int, wait: Bool) throws(TesseraError) -> Lookup {
         var slot = -1
         var fromDisk = false
@@ -124,13 +133,16 @@ final class CellCache: @unchecked Sendable {
             }
         }
         // Fill the pinned slot outside the lock.
-        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: cellBytes)
+        let size = drawings.size(index)
+        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: size.width * size.height * 3)
+        let photo = drawings.photo(index)
+        let decoder = drawings.framed == nil ? self.decoder : self.decoder.sized(width: size.width, height: size.height)
         var outcome: Result<DecodeNotes, TesseraError>
         var fromSource = false
         if !fromDisk, let source {
             do throws(TesseraError) {
                 let fetched = try source.fetch(index, into: bytes) { () throws(TesseraError) in
-                    try decoder.decode(file: photos[index].file, into: bytes)
+                    try decoder.decode(file: photos[photo].file, into: bytes)
                 }
                 fromSource = fetched.read
                 outcome = .success(fetched.notes)
@@ -146,7 +158,7 @@ final class CellCache: @unchecked Sendable {
             }
         } else {
             do throws(TesseraError) {
-                outcome = .success(try decoder.decode(file: photos[index].file, into: bytes))
+                outcome = .success(try decoder.decode(file: photos[photo].file, into: bytes))
             } catch {
                 outcome = .failure(error)
             }
@@ -166,7 +178,7 @@ final class CellCache: @unchecked Sendable {
             } else if !fromDisk {
                 decodedCount += 1
                 if notes.warningCount > 0 {
-                    pendingEvents.append(.photoWarning(path: photos[index].path, message: notes.firstWarning))
+                    pendingEvents.append(.photoWarning(path: photos[photo].path, message: notes.firstWarning))
                 }
             }
             return .cell(UnsafeRawPointer(bytes.baseAddress!), slot: slot)
@@ -184,9 +196,11 @@ final class CellCache: @unchecked Sendable {
                 throw error
             }
             states[index] = .failed
-            let skipped = SkippedPhoto(path: photos[index].path, error: error)
-            failedPhotos.append(skipped)
-            pendingEvents.append(.photoFailed(skipped))
+            if reportedFailures.insert(photo).inserted {
+                let skipped = SkippedPhoto(path: photos[photo].path, error: error)
+                failedPhotos.append(skipped)
+                pendingEvents.append(.photoFailed(skipped))
+            }
             return .failed
         }
     }
@@ -226,7 +240,8 @@ final class CellCache: @unchecked Sendable {
         if !states.onDisk(photo) {
             // Under the lock: a rare path (libraries larger than the cache), kept simple.
             if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
-            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * cellBytes, count: cellBytes),
+            let size = drawings.size(photo)
+            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * cellBytes, count: size.width * size.height * 3),
                                 at: Int64(photo) * Int64(cellBytes))
             states.setOnDisk(photo)
         }

@@ -71,6 +71,13 @@ public struct CellDecoder: Sendable {
 
     public var cellBytes: Int { cellWidth * cellHeight * 3 }
 
+    /// The same decoder drawing `width` x `height` cells (a layout of frames draws a photo at
+    /// the size of each cell that shows it).
+    public func sized(width: Int, height: Int) -> CellDecoder {
+        CellDecoder(cellWidth: width, cellHeight: height, budget: budget, cropAspect: cropAspect, cancellation: cancellation,
+                    background: background)
+    }
+
     /// What one decode holds besides whole-image buffers, for output rows `outputWidth` px wide:
     /// libjpeg's row buffers (a few MCU rows of samples), ours (16 rows, the resampler's
     /// accumulators, the cell in its stored orientation) and the file buffers.

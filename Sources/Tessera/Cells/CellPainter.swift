@@ -17,6 +17,7 @@ struct CellPainter: @unchecked Sendable {
     /// row decode different photos instead of waiting on each other.
     func fill(stripe index: Int, into bytes: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         let rows = geometry.rows(ofStripe: index)
+        if let framed = layout.framed { return try fill(framed, rows: rows, into: bytes) }
         let cellHeight = layout.cellHeight
         let firstCellRow = rows.lowerBound / cellHeight
         let lastCellRow = (rows.upperBound - 1) / cellHeight
@@ -30,6 +31,71 @@ struct CellPainter: @unchecked Sendable {
         }
         for cell in deferred {
             _ = try drawCell(column: cell.column, row: cell.row, rows: rows, into: bytes, wait: true)
+        }
+    }
+
+    /// A layout of frames: the background first where the cells leave gaps, then every cell
+    /// that crosses the stripe (a cell taller than the stripe is drawn a band at a time, from
+    /// the one decode the cache keeps), the busy ones last.
+    private func fill(_ framed: FramedCells, rows: Range<Int>, into bytes: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        if !framed.tiles {
+            paintBackground(CellFrame(x: 0, y: rows.lowerBound, width: geometry.width, height: rows.count, photo: -1),
+                            rows: rows, into: bytes)
+        }
+        var deferred: [Int] = []
+        for index in framed.candidates(crossing: rows) where framed.frames[index].bottom > rows.lowerBound {
+            if try !draw(framed, frame: index, rows: rows, into: bytes, wait: false) { deferred.append(index) }
+        }
+        for index in deferred { _ = try draw(framed, frame: index, rows: rows, into: bytes, wait: true) }
+    }
+
+    /// Copies the part of frame `index` that lies in `rows` into the stripe. Returns false when
+    /// its drawing was busy and `wait` is false.
+    private func draw(_ framed: FramedCells, frame index: Int, rows: Range<Int>, into bytes: UnsafeMutableRawBufferPointer,
+                      wait: Bool) throws(TesseraError) -> Bool {
+        let frame = framed.frames[index]
+        let key = framed.drawing(ofFrame: index)
+        var lookup = CellCache.Lookup.failed
+        if key >= 0 { lookup = try cache.acquire(photo: key, wait: wait) }
+        let top = max(rows.lowerBound, Int(frame.y)), bottom = min(rows.upperBound, frame.bottom)
+        let rowBytes = geometry.bytesPerRow, spanBytes = Int(frame.width) * 3
+        let destination = bytes.baseAddress! + Int(frame.x) * 3
+        switch lookup {
+        case .busy:
+            return false
+        case .cell(let pixels, let slot):
+            let width = Int(frame.width), height = Int(frame.height)
+            let offsets = tint?.offsets(cell: index, photo: Int(frame.photo))
+            for y in top..<bottom {
+                let source = pixels + (y - Int(frame.y)) * spanBytes, target = destination + (y - rows.lowerBound) * rowBytes
+                if let tint, let offsets {
+                    tint.apply(offsets, row: y - Int(frame.y), cellWidth: width,
+                               cellHeight: height, from: source.assumingMemoryBound(to: UInt8.self),
+                               to: target.assumingMemoryBound(to: UInt8.self))
+                } else {
+                    target.copyMemory(from: source, byteCount: spanBytes)
+                }
+            }
+            cache.release(slot: slot)
+        case .failed:
+            paintBackground(frame, rows: rows, into: bytes)
+        }
+        return true
+    }
+
+    /// Fills the part of `frame` in `rows` with the background colour.
+    private func paintBackground(_ frame: CellFrame, rows: Range<Int>, into bytes: UnsafeMutableRawBufferPointer) {
+        let top = max(rows.lowerBound, Int(frame.y)), bottom = min(rows.upperBound, frame.bottom)
+        guard top < bottom else { return }
+        let rowBytes = geometry.bytesPerRow, spanBytes = Int(frame.width) * 3
+        let first = (bytes.baseAddress! + (top - rows.lowerBound) * rowBytes + Int(frame.x) * 3).assumingMemoryBound(to: UInt8.self)
+        for x in 0..<Int(frame.width) {
+            first[x * 3] = background.red
+            first[x * 3 + 1] = background.green
+            first[x * 3 + 2] = background.blue
+        }
+        for y in top + 1..<bottom {
+            (bytes.baseAddress! + (y - rows.lowerBound) * rowBytes + Int(frame.x) * 3).copyMemory(from: first, byteCount: spanBytes)
         }
     }
 

@@ -19,6 +19,8 @@ public struct CellLayout: Equatable, Sendable {
     /// A grid of photos in their own order: cell i holds i mod `inOrder` (no sequence stored: a
     /// library of a million photos would be 4 MB of it). 0 for the other layouts.
     private let inOrder: Int
+    /// A layout of rectangles of any size (FramedCells.swift), or nil for a grid of equal cells.
+    public let framed: FramedCells?
 
     /// A layout with one photo index (or -1) per cell, row-major.
     public init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, photoIndices: [Int32]) {
@@ -31,6 +33,7 @@ public struct CellLayout: Equatable, Sendable {
         table = photoIndices
         sequence = []
         inOrder = 0
+        framed = nil
     }
 
     /// A layout whose cell i holds `sequence[i % sequence.count]`.
@@ -43,6 +46,7 @@ public struct CellLayout: Equatable, Sendable {
         table = nil
         self.sequence = sequence
         inOrder = 0
+        framed = nil
     }
 
     /// A layout whose cell i holds photo i mod `photoCount`.
@@ -55,14 +59,50 @@ public struct CellLayout: Equatable, Sendable {
         table = nil
         sequence = []
         inOrder = photoCount
+        framed = nil
+    }
+
+    /// A layout of `cells`: rectangles of any size on a `width` x `height` canvas, each holding
+    /// a photo or -1 (the background). Cells are kept sorted top to bottom; where none covers
+    /// the canvas the background shows. Cell i of this layout is the i-th of `cells` in that order.
+    public init(width: Int, height: Int, cells: [CellFrame]) {
+        let framed = FramedCells(width: width, height: height, cells: cells)
+        self.columns = max(1, framed.frames.count)
+        self.rows = 1
+        self.cellWidth = framed.widest
+        self.cellHeight = framed.tallest
+        table = nil
+        sequence = []
+        inOrder = 0
+        self.framed = framed
     }
 
     /// The same cells holding the same photos, each `cellWidth` x `cellHeight` px (a preview's
     /// smaller cells): the storage is shared, nothing is copied.
     public func withCellSize(width cellWidth: Int, height cellHeight: Int) -> CellLayout {
         precondition(cellWidth > 0 && cellHeight > 0)
+        precondition(framed == nil, "a layout of frames is scaled with scaled(by:)")
         return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, table: table,
                           sequence: sequence, inOrder: inOrder)
+    }
+
+    /// The same layout with the canvas scaled by `factor` (a preview): a grid's cells become
+    /// `round(size x factor)` px (at least 1); a layout of frames has every edge scaled and
+    /// rounded, so cells that touched still touch, and a cell that shrinks to nothing is left out.
+    public func scaled(by factor: Double) -> CellLayout {
+        guard let framed else {
+            return withCellSize(width: max(1, Int((Double(cellWidth) * factor).rounded())),
+                                height: max(1, Int((Double(cellHeight) * factor).rounded())))
+        }
+        func edge(_ value: Int32) -> Int32 { Int32((Double(value) * factor).rounded()) }
+        var cells: [CellFrame] = []
+        cells.reserveCapacity(framed.frames.count)
+        for frame in framed.frames {
+            let x = edge(frame.x), y = edge(frame.y)
+            let width = edge(frame.x + frame.width) - x, height = edge(frame.y + frame.height) - y
+            if width > 0 && height > 0 { cells.append(CellFrame(x: x, y: y, width: width, height: height, photo: frame.photo)) }
+        }
+        return CellLayout(width: max(1, Int(edge(Int32(framed.width)))), height: max(1, Int(edge(Int32(framed.height)))), cells: cells)
     }
 
     private init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, table: [Int32]?, sequence: [Int32], inOrder: Int) {
@@ -73,28 +113,43 @@ public struct CellLayout: Equatable, Sendable {
         self.table = table
         self.sequence = sequence
         self.inOrder = inOrder
+        framed = nil
     }
 
     /// Equal layouts: the same canvas, and the same photo in every cell (however it is stored).
     public static func == (a: CellLayout, b: CellLayout) -> Bool {
+        guard a.framed == b.framed else { return false }
         guard a.columns == b.columns, a.rows == b.rows, a.cellWidth == b.cellWidth, a.cellHeight == b.cellHeight else { return false }
         if a.table == nil && b.table == nil && a.sequence == b.sequence && a.inOrder == b.inOrder { return true }
         return (0..<a.cellCount).allSatisfy { a.photo(at: $0) == b.photo(at: $0) }
     }
 
-    public var width: Int { columns * cellWidth }
-    public var height: Int { rows * cellHeight }
-    public var cellCount: Int { columns * rows }
+    /// The canvas: a grid's cells side by side, or the size a layout of frames was made with.
+    public var width: Int { framed?.width ?? columns * cellWidth }
+    public var height: Int { framed?.height ?? rows * cellHeight }
+    public var cellCount: Int { framed?.frames.count ?? columns * rows }
+
+    /// Cell `index`'s rectangle on the canvas.
+    public func frame(at index: Int) -> CellFrame {
+        if let framed { return framed.frames[index] }
+        let column = index % columns, row = index / columns
+        return CellFrame(x: Int32(column * cellWidth), y: Int32(row * cellHeight), width: Int32(cellWidth),
+                         height: Int32(cellHeight), photo: Int32(photo(at: index)))
+    }
+
+    /// The largest cell's pixels (what one decoded cell holds at most), in bytes of RGB.
+    public var largestCellBytes: Int { (framed?.largestArea ?? cellWidth * cellHeight) * 3 }
 
     /// Every cell's photo index, row-major (made on demand for a grid: tests and small layouts).
     public var photoIndices: [Int32] { table ?? (0..<cellCount).map { Int32(photo(at: $0)) } }
 
     /// Memory the layout holds: 4 bytes a cell for a mosaic, a grid's sequence otherwise.
-    public var storedBytes: Int { 4 * (table?.count ?? sequence.count) }
+    public var storedBytes: Int { framed?.storedBytes ?? 4 * (table?.count ?? sequence.count) }
 
     /// The photo index in cell `index` (row-major), or -1.
     @inline(__always)
     public func photo(at index: Int) -> Int {
+        if let framed { return Int(framed.frames[index].photo) }
         if let table { return Int(table[index]) }
         if inOrder > 0 { return index % inOrder }
         return Int(sequence[index % sequence.count])
@@ -104,12 +159,16 @@ public struct CellLayout: Equatable, Sendable {
     @inline(__always)
     public func photo(column: Int, row: Int) -> Int { photo(at: row * columns + column) }
 
+    /// How many distinct cells the cache decodes: a grid's distinct photos, a layout of frames'
+    /// distinct (photo, size) pairs.
+    public var distinctDrawingCount: Int { framed?.drawings.count ?? distinctPhotoCount }
+
     /// How many distinct photos the layout uses.
     /// (No filtered copy of the indices: a 20-gigapixel grid has close to a million cells.)
     /// (A bit a photo, not a set: a million photos are 125 KB of bits, and 40 MB of a set.)
     public var distinctPhotoCount: Int {
         if inOrder > 0 { return min(inOrder, cellCount) }
-        let indices = table ?? Array(sequence.prefix(min(sequence.count, cellCount)))
+        let indices = framed?.frames.map(\.photo) ?? table ?? Array(sequence.prefix(min(sequence.count, cellCount)))
         guard let largest = indices.max(), largest >= 0 else { return 0 }
         var seen = [UInt64](repeating: 0, count: Int(largest) / 64 + 1)
         var count = 0

@@ -79,6 +79,7 @@ public enum RenderManifest {
     }
 
     private static func emit(layout: CellLayout, path: (Int) -> String, format: Format, notes: ManifestNotes, _ out: (String) -> Void) {
+        if layout.framed != nil { return emitFrames(layout: layout, path: path, format: format, notes: notes, out) }
         out(format == .csv ? "column,row,photo\n" : "{\"cells\": [\n")
         var first = true
         for cell in 0..<layout.cellCount {
@@ -89,6 +90,30 @@ public enum RenderManifest {
                 out("\(column),\(row),\(csvField(path))\n")
             } else {
                 out((first ? "" : ",\n") + "  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path))}")
+            }
+            first = false
+        }
+        if format == .json {
+            if !first { out("\n") }
+            emitNotes(notes, out)
+        }
+    }
+
+    /// A layout of frames' manifest (a collage): CSV `x,y,width,height,photo`, each cell's
+    /// rectangle on the canvas in pixels, or JSON objects with those fields.
+    private static func emitFrames(layout: CellLayout, path: (Int) -> String, format: Format, notes: ManifestNotes,
+                                   _ out: (String) -> Void) {
+        out(format == .csv ? "x,y,width,height,photo\n" : "{\"cells\": [\n")
+        var first = true
+        for cell in 0..<layout.cellCount {
+            let frame = layout.frame(at: cell)
+            guard frame.photo >= 0 else { continue }
+            let path = path(Int(frame.photo))
+            if format == .csv {
+                out("\(frame.x),\(frame.y),\(frame.width),\(frame.height),\(csvField(path))\n")
+            } else {
+                out((first ? "" : ",\n") + "  {\"x\": \(frame.x), \"y\": \(frame.y), \"width\": \(frame.width), "
+                    + "\"height\": \(frame.height), \"photo\": \(jsonString(path))}")
             }
             first = false
         }

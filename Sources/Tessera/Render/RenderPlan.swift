@@ -217,8 +217,8 @@ public struct RenderPlan: Equatable, Sendable {
         let mcu = settings.subsampling.mcuHeight
         // A restart interval is a 16-bit count of MCUs: at most this many MCU rows per stripe.
         let maxMcuRows = max(1, 65_535 / settings.subsampling.mcusPerRow(width: width))
-        let cellBytes = layout.cellWidth * layout.cellHeight * 3
-        let distinct = layout.distinctPhotoCount
+        let cellBytes = layout.largestCellBytes
+        let distinct = layout.distinctDrawingCount
         // The steady state is planned for at most `steadyStateBudgetBytes`; the rest of the
         // budget is room for the one photo at a time that is decoded whole.
         let budget = settings.steadyStateBudgetBytes

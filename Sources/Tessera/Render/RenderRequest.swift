@@ -142,9 +142,7 @@ public struct RenderRequest: Sendable {
     /// choices, so what a person tunes on it is what the full render draws.
     public func preview(to path: String, longSide: Int = RenderRequest.previewLongSide) -> RenderRequest {
         let scale = min(1, Double(longSide) / Double(max(layout.width, layout.height)))
-        let width = max(1, Int((Double(layout.cellWidth) * scale).rounded()))
-        let height = max(1, Int((Double(layout.cellHeight) * scale).rounded()))
-        return RenderRequest(photos: photos, layout: layout.withCellSize(width: width, height: height), settings: settings,
+        return RenderRequest(photos: photos, layout: layout.scaled(by: scale), settings: settings,
                              outputs: [.jpeg(path: path)], tint: tint)
     }
 

@@ -90,7 +90,8 @@ public final class StripeRenderer: Sendable {
                                                                         wholeImageLimitBytes: plan.wholeImageLimitBytes,
                                                                         processBudgetBytes: settings.maxMemoryBytes),
                                                    cancellation: cancellation, background: settings.background),
-                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source)
+                              slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source,
+                              drawings: CellDrawings(layout: layout, photoCount: photos.count))
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)
         do throws(TesseraError) {

@@ -206,7 +206,12 @@ extension ShardBand {
         }
         let layout = request.layout
         for value in [layout.columns, layout.rows, layout.cellWidth, layout.cellHeight] { digest.add(Int64(value)) }
-        for cell in 0..<layout.cellCount { digest.add(Int32(layout.photo(at: cell))) }
+        if let framed = layout.framed {
+            for value in [framed.width, framed.height] { digest.add(Int64(value)) }
+            for frame in framed.frames { for value in [frame.x, frame.y, frame.width, frame.height, frame.photo] { digest.add(value) } }
+        } else {
+            for cell in 0..<layout.cellCount { digest.add(Int32(layout.photo(at: cell))) }
+        }
         for photo in request.photos {
             digest.add(photo.path)
             for value in [photo.header.width, photo.header.height, photo.header.exifOrientation] { digest.add(Int64(value)) }

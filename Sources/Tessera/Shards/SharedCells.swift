@@ -17,8 +17,7 @@ import Glibc
 
 final class SharedCells: CellSource, @unchecked Sendable {
     let directory: String
-    private let cellBytes: Int
-    /// Per photo: shown in another band too, so worth keeping.
+    /// Per photo (a grid) or drawing (a layout of frames): shown in another band too, so worth keeping.
     private let shared: [Bool]
 
     /// The folder a render's shared cells go in, inside the shard folder.
@@ -37,22 +36,28 @@ final class SharedCells: CellSource, @unchecked Sendable {
             bands.append(stripes.isEmpty ? 0..<0
                          : stripes.lowerBound * plan.geometry.stripeHeight..<min(plan.height, stripes.upperBound * plan.geometry.stripeHeight))
         }
-        var firstBand = [Int32](repeating: -1, count: photoCount)
-        var shared = [Bool](repeating: false, count: photoCount)
-        for row in 0..<layout.rows {
-            let rows = row * layout.cellHeight..<(row + 1) * layout.cellHeight
-            let showing = bands.indices.filter { bands[$0].overlaps(rows) }
-            for column in 0..<layout.columns {
-                let photo = layout.photo(column: column, row: row)
-                guard photo >= 0, photo < photoCount else { continue }
-                for band in showing {
-                    if firstBand[photo] < 0 { firstBand[photo] = Int32(band) } else if firstBand[photo] != Int32(band) { shared[photo] = true }
-                }
+        // Keyed as the cell cache is: by photo for a grid, by drawing (a photo at one size) for
+        // a layout of frames.
+        let drawings = CellDrawings(layout: layout, photoCount: photoCount)
+        var firstBand = [Int32](repeating: -1, count: drawings.count)
+        var shared = [Bool](repeating: false, count: drawings.count)
+        func note(_ key: Int, rows: Range<Int>) {
+            guard key >= 0, key < drawings.count else { return }
+            for band in bands.indices where bands[band].overlaps(rows) {
+                if firstBand[key] < 0 { firstBand[key] = Int32(band) } else if firstBand[key] != Int32(band) { shared[key] = true }
+            }
+        }
+        if let framed = layout.framed {
+            for (index, frame) in framed.frames.enumerated() { note(framed.drawing(ofFrame: index), rows: Int(frame.y)..<frame.bottom) }
+        } else {
+            for row in 0..<layout.rows {
+                let rows = row * layout.cellHeight..<(row + 1) * layout.cellHeight
+                guard bands.contains(where: { $0.overlaps(rows) }) else { continue }
+                for column in 0..<layout.columns { note(layout.photo(column: column, row: row), rows: rows) }
             }
         }
         guard shared.contains(true) else { return nil }
         directory = SharedCells.directory(shardDirectory: shardDirectory, fingerprint: fingerprint)
-        cellBytes = layout.cellWidth * layout.cellHeight * 3
         self.shared = shared
         if mkdir(directory, 0o755) != 0 && errno != EEXIST {
             throw .system(operation: "mkdir", errno: errno, path: directory)
@@ -91,8 +96,8 @@ final class SharedCells: CellSource, @unchecked Sendable {
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var done = 0
-        while done < cellBytes {
-            let count = Glibc.read(descriptor, bytes.baseAddress! + done, cellBytes - done)
+        while done < bytes.count {
+            let count = Glibc.read(descriptor, bytes.baseAddress! + done, bytes.count - done)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return false }
             done += count

@@ -123,7 +123,18 @@ public enum DeepZoomViewer {
                 try emit(i == 0 ? "" : i % 40 == 0 ? ",\n    " : ",")
                 try emit(String(cell))
             }
-            try emit("]\n")
+            try emit("]")
+            if let framed = labels.layout.framed {
+                // A layout of frames: each cell's x, y, width and height, top to bottom (the
+                // page finds the cell under the pointer by its top edge).
+                try emit(",\n  frames: [")
+                for (i, frame) in framed.frames.enumerated() {
+                    try emit(i == 0 ? "" : i % 10 == 0 ? ",\n    " : ",")
+                    try emit("\(frame.x),\(frame.y),\(frame.width),\(frame.height)")
+                }
+                try emit("], tallest: \(framed.tallest)")
+            }
+            try emit("\n")
         } else {
             try emit("  grid: null, names: [], cells: []\n")
         }

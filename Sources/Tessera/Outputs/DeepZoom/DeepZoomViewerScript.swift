@@ -405,10 +405,25 @@ enum DeepZoomViewerScript {
         function cellAt(latlng) {
           if (!T.grid) return null;
           var p = map.project(latlng, maxLevel);
+          if (T.frames) return frameAt(p);
           var column = Math.floor(p.x / T.grid.cellWidth), row = Math.floor(p.y / T.grid.cellHeight);
           if (column < 0 || row < 0 || column >= T.grid.columns || row >= T.grid.rows) return null;
           var photo = T.cells[row * T.grid.columns + column];
           return { column: column, row: row, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
+        }
+        // A layout of frames (a collage): the cells sorted by top edge, four numbers each; the
+        // first that may hold p starts at most T.tallest above it.
+        function frameAt(p) {
+          var F = T.frames, count = F.length / 4, low = 0, high = count;
+          while (low < high) { var mid = (low + high) >> 1; if (F[mid * 4 + 1] <= p.y - T.tallest) low = mid + 1; else high = mid; }
+          for (var i = low; i < count && F[i * 4 + 1] <= p.y; i++) {
+            var x = F[i * 4], y = F[i * 4 + 1];
+            if (p.x >= x && p.x < x + F[i * 4 + 2] && p.y >= y && p.y < y + F[i * 4 + 3]) {
+              var photo = T.cells[i];
+              return { column: i, row: 0, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
+            }
+          }
+          return null;
         }
         function baseName(path) { var parts = path.split("/"); return parts[parts.length - 1] || path; }
         function showCell(cell) {

@@ -1,0 +1,177 @@
+// FramedCells.swift — a layout of rectangles of any size (a collage, an adaptive mosaic): where
+// each cell is, and the distinct (photo, size) pairs the cell cache decodes.
+//
+// A grid draws every photo at one size, so its cache is keyed by photo. Here a photo may be
+// drawn at several sizes (a mosaic's small and large cells), so the cache is keyed by
+// *drawing*: one photo at one size, decoded once per render whatever the number of cells that
+// show it. Cells are sorted top to bottom, so the cells a stripe crosses are found by a binary
+// search and a short scan (those starting at most `tallest` rows above the stripe).
+
+/// One cell of a layout of rectangles: where it is on the canvas, in pixels, and which photo it
+/// holds (an index into the render's photo list, or -1 for the background).
+public struct CellFrame: Equatable, Hashable, Sendable {
+    public var x: Int32
+    public var y: Int32
+    public var width: Int32
+    public var height: Int32
+    public var photo: Int32
+
+    public init(x: Int32, y: Int32, width: Int32, height: Int32, photo: Int32) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+        self.photo = photo
+    }
+
+    public init(x: Int, y: Int, width: Int, height: Int, photo: Int) {
+        self.init(x: Int32(x), y: Int32(y), width: Int32(width), height: Int32(height), photo: Int32(photo))
+    }
+
+    public var bottom: Int { Int(y) + Int(height) }
+    public var right: Int { Int(x) + Int(width) }
+}
+
+/// One photo drawn at one size: what the cell cache decodes and keeps for a layout of frames.
+public struct CellDrawing: Equatable, Hashable, Sendable {
+    public var photo: Int32
+    public var width: Int32
+    public var height: Int32
+}
+
+public struct FramedCells: Equatable, Sendable {
+    public let width: Int
+    public let height: Int
+    /// Sorted by top edge, then left edge.
+    public let frames: [CellFrame]
+    /// Per frame, the index of its drawing in `drawings` (-1 for a background cell).
+    let drawingOfFrame: [Int32]
+    /// The distinct (photo, size) pairs, in the order first met top to bottom.
+    public let drawings: [CellDrawing]
+    public let widest: Int
+    public let tallest: Int
+    /// The largest cell's area in pixels.
+    public let largestArea: Int
+    /// The cells cover the canvas exactly once (nothing to fill with the background first).
+    public let tiles: Bool
+
+    init(width: Int, height: Int, cells: [CellFrame]) {
+        precondition(width > 0 && height > 0)
+        for cell in cells {
+            precondition(cell.width > 0 && cell.height > 0 && cell.x >= 0 && cell.y >= 0
+                         && cell.right <= width && cell.bottom <= height, "a cell outside the canvas: \(cell)")
+        }
+        self.width = width
+        self.height = height
+        let sorted = cells.sorted { ($0.y, $0.x) < ($1.y, $1.x) }
+        frames = sorted
+        var index: [CellDrawing: Int32] = [:]
+        var drawings: [CellDrawing] = []
+        var drawingOfFrame: [Int32] = []
+        drawingOfFrame.reserveCapacity(sorted.count)
+        var widest = 1, tallest = 1, largest = 1
+        for frame in sorted {
+            widest = max(widest, Int(frame.width))
+            tallest = max(tallest, Int(frame.height))
+            largest = max(largest, Int(frame.width) * Int(frame.height))
+            guard frame.photo >= 0 else {
+                drawingOfFrame.append(-1)
+                continue
+            }
+            let drawing = CellDrawing(photo: frame.photo, width: frame.width, height: frame.height)
+            if let known = index[drawing] {
+                drawingOfFrame.append(known)
+            } else {
+                index[drawing] = Int32(drawings.count)
+                drawingOfFrame.append(Int32(drawings.count))
+                drawings.append(drawing)
+            }
+        }
+        self.drawings = drawings
+        self.drawingOfFrame = drawingOfFrame
+        self.widest = widest
+        self.tallest = tallest
+        largestArea = largest
+        tiles = FramedCells.tile(sorted, width: width, height: height)
+    }
+
+    /// Whether `sorted` (by top, then left) covers the canvas exactly once: a skyline, each
+    /// column's filled height, must meet every cell's top edge along its whole width.
+    private static func tile(_ sorted: [CellFrame], width: Int, height: Int) -> Bool {
+        var skyline = [Int32](repeating: 0, count: width)
+        for frame in sorted {
+            for x in Int(frame.x)..<frame.right {
+                guard skyline[x] == frame.y else { return false }
+                skyline[x] = frame.y + frame.height
+            }
+        }
+        return skyline.allSatisfy { Int($0) == height }
+    }
+
+    public static func == (a: FramedCells, b: FramedCells) -> Bool {
+        a.width == b.width && a.height == b.height && a.frames == b.frames
+    }
+
+    /// Bytes the layout holds: a frame, its drawing's index, and the drawings.
+    var storedBytes: Int {
+        frames.count * (MemoryLayout<CellFrame>.stride + 4) + drawings.count * (MemoryLayout<CellDrawing>.stride + 16)
+    }
+
+    /// The indices of the frames that may cross canvas rows `rows` (those starting above
+    /// `rows.lowerBound - tallest` cannot): check each one's rows.
+    func candidates(crossing rows: Range<Int>) -> Range<Int> {
+        let first = firstIndex(top: rows.lowerBound - tallest + 1)
+        let end = firstIndex(top: rows.upperBound)
+        return first..<max(first, end)
+    }
+
+    /// The first frame whose top edge is at or below `top`.
+    private func firstIndex(top: Int) -> Int {
+        var low = 0, high = frames.count
+        while low < high {
+            let middle = (low + high) / 2
+            if Int(frames[middle].y) < top { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Frame `index`'s drawing, or -1.
+    func drawing(ofFrame index: Int) -> Int { Int(drawingOfFrame[index]) }
+}
+
+/// What a render's cell cache decodes, by key: for a grid, photo i at the cell size; for a
+/// layout of frames, drawing i (a photo at one of the sizes it is drawn at).
+struct CellDrawings: Sendable {
+    let photoCount: Int
+    let framed: FramedCells?
+    let cellWidth: Int
+    let cellHeight: Int
+
+    init(layout: CellLayout, photoCount: Int) {
+        self.photoCount = photoCount
+        framed = layout.framed
+        cellWidth = layout.cellWidth
+        cellHeight = layout.cellHeight
+    }
+
+    /// Photo i at one size.
+    init(photoCount: Int, cellWidth: Int, cellHeight: Int) {
+        self.photoCount = photoCount
+        framed = nil
+        self.cellWidth = cellWidth
+        self.cellHeight = cellHeight
+    }
+
+    var count: Int { framed?.drawings.count ?? photoCount }
+
+    func photo(_ key: Int) -> Int { framed.map { Int($0.drawings[key].photo) } ?? key }
+
+    func size(_ key: Int) -> (width: Int, height: Int) {
+        guard let framed else { return (cellWidth, cellHeight) }
+        let drawing = framed.drawings[key]
+        return (Int(drawing.width), Int(drawing.height))
+    }
+
+    /// The most bytes a key's cell takes.
+    var largestBytes: Int { (framed?.largestArea ?? cellWidth * cellHeight) * 3 }
+}
