@@ -11,14 +11,31 @@ public enum Report {
     }
 
     /// `--dry-run`'s plan, several lines.
+    /// A grid's "C x R cells of W x H px"; for a layout of frames, the cells by size: each
+    /// size and its count when there are a few, else the range.
+    static func cellsDescription(_ layout: CellLayout) -> String {
+        guard let framed = layout.framed else {
+            return "\(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px"
+        }
+        var counts: [Int64: Int] = [:]
+        for frame in framed.frames { counts[Int64(frame.width) << 32 | Int64(frame.height), default: 0] += 1 }
+        let sizes = counts.keys.sorted { ($0 & 0xFFFF_FFFF) * ($0 >> 32) > ($1 & 0xFFFF_FFFF) * ($1 >> 32) }
+        func name(_ key: Int64) -> String { "\(key >> 32) x \(key & 0xFFFF_FFFF) px" }
+        guard sizes.count > 6 else {
+            return "\(formatCount(framed.frames.count)) cells: " + sizes.map { "\(formatCount(counts[$0]!)) of \(name($0))" }.joined(separator: ", ")
+        }
+        return "\(formatCount(framed.frames.count)) cells of \(formatCount(sizes.count)) sizes, \(name(sizes.last!)) to \(name(sizes.first!))"
+    }
+
     public static func plan(_ plan: RenderPlan, layout: CellLayout, photoCount: Int, disk: [DiskRequirement],
                             settings: RenderSettings, preparationBytes: Int = 0) -> String {
         let megapixels = Double(plan.width) * Double(plan.height) / 1e6
         // Every run scans its library first; a small render plans less than the scan holds.
         let render = renderPeak(plan, preparationBytes: preparationBytes), scan = PhotoLibrary.plannedScanBytes
         var lines = [
-            "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), \(layout.columns) x \(layout.rows) cells of \(layout.cellWidth) x \(layout.cellHeight) px",
-            "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid",
+            "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), " + cellsDescription(layout),
+            layout.framed == nil ? "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid"
+                : "photos      \(photoCount) usable, \(layout.distinctPhotoCount) drawn, \(plan.distinctPhotos) decodes (a photo at each size it is drawn)",
             plan.writesJPEG
                 ? "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : "")
                 : "jpeg        none (pyramids only)",

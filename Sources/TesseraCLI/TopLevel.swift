@@ -59,6 +59,7 @@ public enum Invocation: Equatable, Sendable {
     case completions(shell: String)
     case grid(GridOptions)
     case mosaic(MosaicOptions)
+    case collage(CollageOptions)
     case join(JoinOptions)
     case analyse(AnalyseOptions)
 }
@@ -93,6 +94,12 @@ public enum TopLevel {
                    aliases: [], parse: { arguments throws(CommandLineError) in .mosaic(try MosaicCommand.parse(arguments)) },
                    help: .mosaic({ var options = MosaicOptions(); options.render.help = true; return options }())),
         Subcommand(description: CommandDescription(
+                       name: "collage", summary: "every photo once, keeping its shape, in justified rows or masonry columns",
+                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--width PX] [--row-height PX | --layout columns [--columns N]] [options]",
+                       options: CollageCommand.options + CollageCommand.renderingOptions),
+                   aliases: [], parse: { arguments throws(CommandLineError) in .collage(try CollageCommand.parse(arguments)) },
+                   help: .collage({ var options = CollageOptions(); options.render.help = true; return options }())),
+        Subcommand(description: CommandDescription(
                        name: "join", summary: "join the parts of a render run as shards (--shard K/N --shard-dir DIR) into its outputs",
                        synopsis: "DIR [options]", options: JoinCommand.options),
                    aliases: [], parse: { arguments throws(CommandLineError) in .join(try JoinCommand.parse(arguments)) },
@@ -117,7 +124,7 @@ public enum TopLevel {
         case "-h", "--help", "help":
             guard arguments.count > 1 else { return .help }
             if let command = command(named: arguments[1]) { return command.help }
-            throw CommandLineError("no help for '\(arguments[1])': the commands are grid, mosaic, join and analyse (try 'tessera help grid')",
+            throw CommandLineError("no help for '\(arguments[1])': the commands are grid, mosaic, collage, join and analyse (try 'tessera help grid')",
                                    argumentIndex: 2, suggestion: nearestSpelling(to: arguments[1], among: commands.flatMap(\.names)))
         case "--version", "-V":
             let rest = arguments.dropFirst()
@@ -148,15 +155,17 @@ public enum TopLevel {
     }
 
     public static let help = """
-    tessera \(tesseraVersion) — giant photo grids and mosaics as one JPEG and/or a Deep Zoom pyramid, on all cores, in flat memory
+    tessera \(tesseraVersion) — giant photo grids, mosaics and collages as one JPEG and/or a Deep Zoom pyramid, on all cores, in flat memory
 
     USAGE
       tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
       tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|in] | --cells N | --grid CxR] [options]
+      tessera collage PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--width PX] [--row-height PX] [options]
       tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
       tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead
       tessera help grid         every option of grid, with examples
       tessera help mosaic       every option of mosaic, with examples
+      tessera help collage      every option of collage, with examples
       tessera help join         sharded renders: the join, and recipes for Slurm and GNU parallel
       tessera help analyse      analysing a large library ahead, in shards
       tessera man               the manual page (roff: tessera man | man -l -)
@@ -175,6 +184,7 @@ public enum TopLevel {
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
       tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm
+      tessera collage ~/Pictures -o wall.jpg --width 30000 --row-height 300
       tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
       parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
       tessera join parts                                      # the same wall.jpg, from 8 shards

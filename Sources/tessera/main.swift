@@ -113,6 +113,12 @@ case .mosaic(let options):
         exit(ExitCode.success.rawValue)
     }
     exit(runner(console(options.render)).mosaic(options).rawValue)
+case .collage(let options):
+    if options.render.help {
+        print(CollageCommand.help)
+        exit(ExitCode.success.rawValue)
+    }
+    exit(runner(console(options.render)).collage(options).rawValue)
 case .join(let options):
     if options.help {
         print(JoinCommand.help)

@@ -122,7 +122,7 @@ import Tessera
         #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4", "--order", "shuffle"]) == nil)
         #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--exclude", "x", "--exclude", "y"]) == nil)
         _ = try MosaicCommand.parse(["p", "--target", "t.jpg", "-o", "m.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4"])
-        #expect(throws: CommandLineError("no help for 'foo': the commands are grid, mosaic, join and analyse (try 'tessera help grid')", argumentIndex: 2)) {
+        #expect(throws: CommandLineError("no help for 'foo': the commands are grid, mosaic, collage, join and analyse (try 'tessera help grid')", argumentIndex: 2)) {
             try TopLevel.parse(["help", "foo"])
         }
         // Through the binary: exit 2, and a missing --target named before any photo is read.

@@ -50,7 +50,8 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         let grid = Set(GridCommand.options.flatMap(\.names))
         let mosaic = Set(MosaicCommand.options.flatMap(\.names))
         let shards = Set((JoinCommand.options + AnalyseCommand.options).flatMap(\.names))
-        let all = grid.union(mosaic).union(shards)
+        let collage = Set(CollageCommand.options.flatMap(\.names))
+        let all = grid.union(mosaic).union(shards).union(collage)
         let readmeOnly = documented.subtracting(all).sorted(), codeOnly = all.subtracting(documented).sorted()
         #expect(documented == all, "docs/cli.md only: \(readmeOnly); code only: \(codeOnly)")
         for spec in JoinCommand.options {
@@ -72,6 +73,28 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             let spelled = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
             #expect(MosaicCommand.help.contains("\n  " + spelled + "\n"), "mosaic --help lacks \(spelled)")
             #expect(!GridCommand.help.contains("\n  " + spelled + "\n"), "grid --help offers the mosaic's \(spelled)")
+        }
+        // A collage's own flags parse, with the grid's that a collage takes.
+        for spec in CollageCommand.options + CollageCommand.renderingOptions where !spec.names.contains("--help") {
+            var arguments = ["p", "-o", "o.jpg"]
+            if !arguments.contains(spec.names[0]) {
+                arguments += [spec.names[0]] + (spec.valueName == nil ? [] : [Self.sampleValue(for: spec)])
+            }
+            if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(spec.names[0]) {
+                arguments += ["--dzi", "z.dzi"]
+            }
+            if spec.names[0] == "--columns" { arguments += ["--layout", "columns"] }
+            if spec.names[0] == "--seed" { arguments += ["--order", "shuffle"] }
+            if spec.names[0] == "--iiif" { arguments += ["--iiif-id", "https://example.org/iiif/wall"] }
+            if spec.names[0] == "--iiif-id" { arguments += ["--iiif", "wall"] }
+            if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
+            if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
+            if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
+            do {
+                _ = try CollageCommand.parse(arguments)
+            } catch {
+                Issue.record("collage \(arguments.joined(separator: " ")): \(error.message)")
+            }
         }
         // And every flag the help offers parses (no option table entry without its case).
         for spec in GridCommand.options + MosaicCommand.options where !spec.names.contains("--help") && spec.names != ["--order"] {
@@ -103,6 +126,9 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--dzi-tile-size": return "64"
         case "--tile-size", "--columns", "--quality", "--workers", "--stripe-height", "--dzi-quality", "--dpi",
              "--sub-cells", "--max-uses", "--min-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
+        case "--width": return "2000"
+        case "--row-height", "--gap": return "10"
+        case "--layout": return "columns"
         case "--subsampling": return "444"
         case "--size": return "16x16"  // the --grid 2x2 of 8 px cells the other flags ask for
         case "--cells": return "100"

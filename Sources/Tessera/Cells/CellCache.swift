@@ -25,6 +25,9 @@ final class CellCache: @unchecked Sendable {
         case failed
         /// Another thread is decoding it right now (only with `wait: false`).
         case busy
+        /// Not in memory but whole in the spill file (only with `partial: true`): read the rows
+        /// wanted with `readRows`, without taking a slot.
+        case onDisk
     }
 
     fileprivate enum StateCode {
@@ -98,7 +101,11 @@ final class CellCache: @unchecked Sendable {
     /// The cell of key `index` (a photo, or a drawing of a layout of frames), decoding (or
     /// reading back) it if needed: `drawings.size(index)` pixels of RGB. Pins the slot: call
     /// `release(slot:)` when done with the bytes. Throws only for spill-file I/O errors.
-    func acquire(photo index: Int, wait: Bool) throws(TesseraError) -> Lookup {
+    /// With `partial`, a cell that is only in the spill file is not read back whole: the
+    /// caller reads the rows it draws (`.onDisk`, `readRows`), so a cell drawn over many
+    /// stripes (a collage's, an adaptive mosaic's large cells) is read from the spill once in
+    /// all, however few cells the cache holds.
+    func acquire(photo index: Int, wait: Bool, partial: Bool = false) throws(TesseraError) -> Lookup {
         var slot = -1
         var fromDisk = false
         do {
@@ -117,6 +124,8 @@ final class CellCache: @unchecked Sendable {
                     if !wait { return .busy }
                     changed.wait()
                     continue
+                case .spilled where partial:
+                    return .onDisk
                 case .absent, .spilled:
                     guard let free = try takeSlotLocked() else {
                         // Every slot is pinned by other workers: wait for one to be released.
@@ -203,6 +212,17 @@ final class CellCache: @unchecked Sendable {
             }
             return .failed
         }
+    }
+
+    /// Rows `rows` of key `index`'s cell (which `acquire` found `.onDisk`), one cell row to
+    /// each `stride` bytes from `target`. A cell once in the spill file is never written again,
+    /// so this reads without the lock.
+    func readRows(_ index: Int, rows: Range<Int>, into target: UnsafeMutableRawPointer, stride: Int) throws(TesseraError) {
+        let span = drawings.size(index).width * 3
+        let spill = lock.withLock { self.spill }
+        guard let spill, !rows.isEmpty else { return }
+        try spill.readBlocks(rows.count, blockBytes: span, at: Int64(index) * Int64(cellBytes) + Int64(rows.lowerBound * span),
+                             into: target, stride: stride)
     }
 
     /// Unpins a slot returned by `acquire`.

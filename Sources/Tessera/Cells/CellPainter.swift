@@ -56,13 +56,25 @@ struct CellPainter: @unchecked Sendable {
         let frame = framed.frames[index]
         let key = framed.drawing(ofFrame: index)
         var lookup = CellCache.Lookup.failed
-        if key >= 0 { lookup = try cache.acquire(photo: key, wait: wait) }
+        if key >= 0 { lookup = try cache.acquire(photo: key, wait: wait, partial: true) }
         let top = max(rows.lowerBound, Int(frame.y)), bottom = min(rows.upperBound, frame.bottom)
         let rowBytes = geometry.bytesPerRow, spanBytes = Int(frame.width) * 3
         let destination = bytes.baseAddress! + Int(frame.x) * 3
         switch lookup {
         case .busy:
             return false
+        case .onDisk:
+            // Only the rows this stripe shows, straight from the spill file into the stripe.
+            let target = destination + (top - rows.lowerBound) * rowBytes
+            try cache.readRows(key, rows: top - Int(frame.y)..<bottom - Int(frame.y), into: target, stride: rowBytes)
+            if let tint {
+                let offsets = tint.offsets(cell: index, photo: Int(frame.photo))
+                for y in top..<bottom {
+                    let line = (target + (y - top) * rowBytes).assumingMemoryBound(to: UInt8.self)
+                    tint.apply(offsets, row: y - Int(frame.y), cellWidth: Int(frame.width), cellHeight: Int(frame.height),
+                               from: line, to: line)
+                }
+            }
         case .cell(let pixels, let slot):
             let width = Int(frame.width), height = Int(frame.height)
             let offsets = tint?.offsets(cell: index, photo: Int(frame.photo))
@@ -115,6 +127,8 @@ struct CellPainter: @unchecked Sendable {
             lookup = try cache.acquire(photo: photo, wait: wait)
         }
         switch lookup {
+        case .onDisk:
+            preconditionFailure("a whole cell was asked for")
         case .busy:
             return false
         case .cell(let pixels, let slot):

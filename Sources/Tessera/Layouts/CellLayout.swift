@@ -64,7 +64,9 @@ public struct CellLayout: Equatable, Sendable {
 
     /// A layout of `cells`: rectangles of any size on a `width` x `height` canvas, each holding
     /// a photo or -1 (the background). Cells are kept sorted top to bottom; where none covers
-    /// the canvas the background shows. Cell i of this layout is the i-th of `cells` in that order.
+    /// the canvas the background shows. Cells must not overlap (where two do, which of them shows
+    /// is not defined: workers draw a stripe's cells in the order their photos are ready). Cell i
+    /// of this layout is the i-th of `cells` in that order.
     public init(width: Int, height: Int, cells: [CellFrame]) {
         let framed = FramedCells(width: width, height: height, cells: cells)
         self.columns = max(1, framed.frames.count)

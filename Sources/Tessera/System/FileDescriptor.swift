@@ -113,6 +113,31 @@ public struct FileDescriptor: Sendable {
         }
     }
 
+    /// Reads `count` consecutive blocks of `blockBytes` from `offset` into the blocks at
+    /// `target`, `target + stride`, ... (rows of a cell into rows of a stripe): one preadv(2)
+    /// a call for up to 64 rows, pread(2) for what a short read leaves.
+    func readBlocks(_ count: Int, blockBytes: Int, at offset: Int64, into target: UnsafeMutableRawPointer, stride: Int) throws(TesseraError) {
+        var block = 0
+        var vectors = [iovec](repeating: iovec(), count: min(count, 64))
+        while block < count {
+            let batch = min(count - block, 64)
+            for i in 0..<batch { vectors[i] = iovec(iov_base: target + (block + i) * stride, iov_len: blockBytes) }
+            let start = off_t(offset) + off_t(block * blockBytes)
+            let n = try valueOrErrno("preadv", path: path) {
+                vectors.withUnsafeBufferPointer { system_preadv(rawValue, $0.baseAddress!, Int32(batch), start) }
+            }.get("preadv", path: path)
+            if n == 0 { throw TesseraError.system(operation: "preadv", errno: EIO, path: path) }
+            // Whole blocks read, then the rest of a block a short read cut.
+            let whole = n / blockBytes, part = n % blockBytes
+            block += whole
+            if part > 0 {
+                try readAll(into: UnsafeMutableRawBufferPointer(start: target + block * stride + part, count: blockBytes - part),
+                            at: offset + Int64(block * blockBytes + part))
+                block += 1
+            }
+        }
+    }
+
     /// write(2) until every byte of `bytes` is written.
     /// flock(2) LOCK_EX | LOCK_NB: takes the file's exclusive lock if no other open file holds it
     /// (returns false when one does). Held until every descriptor of this open file is closed;

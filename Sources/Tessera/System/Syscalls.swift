@@ -129,6 +129,9 @@ func system_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) 
 func system_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ offset: off_t) -> Int {
     return pread(fd, buffer, count, offset)
 }
+func system_preadv(_ fd: Int32, _ vectors: UnsafePointer<iovec>, _ count: Int32, _ offset: off_t) -> Int {
+    return preadv(fd, vectors, count, offset)
+}
 func system_write(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
     return write(fd, buffer, count)
 }

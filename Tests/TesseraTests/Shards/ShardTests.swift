@@ -30,6 +30,9 @@ struct ShardCase {
     var zoom: DeepZoomSettings? = DeepZoomSettings()
     var jpeg = true
     var mosaic = false
+    /// Cells of mixed sizes with gaps (FramedLayoutTests' `mixedFrames`), on the canvas the
+    /// columns and rows of cells would make.
+    var frames = false
 }
 
 /// The request for `shape` with outputs in `folder`.
@@ -39,7 +42,12 @@ func shardRequest(_ shape: ShardCase, folder: String) throws -> RenderRequest {
     if let zoom = shape.zoom { outputs.append(.deepZoom(path: folder + "/zoom/out.dzi", settings: zoom)) }
     let library = try PhotoLibrary.scan(landscapes)
     let layout: CellLayout
-    if shape.mosaic {
+    if shape.frames {
+        let width = shape.columns * shape.cellWidth, height = shape.rows * shape.cellHeight
+        layout = CellLayout(width: width, height: height, cells: mixedFrames(width: width, height: height, largest: 4 * shape.cellWidth,
+                                                                             smallest: shape.cellWidth / 2, photoCount: library.photos.count,
+                                                                             seed: 11, holes: true))
+    } else if shape.mosaic {
         // A fixed irregular assignment stands for a mosaic's (the matcher's own determinism
         // is MosaicTests'); any table of photo indices renders the same way.
         var random = SplitMix64(seed: 42)
@@ -124,6 +132,20 @@ private let shapes: [(name: String, shape: ShardCase)] = {
     mosaic444.settings.subsampling = .s444
     mosaic444.zoom = nil
     list.append(("mosaic table, JPEG only, 4:4:4", mosaic444))
+    var frames = ShardCase()
+    frames.frames = true
+    frames.cellWidth = 24
+    frames.cellHeight = 24
+    frames.columns = 30
+    frames.rows = 25
+    frames.zoom!.tileSize = 64
+    frames.settings.stripeHeight = 16
+    list.append(("cells of mixed sizes with gaps, 64 px tiles, 16-row stripes", frames))
+    var framesJPEG = frames
+    framesJPEG.zoom = nil
+    framesJPEG.settings.subsampling = .s444
+    framesJPEG.settings.stripeHeight = 8
+    list.append(("cells of mixed sizes with gaps, JPEG only, 4:4:4, 8-row stripes", framesJPEG))
     return list
 }()
 

@@ -1,0 +1,123 @@
+// CollageCLITests.swift — `tessera collage` as a person and a script meet it: what it refuses,
+// what the dry run says, and through the binary a collage whose manifest, JPEG, Deep Zoom
+// viewer and sharded render agree with each other.
+import Glibc
+import Testing
+import Tessera
+@testable import TesseraCLI
+
+@Suite struct CollageCLITests {
+    private func folder(_ name: String) -> String {
+        let path = testRoot + "/collage-\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(path, 0o755)
+        return path
+    }
+
+    @Test func theCommandLineRefusesWhatACollageCannotTake() {
+        func refusal(_ arguments: [String]) -> String {
+            do {
+                _ = try CollageCommand.parse(["p", "-o", "o.jpg"] + arguments)
+                return ""
+            } catch {
+                return error.message
+            }
+        }
+        #expect(refusal(["--grid", "3x3"]).contains("a collage's cells follow from its photos' shapes"))
+        #expect(refusal(["--tile-size", "100"]).contains("keeps each photo's shape"))
+        #expect(refusal(["--columns", "4"]).contains("add --layout columns"))
+        #expect(refusal(["--layout", "columns", "--row-height", "200"]).contains("--row-height is for justified rows"))
+        #expect(refusal(["--layout", "grid"]).contains("--layout expects rows or columns"))
+        #expect(refusal(["--seed", "4"]).contains("--seed orders a shuffle"))
+        #expect(refusal(["--width", "10", "--gap", "5"]).contains("leaves no room"))
+        #expect(refusal(["--width", "0"]).contains("--width expects a whole number"))
+        #expect(refusal([]).isEmpty)
+        let parsed = try? CollageCommand.parse(["p", "-o", "o.jpg", "--layout", "columns", "--columns", "6", "--gap", "4",
+                                                "--order", "shuffle", "--seed", "3", "--width", "2000"])
+        #expect(parsed?.arrangement == .columns && parsed?.render.columns == 6 && parsed?.gap == 4 && parsed?.width == 2000)
+        #expect(parsed?.render.order == .shuffle(seed: 3))
+        // The help teaches every option it takes, and none it refuses.
+        for spec in CollageCommand.options + CollageCommand.renderingOptions {
+            let spelled = spec.names.joined(separator: ", ") + (spec.valueName.map { " " + $0 } ?? "")
+            #expect(CollageCommand.help.contains("\n  " + spelled + "\n"), "collage --help lacks \(spelled)")
+        }
+        #expect(!CollageCommand.help.contains("\n  --tile-size"))
+    }
+
+    /// A collage of the fixtures (landscapes and portraits, each in all eight EXIF
+    /// orientations): the manifest's cells are every photo once, upright shapes, rows exactly
+    /// the width; the JPEG is the canvas they make; the viewer knows each cell's rectangle;
+    /// two shards joined are the same JPEG and pyramid.
+    @Test func aCollageThroughTheBinary() {
+        let directory = folder("binary")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let shape = ["--width", "1200", "--row-height", "120", "--gap", "3", "--background", "ffffff", "--no-progress",
+                     "--temp-dir", directory]
+        let run = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--dzi", directory + "/c.dzi", "--manifest",
+                              directory + "/c.csv", "--dzi-tile-size", "128"] + shape)
+        #expect(run.status == 0, "\(run.output)")
+        let manifest = String(decoding: readFile(directory + "/c.csv"), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(manifest.first == "x,y,width,height,photo")
+        let cells = manifest.dropFirst().map { $0.split(separator: ",").map(String.init) }
+        #expect(cells.count == 18 && Set(cells.map { $0[4] }).count == 18, "\(manifest)")
+        var rows: [Int: Int] = [:]
+        var bottom = 0
+        for cell in cells {
+            let (x, y, w, h) = (Int(cell[0])!, Int(cell[1])!, Int(cell[2])!, Int(cell[3])!)
+            rows[y, default: 3] += w + 3
+            bottom = max(bottom, y + h + 3)
+            // Upright shapes: every Landscape_N is 3:2 upright whatever its orientation tag.
+            let aspect = cell[4].contains("Landscape") ? 1.5 : 2.0 / 3
+            #expect(abs(Double(w) - aspect * Double(h)) <= max(1, aspect) + 1e-9, "\(cell)")
+        }
+        #expect(rows.count == 2 && rows.values.allSatisfy { $0 == 1200 }, "\(rows)")
+        let size = jpegSize(directory + "/c.jpg")
+        #expect(size?.width == 1200 && size?.height == bottom, "\(String(describing: size)) against \(bottom)")
+        let cellsScript = String(decoding: readFile(directory + "/c_files/viewer/cells.js"), as: UTF8.self)
+        #expect(cellsScript.contains("frames: ["), "the viewer's cells have no rectangles: \(cellsScript.prefix(300))")
+
+        // Two shards and their join: the same files.
+        let parts = directory + "/parts"
+        mkdir(parts, 0o755)
+        mkdir(directory + "/s", 0o755)
+        for k in 1...2 {
+            let shard = runTessera(["collage", fixtures, "-o", directory + "/s/c.jpg", "--dzi", directory + "/s/c.dzi",
+                                    "--dzi-tile-size", "128", "--shard", "\(k)/2", "--shard-dir", parts] + shape)
+            #expect(shard.status == 0, "\(shard.output)")
+        }
+        let join = runTessera(["join", parts, "--no-progress"])
+        #expect(join.status == 0, "\(join.output)")
+        #expect(readFile(directory + "/s/c.jpg") == readFile(directory + "/c.jpg"))
+        #expect(system("diff -r '\(directory)/s/c_files' '\(directory)/c_files' >/dev/null") == 0, "the joined pyramid differs")
+        #expect(readFile(directory + "/s/c.html") == readFile(directory + "/c.html"))
+    }
+
+    @Test func theDryRunCountsTheCellsBySize() {
+        let directory = folder("dry")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let run = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "3", "--width", "903",
+                              "--dry-run", "--temp-dir", directory])
+        #expect(run.status == 0, "\(run.output)")
+        // 3 columns of 301 px: landscapes 301 x 201, portraits 301 x 452 (3:2 both ways).
+        #expect(run.output.contains("18 cells: 9 of 301 x 452 px, 9 of 301 x 201 px"), "\(run.output)")
+        #expect(run.output.contains("18 drawn, 18 decodes"), "\(run.output)")
+        #expect(access(directory + "/c.jpg", F_OK) != 0)
+        let tall = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "1", "--width", "9000",
+                               "--temp-dir", directory])
+        #expect(tall.status == 2 && tall.output.contains("65500"), "\(tall.output)")
+    }
+}
+
+/// A JPEG's width and height from its SOF marker.
+private func jpegSize(_ path: String) -> (width: Int, height: Int)? {
+    let bytes = readFile(path)
+    var i = 2
+    while i + 9 < bytes.count {
+        guard bytes[i] == 0xFF else { return nil }
+        let marker = bytes[i + 1], length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+        if marker == 0xC0 || marker == 0xC2 {
+            return (Int(bytes[i + 7]) << 8 | Int(bytes[i + 8]), Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]))
+        }
+        i += 2 + length
+    }
+    return nil
+}

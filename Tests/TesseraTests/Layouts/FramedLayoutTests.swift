@@ -1,0 +1,281 @@
+// FramedLayoutTests.swift — layouts of rectangles of any size (collages, adaptive mosaics): the
+// stripe pipeline draws them exactly as a slow reference painter does (each photo decoded on its
+// own at its cell's size, pasted into a whole canvas), whatever the stripe height, the workers
+// and the cache; a collage keeps every photo's shape and fills its rows exactly.
+import Glibc
+import Testing
+import TesseraTestSupport
+@testable import Tessera
+
+/// A deterministic mix of cell sizes on a `width` x `height` canvas: squares split into four
+/// down to `smallest`, some cells as tall as several of their neighbours, some left empty
+/// (the background shows) when `holes`, photos chosen at random among `photoCount`.
+func mixedFrames(width: Int, height: Int, largest: Int, smallest: Int, photoCount: Int, seed: UInt64, holes: Bool) -> [CellFrame] {
+    var random = SplitMix64(seed: seed)
+    var frames: [CellFrame] = []
+    func photo() -> Int { holes && random.next() % 9 == 0 ? -1 : Int(random.next() % UInt64(photoCount)) }
+    func split(x: Int, y: Int, size: Int) {
+        let w = min(size, width - x), h = min(size, height - y)
+        guard w > 0, h > 0 else { return }
+        if size > smallest && random.next() % 3 != 0 {
+            let half = size / 2
+            for (dx, dy) in [(0, 0), (half, 0), (0, half), (half, half)] where dx < w && dy < h {
+                split(x: x + dx, y: y + dy, size: half)
+            }
+        } else if holes && random.next() % 5 == 0 && w > 4 {
+            // A cell with a gap beside it.
+            frames.append(CellFrame(x: x, y: y, width: w - 3, height: h, photo: photo()))
+        } else {
+            frames.append(CellFrame(x: x, y: y, width: w, height: h, photo: photo()))
+        }
+    }
+    for y in stride(from: 0, to: height, by: largest) {
+        for x in stride(from: 0, to: width, by: largest) { split(x: x, y: y, size: largest) }
+    }
+    return frames
+}
+
+/// The reference painter: the background, then every frame's photo decoded alone at its size
+/// and pasted; a photo that cannot be decoded leaves the background.
+func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) -> RGBImage {
+    var canvas = RGBImage(width: layout.width, height: layout.height, fill: background)
+    for index in 0..<layout.cellCount {
+        let frame = layout.frame(at: index)
+        guard frame.photo >= 0 else { continue }
+        let w = Int(frame.width), h = Int(frame.height)
+        let decoder = CellDecoder(cellWidth: w, cellHeight: h, decodePoolBytes: 64 << 20)
+        var cell = [UInt8](repeating: 0, count: w * h * 3)
+        let decoded = cell.withUnsafeMutableBytes { bytes in
+            (try? decoder.decode(file: photos[Int(frame.photo)].file, into: bytes)) != nil
+        }
+        guard decoded else { continue }
+        for y in 0..<h {
+            let target = ((Int(frame.y) + y) * layout.width + Int(frame.x)) * 3
+            canvas.pixels.replaceSubrange(target..<target + w * 3, with: cell[(y * w * 3)..<((y + 1) * w * 3)])
+        }
+    }
+    return canvas
+}
+
+@Suite struct FramedLayoutTests {
+    static let photoNames = ["Landscape_1", "Portrait_3", "Landscape_6", "Portrait_8", "Landscape_0"]
+
+    /// The photos, and one file that is not a photo (drawn as the background).
+    private func library(in scratch: ScratchDirectory) throws -> PhotoTable {
+        var photos = try PhotoLibrary.scan(Self.photoNames.map { "\(fixturesDirectory)/orientation/\($0).jpg" }).photos.map { $0 }
+        let broken = scratch.file("broken.jpg")
+        let bytes = readBytes(photos[0].path)
+        writeBytes(Array(bytes.prefix(bytes.count / 3)), to: broken)  // the header, then nothing
+        photos.append(Photo(path: broken, header: photos[0].header))
+        return PhotoTable(photos)
+    }
+
+    @Test func mixedSizesRenderAsTheReferencePainterDrawsThem() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let photos = try library(in: scratch)
+        let background = RGB(red: 10, green: 200, blue: 90)
+        // Beside the mix, one cell much taller than the rest (it crosses every stripe below 190
+        // rows).
+        let frames = mixedFrames(width: 200, height: 190, largest: 64, smallest: 8, photoCount: photos.count, seed: 7, holes: true)
+            + [CellFrame(x: 200, y: 0, width: 50, height: 190, photo: 1)]
+        let layout = CellLayout(width: 250, height: 190, cells: frames)
+        #expect(!layout.framed!.tiles)  // the holes show the background
+        #expect(layout.framed!.drawings.count > photos.count)  // photos at several sizes
+        let reference = referenceCanvas(layout, photos: photos, background: background)
+        try JPEGFile.write(reference, to: scratch.file("reference.jpg"), quality: 100, subsampling: .s444)
+        let expected = try JPEGFile.read(scratch.file("reference.jpg"))
+        for (stripeHeight, workers) in [(1, 1), (7, 2), (16, 3), (64, 2), (190, 1)] {
+            var settings = RenderSettings()
+            settings.quality = 100
+            settings.subsampling = .s444
+            settings.encoder = .serial
+            settings.stripeHeight = stripeHeight
+            settings.workers = workers
+            settings.background = background
+            settings.temporaryDirectory = scratch.path
+            let output = scratch.file("framed-\(stripeHeight).jpg")
+            let request = RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: output)])
+            let summary = try StripeRenderer(request: request).render()
+            #expect(summary.failedPhotos.map(\.path) == [photos[photos.count - 1].path])  // told once, drawn at each size
+            let rendered = try JPEGFile.read(output)
+            #expect(rendered == expected, "stripes of \(stripeHeight) rows, \(workers) workers: \(differences(rendered, expected))")
+        }
+    }
+
+    /// Cells evicted from a cache too small for them are read back a band of rows at a time
+    /// from the spill file, and those rows are the cell's.
+    @Test func evictedCellsAreReadBackRowsAtATime() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let photos = try library(in: scratch)
+        let frames = (0..<5).map { CellFrame(x: 0, y: $0 * 40, width: 30 + $0 * 7, height: 40, photo: $0) }
+        let layout = CellLayout(width: 60, height: 200, cells: frames)
+        let drawings = CellDrawings(layout: layout, photoCount: photos.count)
+        let decoder = CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight, decodePoolBytes: 16 << 20)
+        let cache = CellCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path, drawings: drawings)
+        var whole: [[UInt8]] = []
+        for key in 0..<5 {
+            guard case .cell(let bytes, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
+                Issue.record("drawing \(key) not decoded")
+                return
+            }
+            let size = drawings.size(key)
+            whole.append(Array(UnsafeRawBufferPointer(start: bytes, count: size.width * size.height * 3)))
+            cache.release(slot: slot)
+        }
+        // The first three were evicted to make room: each is now on disk, and its rows 5..<33
+        // come back into a buffer with a stride of its own.
+        var readBack = 0
+        for key in 0..<5 {
+            let span = drawings.size(key).width * 3, stride = span + 11
+            switch try cache.acquire(photo: key, wait: true, partial: true) {
+            case .onDisk:
+                var rows = [UInt8](repeating: 0, count: 28 * stride)
+                try rows.withUnsafeMutableBytes { try cache.readRows(key, rows: 5..<33, into: $0.baseAddress!, stride: stride) }
+                for row in 0..<28 {
+                    #expect(Array(rows[(row * stride)..<(row * stride + span)]) == Array(whole[key][((row + 5) * span)..<((row + 6) * span)]),
+                            "drawing \(key), row \(row + 5)")
+                }
+                readBack += 1
+            case .cell(_, let slot):
+                cache.release(slot: slot)
+            default:
+                Issue.record("drawing \(key) neither in memory nor on disk")
+            }
+        }
+        #expect(readBack == 3)
+        #expect(cache.decodedCount == 5)
+    }
+
+    /// A render whose cache holds far fewer cells than it draws (a budget of 20 MiB, cells of
+    /// 48 KiB to 300 KiB): the spill path draws the same picture.
+    @Test func aSmallCacheDrawsTheSamePicture() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let photos = try library(in: scratch)
+        // 300 cells, each photo at many sizes.
+        var frames: [CellFrame] = []
+        for row in 0..<10 {
+            var x = 0, k = 0
+            while x < 3000 {
+                let w = min(3000 - x, 100 + ((row * 7 + k * 13) % 9) * 30)
+                frames.append(CellFrame(x: x, y: row * 100, width: w, height: 100, photo: (row + k) % 5))
+                x += w
+                k += 1
+            }
+        }
+        let layout = CellLayout(width: 3000, height: 1000, cells: frames)
+        var settings = RenderSettings()
+        settings.quality = 100
+        settings.subsampling = .s444
+        settings.encoder = .serial
+        settings.stripeHeight = 16
+        settings.workers = 2
+        settings.temporaryDirectory = scratch.path
+        settings.maxMemoryBytes = 20 << 20
+        let request = RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: scratch.file("small.jpg"))])
+        let renderer = try StripeRenderer(request: request)
+        #expect(renderer.plan.cellSlots < layout.distinctDrawingCount)
+        _ = try renderer.render()
+        try JPEGFile.write(referenceCanvas(layout, photos: photos, background: settings.background), to: scratch.file("reference.jpg"),
+                           quality: 100, subsampling: .s444)
+        #expect(try JPEGFile.read(scratch.file("small.jpg")) == JPEGFile.read(scratch.file("reference.jpg")))
+    }
+
+    @Test func aPreviewScalesEveryEdgeSoCellsStillTouch() {
+        let layout = CellLayout(width: 300, height: 200, cells: mixedFrames(width: 300, height: 200, largest: 40, smallest: 5,
+                                                                             photoCount: 3, seed: 3, holes: false))
+        #expect(layout.framed!.tiles)
+        let preview = layout.scaled(by: 0.37)
+        #expect(preview.width == 111 && preview.height == 74)
+        #expect(preview.framed!.tiles)  // no gap opened, no overlap made
+    }
+}
+
+@Suite struct CollageLayoutTests {
+    /// Shapes of a phone library: 4:3 both ways, 16:9 both ways, square, a panorama.
+    static let shapes: [Double] = [4.0 / 3, 3.0 / 4, 16.0 / 9, 9.0 / 16, 1, 3.1]
+    static let aspects: [Double] = (0..<997).map { (i: Int) -> Double in shapes[(i * 7 + i / 5) % shapes.count] }
+
+    /// How far the photo, scaled to cover its cell, overhangs it: what the centre crop cuts.
+    static func overhang(_ frame: CellFrame, aspect: Double) -> Double {
+        let w = Double(frame.width), h = Double(frame.height)
+        return w / h > aspect ? w / aspect - h : h * aspect - w
+    }
+
+    @Test(arguments: [0, 4])
+    func justifiedRowsAreExactlyTheWidthAndKeepEveryShape(gap: Int) throws {
+        let sequence = CollageLayout.sequence(photoCount: Self.aspects.count, order: .shuffle(seed: 5))
+        let layout = try CollageLayout.make(aspects: Self.aspects, sequence: sequence, width: 4000, style: .rows(rowHeight: 120), gap: gap)
+        let frames = layout.framed!.frames
+        #expect(frames.count == Self.aspects.count)
+        #expect(Set(frames.map(\.photo)) == Set(0..<Int32(Self.aspects.count)))  // every photo once
+        var rows: [Int32: [CellFrame]] = [:]
+        for frame in frames { rows[frame.y, default: []].append(frame) }
+        var y = gap
+        for top in rows.keys.sorted() {
+            let row = rows[top]!.sorted { $0.x < $1.x }
+            #expect(Int(top) == y)
+            #expect(Set(row.map(\.height)).count == 1)  // one height a row
+            // Exactly the width: the gaps, then the photos edge to edge.
+            #expect(row.reduce(gap) { $0 + Int($1.width) + gap } == 4000, "row at \(top)")
+            #expect(row.first!.x == Int32(gap))
+            for frame in row {
+                #expect(Self.overhang(frame, aspect: Self.aspects[Int(frame.photo)]) <= 1.0 + 1e-9, "photo \(frame.photo): \(frame)")
+            }
+            // About the asked height: within a third either way.
+            #expect(abs(Int(row[0].height) - 120) <= 40, "row at \(top) is \(row[0].height) px tall")
+            y += Int(row[0].height) + gap
+        }
+        #expect(layout.height == y)
+        #expect(layout.framed!.tiles == (gap == 0))
+    }
+
+    @Test func masonryColumnsStackEachPhotoInTheShortestColumn() throws {
+        let sequence = CollageLayout.sequence(photoCount: 50, order: .name)
+        let layout = try CollageLayout.make(aspects: Array(Self.aspects.prefix(50)), sequence: sequence, width: 1003, style: .columns(count: 4), gap: 5)
+        let frames = layout.framed!.frames
+        let widths = Set(frames.map(\.width))
+        #expect(widths.max()! - widths.min()! <= 1)  // columns differ by a pixel at most
+        for frame in frames {
+            #expect(Self.overhang(frame, aspect: Self.aspects[Int(frame.photo)]) <= 0.5 + 1e-9)
+        }
+        // Photo i went to the column that was shortest after photos 0..<i.
+        var bottoms: [Int32: Int] = [:]
+        for x in Set(frames.map(\.x)) { bottoms[x] = 5 }
+        for photo in 0..<50 {
+            let frame = frames.first { $0.photo == photo }!
+            let shortest = bottoms.min { ($0.value, $0.key) < ($1.value, $1.key) }!
+            #expect(frame.x == shortest.key && Int(frame.y) == shortest.value, "photo \(photo)")
+            bottoms[frame.x] = frame.bottom + 5
+        }
+        #expect(layout.height == bottoms.values.max()!)
+    }
+
+    @Test func aShuffleIsTheSameForTheSameSeedAndEveryPhotoOnce() {
+        let a = CollageLayout.sequence(photoCount: 200, order: .shuffle(seed: 9))
+        #expect(a == CollageLayout.sequence(photoCount: 200, order: .shuffle(seed: 9)))
+        #expect(a != CollageLayout.sequence(photoCount: 200, order: .shuffle(seed: 10)))
+        #expect(a.sorted() == (0..<200).map { Int32($0) })
+    }
+
+    @Test func aCollageTallerThanTheOutputsHoldIsRefused() {
+        #expect(throws: TesseraError.outputTooLarge(width: 100, height: 100_000, limit: 65_500)) {
+            try CollageLayout.make(aspects: [1], sequence: Array(repeating: 0, count: 1000), width: 100, style: .columns(count: 1), gap: 0,
+                                   heightLimit: 65_500)
+        }
+    }
+
+    @Test func theShapeComesFromTheUprightHeader() {
+        var header = PhotoHeader(width: 400, height: 300, colorModel: .rgb, isProgressive: false, exifOrientation: 1, adobeInverted: false)
+        #expect(CollageLayout.aspect(of: header) == 4.0 / 3)
+        header.exifOrientation = 6  // stored sideways
+        #expect(CollageLayout.aspect(of: header) == 3.0 / 4)
+        header.width = 100_000
+        header.exifOrientation = 1
+        #expect(CollageLayout.aspect(of: header) == CollageLayout.aspectLimit)
+        header.width = 0
+        #expect(CollageLayout.aspect(of: header) == 1)
+    }
+}
