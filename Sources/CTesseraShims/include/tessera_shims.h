@@ -47,6 +47,7 @@ typedef struct {
     int32_t progressive;      // 1 when multi-scan (progressive): needs whole-image buffers
     int32_t adobe_inverted;   // 1 when an Adobe APP14 marker says CMYK is stored inverted
     int32_t exif_orientation; // 1...8 from EXIF (0 or out of range reported as read)
+    int64_t date_taken;       // YYYYMMDDhhmmss from EXIF, 0 when absent
     int32_t arithmetic;       // 1 when arithmetic-coded
     int32_t stored_rgb;       // 1 when three components are stored as R, G, B (no YCbCr)
     uint64_t min_data_bytes;  // the least data a Huffman-coded file of this size can have
@@ -191,9 +192,27 @@ void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);
 /// (starting with "Exif\0\0"), or 0 when there is none or libexif cannot parse it.
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
 
+/// The same, and when the photo was taken (DateTimeOriginal, else DateTimeDigitized, else
+/// DateTime) as the number YYYYMMDDhhmmss in `*date_taken` (0 when none is a plausible date).
+int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
+
 /// The ICC profile a JPEG's APP2 markers carry (after read_header), or NULL. Valid until the
 /// decoder is destroyed.
 const uint8_t *tessera_jpeg_decoder_icc_profile(tessera_jpeg_decoder *d, size_t *length);
+
+// MARK: Resampling (tessera_resample.c)
+
+/// Each of `count` sums times `scale`, plus 0.5, clamped to 0...255 and truncated, into `out`;
+/// the sums are then zeroed (AreaResampler's output row).
+void tessera_resample_emit_row(float *sums, float scale, uint8_t *out, size_t count);
+
+/// sums[i] += row[i] * weight for `count` floats.
+void tessera_resample_accumulate(float *sums, const float *row, float weight, size_t count);
+
+/// One RGB row to `output_width` pixels of float sums: output pixel x is input pixels
+/// first[x] ..< first[x] + taps[x] weighted by weights[weight_start[x]...].
+void tessera_resample_horizontal(const uint8_t *pixels, const int32_t *first, const int32_t *taps, const int32_t *weight_start,
+                                 const float *weights, float *out, size_t output_width);
 
 // MARK: Colour (tessera_color.c, Little CMS)
 
@@ -221,6 +240,7 @@ typedef struct {
     int32_t interlaced;
     int32_t has_alpha;
     int32_t exif_orientation;  // from eXIf; 0 when absent
+    int64_t date_taken;        // YYYYMMDDhhmmss from eXIf, 0 when absent
     int32_t cicp_primaries;    // cICP, -1 when absent
     int32_t cicp_transfer;
     int32_t cicp_matrix;
@@ -255,6 +275,7 @@ typedef struct {
     int32_t lossless;          // VP8L: decoded whole (4 bytes a pixel) whatever the output size
     int32_t animated;          // the first frame is drawn
     int32_t exif_orientation;
+    int64_t date_taken;        // YYYYMMDDhhmmss from EXIF, 0 when absent
 } tessera_webp_info;
 
 tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *info, char *message, size_t message_bytes);
@@ -285,6 +306,7 @@ typedef struct {
     int32_t has_transform;     // the primary image has irot or imir
     int32_t is_grid;           // the primary image is a grid of tiles (phones: 512 x 512 each)
     int32_t exif_orientation;
+    int64_t date_taken;        // YYYYMMDDhhmmss from Exif, 0 when absent
     uint32_t thumbnail_width;  // the largest embedded thumbnail; 0 when none
     uint32_t thumbnail_height;
     int32_t cicp_primaries;    // nclx, -1 when absent
