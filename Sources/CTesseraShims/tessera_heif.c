@@ -16,6 +16,7 @@
 #include "tessera_shims.h"
 
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
+int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
 
 struct meta_boxes;
 
@@ -1048,11 +1049,11 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
                     uint8_t *tiff = exif + 6 + skip;
                     size_t tiff_bytes = size - skip;
                     if (tiff_bytes >= 6 && memcmp(tiff, "Exif\0\0", 6) == 0) {
-                        info->exif_orientation = tessera_exif_orientation(tiff, tiff_bytes);
+                        info->exif_orientation = tessera_exif_read(tiff, tiff_bytes, &info->date_taken);
                     } else {
                         memmove(exif + 6, tiff, tiff_bytes);
                         memcpy(exif, "Exif\0\0", 6);
-                        info->exif_orientation = tessera_exif_orientation(exif, tiff_bytes + 6);
+                        info->exif_orientation = tessera_exif_read(exif, tiff_bytes + 6, &info->date_taken);
                     }
                 }
             }

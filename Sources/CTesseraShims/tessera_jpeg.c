@@ -229,9 +229,10 @@ int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_heade
     header->coefficient_bytes = coefficient_bytes;
     header->adobe_inverted = d->cinfo.saw_Adobe_marker ? 1 : 0;
     header->exif_orientation = 0;
+    header->date_taken = 0;
     for (jpeg_saved_marker_ptr m = d->cinfo.marker_list; m != NULL; m = m->next) {
         if (is_exif_app1(m)) {
-            header->exif_orientation = tessera_exif_orientation(m->data, m->data_length);
+            header->exif_orientation = tessera_exif_read(m->data, m->data_length, &header->date_taken);
             break;
         }
     }

@@ -14,6 +14,7 @@
 #include "tessera_shims.h"
 
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
+int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
 
 struct tessera_png {
     spng_ctx *ctx;
@@ -151,7 +152,7 @@ tessera_png *tessera_png_open(int fd, uint64_t file_bytes, tessera_png_info *inf
         if (app1 != NULL) {
             memcpy(app1, "Exif\0\0", 6);
             memcpy(app1 + 6, exif.data, exif.length);
-            info->exif_orientation = tessera_exif_orientation(app1, exif.length + 6);
+            info->exif_orientation = tessera_exif_read(app1, exif.length + 6, &info->date_taken);
             free(app1);
         }
     }

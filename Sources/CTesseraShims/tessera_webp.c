@@ -11,6 +11,7 @@
 #include "tessera_shims.h"
 
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
+int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
 
 struct tessera_webp {
     uint8_t *map;
@@ -83,13 +84,13 @@ tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *
         const uint8_t *bytes = exif.chunk.bytes;
         size_t length = exif.chunk.size;
         if (length >= 6 && memcmp(bytes, "Exif\0\0", 6) == 0) {
-            info->exif_orientation = tessera_exif_orientation(bytes, length);
+            info->exif_orientation = tessera_exif_read(bytes, length, &info->date_taken);
         } else if (length > 0 && length < (1u << 20)) {
             uint8_t *app1 = malloc(length + 6);
             if (app1 != NULL) {
                 memcpy(app1, "Exif\0\0", 6);
                 memcpy(app1 + 6, bytes, length);
-                info->exif_orientation = tessera_exif_orientation(app1, length + 6);
+                info->exif_orientation = tessera_exif_read(app1, length + 6, &info->date_taken);
                 free(app1);
             }
         }

@@ -59,7 +59,7 @@ public enum CollageCommand {
         case "--grid": return option.refused("--grid is a grid's: a collage's cells follow from its photos' shapes (--width and --row-height, or --layout columns --columns N)")
         case "--tile-size": return option.refused("--tile-size is a grid's: a collage keeps each photo's shape (--row-height sets the rows' height)")
         case "--columns": return option.withHelp("With --layout columns: how many columns (default: about a square picture, or --width / \(CollageOptions.defaultColumnWidth)).")
-        case "--order": return option.withHelp("Photo order: sorted by path (default), or shuffled (--seed). Each photo appears once.")
+        case "--order": return option.withHelp("Photo order: sorted by path (default), by the date each was taken (its EXIF date, oldest first; photos without one after them, by path), or shuffled (--seed). Each photo appears once.")
         case "--seed": return option.withHelp("Seed for --order shuffle (default 1); the same seed gives the same collage.")
         case "--background": return option.withHelp("Colour of the gaps (--gap) and of photos that cannot be decoded (default 808080).")
         case "--manifest": return option.withHelp("Also write where every photo went: CSV (x,y,width,height,photo: its rectangle in pixels), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture.")
@@ -95,8 +95,8 @@ public enum CollageCommand {
         collage.render = try RenderingOptions.finish(state.render, command: "collage", example: "~/Pictures -o wall.jpg --width 20000",
                                                      requiresShape: false, problems: problems)
         if case .shuffle = collage.render.order, let seed = collage.render.seed { collage.render.order = .shuffle(seed: seed) }
-        if let seedPosition = state.render.seedPosition, case .name = collage.render.order {
-            throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a collage in name order has nothing to seed)",
+        if let seedPosition = state.render.seedPosition, !collage.render.order.isShuffle {
+            throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a collage in name or date order has nothing to seed)",
                                    argumentIndex: seedPosition)
         }
         return collage

@@ -50,7 +50,7 @@ extension Runner {
         if case .columns(let count) = shape.style, shape.width < count + collage.gap * (count + 1) {
             throw .invalidSettings("a collage \(shape.width) px wide has no room for \(count) columns with gaps of \(collage.gap) px: give a larger width or fewer columns")
         }
-        let sequence = CollageLayout.sequence(photoCount: photos.count, order: options.order)
+        let sequence = CollageLayout.sequence(photoCount: photos.count, order: options.order, photos: photos)
         try RenderRequest.checkCanvas(columns: 1, rows: 1, cellWidth: shape.width, cellHeight: 1, outputs: kinds)
         return try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
                                       heightLimit: sideLimit)

@@ -119,8 +119,8 @@ public enum GridCommand {
         var state = RenderingParse()
         try parseArguments(arguments, firstIndex: firstIndex, command: "grid", table: table, into: &state) { $0.options.photoPaths.append($1) }
         if case .shuffle = state.options.order, let seed = state.options.seed { state.options.order = .shuffle(seed: seed) }
-        if let seedPosition = state.seedPosition, case .name = state.options.order {
-            throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a grid in name order has nothing to seed)",
+        if let seedPosition = state.seedPosition, !state.options.order.isShuffle {
+            throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a grid in name or date order has nothing to seed)",
                                    argumentIndex: seedPosition)
         }
         return try RenderingOptions.finish(state, command: "grid", example: "~/Pictures -o out.jpg --grid 20x15 --tile-size 150")

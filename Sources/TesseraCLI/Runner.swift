@@ -33,7 +33,8 @@ public struct Runner {
             try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
                                           outputs: options.outputs.map(\.kind))
             let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
-                                         cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order)
+                                         cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order,
+                                         photos: library.photos)
             let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.plannedOutputs)
             if let path = options.previewPath {
                 let preview = try writePreview(of: request, to: path, dryRun: options.dryRun)

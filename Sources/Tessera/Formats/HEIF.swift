@@ -108,6 +108,7 @@ final class HEIFReader {
         var header = PhotoHeader(width: Int(info.width), height: Int(info.height), colorModel: .rgb, isProgressive: false,
                                  exifOrientation: orientation, adobeInverted: false)
         header.format = .heif
+        header.dateTaken = info.date_taken
         header.hasAlpha = info.has_alpha != 0
         header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
         header.wholeImageBytes = decodeBytes

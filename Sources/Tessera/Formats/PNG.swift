@@ -69,6 +69,7 @@ final class PNGReader {
                                  isProgressive: info.interlaced != 0, exifOrientation: Int(info.exif_orientation),
                                  adobeInverted: false)
         header.format = .png
+        header.dateTaken = info.date_taken
         header.hasAlpha = info.has_alpha != 0
         header.colorTag = ColorProfiles.tag(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
         return header

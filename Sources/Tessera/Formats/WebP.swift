@@ -57,6 +57,7 @@ final class WebPReader {
         var header = PhotoHeader(width: Int(info.width), height: Int(info.height), colorModel: .rgb, isProgressive: false,
                                  exifOrientation: Int(info.exif_orientation), adobeInverted: false)
         header.format = .webp
+        header.dateTaken = info.date_taken
         header.hasAlpha = info.has_alpha != 0
         header.colorTag = ColorProfiles.tag(icc: iccProfile)
         header.wholeImageBytes = wholeImageBytes

@@ -189,8 +189,29 @@ public struct CellLayout: Equatable, Sendable {
 public enum PhotoOrder: Equatable, Sendable {
     /// Sorted by path.
     case name
+    /// By when each photo was taken (its EXIF date), oldest first; photos without a date after
+    /// them, by path.
+    case dateTaken
     /// A pseudo-random permutation, the same for the same seed.
     case shuffle(seed: UInt64)
+
+    /// Whether a seed chooses this order.
+    public var isShuffle: Bool {
+        if case .shuffle = self { return true }
+        return false
+    }
+
+    /// The positions of `photos` by when they were taken (`dateTaken`), oldest first, those
+    /// without a date last; equal dates keep their (path) order.
+    public static func byDateTaken(_ photos: PhotoTable) -> [Int32] {
+        var keys: [(date: Int64, index: Int32)] = []
+        keys.reserveCapacity(photos.count)
+        for (index, photo) in photos.enumerated() {
+            keys.append((photo.header.dateTaken > 0 ? photo.header.dateTaken : Int64.max, Int32(index)))
+        }
+        keys.sort { ($0.date, $0.index) < ($1.date, $1.index) }
+        return keys.map(\.index)
+    }
 }
 
 /// A plain photo grid: photos fill the cells row by row, in `order`. In name order they repeat
@@ -203,11 +224,22 @@ public enum GridLayout {
         return max(1, (photoCount + columns - 1) / columns)
     }
 
+    /// `photos` gives the dates of `.dateTaken` (required for it, unused otherwise): the grid
+    /// takes them in that order, repeating it as name order repeats.
     public static func make(photoCount: Int, columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
-                            order: PhotoOrder) -> CellLayout {
+                            order: PhotoOrder, photos: PhotoTable? = nil) -> CellLayout {
         precondition(photoCount > 0)
-        guard case .shuffle(let seed) = order else {
+        let seed: UInt64
+        switch order {
+        case .name:
             return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, inOrder: photoCount)
+        case .dateTaken:
+            precondition(photos?.count == photoCount, "the date order needs the photos")
+            let sequence = PhotoOrder.byDateTaken(photos!)
+            return CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight,
+                              repeating: Array(sequence.prefix(columns * rows)))
+        case .shuffle(let chosen):
+            seed = chosen
         }
         var random = SplitMix64(seed: seed)
         // Fisher–Yates with a generator whose output is fixed for a seed on every platform.

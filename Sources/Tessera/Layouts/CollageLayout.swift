@@ -29,9 +29,13 @@ public enum CollageLayout {
         return min(aspectLimit, max(1 / aspectLimit, aspect))
     }
 
-    /// The photos in `order` (their positions in the photo list), every one once: by name, or
-    /// shuffled for the seed.
-    public static func sequence(photoCount: Int, order: PhotoOrder) -> [Int32] {
+    /// The photos in `order` (their positions in the photo list), every one once: by name, by
+    /// date taken (`photos` gives the dates), or shuffled for the seed.
+    public static func sequence(photoCount: Int, order: PhotoOrder, photos: PhotoTable? = nil) -> [Int32] {
+        if case .dateTaken = order {
+            precondition(photos?.count == photoCount, "the date order needs the photos")
+            return PhotoOrder.byDateTaken(photos!)
+        }
         var deck = (0..<photoCount).map { Int32($0) }
         if case .shuffle(let seed) = order {
             var random = SplitMix64(seed: seed)

@@ -8,8 +8,8 @@
 // 2 video), then for a photo every PhotoHeader field: width, height i64, colour model u8, flags
 // u8 (progressive 1, Adobe inverted 2, arithmetic 4, stored RGB 8, alpha 16, colour tag present
 // 32), EXIF orientation, minimum data bytes, coefficient bytes, DC decoder bytes, whole-image
-// bytes, thumbnail width and height (i64 each), colour tag u64, and the format's name (u8 length,
-// bytes). Little-endian. The store's schema carries `headerParsingVersion`: when header parsing
+// bytes, thumbnail width and height (i64 each), colour tag u64, date taken i64 (YYYYMMDDhhmmss,
+// 0: none; since version 2), and the format's name (u8 length, bytes). Little-endian. The store's schema carries `headerParsingVersion`: when header parsing
 // changes, it is raised and every old entry is ignored (the files are rewritten at the next
 // compaction).
 //
@@ -22,7 +22,7 @@ import Glibc
 
 public final class HeaderIndex: ScanCache, @unchecked Sendable {
     /// Raised whenever header parsing changes what it finds: old entries are then ignored.
-    public static let headerParsingVersion: UInt32 = 1
+    public static let headerParsingVersion: UInt32 = 2
     /// The journal is compacted at `finish` when larger than this, or than half the main file.
     static let compactJournalBytes: Int64 = 1 << 20
     /// The main file.
@@ -106,6 +106,7 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
                 value.appendLittleEndian(number)
             }
             value.appendLittleEndian(header.colorTag ?? 0)
+            value.appendLittleEndian(header.dateTaken)
             let name = Array(header.format.rawValue.utf8.prefix(255))
             value.append(UInt8(name.count))
             value.append(contentsOf: name)
@@ -124,17 +125,18 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
         case 0: break
         default: return nil
         }
-        let fixed = 17 + 16 + 2 + 7 * 8 + 8 + 1
+        let fixed = 17 + 16 + 2 + 7 * 8 + 8 + 8 + 1
         guard value.count >= fixed, value.count == fixed + Int(value[fixed - 1]) else { return nil }
         let width = value.loadLittleEndian(17, as: Int64.self), height = value.loadLittleEndian(25, as: Int64.self)
         let model = value[33], flags = value[34]
         var numbers: [Int64] = []
         for index in 0..<7 { numbers.append(value.loadLittleEndian(35 + 8 * index, as: Int64.self)) }
         let tag = value.loadLittleEndian(91, as: UInt64.self)
+        let taken = value.loadLittleEndian(99, as: Int64.self)
         let name = String(decoding: UnsafeRawBufferPointer(rebasing: value[fixed...]), as: UTF8.self)
         let limit = Int64(Int32.max)
         guard (1...limit).contains(width), (1...limit).contains(height), model <= 2, flags < 64, (0...8).contains(numbers[0]),
-              numbers[1...].allSatisfy({ $0 >= 0 }), numbers[5] <= limit, numbers[6] <= limit,
+              numbers[1...].allSatisfy({ $0 >= 0 }), numbers[5] <= limit, numbers[6] <= limit, (0...9999_12_31_23_59_60).contains(taken),
               Formats.all.contains(where: { $0.format.rawValue == name }) else { return nil }
         var header = PhotoHeader(width: Int(width), height: Int(height), colorModel: model == 0 ? .gray : model == 1 ? .rgb : .cmyk,
                                  isProgressive: flags & 1 != 0, exifOrientation: Int(numbers[0]), adobeInverted: flags & 2 != 0,
@@ -146,6 +148,7 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
         header.hasAlpha = flags & 16 != 0
         header.colorTag = flags & 32 != 0 ? tag : nil
         header.format = ImageFormat(rawValue: name)
+        header.dateTaken = taken
         return ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .photo(header))
     }
 }

@@ -48,6 +48,9 @@ public struct PhotoHeader: Equatable, Sendable {
     /// A HEIF's largest embedded thumbnail (0 x 0: none), as stored (after its own transforms).
     public var thumbnailWidth = 0
     public var thumbnailHeight = 0
+    /// When the photo was taken, from its EXIF (DateTimeOriginal, else DateTimeDigitized, else
+    /// DateTime), as the number YYYYMMDDhhmmss in the camera's local time; 0 when unknown.
+    public var dateTaken: Int64 = 0
 
     /// What drawing this photo into a `cellWidth` x `cellHeight` cell must hold at once that
     /// can neither stream nor spill (its format's `wholeImageBytes`): a HEIF's whole decode

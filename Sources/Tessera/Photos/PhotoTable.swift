@@ -68,7 +68,7 @@ public final class PhotoTable: RandomAccessCollection, ExpressibleByArrayLiteral
     /// figure before the table exists): the photos themselves up to the builder's limit, past
     /// it four cached blocks of 256 records with their paths (about 4 KiB of path a block).
     public static func residentBytes(count: Int) -> Int {
-        count <= Builder.defaultMemoryLimit ? count * (MemoryLayout<Photo>.stride + 64) : 4 * 256 * (136 + 16) + 4 * (16 << 10) + machineryBytes
+        count <= Builder.defaultMemoryLimit ? count * (MemoryLayout<Photo>.stride + 64) : 4 * 256 * (PhotoRecord.size + 16) + 4 * (16 << 10) + machineryBytes
     }
 
     /// What a library past the builder's limit leaves resident besides the table's cache, as
@@ -306,7 +306,7 @@ final class PhotoTableFile: @unchecked Sendable {
 /// One photo's fixed-size record: every field of `Photo` and `PhotoHeader`, and where its
 /// variable-length parts are in the heap. Integers little endian; `Int` fields as 64 bits.
 struct PhotoRecord {
-    static let size = 136
+    static let size = 144
 
     /// Bits of `flags`.
     private enum Flag {
@@ -327,7 +327,7 @@ struct PhotoRecord {
 
     // Offsets in a record.
     private static let heapOffsetAt = 0, fileLengthAt = 8, pathLengthAt = 12, formatLengthAt = 16, flagsAt = 18
-    private static let integersAt = 24  // 14 Int64s: 112 bytes, to 136
+    private static let integersAt = 24  // 15 Int64s: 120 bytes, to 144
 
     let bytes: UnsafeRawBufferPointer
 
@@ -369,6 +369,7 @@ struct PhotoRecord {
         header.hasAlpha = flags & Flag.hasAlpha != 0
         header.thumbnailWidth = Int(integer(8))
         header.thumbnailHeight = Int(integer(9))
+        header.dateTaken = integer(14)
         let identity = flags & Flag.hasIdentity != 0
             ? OutputDestination.Identity(device: UInt64(bitPattern: integer(10)), inode: UInt64(bitPattern: integer(11))) : nil
         return Photo(path: path, header: header, file: file, identity: identity,
@@ -412,7 +413,7 @@ struct PhotoRecord {
             header.coefficientBytes, header.dcDecoderBytes, Int64(bitPattern: header.colorTag ?? 0), header.wholeImageBytes,
             Int64(header.thumbnailWidth), Int64(header.thumbnailHeight),
             Int64(bitPattern: photo.identity?.device ?? 0), Int64(bitPattern: photo.identity?.inode ?? 0),
-            photo.fileBytes ?? 0, photo.modifiedNanoseconds ?? 0,
+            photo.fileBytes ?? 0, photo.modifiedNanoseconds ?? 0, header.dateTaken,
         ]
         for value in integers { put(value) }
         heap.append(contentsOf: photo.file.bytes)

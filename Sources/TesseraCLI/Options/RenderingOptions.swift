@@ -183,11 +183,12 @@ enum RenderingOptions {
 
     /// The photos' order (a grid's; a mosaic refuses it) and the seed.
     static let order: [Option<RenderingParse>] = [
-        Option("--order", value: "name|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on).") { state, given throws(CommandLineError) in
+        Option("--order", value: "name|date|shuffle", help: "Photo order: sorted by path (default; repeats from the first photo when there are more cells), by the date each was taken (its EXIF date, oldest first; photos without one after them, by path), or shuffled (each pass through the photos shuffled anew; no photo next to itself from 5 photos on).") { state, given throws(CommandLineError) in
             switch given.value {
             case "name": state.options.order = .name
+            case "date": state.options.order = .dateTaken
             case "shuffle": state.options.order = .shuffle(seed: state.options.seed ?? 1)
-            default: throw given.refusal("--order expects name or shuffle, got '\(given.value)'")
+            default: throw given.refusal("--order expects name, date or shuffle, got '\(given.value)'")
             }
         },
         Option("--seed", value: "S", help: "Seed for --order shuffle (default 1); the same seed gives the same grid.") { state, given throws(CommandLineError) in

@@ -173,8 +173,9 @@ private func look(_ index: FeatureIndex, _ photos: [Photo]) throws -> (found: [I
         header.hasAlpha = true
         header.thumbnailWidth = 320
         header.thumbnailHeight = 240
+        header.dateTaken = 2024_02_29_23_59_58
         // A field added to PhotoHeader must be added to HeaderIndex's encoding (and this test).
-        #expect(Mirror(reflecting: header).children.count == 17)
+        #expect(Mirror(reflecting: header).children.count == 18)
         var plain = PhotoHeader(width: 1, height: 2, colorModel: .gray, isProgressive: false, exifOrientation: 0, adobeInverted: false)
         plain.format = .png
         let entries = [ScanCacheEntry(path: PathBytes("/a/1.heic"), fileBytes: 9_000_000, modifiedNanoseconds: 1_700_000_000_123_456_789,

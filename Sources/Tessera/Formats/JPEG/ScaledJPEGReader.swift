@@ -84,6 +84,7 @@ final class ScaledJPEGReader {
                                 coefficientBytes: Int64(raw.coefficient_bytes),
                                 dcDecoderBytes: Int64(raw.dc_decoder_bytes))
         header.colorTag = ColorProfiles.tag(icc: iccProfile)
+        header.dateTaken = raw.date_taken
         // A header whose picture cannot fit in the file is refused now, before a decode would
         // spend seconds (or a whole-image buffer) on it.
         if header.minimumDataBytes > fileBytes {
