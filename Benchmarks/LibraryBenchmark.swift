@@ -58,13 +58,18 @@ final class TinyPhotoEncoder {
                 pixels[i + 2] = colour.2 &+ (colour.2 < 200 ? shade : 0)
             }
         }
-        let begun = started ? tessera_jpeg_encoder_restart(encoder, UInt32(Self.width), UInt32(Self.height))
-            : tessera_jpeg_encoder_start(encoder, UInt32(Self.width), UInt32(Self.height), 90, 2, 2, 0)
+        write(pixels: pixels, width: Self.width, height: Self.height, to: path)
+    }
+
+    /// Writes `pixels` (`width` x `height` RGB) as a JPEG at quality 90 to `path` (a plain file).
+    func write(pixels: [UInt8], width: Int, height: Int, to path: String) {
+        let begun = started ? tessera_jpeg_encoder_restart(encoder, UInt32(width), UInt32(height))
+            : tessera_jpeg_encoder_start(encoder, UInt32(width), UInt32(height), 90, 2, 2, 0)
         started = true
         guard begun == TESSERA_JPEG_OK,
-              tessera_jpeg_encoder_write_rows(encoder, pixels, Self.width * 3, UInt32(Self.height)) == TESSERA_JPEG_OK,
+              tessera_jpeg_encoder_write_rows(encoder, pixels, width * 3, UInt32(height)) == TESSERA_JPEG_OK,
               tessera_jpeg_encoder_finish(encoder) == TESSERA_JPEG_OK else {
-            fail("encoding a tiny photo: \(String(cString: tessera_jpeg_encoder_message(encoder)))")
+            fail("encoding a photo: \(String(cString: tessera_jpeg_encoder_message(encoder)))")
         }
         var bytes: UnsafePointer<UInt8>?
         let count = tessera_jpeg_encoder_memory_output(encoder, &bytes)

@@ -28,7 +28,8 @@
 //
 //   swift run -c release tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2]
 //                                      [--workers N] [--temp-dir DIR] [--library-sizes 1000,100000,1000000]
-//                                      [--no-library] [--library-timeout S] [-- extra tessera flags]
+//                                      [--no-library] [--library-timeout S] [--no-collage] [--collage-photos N]
+//                                      [--collage-width PX] [-- extra tessera flags]
 import Glibc
 import Tessera
 import TesseraTestSupport
@@ -66,6 +67,9 @@ struct Options {
     // 1,000,000 files take minutes with a binary that lists them slowly: asked for by name.
     var librarySizes = [1000, 100_000]
     var libraryTimeout = 600.0
+    var collage = true
+    var collagePhotos = 10_000
+    var collageWidth = 30_000
 }
 
 func fail(_ message: String) -> Never {
@@ -106,11 +110,14 @@ while !arguments.isEmpty {
     case "--no-shards": options.shards = false
     case "--shard-deep-zoom": options.shardDeepZoomGigapixels = number(value(), "--shard-deep-zoom")
     case "--no-library": options.library = false
+    case "--no-collage": options.collage = false
+    case "--collage-photos": options.collagePhotos = number(value(), "--collage-photos")
+    case "--collage-width": options.collageWidth = number(value(), "--collage-width")
     case "--library-sizes": options.librarySizes = value().split(separator: ",").map { number(String($0), "--library-sizes") }
     case "--library-timeout": options.libraryTimeout = number(value(), "--library-timeout")
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [--no-library] [--library-sizes 1000,100000[,1000000]] [--library-timeout S] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [--no-library] [--library-sizes 1000,100000[,1000000]] [--library-timeout S] [--no-collage] [--collage-photos N] [--collage-width PX] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -345,6 +352,10 @@ if options.deepZoom {
 
 if options.shards {
     runShardBenchmark()
+}
+
+if options.collage {
+    runCollageBenchmark(photoCount: options.collagePhotos, width: options.collageWidth)
 }
 
 if options.library {

@@ -11,7 +11,8 @@ extension Runner {
         let preview = request.preview(to: path)
         if dryRun {
             console.result("preview     would write \(path): \(preview.layout.width) x \(preview.layout.height) px, "
-                           + "cells of \(preview.layout.cellWidth) x \(preview.layout.cellHeight) px")
+                           + (preview.layout.framed == nil ? "cells of " : "cells up to ")
+                           + "\(preview.layout.cellWidth) x \(preview.layout.cellHeight) px")
             return nil
         }
         let renderer = try StripeRenderer(request: preview, cancellation: cancellation)
@@ -27,13 +28,14 @@ extension Runner {
                 console.progress(.preview, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: preview.layout.width)
             }
         }
-        console.result(Self.previewLine(summary, path: path, cellWidth: preview.layout.cellWidth, cellHeight: preview.layout.cellHeight))
+        console.result(Self.previewLine(summary, path: path, cellWidth: preview.layout.cellWidth, cellHeight: preview.layout.cellHeight,
+                                        mixed: preview.layout.framed != nil))
         return summary
     }
 
     /// The line a preview reports.
-    static func previewLine(_ summary: RenderSummary, path: String, cellWidth: Int, cellHeight: Int) -> String {
-        "preview: wrote \(path): \(summary.width) x \(summary.height) px (cells of \(cellWidth) x \(cellHeight) px), "
+    static func previewLine(_ summary: RenderSummary, path: String, cellWidth: Int, cellHeight: Int, mixed: Bool = false) -> String {
+        "preview: wrote \(path): \(summary.width) x \(summary.height) px (cells \(mixed ? "up to" : "of") \(cellWidth) x \(cellHeight) px), "
             + "\(formatBytes(summary.outputBytes)) in \(formatDecimal(summary.seconds, places: 2)) s"
     }
 
