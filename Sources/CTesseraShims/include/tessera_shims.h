@@ -186,6 +186,14 @@ int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e);
 
 void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);
 
+// MARK: Deep Zoom (tessera_pyramid.c)
+
+/// One row of the pyramid's level below from two rows of this one (RGB, `input_width` pixels):
+/// each output pixel the rounded mean of a 2 x 2 block, (a + b + c + d + 2) >> 2 per channel; the
+/// last column of an odd width the rounded mean of its two pixels. `top` and `bottom` may be
+/// the same row. Writes (input_width + 1) / 2 pixels.
+void tessera_average_rows(const uint8_t *top, const uint8_t *bottom, uint8_t *out, size_t input_width);
+
 // MARK: EXIF
 
 /// The EXIF Orientation tag (1...8, or whatever out-of-range value is stored) of an APP1 payload

@@ -530,23 +530,10 @@ private final class TileColumn {
 
 /// One row of the level below from two rows of this one (or one row twice, for the last row of
 /// an odd height): each output pixel is the rounded mean of a 2 x 2 block; the last column of
-/// an odd width averages its one column.
+/// an odd width averages its one column. In C (tessera_pyramid.c), 16 pixels at a time.
 @inline(__always)
 func averageRows(_ top: UnsafePointer<UInt8>, _ bottom: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<UInt8>, inputWidth: Int) {
-    let pairs = inputWidth / 2
-    var i = 0, o = 0
-    for _ in 0..<pairs {
-        out[o] = UInt8(truncatingIfNeeded: (UInt16(top[i]) &+ UInt16(top[i + 3]) &+ UInt16(bottom[i]) &+ UInt16(bottom[i + 3]) &+ 2) >> 2)
-        out[o + 1] = UInt8(truncatingIfNeeded: (UInt16(top[i + 1]) &+ UInt16(top[i + 4]) &+ UInt16(bottom[i + 1]) &+ UInt16(bottom[i + 4]) &+ 2) >> 2)
-        out[o + 2] = UInt8(truncatingIfNeeded: (UInt16(top[i + 2]) &+ UInt16(top[i + 5]) &+ UInt16(bottom[i + 2]) &+ UInt16(bottom[i + 5]) &+ 2) >> 2)
-        i += 6
-        o += 3
-    }
-    if inputWidth % 2 == 1 {
-        for c in 0..<3 {
-            out[o + c] = UInt8(truncatingIfNeeded: (UInt16(top[i + c]) &+ UInt16(bottom[i + c]) &+ 1) >> 1)
-        }
-    }
+    tessera_average_rows(top, bottom, out, inputWidth)
 }
 
 /// Tiles and bytes handed to a handler destination, counted from the encoding jobs.
