@@ -218,33 +218,8 @@ public enum MosaicJob {
         // A minimum of uses that no count of pictures could meet is refused before any photo is read.
         try MosaicMatcher.refuseImpossibleMinUses(columns: matched.columns, rows: matched.rows, pictures: nil, minUses: mosaic.minUses,
                                                   maxUses: mosaic.maxUses, minDistance: adaptive ? 0 : mosaic.minDistance)
-        // Before any photo is read: a mosaic whose matching or render cannot fit the budget is
-        // refused with the smallest budget that fits both, not found out after minutes of
-        // analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
-        // where does not change what it needs.)
-        let extra = adaptiveBytes(mosaic, rows: rows)
-        let preparation = preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: library.photos.count,
-                                           subCells: mosaic.subCells, settings: settings, minUses: mosaic.minUses) + extra
-        // Every photo in turn (which photo goes where changes nothing the plan counts but the
-        // distinct photos, taken as all of them).
-        let distinct = max(1, min(library.photos.count, columns * rows))
-        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
-        do {
-            func fits(_ budget: Int) -> Bool {
-                var trial = settings
-                trial.maxMemoryBytes = budget
-                return preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: library.photos.count,
-                                        subCells: mosaic.subCells, settings: trial, minUses: mosaic.minUses) + extra <= budget
-                    && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
-            }
-            if !fits(settings.maxMemoryBytes) {
-                throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
-                                                  neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
-            }
-            // (The checks a caller makes before the work, free space for one.)
-            try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
-        }
+        let (preparation, provisional) = try checkBudget(mosaic, rows: rows, matched: matched, photoCount: library.photos.count,
+                                                         settings: settings, outputs: outputs, beforeAnalysis: beforeAnalysis)
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells
         let cellAspect = Double(mosaic.cellWidth) / Double(mosaic.cellHeight)
@@ -335,6 +310,38 @@ public enum MosaicJob {
         prepared.adaptive = cells.adaptive
         (prepared.colour, prepared.tooSmall, prepared.unmet) = measured
         return prepared
+    }
+
+    /// Before any photo is read: a mosaic whose matching or render cannot fit the budget is
+    /// refused with the smallest budget that fits both, not found out after minutes of
+    /// analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
+    /// where does not change what it needs.) Returns what preparing holds, and that layout.
+    static func checkBudget(_ mosaic: MosaicSettings, rows: Int, matched: (columns: Int, rows: Int), photoCount: Int,
+                            settings: RenderSettings, outputs: [RenderOutput],
+                            beforeAnalysis: ((RenderPlan) throws(TesseraError) -> Void)?) throws(TesseraError) -> (Int, CellLayout) {
+        let columns = mosaic.columns
+        let extra = adaptiveBytes(mosaic, rows: rows)
+        let preparation = preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: photoCount,
+                                           subCells: mosaic.subCells, settings: settings, minUses: mosaic.minUses) + extra
+        // Every photo in turn (which photo goes where changes nothing the plan counts but the
+        // distinct photos, taken as all of them).
+        let distinct = max(1, min(photoCount, columns * rows))
+        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
+        func fits(_ budget: Int) -> Bool {
+            var trial = settings
+            trial.maxMemoryBytes = budget
+            return preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: photoCount,
+                                    subCells: mosaic.subCells, settings: trial, minUses: mosaic.minUses) + extra <= budget
+                && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
+        }
+        if !fits(settings.maxMemoryBytes) {
+            throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
+                                              neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
+        }
+        // (The checks a caller makes before the work, free space for one.)
+        try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
+        return (preparation, provisional)
     }
 
     /// The cells' target features: a grid's (MosaicAnalysis.targetFeatures), or an adaptive
