@@ -292,11 +292,11 @@ public struct CellNeighbours: Sendable {
         for (index, cell) in cells.enumerated() {
             let x0 = Int(cell.x) * uw, y0 = Int(cell.y) * uh
             let x1 = x0 + Int(cell.side) * uw, y1 = y0 + Int(cell.side) * uh
-            // The smallest cells a rectangle less than minDistance away overlaps: the pixels
-            // from minDistance - 1 before the cell to minDistance - 1 past it.
+            // The smallest cells a rectangle less than minDistance away overlaps: one to the
+            // left ends past x0 - minDistance, one to the right starts before x1 + minDistance.
             func floorDivision(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
-            let ux0 = max(0, floorDivision(x0 - minDistance + 1, uw)), ux1 = min(unitColumns - 1, (x1 + minDistance - 1) / uw)
-            let uy0 = max(0, floorDivision(y0 - minDistance + 1, uh)), uy1 = min(unitRows - 1, (y1 + minDistance - 1) / uh)
+            let ux0 = max(0, floorDivision(x0 - minDistance, uw)), ux1 = min(unitColumns - 1, (x1 + minDistance - 1) / uw)
+            let uy0 = max(0, floorDivision(y0 - minDistance, uh)), uy1 = min(unitRows - 1, (y1 + minDistance - 1) / uh)
             found.removeAll(keepingCapacity: true)
             for uy in uy0...uy1 {
                 for ux in ux0...ux1 {
