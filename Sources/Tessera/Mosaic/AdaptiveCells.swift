@@ -3,11 +3,12 @@
 //
 // The target is read once at `k` samples a side of the smallest cell (the finest sub-cells). A
 // cell of side `s` smallest cells has k x k sub-cells of s x s samples each, their colours the
-// mean in linear light (as a photo's sub-cells are: MosaicAnalysis.subCellMeans). Splitting a
-// cell gains what its four children's sub-cells tell apart that its own cannot: over the
-// children's sub-cells, the squared Oklab distance to the parent's sub-cell under their centre,
-// times their area. Splits are made best gain first (ties: larger cells, then top, then left)
-// until the mosaic has the cells asked for. Every cell keeps the largest cell's shape, so a
+// mean in linear light (as a photo's sub-cells are: MosaicAnalysis.subCellMeans). A cell's
+// detail is what its sub-cells cannot show: the squared Oklab distance of every sample to its
+// sub-cell's colour, summed (its local contrast, weighted by area). The cell with the most detail
+// is split first (ties: larger cells, then top, then left), until the mosaic has the cells asked
+// for. (Not the gain of one split: detail finer than a cell's quarters' sub-cells gains nothing
+// from the first split, yet is only shown by splitting.) Every cell keeps the largest cell's shape, so a
 // photo's features (its centre crop to that shape) serve every size.
 //
 // Copies of one photo are kept `minDistance` pixels apart: the gap between their rectangles
@@ -192,25 +193,31 @@ public struct AdaptiveCells: Equatable, Sendable {
             return result
         }
 
-        /// What splitting `cell` in four gains: over its children's sub-cells, the squared
-        /// Oklab distance to the parent's sub-cell under each one's centre, times its area in samples.
+        /// What splitting `cell` is worth: the detail its own sub-cells cannot show, the
+        /// squared Oklab distance of every sample to its sub-cell's colour, summed (an area
+        /// measure: a large cell of some detail can outweigh a small one of more).
         func splitGain(_ cell: Cell) -> Float {
-            let parent = features(cell)
-            let half = cell.side / 2
-            var gain: Float = 0
-            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] as [(Int32, Int32)] {
-                let child = features(Cell(x: cell.x + dx * half, y: cell.y + dy * half, side: half))
+            let own = features(cell)
+            let side = Int(cell.side)
+            var detail: Float = 0
+            pixels.withUnsafeBufferPointer { p in
                 for sy in 0..<k {
                     for sx in 0..<k {
-                        // The child's sub-cell centre, in the parent's sub-cells (2k of them a side).
-                        let px = (Int(dx) * k + sx) / 2, py = (Int(dy) * k + sy) / 2
-                        let c = (sy * k + sx) * 3, q = (py * k + px) * 3
-                        let dl = child[c] - parent[q], da = child[c + 1] - parent[q + 1], db = child[c + 2] - parent[q + 2]
-                        gain += dl * dl + da * da + db * db
+                        let f = (sy * k + sx) * 3
+                        let x0 = Int(cell.x) * k + sx * side, y0 = Int(cell.y) * k + sy * side
+                        for y in y0..<(y0 + side) {
+                            var i = (y * width + x0) * 3
+                            for _ in 0..<side {
+                                let lab = Oklab.fromSRGB(p[i], p[i + 1], p[i + 2])
+                                let dl = lab.l - own[f], da = lab.a - own[f + 1], db = lab.b - own[f + 2]
+                                detail += dl * dl + da * da + db * db
+                                i += 3
+                            }
+                        }
                     }
                 }
             }
-            return gain * Float(Int(half) * Int(half))
+            return detail
         }
     }
 
