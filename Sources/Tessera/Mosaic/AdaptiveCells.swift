@@ -122,9 +122,12 @@ public struct AdaptiveCells: Equatable, Sendable {
     /// `(rows << levels) * k`, row-major: the target decoded at k samples a side of the smallest
     /// cell), splitting the best gains first until there are `count` cells (reachableCount).
     /// Returns the cells and each one's k x k Oklab features, in the cells' order.
+    /// `photos`: features of photos to match (k*k*3 each, one after another; a sample of the
+    /// library): a split is then worth what it lowers the best match's cost over the cell's
+    /// area (its cost times its area, less its quarters'); empty: the cell's detail.
     public static func split(pixels: [UInt8], columns: Int, rows: Int, largestWidth: Int, largestHeight: Int, levels: Int,
-                             subCells k: Int, count wanted: Int) -> (cells: AdaptiveCells, features: [Float]) {
-        let sampler = Sampler(pixels: pixels, width: (columns << levels) * k, k: k)
+                             subCells k: Int, count wanted: Int, photos: [Float] = []) -> (cells: AdaptiveCells, features: [Float]) {
+        let sampler = Sampler(pixels: pixels, width: (columns << levels) * k, k: k, photos: photos)
         precondition(pixels.count == sampler.width * (rows << levels) * k * 3)
         let roots = columns * rows
         let count = reachableCount(wanted, roots: roots, levels: levels)
@@ -162,6 +165,34 @@ public struct AdaptiveCells: Equatable, Sendable {
         /// Samples a row.
         let width: Int
         let k: Int
+        let photos: [Float]
+
+        /// The least squared distance from `features` to a photo's.
+        func bestCost(_ features: [Float]) -> Float {
+            let d = k * k * 3
+            var best = Float.infinity
+            photos.withUnsafeBufferPointer { p in
+                features.withUnsafeBufferPointer { f in
+                    var start = 0
+                    while start + d <= p.count {
+                        best = min(best, MosaicMatcher.squaredDistance(f.baseAddress!, p.baseAddress! + start, count: d))
+                        start += d
+                    }
+                }
+            }
+            return best
+        }
+
+        /// What splitting `cell` lowers the best match's cost, each cost times its cell's area.
+        func matchGain(_ cell: Cell) -> Float {
+            let half = cell.side / 2
+            var children: Float = 0
+            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] as [(Int32, Int32)] {
+                children += bestCost(features(Cell(x: cell.x + dx * half, y: cell.y + dy * half, side: half)))
+            }
+            let area = Float(Int(cell.side) * Int(cell.side))
+            return area * bestCost(features(cell)) - area / 4 * children
+        }
 
         /// k x k Oklab colours of `cell`: each sub-cell the linear-light mean of its side x side samples.
         func features(_ cell: Cell) -> [Float] {
@@ -197,6 +228,10 @@ public struct AdaptiveCells: Equatable, Sendable {
         /// squared Oklab distance of every sample to its sub-cell's colour, summed (an area
         /// measure: a large cell of some detail can outweigh a small one of more).
         func splitGain(_ cell: Cell) -> Float {
+            (photos.isEmpty ? 0 : matchGain(cell)) + detail(cell)
+        }
+
+        func detail(_ cell: Cell) -> Float {
             let own = features(cell)
             let side = Int(cell.side)
             var detail: Float = 0
@@ -234,7 +269,7 @@ public struct AdaptiveCells: Equatable, Sendable {
         }
 
         mutating func push(_ cell: Cell, gain: Float) {
-            entries.append((gain.isFinite ? gain : 0, cell))
+            entries.append((gain.isNaN ? 0 : gain, cell))
             var i = entries.count - 1
             while i > 0 {
                 let parent = (i - 1) / 2

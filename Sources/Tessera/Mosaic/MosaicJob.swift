@@ -265,7 +265,7 @@ public enum MosaicJob {
 
         started = monotonicSeconds()
         progress?(.target, 0, 1)
-        let cells = try targetCells(mosaic, rows: rows, budget: decodeBudget, cancellation: cancellation)
+        let cells = try targetCells(mosaic, rows: rows, budget: decodeBudget, cancellation: cancellation, store: pictures.store)
         let target = cells.target
         let targetSeconds = monotonicSeconds() - started
         progress?(.target, 1, 1)
@@ -277,7 +277,9 @@ public enum MosaicJob {
                                             workers: workers, effort: mosaic.matchEffort,
                                             chunkPhotos: matchingRun(cells: matched.columns * matched.rows, photoCount: pictures.photos.count,
                                                                      subCells: k, settings: settings),
-                                            neighbours: cells.neighbours, cancellation: cancellation,
+                                            neighbours: cells.neighbours,
+                                            weights: cells.adaptive.map { $0.cells.map { Float(Int($0.side) * Int($0.side)) } },
+                                            cancellation: cancellation,
                                             progress: matchingProgress)
         if let adaptive = cells.adaptive {
             match.frames = (0..<adaptive.cells.count).map { adaptive.frame($0) }
@@ -347,7 +349,8 @@ public enum MosaicJob {
     /// The cells' target features: a grid's (MosaicAnalysis.targetFeatures), or an adaptive
     /// mosaic's, its cells split by the target's detail (AdaptiveCells.split, the target read at
     /// k samples a side of the smallest cell) with each cell's neighbours within the minimum distance.
-    static func targetCells(_ mosaic: MosaicSettings, rows: Int, budget: DecodeBudget, cancellation: RenderCancellation?)
+    static func targetCells(_ mosaic: MosaicSettings, rows: Int, budget: DecodeBudget, cancellation: RenderCancellation?,
+                            store: FeatureStore? = nil)
         throws(TesseraError) -> (target: [Float], adaptive: AdaptiveCells?, neighbours: CellNeighbours?) {
         let k = mosaic.subCells, levels = mosaic.adaptiveLevels
         guard levels > 0 else {
@@ -360,11 +363,21 @@ public enum MosaicJob {
         try pixels.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in _ = try decoder.decode(path: mosaic.targetPath, into: bytes) }
         }.get()
+        // The split weighs what the library can show: a sample of it, evenly spread over the store.
+        var sample: [Float] = []
+        if let store {
+            let step = max(1, store.count / splitPhotos)
+            for row in stride(from: 0, to: store.count, by: step).prefix(splitPhotos) { sample += try store.features(of: row) }
+        }
         let split = AdaptiveCells.split(pixels: pixels, columns: mosaic.columns, rows: rows, largestWidth: mosaic.cellWidth,
-                                        largestHeight: mosaic.cellHeight, levels: levels, subCells: k, count: mosaic.adaptiveCellCount(rows: rows))
+                                        largestHeight: mosaic.cellHeight, levels: levels, subCells: k, count: mosaic.adaptiveCellCount(rows: rows),
+                                        photos: sample)
         pixels = []
         return (split.features, split.cells, CellNeighbours(split.cells, minDistance: mosaic.minDistance))
     }
+
+    /// Photos of the library an adaptive mosaic's split compares cells with (at most).
+    static let splitPhotos = 256
 
     /// What an adaptive mosaic holds besides a grid's of as many cells: the target's samples
     /// and the split's heap, the neighbours' lists; 0 for a grid.

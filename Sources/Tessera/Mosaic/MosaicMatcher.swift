@@ -247,17 +247,22 @@ public enum MosaicMatcher {
     /// photo with every cell (these can differ: a round takes the cheapest offers first).
     /// `neighbours`: the cells of an adaptive mosaic (`columns` of them in one row), each with
     /// the cells a copy of its photo may not stand in (CellNeighbours, `minDistance` pixels);
-    /// nil: a grid, with `minDistance` in cells.
+    /// nil: a grid, with `minDistance` in cells. `weights`: each cell's share of the picture
+    /// (an adaptive mosaic's cells: their area in smallest cells), its cost counted that many
+    /// times, so a large cell weighs in a swap what it weighs in the picture; the greedy pass
+    /// then places the heaviest cells first (in the seed's order among equals). nil: all 1.
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore,
                              minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
-                             repairByTree: Bool? = nil, neighbours: CellNeighbours? = nil, cancellation: RenderCancellation? = nil,
+                             repairByTree: Bool? = nil, neighbours: CellNeighbours? = nil, weights: [Float]? = nil,
+                             cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let d = k * k * 3
         let n = store.count
         precondition(target.count == cells * d && store.valuesPerPhoto == d && chunkPhotos > 0)
         precondition(neighbours == nil || (rows == 1 && neighbours!.cellCount == cells))
+        precondition(weights == nil || weights!.count == cells)
         // (An adaptive mosaic's distance is in pixels: its rules are its neighbours'.)
         let gridDistance = neighbours == nil ? minDistance : 0
         try refuseImpossibleConstraints(cells: cells, photos: n, minDistance: gridDistance, maxUses: maxUses)
@@ -268,15 +273,25 @@ public enum MosaicMatcher {
         let reporter = MatchReporter(totalWork: cells * (2 + max(0, effort)), cancellation: cancellation, progress: progress)
 
         var started = monotonicSeconds()
-        let ranking = try rankCandidates(target: target, cells: cells, valuesPerPhoto: d, store: store, m: min(candidateCount, n),
+        var ranking = try rankCandidates(target: target, cells: cells, valuesPerPhoto: d, store: store, m: min(candidateCount, n),
                                          useTree: useTree ?? (n >= treeThreshold), run: run, runFeatures: runFeatures,
                                          workers: workers, reporter: reporter)
+        if let weights {
+            // (A cell's candidates keep their order: one weight scales them all.)
+            let m = ranking.m
+            ranking = CandidateRanking(m: m, photos: ranking.photos, costs: ranking.costs.enumerated().map { $0.element * weights[$0.offset / m] },
+                                       usedTree: ranking.usedTree)
+        }
         let rankingSeconds = monotonicSeconds() - started
 
-        let order = seededOrder(cells: cells, seed: seed)
+        var order = seededOrder(cells: cells, seed: seed)
+        if let weights {
+            // Heaviest first, the seed's order among equals (a stable sort of that order).
+            order = order.enumerated().sorted { (weights[Int($0.element)], -$0.offset) > (weights[Int($1.element)], -$1.offset) }.map(\.element)
+        }
         var placement = Placement(target: target, columns: columns, rows: rows, subCells: k, store: store, run: run,
                                   runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max,
-                                  minUses: minUses, neighbours: neighbours)
+                                  minUses: minUses, neighbours: neighbours, weights: weights)
         started = monotonicSeconds()
         try placement.placeGreedily(in: order, reporter: reporter)
         let greedySeconds = monotonicSeconds() - started
@@ -505,6 +520,8 @@ public enum MosaicMatcher {
         let minDistance: Int
         /// An adaptive mosaic's cells near each cell (nil: a grid's, within `minDistance` cells).
         let neighbours: CellNeighbours?
+        /// Each cell's weight in the cost (nil: 1).
+        let weights: [Float]?
         /// The most uses of one photo (Int.max: no limit), and the fewest of every photo (0: none).
         let limit: Int
         let minUses: Int
@@ -530,7 +547,7 @@ public enum MosaicMatcher {
 
         init(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore, run: Int,
              runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int, minUses: Int = 0,
-             neighbours: CellNeighbours? = nil) {
+             neighbours: CellNeighbours? = nil, weights: [Float]? = nil) {
             let cells = columns * rows
             self.target = target
             self.columns = columns
@@ -543,6 +560,7 @@ public enum MosaicMatcher {
             self.ranking = ranking
             self.minDistance = minDistance
             self.neighbours = neighbours
+            self.weights = weights
             self.limit = limit
             self.minUses = minUses
             assignment = [Int32](repeating: -1, count: cells)
@@ -612,6 +630,7 @@ public enum MosaicMatcher {
                 try store.read(first, count, into: runFeatures.baseAddress!)
                 for photo in 0..<count {
                     let cost = target.withUnsafeBufferPointer { squaredDistance($0.baseAddress! + cell * d, runFeatures.baseAddress! + photo * d, count: d) }
+                        * (weights?[cell] ?? 1)
                     let index = Int32(first + photo)
                     if cost < best[2].cost { best[2] = (index, cost) }
                     guard cost < best[1].cost, usesOf(index) < limit else { continue }
@@ -837,7 +856,7 @@ public enum MosaicMatcher {
             let slot = Int(slotOfPhoto[photo]!)
             return target.withUnsafeBufferPointer { t in
                 placedFeatures.withUnsafeBufferPointer { p in squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + slot * d, count: d) }
-            }
+            } * (weights?[cell] ?? 1)
         }
 
         // MARK: Phase 3, the local search
