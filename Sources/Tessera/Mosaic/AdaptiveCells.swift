@@ -371,11 +371,15 @@ public struct CellNeighbours: Sendable {
     /// Bytes held.
     public var storedBytes: Int { (offsets.count + neighbours.count) * 4 }
 
-    /// An estimate of the bytes for `cells` cells before they are made: the owner map of the
-    /// smallest cells, and the neighbours of a smallest cell (the most any cell has) for each.
+    /// About the bytes for `cells` cells before they are made: the owner map of the smallest
+    /// cells, and for each cell as many neighbours as a smallest cell has among smallest cells
+    /// (or all the cells, when fewer): most cells are the smallest, and a larger cell's
+    /// neighbours are fewer than the smallest cells its area would have held.
     public static func plannedBytes(cells: Int, unitCells: Int, minDistance: Int, unitWidth: Int, unitHeight: Int) -> Int {
         guard minDistance > 0 else { return (cells + 1) * 4 }
         let reachX = 2 * ((minDistance + unitWidth - 1) / unitWidth) + 1, reachY = 2 * ((minDistance + unitHeight - 1) / unitHeight) + 1
-        return unitCells * 4 + cells * 8 + cells * 4 * min(reachX * reachY, 4096)
+        // (A distance across the whole canvas makes every cell every other's neighbour: planned
+        // as such, it is refused by the budget rather than found out.)
+        return unitCells * 4 + cells * 8 + cells * 4 * min(reachX * reachY, cells)
     }
 }
