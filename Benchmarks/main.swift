@@ -20,6 +20,9 @@
 // ImageMagick's `convert` are installed, metapixel's classic mode on the same target, library
 // and grid, with both mosaics' mean Oklab error and CIEDE2000 against the target at sub-cell
 // resolution and their SSIM against it at a common size (MosaicQuality).
+// Then `tessera mosaic --adaptive` against the fixed mosaic at the same number of cells, on each
+// target and library: CIEDE2000 and SSIM of the written pictures (Benchmarks/AdaptiveBenchmark.swift;
+// `--adaptive-only` runs that alone).
 // Then libraries of 1,000 and 100,000 tiny photo files (and 1,000,000 when asked): the scan, the
 // grid and the mosaic cold and warm against `find -printf` over the same tree, with peak RSS and
 // the dry run's plan (Benchmarks/LibraryBenchmark.swift; one run each, not the median below).
@@ -64,6 +67,10 @@ struct Options {
     var shards = true
     var shardDeepZoomGigapixels = 5.0
     var library = true
+    /// The mosaic section's comparison of adaptive and fixed mosaics (AdaptiveBenchmark.swift);
+    /// `adaptiveOnly`: that alone.
+    var adaptive = true
+    var adaptiveOnly = false
     // 1,000,000 files take minutes with a binary that lists them slowly: asked for by name.
     var librarySizes = [1000, 100_000]
     var libraryTimeout = 600.0
@@ -113,11 +120,13 @@ while !arguments.isEmpty {
     case "--no-collage": options.collage = false
     case "--collage-photos": options.collagePhotos = number(value(), "--collage-photos")
     case "--collage-width": options.collageWidth = number(value(), "--collage-width")
+    case "--no-adaptive": options.adaptive = false
+    case "--adaptive-only": options.adaptiveOnly = true
     case "--library-sizes": options.librarySizes = value().split(separator: ",").map { number(String($0), "--library-sizes") }
     case "--library-timeout": options.libraryTimeout = number(value(), "--library-timeout")
     case "--": options.extra = arguments; arguments = []
     case "-h", "--help":
-        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [--no-library] [--library-sizes 1000,100000[,1000000]] [--library-timeout S] [--no-collage] [--collage-photos N] [--collage-width PX] [-- tessera flags]")
+        print("usage: tessera-bench [--photos DIR] [--runs N] [--sizes 0.1,0.4,1.2] [--workers N] [--temp-dir DIR] [--no-encoder-comparison] [--no-mosaic] [--no-deep-zoom] [--no-progressive] [--no-formats] [--no-matching] [--matching-sizes 1000,100000,1000000] [--large-deep-zoom GP (0: skip)] [--target PICTURE] [--compare-binary OLD_TESSERA] [--no-shards] [--shard-deep-zoom GP (0: skip)] [--no-library] [--library-sizes 1000,100000[,1000000]] [--library-timeout S] [--no-collage] [--collage-photos N] [--collage-width PX] [--no-adaptive] [--adaptive-only] [-- tessera flags]")
         exit(0)
     default: fail("unknown argument \(argument)")
     }
@@ -222,6 +231,11 @@ var flags = ["--quality", String(quality), "--no-progress"] + options.extra
 if let workers = options.workers { flags += ["--workers", String(workers)] }
 
 print("tessera-bench: \(onlineCoreCount()) cores, photos from \(photoDirectory), \(options.runs) timed runs after 1 warm-up, median shown")
+if options.adaptiveOnly {
+    runAdaptiveComparison()
+    rmdir(scratch)
+    exit(0)
+}
 
 // The floor's pixels: one band of cells as tessera draws them.
 let bandPath = scratch + "/band.jpg"
@@ -344,6 +358,7 @@ if options.matching {
 }
 if options.mosaic {
     runMosaicBenchmark()
+    if options.adaptive { runAdaptiveComparison() }
 }
 
 if options.deepZoom {

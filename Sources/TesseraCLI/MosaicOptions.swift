@@ -9,7 +9,12 @@ public struct MosaicOptions: Equatable, Sendable {
     /// whose `order` a mosaic leaves at its default (its order is the matching's, `seed`).
     public var render = GridOptions()
     public var targetPath = ""
+    /// In cells; with `adaptive`, in pixels (default there: the smallest cell's width).
     public var minDistance = 1
+    /// `--adaptive`: cells split by the target's detail, down to `minCell` px wide (nil: the
+    /// default, MosaicSize.adaptiveLevels).
+    public var adaptive = false
+    public var minCell: Int?
     /// --min-distance was given (else a library too small for the default lowers it).
     public var minDistanceGiven = false
     public var maxUses: Int?
@@ -48,8 +53,8 @@ public enum MosaicCommand {
     /// The mosaic's own options.
     static let ownTable: [Option<MosaicOptions>] = [
         Option("--target", value: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape.") { mosaic, given in mosaic.targetPath = given.value },
-        Option("--min-distance", value: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them.") { mosaic, given throws(CommandLineError) in
-            mosaic.minDistance = try given.integer(0...100)
+        Option("--min-distance", value: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. With --adaptive, D is in pixels: the gap between two copies' rectangles (default: the smallest cell's width; 1 only keeps copies from touching). Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them.") { mosaic, given throws(CommandLineError) in
+            mosaic.minDistance = try given.integer(0...MosaicSize.largestPixelDistance)
             mosaic.minDistanceGiven = true
         },
         Option("--max-uses", value: "K", help: "Use one photo at most K times (default: no limit).") { mosaic, given throws(CommandLineError) in
@@ -58,6 +63,12 @@ public enum MosaicCommand {
         // (Both take the larger minimum, whichever comes first: --use-all with --min-uses 3 is 3.)
         Option("--min-uses", value: "N", help: "Use every picture at least N times (default 0: no minimum). After the first assignment, each picture used fewer times takes the cells where it costs least extra, from photos used more than N times, within --min-distance and --max-uses; the local search never takes a picture below N. Needs at least N x pictures cells (refused before matching, with the --cells and --min-uses that fit), N <= --max-uses, and room for N uses at --min-distance.") { mosaic, given throws(CommandLineError) in
             mosaic.minUses = max(mosaic.minUses, try given.integer(0...Int(Int32.max)))
+        },
+        Option(flag: "--adaptive", help: "Cells of several sizes: each cell that --grid, --columns, --cells or --size and --tile-size give is split in four where the target has detail and the photos can show it (a quadtree), down to --min-cell, and flat areas keep the large cells. The canvas is the same; the cells end twice as many per halving (4 x with the default quarter: as many as a fixed mosaic of cells half as wide), matched at every size with the same features and rules, --min-distance in pixels. The manifest gives each cell's rectangle (x,y,width,height; column and row count smallest cells); the report and --dry-run count the cells of each size.") { mosaic, _ in
+            mosaic.adaptive = true
+        },
+        Option("--min-cell", value: "PX", help: "With --adaptive: the smallest cells' width in pixels, the largest (--tile-size) halved once or more, evenly on both sides and at least \(MosaicSize.smallestCell) px (default: a quarter of the largest, or half when it does not halve twice; 100 px cells allow 50 and 25).") { mosaic, given throws(CommandLineError) in
+            mosaic.minCell = try given.integer(1...65_535)
         },
         Option(flag: "--use-all", help: "Use every picture at least once: --min-uses 1.") { mosaic, _ in mosaic.minUses = max(mosaic.minUses, 1) },
         Option("--tint", value: "PCT", help: "Shift each cell's colours PCT% of the way toward its part of the target, per sub-cell (default 0).") { mosaic, given throws(CommandLineError) in
@@ -126,6 +137,12 @@ public enum MosaicCommand {
         // Everything missing or contradictory at once, the rendering options' with the mosaic's.
         var problems: [String] = []
         if mosaic.targetPath.isEmpty { problems.append("--target PICTURE is required: the picture the mosaic rebuilds") }
+        if mosaic.minCell != nil && !mosaic.adaptive {
+            problems.append("--min-cell sets the smallest cell of an adaptive mosaic: add --adaptive, or leave --min-cell out")
+        }
+        if !mosaic.adaptive && mosaic.minDistance > 100 {
+            problems.append("--min-distance \(mosaic.minDistance) is in cells, at most 100 (with --adaptive it is in pixels)")
+        }
         problems += MosaicSize.problems(request, sideLimit: given.outputPath.isEmpty ? RenderPlan.maxDeepZoomSide : jpegMaxDimension)
         mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg",
                                                     requiresShape: false, dpiConverts: request.size?.isPhysical == true,

@@ -149,6 +149,8 @@ public enum MosaicSize {
     public static let smallestCell = 4
     /// ...and warned about below this: its photos are colours, not pictures.
     public static let recognisableCell = 16
+    /// --min-distance accepts up to this many pixels with --adaptive (a grid's: 100 cells).
+    public static let largestPixelDistance = 1_000_000
     /// --cells accepts up to this (the matching refuses what its budget cannot hold).
     public static let cellCounts = 1...100_000_000
 
@@ -356,5 +358,33 @@ extension MosaicSize {
         let turned = OrientationTransform(exifOrientation: picture.header.exifOrientation).swapsAxes
         return turned ? Double(picture.header.height) / Double(picture.header.width)
                       : Double(picture.header.width) / Double(picture.header.height)
+    }
+}
+
+extension MosaicSize {
+    /// An adaptive mosaic's halvings from the largest cell (`shape`'s) to `--min-cell` (nil: a
+    /// quarter of the largest, or half when it does not halve twice), or why none fits.
+    public static func adaptiveLevels(_ shape: MosaicShape, minCell: Int?) throws(TesseraError) -> Int {
+        let width = shape.cellWidth, height = shape.cellHeight
+        let allowed = AdaptiveCells.allowedSmallest(largestWidth: width, largestHeight: height, smallestSide: smallestCell)
+        let tile = width == height ? "\(width) px" : "\(width) x \(height) px"
+        guard !allowed.isEmpty else {
+            throw .invalidSettings("--adaptive splits cells in four, but cells of \(tile) do not halve evenly into cells of at least \(smallestCell) px: "
+                                   + "give an even --tile-size (like 100, which allows --min-cell 50 or 25)")
+        }
+        guard let minCell else { return min(2, allowed.count) }
+        guard let levels = AdaptiveCells.levels(largestWidth: width, largestHeight: height, smallestWidth: minCell, smallestSide: smallestCell) else {
+            let list = allowed.map(String.init)
+            throw .invalidSettings("--min-cell \(minCell) is not the largest cell (\(tile)) halved evenly: cells split in four, so the smallest can be "
+                                   + (list.count == 1 ? list[0] : list.dropLast().joined(separator: ", ") + " or " + list.last!) + " px wide")
+        }
+        return levels
+    }
+
+    /// "cells       2,000 adaptive: 200 of 100 x 100 px, ...": the cells of each size.
+    public static func describeCells(_ adaptive: AdaptiveCells) -> String {
+        let sizes = adaptive.sizeHistogram.map { "\(formatCount($0.cells)) of \($0.width) x \($0.height) px" }
+        return "cells       \(formatCount(adaptive.cells.count)) adaptive, by size: " + sizes.joined(separator: ", ")
+            + " (the \(formatCount(adaptive.columns * adaptive.rows)) largest split where the target has detail)"
     }
 }

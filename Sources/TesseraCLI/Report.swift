@@ -168,7 +168,9 @@ public enum Report {
         let uses = prepared.uses
         var line = "mosaic: " + colourMatch(prepared.colour)
         if let similarity { line += "\n        " + likeness(similarity) }
-        line += "\n        " + (match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" } ?? "no photo repeated")
+        let repeats = match.frames == nil ? match.smallestRepeatDistance.map { "identical photos at least \($0) cell(s) apart" }
+            : match.smallestRepeatGap.map { "identical photos at least \($0) px apart" }
+        line += "\n        " + (repeats ?? "no photo repeated")
         line += ", \(uses.used) of \(prepared.photoCount) pictures used" + (uses.unused > 0 ? " (\(formatCount(uses.unused)) never)" : "")
         if uses.mostUsed >= 0 && uses.mostUses > 1 && uses.mostUsed < prepared.request.photos.count {
             line += "; most used \(prepared.request.photos[uses.mostUsed].path) in \(formatCount(uses.mostUses)) cells "
@@ -373,6 +375,7 @@ public enum Report {
                       "\"photos_used\": \(uses.used)", "\"photos\": \(prepared.photoCount)",
                       "\"duplicates\": \(prepared.duplicateCount)", "\"analysed\": \(prepared.analysed)", "\"reused\": \(prepared.reused)",
                       "\"smallest_repeat_distance\": \(match.smallestRepeatDistance.map(String.init) ?? "null")",
+                      "\"smallest_repeat_gap_px\": \(match.smallestRepeatGap.map(String.init) ?? "null")",
                       "\"constraint_violations\": \(match.constraintViolations)",
                       "\"analysis_s\": \(formatDecimal(prepared.analysisSeconds, places: 3))", "\"target_s\": \(formatDecimal(prepared.targetSeconds, places: 3))",
                       "\"matching_s\": \(formatDecimal(prepared.matchSeconds, places: 3))"]

@@ -83,6 +83,11 @@ public struct Runner {
             settings.matchEffort = mosaic.matchEffort
             settings.tintPercent = mosaic.tintPercent
             settings.cacheDirectory = mosaic.cacheDirectory
+            if mosaic.adaptive {
+                // Split down to --min-cell; copies kept apart in pixels (default: a smallest cell).
+                settings.adaptiveLevels = try MosaicSize.adaptiveLevels(shape, minCell: mosaic.minCell)
+                if !mosaic.minDistanceGiven { settings.minDistance = shape.cellWidth >> settings.adaptiveLevels }
+            }
             let started = monotonicSeconds()
             let console = self.console
             let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.plannedOutputs,
@@ -104,10 +109,12 @@ public struct Runner {
                 console.summarise()
             }
             console.result(Report.library(prepared, usable: library.photos.count - prepared.failed.count))
+            if let adaptive = prepared.adaptive { console.result(MosaicSize.describeCells(adaptive)) }
             if let lowered = prepared.minDistanceLowered {
+                let asked = settings.minDistance
                 settings.minDistance = lowered
-                console.warning("only \(prepared.photoCount) distinct picture(s): identical photos may touch (the default --min-distance 1 needs 9, "
-                                + "a 3 x 3 block without repeats); add photos, or give --min-distance 0 to say so")
+                console.warning("only \(prepared.photoCount) distinct picture(s): identical photos may touch (the default --min-distance \(asked)\(mosaic.adaptive ? " px" : "") needs 9, "
+                                + "a 3 x 3 block without repeats)\(mosaic.adaptive ? ", lowered to \(lowered) px" : ""); add photos, or give --min-distance 0 to say so")
             }
             // Cells that broke a rule are known after matching: --strict refuses them before
             // anything is written.

@@ -107,6 +107,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             }
             // --columns replaces --grid; --cells sets the count --grid would.
             if ["--columns", "--cells"].contains(spec.names[0]) { arguments.removeSubrange(5...6) }
+            if spec.names[0] == "--min-cell" { arguments += ["--adaptive"] }
             if spec.names[0] == "--iiif" { arguments += ["--iiif-id", "https://example.org/iiif/wall"] }
             if spec.names[0] == "--iiif-id" { arguments += ["--iiif", "wall"] }
             if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
@@ -132,6 +133,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--subsampling": return "444"
         case "--size": return "16x16"  // the --grid 2x2 of 8 px cells the other flags ask for
         case "--cells": return "100"
+        case "--min-cell": return "4"  // the 8 px cells halved
         case "--shard": return "1/2"
         case "--encoder": return "serial"
         case "--order": return "shuffle"

@@ -34,6 +34,20 @@ public struct MosaicSettings: Equatable, Sendable {
     /// `minDistance` is a default, not asked for: with too few distinct pictures for it, it is
     /// lowered to what they can keep (PreparedMosaic.minDistanceLowered) rather than refused.
     public var minDistanceIsDefault = false
+    /// An adaptive mosaic (AdaptiveCells): the cells of `columns` x `rows` (the largest,
+    /// `cellWidth` x `cellHeight`) split in four by the target's detail, this many times at most
+    /// (the smallest cell: the largest halved `adaptiveLevels` times); 0: a grid. An adaptive
+    /// mosaic's `minDistance` is in pixels: the gap between copies of a photo.
+    public var adaptiveLevels = 0
+    /// The cells of an adaptive mosaic; nil: AdaptiveCells.defaultCount.
+    public var adaptiveCells: Int?
+
+    /// The cells an adaptive mosaic of `rows` rows ends with (AdaptiveCells.reachableCount).
+    public func adaptiveCellCount(rows: Int) -> Int {
+        let roots = columns * rows
+        return AdaptiveCells.reachableCount(adaptiveCells ?? AdaptiveCells.defaultCount(roots: roots, levels: adaptiveLevels),
+                                            roots: roots, levels: adaptiveLevels)
+    }
 
     public init(targetPath: String, columns: Int, rows: Int? = nil, cellWidth: Int, cellHeight: Int) {
         self.targetPath = targetPath
@@ -70,6 +84,8 @@ public struct PreparedMosaic: Sendable {
     /// The minimum distance the default was lowered to for a library of too few distinct
     /// pictures (MosaicSettings.minDistanceIsDefault), or nil when it was kept.
     public var minDistanceLowered: Int?
+    /// An adaptive mosaic's cells (their order: the assignment's and the layout's), or nil.
+    public var adaptive: AdaptiveCells?
     /// How far the mosaic's colours are from the target's: CIEDE2000 between each cell's target
     /// sub-cells and its photo's, measured after matching (MosaicQuality).
     public var colour = ColourDifference(meanDeltaE2000: 0, farShare: 0, subCells: 0)
@@ -196,35 +212,14 @@ public enum MosaicJob {
         let columns = mosaic.columns
         try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                       outputs: outputs.map(\.kind))
+        // The cells matched: the grid's, or an adaptive mosaic's in one row (its distance in pixels).
+        let adaptive = mosaic.adaptiveLevels > 0
+        let matched = (columns: adaptive ? mosaic.adaptiveCellCount(rows: rows) : columns, rows: adaptive ? 1 : rows)
         // A minimum of uses that no count of pictures could meet is refused before any photo is read.
-        try MosaicMatcher.refuseImpossibleMinUses(columns: columns, rows: rows, pictures: nil, minUses: mosaic.minUses,
-                                                  maxUses: mosaic.maxUses, minDistance: mosaic.minDistance)
-        // Before any photo is read: a mosaic whose matching or render cannot fit the budget is
-        // refused with the smallest budget that fits both, not found out after minutes of
-        // analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
-        // where does not change what it needs.)
-        let preparation = preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
-                                           settings: settings, minUses: mosaic.minUses)
-        // Every photo in turn (which photo goes where changes nothing the plan counts but the
-        // distinct photos, taken as all of them).
-        let distinct = max(1, min(library.photos.count, columns * rows))
-        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
-        do {
-            func fits(_ budget: Int) -> Bool {
-                var trial = settings
-                trial.maxMemoryBytes = budget
-                return preparationBytes(columns: columns, rows: rows, photoCount: library.photos.count, subCells: mosaic.subCells,
-                                        settings: trial, minUses: mosaic.minUses) <= budget
-                    && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
-            }
-            if !fits(settings.maxMemoryBytes) {
-                throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
-                                                  neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
-            }
-            // (The checks a caller makes before the work, free space for one.)
-            try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
-        }
+        try MosaicMatcher.refuseImpossibleMinUses(columns: matched.columns, rows: matched.rows, pictures: nil, minUses: mosaic.minUses,
+                                                  maxUses: mosaic.maxUses, minDistance: adaptive ? 0 : mosaic.minDistance)
+        let (preparation, provisional) = try checkBudget(mosaic, rows: rows, matched: matched, photoCount: library.photos.count,
+                                                         settings: settings, outputs: outputs, beforeAnalysis: beforeAnalysis)
         let workers = settings.workers ?? onlineCoreCount()
         let k = mosaic.subCells
         let cellAspect = Double(mosaic.cellWidth) / Double(mosaic.cellHeight)
@@ -249,7 +244,7 @@ public enum MosaicJob {
         releaseFreedMemory()
         guard features.have.contains(true) else { throw .noPhotos(searched: library.searched) }
         // One photo per picture: a duplicate would let the same picture touch itself.
-        let fixedBytes = preparationParts(columns: columns, rows: rows, photoCount: library.photos.count, subCells: k, settings: settings).fixed
+        let fixedBytes = preparationParts(columns: matched.columns, rows: matched.rows, photoCount: library.photos.count, subCells: k, settings: settings).fixed
         let pictures = try distinctPictures(drawable.photos, store: features.store, have: features.have, temporaryDirectory: temporary,
                                             budget: (settings, fixedBytes))
         releaseFreedMemory()
@@ -258,39 +253,49 @@ public enum MosaicJob {
         var mosaic = mosaic
         var minDistanceLowered: Int?
         let keepable = max(0, (Int(Double(pictures.photos.count).squareRoot()) - 1) / 2)
-        if mosaic.minDistanceIsDefault && mosaic.minDistance > keepable {
-            mosaic.minDistance = keepable
-            minDistanceLowered = keepable
+        // (An adaptive mosaic's distance in pixels: that many smallest cells.)
+        let keepableDistance = adaptive ? keepable * (mosaic.cellWidth >> mosaic.adaptiveLevels) : keepable
+        if mosaic.minDistanceIsDefault && mosaic.minDistance > keepableDistance {
+            mosaic.minDistance = keepableDistance
+            minDistanceLowered = keepableDistance
         }
         // Once the distinct pictures are counted, before the target and the matching.
-        try MosaicMatcher.refuseImpossibleMinUses(columns: columns, rows: rows, pictures: pictures.photos.count, minUses: mosaic.minUses,
-                                                  maxUses: mosaic.maxUses, minDistance: mosaic.minDistance)
+        try MosaicMatcher.refuseImpossibleMinUses(columns: matched.columns, rows: matched.rows, pictures: pictures.photos.count,
+                                                  minUses: mosaic.minUses, maxUses: mosaic.maxUses, minDistance: adaptive ? 0 : mosaic.minDistance)
 
         started = monotonicSeconds()
         progress?(.target, 0, 1)
-        let target = try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: columns, rows: rows, subCells: k,
-                                                       budget: decodeBudget, cancellation: cancellation)
+        let cells = try targetCells(mosaic, rows: rows, budget: decodeBudget, cancellation: cancellation, store: pictures.store)
+        let target = cells.target
         let targetSeconds = monotonicSeconds() - started
         progress?(.target, 1, 1)
         started = monotonicSeconds()
-        progress?(.matching, 0, columns * rows)
-        let matched = try MosaicMatcher.match(target: target, columns: columns, rows: rows, subCells: k, store: pictures.store,
-                                              minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, minUses: mosaic.minUses,
-                                              seed: mosaic.seed,
-                                              workers: workers, effort: mosaic.matchEffort,
-                                              chunkPhotos: matchingRun(cells: columns * rows, photoCount: pictures.photos.count, subCells: k,
-                                                                       settings: settings),
-                                              cancellation: cancellation,
-                                              progress: matchingProgress)
+        progress?(.matching, 0, matched.columns * matched.rows)
+        var match = try MosaicMatcher.match(target: target, columns: matched.columns, rows: matched.rows, subCells: k, store: pictures.store,
+                                            minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, minUses: mosaic.minUses,
+                                            seed: mosaic.seed,
+                                            workers: workers, effort: mosaic.matchEffort,
+                                            chunkPhotos: matchingRun(cells: matched.columns * matched.rows, photoCount: pictures.photos.count,
+                                                                     subCells: k, settings: settings),
+                                            neighbours: cells.neighbours,
+                                            weights: cells.adaptive.map { $0.cells.map { Float(Int($0.side) * Int($0.side)) } },
+                                            cancellation: cancellation,
+                                            progress: matchingProgress)
+        if let adaptive = cells.adaptive {
+            match.frames = (0..<adaptive.cells.count).map { adaptive.frame($0) }
+            (match.unitWidth, match.unitHeight) = (adaptive.unitWidth, adaptive.unitHeight)
+        }
         let matchSeconds = monotonicSeconds() - started
-        let measured = try measure(matched, target: target, pictures: pictures, mosaic: mosaic)
+        let measured = try measure(match, target: target, pictures: pictures, mosaic: mosaic, neighbours: cells.neighbours)
         releaseFreedMemory()
         // The render reads only the photos the mosaic uses (at most one a cell, whatever the
         // library's size), numbered in the order of the pictures.
-        let used = try usedPhotos(matched, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0,
+        let used = try usedPhotos(match, pictures: pictures, subCells: k, keepFeatures: mosaic.tintPercent > 0,
                                   temporaryDirectory: settings.temporaryDirectory)
-        let layout = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                photoIndices: used.match.assignment)
+        let layout = cells.adaptive?.layout(assignment: used.match.assignment)
+            ?? CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                          photoIndices: used.match.assignment)
+        // (An adaptive mosaic's target is its cells', in the layout's order: the tint's per frame.)
         let tint = mosaic.tintPercent > 0
             ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, features: used.features)
             : nil
@@ -304,8 +309,86 @@ public enum MosaicJob {
         prepared.photoCount = pictures.photos.count
         prepared.preparationBytes = preparation
         prepared.minDistanceLowered = minDistanceLowered
+        prepared.adaptive = cells.adaptive
         (prepared.colour, prepared.tooSmall, prepared.unmet) = measured
         return prepared
+    }
+
+    /// Before any photo is read: a mosaic whose matching or render cannot fit the budget is
+    /// refused with the smallest budget that fits both, not found out after minutes of
+    /// analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
+    /// where does not change what it needs.) Returns what preparing holds, and that layout.
+    static func checkBudget(_ mosaic: MosaicSettings, rows: Int, matched: (columns: Int, rows: Int), photoCount: Int,
+                            settings: RenderSettings, outputs: [RenderOutput],
+                            beforeAnalysis: ((RenderPlan) throws(TesseraError) -> Void)?) throws(TesseraError) -> (Int, CellLayout) {
+        let columns = mosaic.columns
+        let extra = adaptiveBytes(mosaic, rows: rows)
+        let preparation = preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: photoCount,
+                                           subCells: mosaic.subCells, settings: settings, minUses: mosaic.minUses) + extra
+        // Every photo in turn (which photo goes where changes nothing the plan counts but the
+        // distinct photos, taken as all of them).
+        let distinct = max(1, min(photoCount, columns * rows))
+        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
+        func fits(_ budget: Int) -> Bool {
+            var trial = settings
+            trial.maxMemoryBytes = budget
+            return preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: photoCount,
+                                    subCells: mosaic.subCells, settings: trial, minUses: mosaic.minUses) + extra <= budget
+                && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
+        }
+        if !fits(settings.maxMemoryBytes) {
+            throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
+                                              neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
+        }
+        // (The checks a caller makes before the work, free space for one.)
+        try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
+        return (preparation, provisional)
+    }
+
+    /// The cells' target features: a grid's (MosaicAnalysis.targetFeatures), or an adaptive
+    /// mosaic's, its cells split by the target's detail (AdaptiveCells.split, the target read at
+    /// k samples a side of the smallest cell) with each cell's neighbours within the minimum distance.
+    static func targetCells(_ mosaic: MosaicSettings, rows: Int, budget: DecodeBudget, cancellation: RenderCancellation?,
+                            store: FeatureStore? = nil)
+        throws(TesseraError) -> (target: [Float], adaptive: AdaptiveCells?, neighbours: CellNeighbours?) {
+        let k = mosaic.subCells, levels = mosaic.adaptiveLevels
+        guard levels > 0 else {
+            return (try MosaicAnalysis.targetFeatures(path: mosaic.targetPath, columns: mosaic.columns, rows: rows, subCells: k,
+                                                      budget: budget, cancellation: cancellation), nil, nil)
+        }
+        let width = (mosaic.columns << levels) * k, height = (rows << levels) * k
+        let decoder = CellDecoder(cellWidth: width, cellHeight: height, budget: budget, cancellation: cancellation)
+        var pixels = [UInt8](repeating: 0, count: decoder.cellBytes)
+        try pixels.withUnsafeMutableBytes { bytes in
+            Result { () throws(TesseraError) in _ = try decoder.decode(path: mosaic.targetPath, into: bytes) }
+        }.get()
+        // The split weighs what the library can show: a sample of it, evenly spread over the store.
+        var sample: [Float] = []
+        if let store {
+            let step = max(1, store.count / splitPhotos)
+            for row in stride(from: 0, to: store.count, by: step).prefix(splitPhotos) { sample += try store.features(of: row) }
+        }
+        let split = AdaptiveCells.split(pixels: pixels, columns: mosaic.columns, rows: rows, largestWidth: mosaic.cellWidth,
+                                        largestHeight: mosaic.cellHeight, levels: levels, subCells: k, count: mosaic.adaptiveCellCount(rows: rows),
+                                        photos: sample)
+        pixels = []
+        return (split.features, split.cells, CellNeighbours(split.cells, minDistance: mosaic.minDistance))
+    }
+
+    /// Photos of the library an adaptive mosaic's split compares cells with (at most).
+    static let splitPhotos = 256
+
+    /// What an adaptive mosaic holds besides a grid's of as many cells: the target's samples
+    /// and the split's heap, the neighbours' lists; 0 for a grid.
+    static func adaptiveBytes(_ mosaic: MosaicSettings, rows: Int) -> Int {
+        let levels = mosaic.adaptiveLevels
+        guard levels > 0 else { return 0 }
+        let cells = mosaic.adaptiveCellCount(rows: rows)
+        return AdaptiveCells.splitBytes(columns: mosaic.columns, rows: rows, levels: levels, subCells: mosaic.subCells, cells: cells)
+            + CellNeighbours.plannedBytes(cells: cells, unitCells: (mosaic.columns << levels) * (rows << levels),
+                                          minDistance: mosaic.minDistance, unitWidth: max(1, mosaic.cellWidth >> levels),
+                                          unitHeight: max(1, mosaic.cellHeight >> levels))
     }
 
     /// What the match looks like against the target while both features are at hand: the
@@ -314,15 +397,16 @@ public enum MosaicJob {
     /// order by picture (4 bytes a cell) beside the target's features, within the matching's
     /// share of the plan (its working set is freed by now).
     static func measure(_ match: MosaicMatch, target: [Float], pictures: (photos: PhotoTable, store: FeatureStore, duplicates: [(photo: String, sameAs: String)], duplicateCount: Int),
-                        mosaic: MosaicSettings) throws(TesseraError) -> (ColourDifference, TooSmallPhotos, UnmetConstraints) {
+                        mosaic: MosaicSettings, neighbours: CellNeighbours? = nil) throws(TesseraError) -> (ColourDifference, TooSmallPhotos, UnmetConstraints) {
         let order = MosaicQuality.cellsByPhoto(match.assignment)
         let colour = try MosaicQuality.colourDifference(target: target, assignment: match.assignment, order: order, store: pictures.store,
                                                         subCells: mosaic.subCells)
         let tooSmall = MosaicQuality.tooSmallPhotos(pictures.photos, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                                     assignment: match.assignment, order: order)
-        let unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,
-                                                   minDistance: mosaic.minDistance, maxUses: mosaic.maxUses, minUses: mosaic.minUses,
-                                                   pictures: pictures.photos.count)
+        var unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,
+                                                   minDistance: neighbours == nil ? mosaic.minDistance : 0, maxUses: mosaic.maxUses,
+                                                   minUses: mosaic.minUses, pictures: pictures.photos.count)
+        if let neighbours { unmet.tooClose = MosaicQuality.tooClose(assignment: match.assignment, neighbours: neighbours) }
         return (colour, tooSmall, unmet)
     }
 

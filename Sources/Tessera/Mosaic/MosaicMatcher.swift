@@ -73,6 +73,39 @@ public struct MosaicMatch: Equatable, Sendable {
     /// What the matching was planned to hold besides the process and the store
     /// (`MosaicMatcher.workingBytes`).
     public var plannedBytes = 0
+    /// An adaptive mosaic's cells (nil for a grid's): each cell's rectangle in pixels, in the
+    /// order of `assignment` (a framed layout's: top edge, then left edge), and the smallest
+    /// cell's size, the unit its `position` counts in.
+    public internal(set) var frames: [CellFrame]?
+    public internal(set) var unitWidth = 0
+    public internal(set) var unitHeight = 0
+
+    /// Cell `cell`'s column and row: in a grid, its own; in an adaptive mosaic, its top-left
+    /// corner counted in smallest cells.
+    public func position(of cell: Int) -> (column: Int, row: Int) {
+        if let frames { return (Int(frames[cell].x) / max(1, unitWidth), Int(frames[cell].y) / max(1, unitHeight)) }
+        return (cell % columns, cell / columns)
+    }
+
+    /// An adaptive mosaic's smallest gap in pixels between two cells holding the same photo
+    /// (CellNeighbours.gap: 0 when they touch); nil for a grid, or when no photo is used twice.
+    public var smallestRepeatGap: Int? {
+        guard let frames else { return nil }
+        var cellsOf: [Int32: [Int]] = [:]
+        for (cell, photo) in assignment.enumerated() where photo >= 0 { cellsOf[photo, default: []].append(cell) }
+        var best = Int.max
+        for (_, cells) in cellsOf where cells.count > 1 {
+            // In cell order, by top edge: once a cell starts `best` below the other's bottom, later ones are farther.
+            for i in 0..<cells.count {
+                for j in (i + 1)..<cells.count {
+                    let a = frames[cells[i]], b = frames[cells[j]]
+                    if Int(b.y) - a.bottom >= best { break }
+                    best = min(best, CellNeighbours.gap(a, b))
+                }
+            }
+        }
+        return best == Int.max ? nil : best
+    }
 
     /// Equal results: the same placements and figures (the time each phase took is not compared).
     public static func == (a: MosaicMatch, b: MosaicMatch) -> Bool {
@@ -80,7 +113,7 @@ public struct MosaicMatch: Equatable, Sendable {
             && a.constraintViolations == b.constraintViolations && a.greedyCost == b.greedyCost && a.totalCost == b.totalCost
             && a.improvements == b.improvements && a.improvementPasses == b.improvementPasses && a.minUses == b.minUses
             && a.repairedCells == b.repairedCells && a.repairCost == b.repairCost && a.picturesBelowMinUses == b.picturesBelowMinUses
-            && a.missingUses == b.missingUses
+            && a.missingUses == b.missingUses && a.frames == b.frames
     }
 
     public init(columns: Int, rows: Int, assignment: [Int32], cellErrors: [Float], constraintViolations: Int) {
@@ -105,6 +138,7 @@ public struct MosaicMatch: Equatable, Sendable {
     /// The smallest Chebyshev distance between two cells holding the same photo; nil when no photo
     /// is used twice.
     public var smallestRepeatDistance: Int? {
+        guard frames == nil else { return nil }
         var positions: [Int32: [(Int, Int)]] = [:]
         for (cell, photo) in assignment.enumerated() { positions[photo, default: []].append((cell / columns, cell % columns)) }
         var best = Int.max
@@ -211,32 +245,53 @@ public enum MosaicMatcher {
     /// times (0: no minimum); `repairByTree`: nil decides by the work, true or false forces the
     /// repair's rounds over a FeatureTree of the short photos or its comparison of every short
     /// photo with every cell (these can differ: a round takes the cheapest offers first).
+    /// `neighbours`: the cells of an adaptive mosaic (`columns` of them in one row), each with
+    /// the cells a copy of its photo may not stand in (CellNeighbours, `minDistance` pixels);
+    /// nil: a grid, with `minDistance` in cells. `weights`: each cell's share of the picture
+    /// (an adaptive mosaic's cells: their area in smallest cells), its cost counted that many
+    /// times, so a large cell weighs in a swap what it weighs in the picture; the greedy pass
+    /// then places the heaviest cells first (in the seed's order among equals). nil: all 1.
     public static func match(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore,
                              minDistance: Int, maxUses: Int?, minUses: Int = 0, seed: UInt64, workers: Int,
                              candidateCount: Int = 24, effort: Int = 0, useTree: Bool? = nil, chunkPhotos: Int = MosaicMatcher.chunkPhotos,
-                             repairByTree: Bool? = nil, cancellation: RenderCancellation? = nil,
+                             repairByTree: Bool? = nil, neighbours: CellNeighbours? = nil, weights: [Float]? = nil,
+                             cancellation: RenderCancellation? = nil,
                              progress: ((Int, Int) -> Void)? = nil) throws(TesseraError) -> MosaicMatch {
         let cells = columns * rows
         let d = k * k * 3
         let n = store.count
         precondition(target.count == cells * d && store.valuesPerPhoto == d && chunkPhotos > 0)
-        try refuseImpossibleConstraints(cells: cells, photos: n, minDistance: minDistance, maxUses: maxUses)
-        try refuseImpossibleMinUses(columns: columns, rows: rows, pictures: n, minUses: minUses, maxUses: maxUses, minDistance: minDistance)
+        precondition(neighbours == nil || (rows == 1 && neighbours!.cellCount == cells))
+        precondition(weights == nil || weights!.count == cells)
+        // (An adaptive mosaic's distance is in pixels: its rules are its neighbours'.)
+        let gridDistance = neighbours == nil ? minDistance : 0
+        try refuseImpossibleConstraints(cells: cells, photos: n, minDistance: gridDistance, maxUses: maxUses)
+        try refuseImpossibleMinUses(columns: columns, rows: rows, pictures: n, minUses: minUses, maxUses: maxUses, minDistance: gridDistance)
         let run = min(chunkPhotos, n)
         let runFeatures = UnsafeMutableBufferPointer<Float>.allocate(capacity: run * d)
         defer { runFeatures.deallocate() }
         let reporter = MatchReporter(totalWork: cells * (2 + max(0, effort)), cancellation: cancellation, progress: progress)
 
         var started = monotonicSeconds()
-        let ranking = try rankCandidates(target: target, cells: cells, valuesPerPhoto: d, store: store, m: min(candidateCount, n),
+        var ranking = try rankCandidates(target: target, cells: cells, valuesPerPhoto: d, store: store, m: min(candidateCount, n),
                                          useTree: useTree ?? (n >= treeThreshold), run: run, runFeatures: runFeatures,
                                          workers: workers, reporter: reporter)
+        if let weights {
+            // (A cell's candidates keep their order: one weight scales them all.)
+            let m = ranking.m
+            ranking = CandidateRanking(m: m, photos: ranking.photos, costs: ranking.costs.enumerated().map { $0.element * weights[$0.offset / m] },
+                                       usedTree: ranking.usedTree)
+        }
         let rankingSeconds = monotonicSeconds() - started
 
-        let order = seededOrder(cells: cells, seed: seed)
+        var order = seededOrder(cells: cells, seed: seed)
+        if let weights {
+            // Heaviest first, the seed's order among equals (a stable sort of that order).
+            order = order.enumerated().sorted { (weights[Int($0.element)], -$0.offset) > (weights[Int($1.element)], -$1.offset) }.map(\.element)
+        }
         var placement = Placement(target: target, columns: columns, rows: rows, subCells: k, store: store, run: run,
                                   runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max,
-                                  minUses: minUses)
+                                  minUses: minUses, neighbours: neighbours, weights: weights)
         started = monotonicSeconds()
         try placement.placeGreedily(in: order, reporter: reporter)
         let greedySeconds = monotonicSeconds() - started
@@ -463,6 +518,10 @@ public enum MosaicMatcher {
         let runFeatures: UnsafeMutableBufferPointer<Float>
         let ranking: CandidateRanking
         let minDistance: Int
+        /// An adaptive mosaic's cells near each cell (nil: a grid's, within `minDistance` cells).
+        let neighbours: CellNeighbours?
+        /// Each cell's weight in the cost (nil: 1).
+        let weights: [Float]?
         /// The most uses of one photo (Int.max: no limit), and the fewest of every photo (0: none).
         let limit: Int
         let minUses: Int
@@ -487,7 +546,8 @@ public enum MosaicMatcher {
         private var previous: [Int32] = []
 
         init(target: [Float], columns: Int, rows: Int, subCells k: Int, store: FeatureStore, run: Int,
-             runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int, minUses: Int = 0) {
+             runFeatures: UnsafeMutableBufferPointer<Float>, ranking: CandidateRanking, minDistance: Int, limit: Int, minUses: Int = 0,
+             neighbours: CellNeighbours? = nil, weights: [Float]? = nil) {
             let cells = columns * rows
             self.target = target
             self.columns = columns
@@ -499,6 +559,8 @@ public enum MosaicMatcher {
             self.runFeatures = runFeatures
             self.ranking = ranking
             self.minDistance = minDistance
+            self.neighbours = neighbours
+            self.weights = weights
             self.limit = limit
             self.minUses = minUses
             assignment = [Int32](repeating: -1, count: cells)
@@ -568,6 +630,7 @@ public enum MosaicMatcher {
                 try store.read(first, count, into: runFeatures.baseAddress!)
                 for photo in 0..<count {
                     let cost = target.withUnsafeBufferPointer { squaredDistance($0.baseAddress! + cell * d, runFeatures.baseAddress! + photo * d, count: d) }
+                        * (weights?[cell] ?? 1)
                     let index = Int32(first + photo)
                     if cost < best[2].cost { best[2] = (index, cost) }
                     guard cost < best[1].cost, usesOf(index) < limit else { continue }
@@ -728,6 +791,13 @@ public enum MosaicMatcher {
         func holders(of photo: Int32, near cell: Int, except: Int = -1, most: Int = 2) -> [Int] {
             guard minDistance > 0 else { return [] }
             var found: [Int] = []
+            if let neighbours {
+                for other in neighbours.of(cell) where Int(other) != except && assignment[Int(other)] == photo {
+                    found.append(Int(other))
+                    if found.count >= most { return found }
+                }
+                return found
+            }
             let row = cell / columns, column = cell % columns
             for y in max(0, row - minDistance)...min(rows - 1, row + minDistance) {
                 for x in max(0, column - minDistance)...min(columns - 1, column + minDistance) {
@@ -786,7 +856,7 @@ public enum MosaicMatcher {
             let slot = Int(slotOfPhoto[photo]!)
             return target.withUnsafeBufferPointer { t in
                 placedFeatures.withUnsafeBufferPointer { p in squaredDistance(t.baseAddress! + cell * d, p.baseAddress! + slot * d, count: d) }
-            }
+            } * (weights?[cell] ?? 1)
         }
 
         // MARK: Phase 3, the local search

@@ -268,6 +268,17 @@ public enum MosaicQuality {
         return result
     }
 
+    /// An adaptive mosaic's cells with an identical photo nearer than its minimum distance
+    /// (`neighbours`: each cell's cells within it).
+    public static func tooClose(assignment: [Int32], neighbours: CellNeighbours) -> Int {
+        precondition(neighbours.cellCount == assignment.count)
+        var count = 0
+        for cell in 0..<assignment.count where assignment[cell] >= 0 {
+            if neighbours.of(cell).contains(where: { assignment[Int($0)] == assignment[cell] }) { count += 1 }
+        }
+        return count
+    }
+
     // MARK: Uses
 
     /// How many times each of `pictures` pictures is used by `assignment` (indices into them;

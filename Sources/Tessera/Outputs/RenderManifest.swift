@@ -24,7 +24,8 @@ public enum RenderManifest {
         path.lowercased().hasSuffix(".json") ? .json : .csv
     }
 
-    /// The manifest text: CSV `column,row,photo,cost` (cost: the cell's mean Oklab error), or a
+    /// The manifest text: CSV `column,row,photo,cost` (cost: the cell's mean Oklab error; an
+    /// adaptive mosaic's adds `x,y,width,height`, the cell's rectangle), or a
     /// JSON object whose `cells` are objects with the same fields, beside `notes`.
     public static func text(match: MosaicMatch, photoPaths: [String], format: Format, notes: ManifestNotes = ManifestNotes()) -> String {
         var text = ""
@@ -62,16 +63,21 @@ public enum RenderManifest {
     }
 
     private static func emit(match: MosaicMatch, path: (Int) -> String, format: Format, notes: ManifestNotes, _ out: (String) -> Void) {
-        out(format == .csv ? "column,row,photo,cost\n" : "{\"cells\": [\n")
+        // An adaptive mosaic's cells also give their rectangle in pixels (column and row: the
+        // top-left corner in smallest cells).
+        let frames = match.frames
+        out(format == .csv ? "column,row,photo,cost" + (frames != nil ? ",x,y,width,height\n" : "\n") : "{\"cells\": [\n")
         for cell in 0..<match.assignment.count {
-            let column = cell % match.columns, row = cell / match.columns
+            let (column, row) = match.position(of: cell)
             let path = path(Int(match.assignment[cell]))
             let cost = formatDecimal(Double(match.cellErrors[cell]), places: 5)
             switch format {
             case .csv:
-                out("\(column),\(row),\(csvField(path)),\(cost)\n")
+                let rectangle = frames.map { ",\($0[cell].x),\($0[cell].y),\($0[cell].width),\($0[cell].height)" } ?? ""
+                out("\(column),\(row),\(csvField(path)),\(cost)\(rectangle)\n")
             case .json:
-                out("  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path)), \"cost\": \(cost)}"
+                let rectangle = frames.map { ", \"x\": \($0[cell].x), \"y\": \($0[cell].y), \"width\": \($0[cell].width), \"height\": \($0[cell].height)" } ?? ""
+                out("  {\"column\": \(column), \"row\": \(row), \"photo\": \(jsonString(path)), \"cost\": \(cost)\(rectangle)}"
                     + (cell + 1 < match.assignment.count ? ",\n" : "\n"))
             }
         }
