@@ -89,8 +89,14 @@ public enum CollageCommand {
         case .columns:
             if state.rowHeightGiven { problems.append("--row-height is for justified rows: --layout columns takes --columns N and --width") }
         }
-        if let width = collage.width, width <= 2 * collage.gap + (columns ?? 1) * (collage.gap + 1) {
-            problems.append("--width \(width) leaves no room for the photos between gaps of \(collage.gap) px")
+        // At least a pixel a photo (a column) between the gaps.
+        if let width = collage.width {
+            if let columns, collage.arrangement == .columns, width < columns + collage.gap * (columns + 1) {
+                problems.append("--width \(width) has no room for --columns \(columns) (a pixel each) with gaps of \(collage.gap) px: "
+                                + "at most \(max(0, (width - collage.gap) / (collage.gap + 1))) columns fit")
+            } else if width < 1 + 2 * collage.gap {
+                problems.append("--width \(width) leaves no room for a photo between gaps of \(collage.gap) px: give --gap \((width - 1) / 2) or less")
+            }
         }
         collage.render = try RenderingOptions.finish(state.render, command: "collage", example: "~/Pictures -o wall.jpg --width 20000",
                                                      requiresShape: false, problems: problems)
@@ -109,19 +115,28 @@ public enum CollageCommand {
         switch collage.arrangement {
         case .rows:
             let rowHeight = collage.rowHeight ?? CollageOptions.defaultRowHeight
+            if let width = collage.width { return (.rows(rowHeight: rowHeight), width) }
             // Rows of height h over a width W hold about W / h of aspect: the collage is about
-            // h * h * sum(aspects) / W tall, square when W = h * sqrt(sum).
+            // h * h * sum(aspects) / W tall, square when W = h * sqrt(sum). Gaps and odd shapes
+            // move that: a few steps toward the square (W to the mean of W and the height the
+            // rows then make), each the exact layout's height.
             let total = aspects.reduce(0, +)
-            let square = Int((Double(rowHeight) * total.squareRoot()).rounded()) + 2 * gap
             let widest = Int((Double(rowHeight) * (aspects.max() ?? 1)).rounded()) + 2 * gap
-            let width = collage.width ?? min(sideLimit, max(square, widest, 2 * gap + 1))
+            let least = max(widest, 2 * gap + 1)
+            var width = min(sideLimit, max(Int((Double(rowHeight) * total.squareRoot()).rounded()) + 2 * gap, least))
+            for _ in 0..<4 {
+                let height = CollageLayout.height(aspects: aspects, width: width, rowHeight: rowHeight, gap: gap)
+                let next = min(sideLimit, max(least, Int((Double(width) * Double(height)).squareRoot().rounded())))
+                if abs(next - width) <= width / 50 { break }
+                width = next
+            }
             return (.rows(rowHeight: rowHeight), width)
         case .columns:
             let columns: Int
             if let given = collage.render.columns {
                 columns = given
             } else if let width = collage.width {
-                columns = max(1, width / (CollageOptions.defaultColumnWidth + gap))
+                columns = max(1, min(aspects.count, width / (CollageOptions.defaultColumnWidth + gap)))
             } else {
                 // Each photo adds width / aspect to its column: square when columns^2 = sum(1 / aspect).
                 columns = max(1, Int(aspects.reduce(0) { $0 + 1 / $1 }.squareRoot().rounded()))

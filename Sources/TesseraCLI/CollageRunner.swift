@@ -47,8 +47,14 @@ extension Runner {
         aspects.reserveCapacity(photos.count)
         for photo in photos { aspects.append(CollageLayout.aspect(of: photo.header)) }
         let shape = CollageCommand.shape(collage, aspects: aspects, sideLimit: sideLimit)
-        if case .columns(let count) = shape.style, shape.width < count + collage.gap * (count + 1) {
-            throw .invalidSettings("a collage \(shape.width) px wide has no room for \(count) columns with gaps of \(collage.gap) px: give a larger width or fewer columns")
+        if case .columns(let count) = shape.style {
+            // Columns past the photo count would stay empty.
+            if count > photos.count {
+                throw .invalidSettings("--columns \(count) is more columns than the \(photos.count) photos can fill: give --columns \(photos.count) or fewer")
+            }
+            if shape.width < count + collage.gap * (count + 1) {
+                throw .invalidSettings("a collage \(shape.width) px wide has no room for \(count) columns with gaps of \(collage.gap) px: give a larger --width or fewer --columns")
+            }
         }
         let sequence = CollageLayout.sequence(photoCount: photos.count, order: options.order, photos: photos)
         try RenderRequest.checkCanvas(columns: 1, rows: 1, cellWidth: shape.width, cellHeight: 1, outputs: kinds)

@@ -67,7 +67,7 @@ public enum MosaicCommand {
         Option(flag: "--adaptive", help: "Cells of several sizes: each cell that --grid, --columns, --cells or --size and --tile-size give is split in four where the target has detail and the photos can show it (a quadtree), down to --min-cell, and flat areas keep the large cells. The canvas is the same; the cells end twice as many per halving (4 x with the default quarter: as many as a fixed mosaic of cells half as wide), matched at every size with the same features and rules, --min-distance in pixels. The manifest gives each cell's rectangle (x,y,width,height; column and row count smallest cells); the report and --dry-run count the cells of each size.") { mosaic, _ in
             mosaic.adaptive = true
         },
-        Option("--min-cell", value: "PX", help: "With --adaptive: the smallest cells' width in pixels, the largest (--tile-size) halved once or more, evenly on both sides and at least \(MosaicSize.smallestCell) px (default: a quarter of the largest, or half when it does not halve twice; 100 px cells allow 50 and 25).") { mosaic, given throws(CommandLineError) in
+        Option("--min-cell", value: "PX", help: "With --adaptive: the smallest cells' width in pixels. Default: a quarter of the largest cell's, or half when it does not halve twice. It must be the largest cell (--tile-size) halved once or more, evenly on both sides, and at least \(MosaicSize.smallestCell) px: 100 px cells allow 50 and 25.") { mosaic, given throws(CommandLineError) in
             mosaic.minCell = try given.integer(1...65_535)
         },
         Option(flag: "--use-all", help: "Use every picture at least once: --min-uses 1.") { mosaic, _ in mosaic.minUses = max(mosaic.minUses, 1) },

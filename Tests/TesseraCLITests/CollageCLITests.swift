@@ -28,7 +28,10 @@ import Tessera
         #expect(refusal(["--layout", "columns", "--row-height", "200"]).contains("--row-height is for justified rows"))
         #expect(refusal(["--layout", "grid"]).contains("--layout expects rows or columns"))
         #expect(refusal(["--seed", "4"]).contains("--seed orders a shuffle"))
-        #expect(refusal(["--width", "10", "--gap", "5"]).contains("leaves no room"))
+        #expect(refusal(["--width", "10", "--gap", "5"]).contains("leaves no room for a photo between gaps of 5 px: give --gap 4 or less"))
+        #expect(refusal(["--width", "11", "--gap", "5"]).isEmpty)  // a pixel between the gaps
+        #expect(refusal(["--width", "7", "--gap", "1", "--layout", "columns", "--columns", "3"]).isEmpty)
+        #expect(refusal(["--width", "6", "--gap", "1", "--layout", "columns", "--columns", "3"]).contains("at most 2 columns fit"))
         #expect(refusal(["--width", "0"]).contains("--width expects a whole number"))
         #expect(refusal([]).isEmpty)
         let parsed = try? CollageCommand.parse(["p", "-o", "o.jpg", "--layout", "columns", "--columns", "6", "--gap", "4",
@@ -104,6 +107,15 @@ import Tessera
         let tall = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "1", "--width", "9000",
                                "--temp-dir", directory])
         #expect(tall.status == 2 && tall.output.contains("65500"), "\(tall.output)")
+        // The default width makes about a square picture, gaps and all.
+        for gap in ["0", "100"] {
+            let square = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--gap", gap, "--dry-run", "--temp-dir", directory])
+            let words = square.output.split(separator: "\n").first { $0.hasPrefix("output") }?.split(separator: " ") ?? []
+            let (w, h) = (words.count > 3 ? Double(words[1]) ?? 0 : 0, words.count > 3 ? Double(words[3]) ?? 0 : 0)
+            #expect(w > 0 && h > 0 && max(w / h, h / w) < 1.5, "gap \(gap): \(square.output)")
+        }
+        let empty = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "19", "--temp-dir", directory])
+        #expect(empty.status == 2 && empty.output.contains("--columns 18 or fewer"), "\(empty.output)")
     }
 }
 
