@@ -18,6 +18,22 @@ public struct Runner {
     }
 
     public func grid(_ options: GridOptions) -> ExitCode {
+        runLayout(options) { library, options throws(TesseraError) in
+            let columns = options.columns!
+            let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
+            try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
+                                          outputs: options.outputs.map(\.kind))
+            return GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
+                                   cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order,
+                                   photos: library.photos)
+        }
+    }
+
+    /// What grid and collage share: scan the photos, lay them out (`makeLayout`, given the
+    /// library and the options with the memory chosen), then the preview, the render, the
+    /// manifest and the report.
+    func runLayout(_ options: GridOptions,
+                   layout makeLayout: (PhotoLibrary, GridOptions) throws(TesseraError) -> CellLayout) -> ExitCode {
         let runStarted = monotonicSeconds()
         let options = options.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)
@@ -28,13 +44,7 @@ public struct Runner {
         case .failure(let code): return code
         }
         do throws(TesseraError) {
-            let columns = options.columns!
-            let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
-            try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
-                                          outputs: options.outputs.map(\.kind))
-            let layout = GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
-                                         cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order,
-                                         photos: library.photos)
+            let layout = try makeLayout(library, options)
             let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.plannedOutputs)
             if let path = options.previewPath {
                 let preview = try writePreview(of: request, to: path, dryRun: options.dryRun)

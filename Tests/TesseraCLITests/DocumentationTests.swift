@@ -80,16 +80,9 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             if !arguments.contains(spec.names[0]) {
                 arguments += [spec.names[0]] + (spec.valueName == nil ? [] : [Self.sampleValue(for: spec)])
             }
-            if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(spec.names[0]) {
-                arguments += ["--dzi", "z.dzi"]
-            }
+            arguments += Self.companions(of: spec.names[0])
             if spec.names[0] == "--columns" { arguments += ["--layout", "columns"] }
             if spec.names[0] == "--seed" { arguments += ["--order", "shuffle"] }
-            if spec.names[0] == "--iiif" { arguments += ["--iiif-id", "https://example.org/iiif/wall"] }
-            if spec.names[0] == "--iiif-id" { arguments += ["--iiif", "wall"] }
-            if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
-            if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
-            if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
             do {
                 _ = try CollageCommand.parse(arguments)
             } catch {
@@ -102,22 +95,31 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             if !arguments.contains(spec.names[0]) {
                 arguments += [spec.names[0]] + (spec.valueName == nil ? [] : [Self.sampleValue(for: spec)])
             }
-            if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(spec.names[0]) {
-                arguments += ["--dzi", "z.dzi"]
-            }
+            arguments += Self.companions(of: spec.names[0])
             // --columns replaces --grid; --cells sets the count --grid would.
             if ["--columns", "--cells"].contains(spec.names[0]) { arguments.removeSubrange(5...6) }
             if spec.names[0] == "--min-cell" { arguments += ["--adaptive"] }
-            if spec.names[0] == "--iiif" { arguments += ["--iiif-id", "https://example.org/iiif/wall"] }
-            if spec.names[0] == "--iiif-id" { arguments += ["--iiif", "wall"] }
-            if spec.names[0] == "--shard" { arguments += ["--shard-dir", "d"] }
-            if spec.names[0] == "--shard-dir" { arguments += ["--shard", "1/2"] }
-            if spec.names[0] == "-0" { arguments += ["--photos-from", "list.txt"] }
             do {
                 _ = try MosaicCommand.parse(arguments)
             } catch {
                 Issue.record("mosaic \(arguments.joined(separator: " ")): \(error.message)")
             }
+        }
+    }
+
+    /// The flags a flag needs beside it to parse (the pyramid for its settings, the other half
+    /// of a pair).
+    static func companions(of flag: String) -> [String] {
+        if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(flag) {
+            return ["--dzi", "z.dzi"]
+        }
+        switch flag {
+        case "--iiif": return ["--iiif-id", "https://example.org/iiif/wall"]
+        case "--iiif-id": return ["--iiif", "wall"]
+        case "--shard": return ["--shard-dir", "d"]
+        case "--shard-dir": return ["--shard", "1/2"]
+        case "-0": return ["--photos-from", "list.txt"]
+        default: return []
         }
     }
 
