@@ -185,6 +185,13 @@ public enum DuplicatePictures {
         var kept: [Float] = []  // the representatives' features, one after another
         var keptSummaries: [Summary] = []
         var rows: [Int32] = []
+        // Room for every picture that may be kept, reserved once: pages not written are not
+        // resident, and growing by doubling would copy the features into a new block while the
+        // old one is still held (up to one and a half times `heldBytes` at the moment of a copy).
+        let most = min(maxPictures, have.lazy.filter { $0 }.count) + 1
+        kept.reserveCapacity(most * d)
+        keptSummaries.reserveCapacity(most)
+        rows.reserveCapacity(most)
         let run = 4096
         var chunk = [Float](repeating: 0, count: run * max(d, 1))
         var first = 0
