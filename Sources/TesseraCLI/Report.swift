@@ -50,7 +50,7 @@ public enum Report {
                 + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", cell spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
         if let deepZoom = plan.deepZoom, let zoom = plan.deepZoomSettings {
-            lines.insert("deep zoom   \(deepZoom.levels.count) levels, \(deepZoom.tileCount) tiles of \(deepZoom.tileSize) px + \(deepZoom.overlap) overlap at quality \(zoom.quality), at most \(formatBytes(plan.deepZoomDiskBytes)), \(plan.deepZoomInodes) files; \(formatBytes(Int64(plan.deepZoomMemoryBytes))) of memory", at: 3)
+            lines.insert("deep zoom   \(deepZoom.levels.count) levels, \(deepZoom.tileCount) tiles of \(deepZoom.tileSize) px + \(deepZoom.overlap) overlap at quality \(zoom.quality)\(zoom.viewer && zoom.previews > 0 ? ", up to \(plan.distinctPhotos) photo previews of \(zoom.previews) px" : ""), at most \(formatBytes(plan.deepZoomDiskBytes)), \(plan.deepZoomInodes) files; \(formatBytes(Int64(plan.deepZoomMemoryBytes))) of memory", at: 3)
         }
         if let tiff = plan.tiff, let chosen = plan.tiffSettings {
             let kind = tiff.needsBigTIFF(subsampling: settings.subsampling) ? "BigTIFF" : "classic TIFF"
@@ -108,6 +108,7 @@ public enum Report {
             names.append(iiifPath)
             sizes.append(deepZoomPath == nil && archivePath == nil ? "its tiles" : "the same tiles as IIIF")
         }
+        if summary.previews > 0 { sizes.append("\(summary.previews) photo preview\(summary.previews == 1 ? "" : "s") for the viewer") }
         if let tiffPath {
             names.append(tiffPath)
             sizes.append("a TIFF of \(summary.tiffPages) level\(summary.tiffPages == 1 ? "" : "s") in \(formatBytes(summary.tiffBytes))")
@@ -356,7 +357,7 @@ public enum Report {
                 ("bytes", "\(summary.outputBytes + summary.deepZoomBytes + summary.archiveBytes + summary.tiffBytes)"),
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
                 ("dzi_bytes", "\(summary.deepZoomBytes)"), ("szi_bytes", "\(summary.archiveBytes)"),
-                ("tiff_bytes", "\(summary.tiffBytes)"), ("tiff_levels", "\(summary.tiffPages)"),
+                ("tiff_bytes", "\(summary.tiffBytes)"), ("tiff_levels", "\(summary.tiffPages)"), ("previews", "\(summary.previews)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
                 ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]

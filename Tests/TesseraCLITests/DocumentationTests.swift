@@ -110,7 +110,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
     /// The flags a flag needs beside it to parse (the pyramid for its settings, the other half
     /// of a pair).
     static func companions(of flag: String) -> [String] {
-        if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title"].contains(flag) {
+        if ["--dzi-tile-size", "--dzi-overlap", "--dzi-quality", "--no-viewer", "--viewer-labels", "--title", "--previews"].contains(flag) {
             return ["--dzi", "z.dzi"]
         }
         switch flag {
@@ -130,6 +130,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
         case "--tile-size", "--columns", "--quality", "--workers", "--stripe-height", "--dzi-quality", "--dpi",
              "--sub-cells", "--max-uses", "--min-uses", "--match-effort", "--min-distance", "--tint", "--seed", "--dzi-overlap": return "3"
         case "--width": return "2000"
+        case "--previews": return "256"
         case "--row-height", "--gap": return "10"
         case "--layout": return "columns"
         case "--subsampling": return "444"

@@ -432,6 +432,147 @@ import Testing
         #expect(b.contains("data-archive=\"b.szi\"") && !b.contains("data-folder="))
     }
 
+    /// `--previews 240`: every distinct photo drawn is written whole, 240 px on its long side and
+    /// upright (a photo stored sideways with EXIF orientation 6 comes out portrait), into
+    /// NAME_files/viewer/previews (the folder) or the archive; a click on a cell shows that
+    /// photo's preview over the picture, inside the window, and Escape puts it away. A photo
+    /// that cannot be read (drawn as a placeholder) has none, and its click says so. From the
+    /// disk for the folder, over range requests for the SZI.
+    @Test(arguments: [false, true])
+    func aClickedCellShowsItsPhotoLarger(archive: Bool) throws {
+        let directory = folder("previews")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photos = directory + "/photos"
+        mkdir(photos, 0o755)
+        for name in ["Landscape_1", "Portrait_6", "Landscape_8"] {
+            #expect(system("cp '\(fixtures)/\(name).jpg' '\(photos)/'") == 0)
+        }
+        // Six tenths of a JPEG: its header reads, its picture does not (drawn as a placeholder).
+        let whole = readFile(fixtures + "/Landscape_2.jpg")
+        writeFile(Array(whole[0..<(whole.count * 6 / 10)]), to: photos + "/zz-broken.jpg")
+        let output = archive ? ["--szi", directory + "/site/w.szi"] : ["--dzi", directory + "/site/w.dzi"]
+        let run = runTessera(["grid", photos, "--grid", "4x2", "--tile-size", "150", "--no-progress", "--temp-dir", directory,
+                              "--manifest", directory + "/m.csv", "--previews", "240"] + output)
+        try #require(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("3 photo previews for the viewer"), "\(run.output)")
+
+        // The preview files: one a readable photo, named by the photo's number in cells.js.
+        let listing = python("""
+        import sys, os, io, zipfile
+        from PIL import Image, ImageOps
+        site, archive, photos = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+        if archive:
+            z = zipfile.ZipFile(os.path.join(site, "w.szi"))
+            files = {n.split("/")[-1]: z.read(n) for n in z.namelist() if "/viewer/previews/" in n}
+        else:
+            folder = os.path.join(site, "w_files/viewer/previews")
+            files = {n: open(os.path.join(folder, n), "rb").read() for n in os.listdir(folder)}
+        names = ["Landscape_1.jpg", "Landscape_8.jpg", "Portrait_6.jpg"]
+        for n in sorted(files):
+            preview = Image.open(io.BytesIO(files[n])).convert("RGB")
+            photo = ImageOps.exif_transpose(Image.open(os.path.join(photos, names[int(n[:-4])]))).convert("RGB")
+            expected = photo.resize(preview.size, Image.BOX)
+            diff = sum(abs(a - b) for a, b in zip(preview.tobytes(), expected.tobytes())) / (3.0 * preview.size[0] * preview.size[1])
+            print("%s %dx%d %.1f" % (n, preview.size[0], preview.size[1], diff))
+        """, [directory + "/site", archive ? "1" : "0", photos], in: directory)
+        let lines = listing.output.split(separator: "\n").map(String.init)
+        #expect(listing.status == 0 && lines.count == 3, "\(listing.output)")
+        for line in lines {
+            let words = line.split(separator: " ")
+            guard words.count == 3 else { continue }
+            // Photos 0 and 1 are landscape, 2 (Portrait_6) is stored sideways: upright, portrait.
+            #expect(words[1] == (words[0] == "2.jpg" ? "160x240" : "240x160"), "\(line)")
+            #expect((Double(words[2]) ?? 99) < 4, "the preview is not its photo: \(line)")
+        }
+
+        // The cells of the portrait and of the broken photo, from the manifest.
+        let manifest = String(decoding: readFile(directory + "/m.csv"), as: UTF8.self).split(separator: "\n")
+        func cell(of name: String) throws -> (column: Int, row: Int) {
+            let row = try #require(manifest.first { $0.hasSuffix("/" + name) }, "\(manifest)")
+            let fields = row.split(separator: ",")
+            return (Int(fields[0])!, Int(fields[1])!)
+        }
+        let portrait = try cell(of: "Portrait_6.jpg"), broken = try cell(of: "zz-broken.jpg")
+        func click(_ cell: (column: Int, row: Int)) -> BrowserStep {
+            .clickAt("(function () { var r = document.body.getAttribute('data-picture').split(',').map(Number); "
+                     + "return [r[0] + r[2] * \(Double(cell.column) + 0.5) / 4, r[1] + r[3] * \(Double(cell.row) + 0.5) / 2]; })()")
+        }
+        let preview = "document.getElementById('tessera-preview')"
+        let shown = "(function () { var b = \(preview); return b ? b.getAttribute('data-state') : 'none'; })()"
+        var page = "file://" + directory + "/site/w.html"
+        var server: RangeServer?
+        if archive {
+            server = try RangeServer(root: directory + "/site", scratch: directory)
+            page = server!.url("w.html")
+        }
+        defer { server?.stop() }
+        let results = browse(page, steps: Self.settled + [
+            .read(bodyAttribute("data-source"), as: "source"),
+            .read("document.getElementById('tessera-help').textContent", as: "help"),
+            click(portrait),
+            .wait("\(shown) !== 'loading' && \(shown) !== 'none'", seconds: 10),
+            .read(shown, as: "state"),
+            .read("\(preview).getAttribute('data-photo')", as: "photo"),
+            .read("(function () { var i = \(preview).querySelector('img'); return i.naturalWidth + 'x' + i.naturalHeight; })()", as: "size"),
+            .read("(function () { var r = \(preview).querySelector('img').getBoundingClientRect(); "
+                  + "return [r.left, r.top, r.width, r.height].join(','); })()", as: "box"),
+            .read("document.getElementById('tessera-preview-name').textContent", as: "caption"),
+            .key("Escape", code: "Escape", keyCode: 27),
+            .sleep(0.2),
+            .read(shown, as: "afterEscape"),
+            click(broken),
+            .wait("\(shown) !== 'loading' && \(shown) !== 'none'", seconds: 10),
+            .read(shown, as: "brokenState"),
+            .read("document.getElementById('tessera-preview-name').textContent", as: "brokenCaption"),
+            .run("\(preview).click()"),
+            .sleep(0.2),
+            .read(shown, as: "afterClick"),
+        ], in: directory)
+        #expect(results["failure"] == nil && results.keys.allSatisfy { !$0.hasPrefix("timeout") }, "\(results)")
+        #expect(results["source"] == (archive ? "archive" : "folder"), "\(results)")
+        #expect(results["help"]?.contains("click to see it larger") == true, "\(results)")
+        #expect(results["state"] == "shown" && results["photo"] == "2" && results["size"] == "160x240", "\(results)")
+        #expect(results["caption"] == "Portrait_6.jpg", "\(results)")
+        let box = try #require(ScreenRect(results["box"]), "\(results)")
+        #expect(box.isInside(width: 1000, height: 700) && box.width >= 150 && box.height >= 230, "\(box)")
+        #expect(results["afterEscape"] == "none", "\(results)")
+        #expect(results["brokenState"] == "missing" && results["brokenCaption"]?.contains("zz-broken.jpg: no larger picture") == true,
+                "\(results)")
+        #expect(results["afterClick"] == "none", "\(results)")
+    }
+
+    /// --previews is refused where there is no viewer to show them or no way yet to write them,
+    /// and out of its range; the dry run counts them in the pyramid's disk estimate.
+    @Test func previewsNeedAViewer() throws {
+        let directory = folder("previews-refused")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let base = ["grid", fixtures, "--grid", "4x3", "--tile-size", "64", "--no-progress", "--temp-dir", directory]
+        let refusals: [(arguments: [String], words: String)] = [
+            (["-o", directory + "/w.jpg", "--previews", "256"], "--previews are shown by the Deep Zoom viewer: add --dzi"),
+            (["--iiif", directory + "/iiif", "--iiif-id", "https://example.org/w", "--previews", "256"], "which --iiif does not have"),
+            (["--dzi", directory + "/w.dzi", "--no-viewer", "--previews", "256"], "--previews is for the viewer, and --no-viewer leaves it out"),
+            (["--dzi", directory + "/w.dzi", "--previews", "256", "--shard", "1/2", "--shard-dir", directory], "not yet written by shards"),
+            (["--dzi", directory + "/w.dzi", "--previews", "32"], "--previews"),
+            (["--dzi", directory + "/w.dzi", "--previews", "5000"], "--previews"),
+        ]
+        for refusal in refusals {
+            let run = runTessera(base + refusal.arguments)
+            #expect(run.status == 2 && run.output.contains(refusal.words), "\(refusal.arguments): \(run.status) \(run.output)")
+        }
+        #expect(listNames(directory) == ["site"], "a refused run wrote \(listNames(directory))")
+        func pyramidDisk(_ extra: [String]) -> (line: String, kib: Double)? {
+            let run = runTessera(base + ["--dzi", directory + "/w.dzi", "--dry-run"] + extra)
+            guard let line = run.output.split(separator: "\n").first(where: { $0.hasPrefix("deep zoom") }),
+                  let match = line.firstMatch(of: #/at most ([0-9.]+) (KiB|MiB)/#) else { return nil }
+            return (String(line), (Double(match.1) ?? 0) * (match.2 == "MiB" ? 1024 : 1))
+        }
+        let without = try #require(pyramidDisk([]), "no pyramid in the dry run").kib
+        let (line, with) = try #require(pyramidDisk(["--previews", "1024"]))
+        #expect(line.contains("up to 12 photo previews of 1024 px"), "\(line)")
+        // The 12 photos drawn at up to 1024 x 1024 x 0.6 bytes each: about 7.2 MiB more.
+        #expect(with - without > 7 * 1024 && with - without < 7.5 * 1024, "\(without) KiB without previews, \(with) KiB with")
+    }
+
     /// An SZI rewritten by Python's zipfile with an extended-timestamp extra field on every
     /// entry (in its local header as in the directory) and 65,536 empty entries more, so its end
     /// records are ZIP64, and without the viewer's cells.js (as another program writes it): the

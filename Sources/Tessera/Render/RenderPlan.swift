@@ -210,6 +210,11 @@ public struct RenderPlan: Equatable, Sendable {
             DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
         }
         var deepZoomBytes = deepZoom.map { pyramidWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        // The viewer's previews: a preview being made on each worker (after the last stripe,
+        // counted throughout).
+        if let zoom = deepZoomSettings, zoom.viewer, zoom.previews > 0 {
+            deepZoomBytes += workers * PhotoPreviews.workingBytes(longSide: zoom.previews)
+        }
         let tiff = tiffSettings.map { PyramidTIFFGeometry(width: width, height: height, tileSize: $0.tileSize) }
         var tiffBytes = tiff.map { tiffWriterBytes($0, rowBytes: rowBytes) } ?? 0
         // Pyramids whose writers average rows for their levels below (Deep Zoom, TIFF).
@@ -265,9 +270,11 @@ public struct RenderPlan: Equatable, Sendable {
             estimatedOutputBytes: writesJPEG ? estimatedJPEGBytes(width: width, height: height, settings: settings) : 0,
             deepZoom: deepZoom, deepZoomSettings: deepZoomSettings, deepZoomMemoryBytes: deepZoomBytes,
             deepZoomDiskBytes: deepZoom.map {
-                pyramidDiskBytes($0, settings: deepZoomSettings!, subsampling: settings.subsampling, cellCount: layout.cellCount)
+                pyramidDiskBytes($0, settings: deepZoomSettings!, subsampling: settings.subsampling, cellCount: layout.cellCount,
+                                 drawings: layout.distinctDrawingCount)
             } ?? 0,
-            deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0),
+            deepZoomInodes: Int64(deepZoom?.inodeCount ?? 0)
+                + (deepZoomSettings.map { $0.viewer && $0.previews > 0 } == true ? Int64(distinct) + 1 : 0),
             temporaryDirectory: settings.temporaryDirectory ?? defaultTemporaryDirectory(),
             stripeDirectory: settings.temporaryDirectory ?? defaultStripeDirectory(neededBytes: pageRounded * Int64(window)))
         plan.steadyStateBudgetBytes = budget
@@ -440,8 +447,11 @@ public struct RenderPlan: Equatable, Sendable {
     /// A conservative estimate of the pyramid's size on disk: its tiles, and the viewer's
     /// cells.js when there is a viewer (up to 8 bytes a cell, "1234567,").
     static func pyramidDiskBytes(_ deepZoom: DeepZoomGeometry, settings: DeepZoomSettings, subsampling: ChromaSubsampling,
-                                 cellCount: Int) -> Int64 {
-        deepZoom.estimatedBytes(bytesPerPixel: bytesPerPixel(quality: settings.quality, subsampling: subsampling))
-            + (settings.viewer ? Int64(cellCount) * 8 : 0)
+                                 cellCount: Int, drawings: Int = 0) -> Int64 {
+        let perPixel = bytesPerPixel(quality: settings.quality, subsampling: subsampling)
+        // The previews: at most one a drawing, each at most a square of the long side.
+        let previews = settings.viewer && settings.previews > 0
+            ? Int64(drawings) * Int64((Double(settings.previews * settings.previews) * perPixel).rounded(.up) + 4096) : 0
+        return deepZoom.estimatedBytes(bytesPerPixel: perPixel) + (settings.viewer ? Int64(cellCount) * 8 : 0) + previews
     }
 }

@@ -105,6 +105,9 @@ enum RenderingOptions {
             state.deepZoom.title = given.value
             state.deepZoomOptionGiven = given.name
         },
+        Option("--previews", value: "N", help: "Let the viewer show each photo larger when its cell is clicked: every distinct photo drawn is also written whole, N px on its long side (64-4096, e.g. 1024), upright, into NAME_files/viewer/previews (and into the SZI), by the same run after the picture, on every core. Needs --dzi or --szi with the viewer; not with --shard. Disk: --dry-run counts up to N x N x 0.6 bytes a photo at quality 90.") { state, given throws(CommandLineError) in
+            state.deepZoom.previews = try given.integer(DeepZoomSettings.previewSizes)
+        },
     ]
 
     /// The name endings of a JPEG (.jpg, .jpeg, .jpe, .jfif): what -o accepts.
@@ -246,7 +249,8 @@ enum RenderingOptions {
         var options = state.options
         var deepZoom = state.deepZoom
         if options.help { return options }
-        if !deepZoom.viewer, let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", state.viewerLabelsGiven)]
+        if !deepZoom.viewer, let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", state.viewerLabelsGiven),
+                                            ("--previews", deepZoom.previews > 0)]
             .first(where: { $0.1 })?.0 {
             throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
         }
@@ -294,6 +298,13 @@ enum RenderingOptions {
         }
         if options.shard != nil && options.tiffPath != nil {
             throw CommandLineError("--tiff is not yet written by shards and their join: render the TIFF in one process, or shard with --dzi")
+        }
+        if deepZoom.previews > 0 && options.deepZoomPath == nil && options.deepZoomArchivePath == nil {
+            throw CommandLineError("--previews are shown by the Deep Zoom viewer" + (options.iiifPath != nil ? ", which --iiif does not have" : "")
+                                   + ": add --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")
+        }
+        if options.shard != nil && deepZoom.previews > 0 {
+            throw CommandLineError("--previews are not yet written by shards and their join: render with --previews in one process, or shard without it")
         }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")

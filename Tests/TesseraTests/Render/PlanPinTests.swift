@@ -44,6 +44,14 @@ import Testing
         return String(line[..<start.upperBound]) + String(count + 3) + String(line[digits.endIndex...])
     }
 
+    /// `line` without the pyramid settings' previews (added after the pin, issue 30), which the
+    /// sweep never asks for (checked here: 0 wherever the settings are printed).
+    static func withoutPreviews(_ line: String) -> String {
+        let field = ", previews: 0"
+        #expect(!line.contains("previews: ") || line.contains(field), "\(line)")
+        return line.replacing(field, with: "")
+    }
+
     /// A grid in name order as it was stored when the plans were pinned: its sequence of photos
     /// (GridLayout now stores none, issue 27, which lowers a plan by 4 bytes a photo; the pin
     /// checks that the plan's arithmetic is unchanged, so it keeps the old layout).
@@ -86,8 +94,8 @@ import Testing
                                         settings.temporaryDirectory = "/pinned"
                                         let key = "\(l) \(budget >> 20) \(workers) \(encoder.map { "\($0)" } ?? "-") \(stripeHeight ?? 0) \(s) \(o) \(whole): "
                                         do throws(TesseraError) {
-                                            each(key + withLeafletFiles(withoutSteadyState(withoutTIFF(
-                                                "\(try RenderPlan.plan(layout: layout, settings: settings, writing: kinds, wholeImageBytes: whole))"),
+                                            each(key + withLeafletFiles(withoutSteadyState(withoutTIFF(withoutPreviews(
+                                                "\(try RenderPlan.plan(layout: layout, settings: settings, writing: kinds, wholeImageBytes: whole))")),
                                                 budget: budget)))
                                         } catch {
                                             each(key + "\(error)")

@@ -38,11 +38,15 @@ public struct DeepZoomSettings: Equatable, Sendable {
     /// A title the viewer shows over the picture and names its page with (nil: none; the tab
     /// shows NAME).
     public var title: String?
+    /// The long side in pixels of the larger picture of each photo the viewer shows when its
+    /// cell is clicked (PhotoPreviews), 64...4096; 0: none.
+    public var previews = 0
 
     public init() {}
 
     /// The valid ranges, for the library's checks and any front end's (one source of truth).
     public static let tileSizes = 16...8192
+    public static let previewSizes = PhotoPreviews.sizes
     public static func overlaps(forTileSize tileSize: Int) -> ClosedRange<Int> { 0...(tileSize / 2) }
 
     /// Throws for out-of-range values.
@@ -55,6 +59,9 @@ public struct DeepZoomSettings: Equatable, Sendable {
         }
         guard RenderSettings.qualities.contains(quality) else {
             throw .invalidSettings("Deep Zoom quality must be \(RenderSettings.qualities), got \(quality)")
+        }
+        guard previews == 0 || Self.previewSizes.contains(previews) else {
+            throw .invalidSettings("the viewer's previews must be \(Self.previewSizes) px on their long side (or 0 for none), got \(previews)")
         }
     }
 }

@@ -211,7 +211,7 @@ final class DeepZoomOutput: StripeSink {
         if let writeCells {
             try writeCells(write)
         } else {
-            try DeepZoomViewer.cellsScript(name: scriptName, geometry: pyramid, labels: labels, write: write)
+            try DeepZoomViewer.cellsScript(name: scriptName, geometry: pyramid, labels: labels, previews: previews?.longSide ?? 0, write: write)
         }
     }
     /// Held while the staging folder exists, so that no other render takes it for abandoned.
@@ -223,6 +223,7 @@ final class DeepZoomOutput: StripeSink {
     /// folder, and the archive's descriptor and central directory.
     func finish() throws(TesseraError) {
         try writer.finish()
+        try writePreviews()
         if let archive {
             if archivePagePath != nil || pageReadsArchive {
                 try archive.add(name: archiveName + "/" + archiveName + "_files/viewer/cells.js") { write throws(TesseraError) in
@@ -240,7 +241,7 @@ final class DeepZoomOutput: StripeSink {
         guard let staging else { return }
         var files: [(path: String, contents: String)] = []
         if viewer {
-            try makeDirectory(staging + "/" + name + "_files/viewer")
+            if previews == nil { try makeDirectory(staging + "/" + name + "_files/viewer") }
             files = [(name + ".html", DeepZoomViewer.page(name: name, title: title, folder: true, archive: pageReadsArchive))]
             let cellsPath = staging + "/" + name + "_files/viewer/cells.js"
             let file = try FileDescriptor.open(cellsPath, flags: O_WRONLY | O_CREAT | O_EXCL)
@@ -253,6 +254,33 @@ final class DeepZoomOutput: StripeSink {
             try bytes.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in try writeNewFile(staging + "/" + file.path, raw) }
             }.get()
+        }
+    }
+
+    /// The viewer's previews of the photos (PhotoPreviews.swift), when asked for: set by the
+    /// renderer, which has the decoder, before the render.
+    var previews: PhotoPreviews?
+    /// How many previews were written, and how many photos had none (unreadable).
+    private(set) var previewCounts = (made: 0, unreadable: 0)
+
+    /// Whether the archive carries the viewer's files (its page reads them from it).
+    private var archiveHasViewer: Bool { archive != nil && (archivePagePath != nil || pageReadsArchive) }
+
+    /// Each preview into the folder's viewer/previews and the archive's, as the viewer reads
+    /// them; nothing when there is no viewer to show them.
+    private func writePreviews() throws(TesseraError) {
+        guard let previews, (viewer && staging != nil) || archiveHasViewer else { return }
+        let folder = viewer ? staging.map { $0 + "/" + name + "_files/" } : nil
+        if let folder {
+            try makeDirectory(folder + "viewer")
+            try makeDirectory(folder + "viewer/previews")
+        }
+        let archivePrefix = archiveName + "/" + archiveName + "_files/"
+        let archive = archiveHasViewer ? self.archive : nil
+        previewCounts = try previews.make { index, bytes throws(TesseraError) in
+            let entry = PhotoPreviews.entryName(index)
+            if let folder { try writeNewFile(folder + entry, bytes) }
+            try archive?.add(name: archivePrefix + entry, bytes: bytes)
         }
     }
 
@@ -333,6 +361,7 @@ final class DeepZoomOutput: StripeSink {
         summary.deepZoomTiles = tilesWritten
         summary.deepZoomBytes = bytesWritten
         summary.archiveBytes = archive?.bytesWritten ?? 0
+        summary.previews = previewCounts.made
     }
 }
 

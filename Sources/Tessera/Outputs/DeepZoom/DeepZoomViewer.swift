@@ -96,7 +96,7 @@ public enum DeepZoomViewer {
     /// window.TESSERA (the pyramid's shape and the cell labels), handed to `write` 64 KiB at a
     /// time: a 20-gigapixel grid has close to a million cells, and the whole text at once would
     /// be several megabytes held at the render's end.
-    static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?,
+    static func cellsScript(name: String, geometry: DeepZoomGeometry, labels: CellLabels?, previews: Int = 0,
                             write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
@@ -112,6 +112,8 @@ public enum DeepZoomViewer {
         try emit("  name: \(jsonString(name)),\n")
         try emit("  width: \(geometry.width), height: \(geometry.height),\n")
         try emit("  tileSize: \(geometry.tileSize), overlap: \(geometry.overlap), maxLevel: \(geometry.maxLevel),\n")
+        // The long side of the photos' previews in viewer/previews/P.jpg (0: none).
+        if previews > 0 { try emit("  previews: \(previews),\n") }
         if let labels {
             try emit("  grid: {columns: \(labels.columns), rows: \(labels.rows), cellWidth: \(labels.cellWidth), cellHeight: \(labels.cellHeight)},\n")
             try emit("  names: [")

@@ -26,7 +26,9 @@
 // data-most-at-once (the most tile requests at once), data-range ("whole" when the server sent
 // the archive whole), data-window and data-picture (the window's size and the picture's
 // rectangle on screen: x,y,width,height); each control its data-rect (empty when hidden). The
-// document gets a "tesseraready" event when the map is up.
+// document gets a "tesseraready" event when the map is up. A clicked cell's preview (cells.js's
+// `previews`, the long side; NAME_files/viewer/previews/P.jpg in the folder or the archive) is
+// #tessera-preview, with data-photo (P) and data-state (loading, shown, missing).
 
 enum DeepZoomViewerScript {
     static let style = """
@@ -68,6 +70,11 @@ enum DeepZoomViewerScript {
       #tessera-message.tessera-notice { background: #e8eef8; }
       #tessera-message code { font: 14px ui-monospace, monospace; background: rgba(0,0,0,.08); padding: 1px 4px; border-radius: 3px; }
       #tessera-message[hidden] { display: none; }
+      #tessera-preview { position: fixed; inset: 0; z-index: 1500; display: flex; flex-direction: column; align-items: center;
+                         justify-content: center; gap: 8px; background: rgba(0,0,0,.82); cursor: zoom-out; }
+      #tessera-preview img { display: block; object-fit: contain; box-shadow: 0 4px 18px rgba(0,0,0,.6); background: #222; }
+      #tessera-preview-name { font: 14px/1.4 system-ui, sans-serif; color: #fff; max-width: calc(100vw - 24px); padding: 0 12px;
+                              box-sizing: border-box; text-align: center; overflow-wrap: anywhere; }
     """
 
     static let main = #"""
@@ -124,7 +131,12 @@ enum DeepZoomViewerScript {
             img.src = path(z, x, y);
           },
           release: function () {},
-          image: function (z, img) { img.src = path(z, 0, 0); }
+          image: function (z, img) { img.src = path(z, 0, 0); },
+          preview: function (photo, img, failed) {
+            img.onerror = function () { failed("not found in " + folderName + "/viewer/previews"); };
+            img.src = folder + "/viewer/previews/" + photo + ".jpg";
+          },
+          releasePreview: function () {}
         };
       }
 
@@ -185,6 +197,23 @@ enum DeepZoomViewerScript {
           image: function (z, img) {
             var entry = reader.entry(name(z, 0, 0));
             if (entry) reader.bytes(entry, name(z, 0, 0)).then(function (bytes) { img.src = blobURL(bytes); }, function () {});
+          },
+          preview: function (photo, img, failed) {
+            var entryName = root + "viewer/previews/" + photo + ".jpg", entry = reader.entry(entryName);
+            if (!entry) { failed("not in " + archiveName); return; }
+            reader.bytes(entry, entryName).then(function (bytes) {
+              if (img.tesseraURL) { URL.revokeObjectURL(img.tesseraURL); live -= 1; }
+              img.tesseraURL = blobURL(bytes);
+              img.onerror = function () { failed("damaged in " + archiveName); };
+              img.src = img.tesseraURL;
+            }, function (problem) { failed(problem && problem.message ? problem.message : String(problem)); });
+          },
+          releasePreview: function (img) {
+            if (!img || !img.tesseraURL) return;
+            URL.revokeObjectURL(img.tesseraURL);
+            img.tesseraURL = null;
+            live -= 1;
+            body.setAttribute("data-blob-urls", live);
           }
         };
       }
@@ -397,7 +426,8 @@ enum DeepZoomViewerScript {
           help.id = "tessera-help";
           var coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
           help.textContent = T.width + " x " + T.height + " px"
-            + (T.grid ? (coarse ? " — tap a photo to see its name" : " — point at a photo to see its name, click to keep it") : "");
+            + (!T.grid ? "" : T.previews ? (coarse ? " — tap a photo to see it larger" : " — point at a photo to see its name, click to see it larger")
+               : (coarse ? " — tap a photo to see its name" : " — point at a photo to see its name, click to keep it"));
           L.DomEvent.disableClickPropagation(div);
           return div;
         };
@@ -409,7 +439,7 @@ enum DeepZoomViewerScript {
           var column = Math.floor(p.x / T.grid.cellWidth), row = Math.floor(p.y / T.grid.cellHeight);
           if (column < 0 || row < 0 || column >= T.grid.columns || row >= T.grid.rows) return null;
           var photo = T.cells[row * T.grid.columns + column];
-          return { column: column, row: row, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
+          return { column: column, row: row, photo: photo, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
         }
         // A layout of frames (a collage): the cells sorted by top edge, four numbers each; the
         // first that may hold p starts at most T.tallest above it.
@@ -420,7 +450,7 @@ enum DeepZoomViewerScript {
             var x = F[i * 4], y = F[i * 4 + 1];
             if (p.x >= x && p.x < x + F[i * 4 + 2] && p.y >= y && p.y < y + F[i * 4 + 3]) {
               var photo = T.cells[i];
-              return { column: i, row: 0, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
+              return { column: i, row: 0, photo: photo, name: photo >= 0 ? T.names[photo] : "(empty cell)" };
             }
           }
           return null;
@@ -438,13 +468,56 @@ enum DeepZoomViewerScript {
         map.on("click", function (e) {
           var cell = cellAt(e.latlng);
           showCell(cell);
-          if (cell) {
+          if (cell && T.previews && cell.photo >= 0) {
+            openPreview(cell);
+          } else if (cell) {
             var content = document.createElement("div");
             content.id = "tessera-popup";
             content.textContent = cell.name + "  (column " + (cell.column + 1) + ", row " + (cell.row + 1) + ")";
             L.popup().setLatLng(e.latlng).setContent(content).openOn(map);
           }
         });
+
+        // The photo's preview (--previews): over the picture, the photo whole at up to its
+        // preview size and within the window, its name under it; a click, a tap or Escape
+        // closes it. Its box records data-photo and data-state (loading, shown, missing).
+        var previewBox = null, previewImage = null;
+        function closePreview() {
+          if (!previewBox) return;
+          source.releasePreview(previewImage);
+          previewBox.remove();
+          previewBox = previewImage = null;
+        }
+        function openPreview(cell) {
+          closePreview();
+          var box = document.createElement("div");
+          box.id = "tessera-preview";
+          box.setAttribute("role", "dialog");
+          box.setAttribute("aria-label", cell.name);
+          box.setAttribute("data-photo", cell.photo);
+          box.setAttribute("data-state", "loading");
+          var img = document.createElement("img");
+          img.alt = baseName(cell.name);
+          img.style.maxWidth = "min(" + T.previews + "px, calc(100vw - 24px))";
+          img.style.maxHeight = "min(" + T.previews + "px, calc(100vh - 72px))";
+          var caption = document.createElement("div");
+          caption.id = "tessera-preview-name";
+          caption.textContent = baseName(cell.name);
+          caption.title = cell.name;
+          box.appendChild(img);
+          box.appendChild(caption);
+          img.onload = function () { box.setAttribute("data-state", "shown"); };
+          source.preview(cell.photo, img, function (why) {
+            box.setAttribute("data-state", "missing");
+            img.remove();
+            caption.textContent = baseName(cell.name) + ": no larger picture (" + why + "; a photo that could not be read has none).";
+          });
+          box.addEventListener("click", closePreview);
+          document.body.appendChild(box);
+          previewBox = box;
+          previewImage = img;
+        }
+        document.addEventListener("keydown", function (e) { if (e.key === "Escape") closePreview(); });
 
         // The navigator: the whole picture small (the largest level that is one tile), with
         // the view as a rectangle; a click there moves the view. Shown while zoomed in.
