@@ -241,7 +241,7 @@ public struct RenderPlan: Equatable, Sendable {
         // Each pyramid's averaged rows for the levels below: a third of a stripe, counted as part
         // of each stripe's cost (only one stripe is averaged at a time; this is generous).
         let stripeRowBytes = rowBytes + pyramids * (rowBytes / (3 * window) + 1)
-        let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, mcu: mcu,
+        let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, pyramidsOnly: !writesJPEG, mcu: mcu,
                                             maxMcuRows: maxMcuRows, window: window, stripeRowBytes: stripeRowBytes, fixed: fixed,
                                             smallestCacheBytes: minimumCells * cellBytes, budget: budget)
         let restartInterval = try restartInterval(writesJPEG: writesJPEG, encoder: encoder, settings: settings, width: width,
@@ -376,8 +376,8 @@ public struct RenderPlan: Equatable, Sendable {
     /// budget leaves beside `fixed` and the smallest cell cache, in whole MCU rows, at most the
     /// default, at least 16 rows (or the canvas). Refuses a budget that cannot hold the window
     /// of such stripes, `fixed` and the smallest cell cache.
-    static func stripeHeight(requested: Int?, height: Int, encoder: EncoderMode, mcu: Int, maxMcuRows: Int, window: Int,
-                             stripeRowBytes: Int, fixed: Int, smallestCacheBytes: Int, budget: Int) throws(TesseraError) -> Int {
+    static func stripeHeight(requested: Int?, height: Int, encoder: EncoderMode, pyramidsOnly: Bool = false, mcu: Int, maxMcuRows: Int,
+                             window: Int, stripeRowBytes: Int, fixed: Int, smallestCacheBytes: Int, budget: Int) throws(TesseraError) -> Int {
         /// What the budget must hold with stripes of `rows` rows.
         func needed(forRows rows: Int) -> Int { fixed + window * rows * stripeRowBytes + smallestCacheBytes }
         var stripeHeight: Int
@@ -393,6 +393,10 @@ public struct RenderPlan: Equatable, Sendable {
             guard need <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: need) }
         } else {
             let minimumNeed = needed(forRows: min(height, 16))
+            // Without a JPEG there are no MCU rows to keep whole: a very wide pyramid (a TIFF of
+            // 150,000 px a side in 128 MiB) may go down to stripes of 8 rows, as asked for with
+            // --stripe-height 8, before it is refused.
+            if minimumNeed > budget && pyramidsOnly && height > 8 && needed(forRows: 8) <= budget { return 8 }
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
             // Half of what remains may go to stripes, in whole MCU rows, at most the default.
             let forStripes = (budget - fixed - smallestCacheBytes) / 2
