@@ -34,6 +34,39 @@ import Testing
         #expect(settings.maxMemoryBytes - plan.estimatedPeakBytes < plan.cellBytes, "\(plan.estimatedPeakBytes)")
     }
 
+    /// A pyramid without a JPEG may take stripes of 8 rows when 16 do not fit the budget (no
+    /// MCU rows to keep whole): a TIFF 150,000 px wide plans inside 128 MiB, where the same
+    /// render with a JPEG beside it (at its own limit of 65,500 px) keeps the 16-row floor.
+    @Test func aWidePyramidAloneTakesNarrowStripesBeforeRefusing() throws {
+        var settings = RenderSettings()
+        settings.workers = 2
+        settings.maxMemoryBytes = 128 << 20
+        let wide = GridLayout.make(photoCount: 18, columns: 1000, rows: 1000, cellWidth: 150, cellHeight: 150, order: .name)
+        let plan = try RenderPlan.make(layout: wide, settings: settings, writing: [.tiff(PyramidTIFFSettings())])
+        #expect(plan.geometry.stripeHeight == 8 && plan.estimatedPeakBytes <= 128 << 20, "\(plan.geometry)")
+        // Where 16 rows fit, they are taken (the floor is unchanged).
+        settings.maxMemoryBytes = 512 << 20
+        let roomy = try RenderPlan.make(layout: wide, settings: settings, writing: [.tiff(PyramidTIFFSettings())])
+        #expect(roomy.geometry.stripeHeight >= 16)
+        // With a JPEG the stripes stay whole MCU rows of at least 16: at the smallest budget
+        // where a 65,400 px pyramid alone plans (on 8 rows), the same with a JPEG is refused.
+        let jpegWide = GridLayout.make(photoCount: 18, columns: 436, rows: 2, cellWidth: 150, cellHeight: 150, order: .name)
+        settings.workers = 1
+        var smallest: RenderPlan?
+        for mib in 16...128 {
+            settings.maxMemoryBytes = mib << 20
+            if let plan = try? RenderPlan.make(layout: jpegWide, settings: settings, writing: [.deepZoom(DeepZoomSettings())]) {
+                smallest = plan
+                break
+            }
+        }
+        let alone = try #require(smallest)
+        #expect(alone.geometry.stripeHeight == 8)
+        #expect(throws: TesseraError.self) {
+            try RenderPlan.make(layout: jpegWide, settings: settings, writing: [.jpeg, .deepZoom(DeepZoomSettings())])
+        }
+    }
+
     @Test func tooSmallBudgetIsRefused() {
         let layout = GridLayout.make(photoCount: 10, columns: 400, rows: 10, cellWidth: 150, cellHeight: 150, order: .name)
         var settings = RenderSettings()
