@@ -25,10 +25,10 @@ python3 -m pip install -q iiif-validator tifffile imagecodecs numpy
 swift build -c release
 mkdir -p demo-zoom
 .build/release/tessera grid Tests/TesseraTests/Fixtures/orientation -o demo.jpg --dzi demo-zoom/demo.dzi \
-    --columns 6 --tile-size 300
+    --columns 6 --tile-size 300 --previews 800
 .build/release/tessera mosaic --target Samples/target/chelsea.jpg Samples/library -o demo-mosaic.jpg \
     --dzi demo-zoom/mosaic.dzi --grid 60x40 --tile-size 64 --tint 25
 echo "open demo.jpg: 18 photos in a 6 x 3 grid, all upright"
-echo "open demo-zoom/demo.html in a browser to zoom into it; pointing at a photo names it"
+echo "open demo-zoom/demo.html in a browser to zoom into it; pointing at a photo names it, clicking shows it larger"
 echo "open demo-mosaic.jpg: Samples/target/chelsea.jpg (a cat) as a 60 x 40 mosaic of the 46 photos in Samples/library, each cell tinted 25% toward the cat"
 echo "open demo-zoom/mosaic.html in a browser to zoom into the mosaic until every cell is a photo"
