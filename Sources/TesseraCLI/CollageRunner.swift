@@ -28,7 +28,12 @@ extension Runner {
             }
         }
         let sequence = CollageLayout.sequence(photoCount: photos.count, order: options.order, photos: photos)
-        try RenderRequest.checkCanvas(columns: 1, rows: 1, cellWidth: shape.width, cellHeight: 1, outputs: kinds)
+        // (The height is known only once the photos are laid out: the width alone is checked here.)
+        if shape.width > sideLimit {
+            throw .invalidSettings(sideLimit == jpegMaxDimension
+                ? "--width \(shape.width) is wider than a JPEG can be (\(formatCount(jpegMaxDimension)) px): give --width \(jpegMaxDimension) or less, or write only pyramids (--dzi, --szi, --tiff), which may be up to \(formatCount(RenderPlan.maxDeepZoomSide)) px"
+                : "--width \(shape.width) is wider than any picture tessera writes (\(formatCount(sideLimit)) px): give --width \(sideLimit) or less")
+        }
         return try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
                                       heightLimit: sideLimit)
     }

@@ -107,6 +107,10 @@ import Tessera
         let tall = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "1", "--width", "9000",
                                "--temp-dir", directory])
         #expect(tall.status == 2 && tall.output.contains("65500"), "\(tall.output)")
+        // A width past the JPEG's limit is named as a width (the height is not known yet).
+        let wide = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--width", "65501", "--temp-dir", directory])
+        #expect(wide.status == 2 && wide.output.contains("--width 65501 is wider than a JPEG can be (65,500 px)")
+                && !wide.output.contains("x 1 px"), "\(wide.output)")
         // The default width makes about a square picture, gaps and all.
         for gap in ["0", "100"] {
             let square = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--gap", gap, "--dry-run", "--temp-dir", directory])
