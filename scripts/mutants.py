@@ -261,6 +261,14 @@ MUTANTS = [
      "for x in max(0, column - minDistance)...min(columns - 1, column + minDistance) {",
      "for x in max(0, column - minDistance + 1)...min(columns - 1, column + minDistance) {",
      "MatcherTests|LocalSearchTests|identicalPicturesNeverTouch", "a repeat just left of a cell is not seen"),
+    # The duplicate search's grid (Mosaic/DuplicateGrid.swift): the ranges it searches cover every
+    # pair `same` accepts.
+    ("duplicate-grid-cell-range", "Sources/Tessera/Mosaic/DuplicateGrid.swift",
+     "let light = tolerance + cellDifference * weight", "let light = tolerance + cellDifference * weight * 0.5",
+     "gridMatchesComparingEveryPair|gridNeverHidesAJoinedPair", "the sub-cells' ranges miss rich pairs `same` accepts"),
+    ("duplicate-grid-contrast-range", "Sources/Tessera/Mosaic/DuplicateGrid.swift",
+     "return [logf(contrastRatio)] + keyCells", "return [logf(1.15)] + keyCells",
+     "gridMatchesComparingEveryPair|gridNeverHidesAJoinedPair", "the contrast's range is narrower than the ratio `same` allows"),
 ]
 
 

@@ -27,9 +27,10 @@
 // (the first measure missed 45 of the 198), and among 130 distinct real pictures (8,385 pairs) one
 // pair is joined, by both measures: a flat grey texture and a flat grey wallpaper.
 //
-// Photos are bucketed by their mean colour, buckets a little wider than the largest mean shift
-// allowed (see `bucket`), so each photo is compared only with the representatives in its bucket and
-// the 26 around it.
+// Each photo is compared only with the representatives kept so far that lie in the cells of a grid
+// (DuplicateGrid.swift: over its contrast and the L of a few sub-cells) where `same` could accept
+// them, and joins the first of those by position that it accepts: exactly the picture comparing
+// with every earlier representative would give it.
 
 public enum DuplicatePictures {
     /// The bound on every difference between two flat photos of the same picture (Oklab L is 0-1):
@@ -51,8 +52,8 @@ public enum DuplicatePictures {
     static let contrastRatio: Float = 1.25
     static let contrastFloor: Float = 0.02
 
-    /// A photo's mean Oklab colour and L contrast, computed once and used both for its bucket and
-    /// for every comparison, so that the bucket and the measure see the same floats.
+    /// A photo's mean Oklab colour and L contrast, computed once and used both for its grid cell
+    /// and for every comparison, so that the grid and the measure see the same floats.
     struct Summary {
         var l: Float, a: Float, b: Float, contrast: Float
     }
@@ -69,26 +70,6 @@ public enum DuplicatePictures {
         var squares: Float = 0
         for c in 0..<cells { squares += (values[c * 3] - l) * (values[c * 3] - l) }
         return Summary(l: l, a: a, b: b, contrast: (squares / n).squareRoot())
-    }
-
-    struct Bucket: Hashable { let l: Int32, a: Int32, b: Int32 }
-
-    /// The bucket of a photo with mean colour `s`. Why a pair that `same` accepts always lands in
-    /// the same or neighbouring buckets (the search looks at the 3 x 3 x 3 around a photo's own):
-    /// `same` requires |mean L difference| <= tolerance + lightnessShift (the richness weight is at
-    /// most 1), and likewise for a and b with colourShift. The buckets are `width` = 1.01 times
-    /// that bound wide, so the two means divided by `width` differ by at most 1/1.01, and with a
-    /// float division's relative error (about 1e-7 of values below 1e4) still by less than 1; two
-    /// numbers less than 1 apart have floors at most 1 apart. Both sides use the same `summary`
-    /// floats. Means outside any photo's range (a damaged index) are clamped, which keeps floors
-    /// monotonic and so keeps the argument.
-    static func bucket(_ s: Summary, tolerance: Float) -> Bucket {
-        let lightWidth = (tolerance + lightnessShift) * 1.01, colourWidth = (tolerance + colourShift) * 1.01
-        func index(_ value: Float, _ width: Float) -> Int32 {
-            let scaled = value.isFinite ? value / width : 0
-            return Int32(min(max(scaled, -1e6), 1e6).rounded(.down))
-        }
-        return Bucket(l: index(s.l, lightWidth), a: index(s.a, colourWidth), b: index(s.b, colourWidth))
     }
 
     /// Whether two photos (`d` floats each, with their summaries) show the same picture.
@@ -130,67 +111,38 @@ public enum DuplicatePictures {
     /// the first. Photos whose feature length differs from the first photo's (or is under 3) are
     /// their own pictures.
     public static func representatives(_ features: [[Float]], tolerance: Float = tolerance) -> [Int] {
-        var buckets: [Bucket: [Int]] = [:]
-        var summaries: [Summary] = []
-        summaries.reserveCapacity(features.count)
-        var result = [Int](repeating: 0, count: features.count)
+        var result = Array(features.indices)
         let d = features.first?.count ?? 0
-        for (index, feature) in features.enumerated() {
-            summaries.append(feature.withUnsafeBufferPointer { summary($0.baseAddress, count: $0.count) })
-            result[index] = index
-            guard feature.count == d, d >= 3 else { continue }
-            let own = summaries[index], home = bucket(own, tolerance: tolerance)
-            var found: Int?
-            for neighbour in neighbours(home) {
-                for candidate in buckets[neighbour] ?? [] where found == nil || candidate < found! {
-                    let match = feature.withUnsafeBufferPointer { x in
-                        features[candidate].withUnsafeBufferPointer { y in
-                            same(x.baseAddress!, own, y.baseAddress!, summaries[candidate], count: d, tolerance: tolerance)
-                        }
-                    }
-                    if match { found = candidate }
+        guard d >= 3 else { return result }
+        var grid = Grid(valuesPerPhoto: d, tolerance: tolerance, capacity: features.count)
+        var pictures: [Int] = []  // the representatives' positions
+        for (index, feature) in features.enumerated() where feature.count == d {
+            feature.withUnsafeBufferPointer { values in
+                let x = values.baseAddress!, own = summary(x, count: d)
+                if let found = grid.find(x, own) {
+                    result[index] = pictures[Int(found)]
+                } else {
+                    grid.insert(x, own)
+                    pictures.append(index)
                 }
-            }
-            if let found {
-                result[index] = found
-            } else {
-                buckets[home, default: []].append(index)
             }
         }
         return result
     }
 
-    /// The bucket and the 26 around it.
-    static func neighbours(_ home: Bucket) -> [Bucket] {
-        var all: [Bucket] = []
-        all.reserveCapacity(27)
-        for dl in Int32(-1)...1 {
-            for da in Int32(-1)...1 {
-                for db in Int32(-1)...1 { all.append(Bucket(l: home.l + dl, a: home.a + da, b: home.b + db)) }
-            }
-        }
-        return all
-    }
-
     /// The same, streamed from `store` (the rows marked in `have`, in row order, read a run at a
     /// time): the representatives' rows, ascending, with `duplicate(row, representativeRow)`
-    /// called for each other row. Holds the representatives' features and summaries (the distinct
-    /// pictures: `heldBytes` says how much), and the buckets, which are bounded by the colour
-    /// space (about 20 x 14 x 14 at the default tolerance), not by the photos.
+    /// called for each other row. Holds the representatives' features, summaries and grid (the
+    /// distinct pictures: `heldBytes` says how much), sized once for every picture that may be
+    /// kept: pages not written are not resident, and growing by doubling would copy the features
+    /// into a new block while the old one is still held (up to one and a half times `heldBytes`).
     /// More than `maxPictures` distinct pictures: nil (they are not all held).
     public static func representatives(store: FeatureStore, have: [Bool], tolerance: Float = tolerance, maxPictures: Int = .max,
                                        duplicate: (Int, Int) -> Void) throws(TesseraError) -> [Int32]? {
         let d = store.valuesPerPhoto
-        var buckets: [Bucket: [Int32]] = [:]
-        var kept: [Float] = []  // the representatives' features, one after another
-        var keptSummaries: [Summary] = []
-        var rows: [Int32] = []
-        // Room for every picture that may be kept, reserved once: pages not written are not
-        // resident, and growing by doubling would copy the features into a new block while the
-        // old one is still held (up to one and a half times `heldBytes` at the moment of a copy).
         let most = min(maxPictures, have.lazy.filter { $0 }.count) + 1
-        kept.reserveCapacity(most * d)
-        keptSummaries.reserveCapacity(most)
+        var grid = Grid(valuesPerPhoto: d, tolerance: tolerance, capacity: most)
+        var rows: [Int32] = []
         rows.reserveCapacity(most)
         let run = 4096
         var chunk = [Float](repeating: 0, count: run * max(d, 1))
@@ -201,40 +153,28 @@ public enum DuplicatePictures {
                 Result { () throws(TesseraError) in try store.read(first, count, into: buffer.baseAddress!) }
             }.get()
             for offset in 0..<count where have[first + offset] {
-                let found: Int32? = chunk.withUnsafeBufferPointer { values in
-                    let x = values.baseAddress! + offset * d
-                    guard d >= 3 else { return nil }
-                    let own = summary(x, count: d)
-                    var found: Int32?
-                    kept.withUnsafeBufferPointer { held in
-                        for neighbour in neighbours(bucket(own, tolerance: tolerance)) {
-                            for candidate in buckets[neighbour] ?? [] where found == nil || candidate < found! {
-                                if same(x, own, held.baseAddress! + Int(candidate) * d, keptSummaries[Int(candidate)], count: d,
-                                        tolerance: tolerance) { found = candidate }
-                            }
-                        }
+                let kept: Bool = chunk.withUnsafeBufferPointer { values in
+                    let x = values.baseAddress! + offset * d, own = summary(x, count: d)
+                    if d >= 3, let found = grid.find(x, own) {
+                        duplicate(first + offset, Int(rows[Int(found)]))
+                        return true
                     }
-                    return found
-                }
-                if let found {
-                    duplicate(first + offset, Int(rows[Int(found)]))
-                } else {
-                    if rows.count >= maxPictures { return nil }
-                    let base = offset * d
-                    let own = chunk.withUnsafeBufferPointer { summary($0.baseAddress! + base, count: d) }
-                    buckets[bucket(own, tolerance: tolerance), default: []].append(Int32(rows.count))
+                    guard rows.count < maxPictures else { return false }
+                    grid.insert(x, own)
                     rows.append(Int32(first + offset))
-                    keptSummaries.append(own)
-                    kept.append(contentsOf: chunk[base..<(base + d)])
+                    return true
                 }
+                if !kept { return nil }
             }
             first += count
         }
         return rows
     }
 
-    /// What `representatives(store:...)` holds for `pictures` distinct pictures of `d` floats.
+    /// What `representatives(store:...)` holds for `pictures` distinct pictures of `d` floats: a
+    /// picture's features, summary and row, and its link and list head in the grid (4 bytes each);
+    /// besides them, a run of photos read at a time and the scratch of a search.
     public static func heldBytes(pictures: Int, valuesPerPhoto d: Int) -> Int {
-        pictures * (d * 4 + MemoryLayout<Summary>.stride + 4 + 4) + (1 << 20)
+        pictures * (d * 4 + MemoryLayout<Summary>.stride + 4 + 4 + 4) + (1 << 20)
     }
 }

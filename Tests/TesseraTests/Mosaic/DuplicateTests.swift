@@ -1,6 +1,6 @@
 // DuplicateTests.swift — the same picture stored more than once counts as one photo: re-encoded,
 // resized, brightened or stripped of its colour profile; distinct real photos stay apart; and the
-// measure's buckets never hide a pair it joins.
+// search's grid never hides a pair the measure joins.
 import Glibc
 import Testing
 import TesseraTestSupport
@@ -121,11 +121,11 @@ private let repositoryDirectory: String = {
         #expect(Set(DuplicatePictures.representatives(features)).count == 600)
     }
 
-    /// A pair the measure joins lands in the same or neighbouring buckets, so the bucketed search
+    /// A pair the measure joins lands in a cell the grid searches, so the grid's search
     /// finds exactly what comparing with every earlier picture finds; the streamed search agrees.
     /// Pictures are random, and copies are pushed to the edges of every bound (mean shifts, contrast
-    /// gain, pattern noise), many of them across a bucket boundary.
-    @Test func bucketsNeverHideAJoinedPair() throws {
+    /// gain, pattern noise), many of them across a cell boundary.
+    @Test func gridNeverHidesAJoinedPair() throws {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func random() -> Float {
             state = state &* 6364136223846793005 &+ 1442695040888963407
@@ -155,19 +155,14 @@ private let repositoryDirectory: String = {
                     features.append(copy)
                     if DuplicatePictures.same(base, copy) {
                         joined += 1
-                        let a = base.withUnsafeBufferPointer { values in
-                            DuplicatePictures.bucket(DuplicatePictures.summary(values.baseAddress, count: d), tolerance: 0.02)
-                        }
-                        let b = copy.withUnsafeBufferPointer { values in
-                            DuplicatePictures.bucket(DuplicatePictures.summary(values.baseAddress, count: d), tolerance: 0.02)
-                        }
-                        #expect(abs(a.l - b.l) <= 1 && abs(a.a - b.a) <= 1 && abs(a.b - b.b) <= 1)
-                        if a != b { joinedAcross += 1 }
+                        let (searched, across, _) = gridPlaces(copy, searchedFor: base)
+                        #expect(searched)
+                        if across { joinedAcross += 1 }
                     }
                 }
             }
-            #expect(joined > 100 && joinedAcross > 20, "k \(k): \(joined) joined, \(joinedAcross) across buckets")
-            // Every earlier picture compared: the reference the buckets must reproduce.
+            #expect(joined > 100 && joinedAcross > 20, "k \(k): \(joined) joined, \(joinedAcross) across cells")
+            // Every earlier picture compared: the reference the grid must reproduce.
             var reference: [Int] = []
             var pictures: [Int] = []
             for (index, feature) in features.enumerated() {
@@ -184,6 +179,47 @@ private let repositoryDirectory: String = {
             let rows = try DuplicatePictures.representatives(store: FeatureStore(photos: features, valuesPerPhoto: d),
                                                               have: [Bool](repeating: true, count: features.count)) { streamed[$0] = $1 }
             #expect(streamed == reference && rows?.map(Int.init) == pictures, "k \(k)")
+        }
+    }
+
+    /// Photos generated around every bound of the measure (`BoundaryPhotos`: flat, partly and
+    /// fully rich, their means crowded together, copies just inside and just outside each bound,
+    /// copies of copies, in shuffled order): the grid's search gives exactly the representatives
+    /// that comparing each photo with every earlier picture gives (the first by position that
+    /// `same` accepts), streamed or not; every pair `same` accepts lies in a cell the grid
+    /// searches; and many accepted pairs lie across cells and near a bound of a coordinate.
+    @Test func gridMatchesComparingEveryPair() throws {
+        var generator = BoundaryPhotos(state: 0x2545_F491_4F6C_DD1D)
+        for k in [1, 2, 3, 4] {
+            let features = generator.library(subCells: k, pictures: 600)
+            var reference: [Int] = [], pictures: [Int] = []
+            var accepted = 0, across = 0, nearBound = 0
+            var unsearched: [(photo: Int, picture: Int)] = []
+            for (index, feature) in features.enumerated() {
+                let joined = pictures.filter { DuplicatePictures.same(feature, features[$0]) }
+                for picture in joined {
+                    let places = gridPlaces(features[picture], searchedFor: feature)
+                    if !places.searched { unsearched.append((index, picture)) }
+                    accepted += 1
+                    if places.across { across += 1 }
+                    if places.nearBound { nearBound += 1 }
+                }
+                reference.append(joined.first ?? index)
+                if joined.isEmpty { pictures.append(index) }
+            }
+            #expect(unsearched.isEmpty, "k \(k): \(unsearched.count) accepted pairs in cells not searched, first \(unsearched.prefix(3))")
+            // (One sub-cell: every photo is flat, so the crowded means are few pictures.)
+            #expect(accepted > 500 && across > 150 && nearBound > 50 && pictures.count > (k == 1 ? 10 : 400),
+                    "k \(k): \(features.count) photos, \(pictures.count) pictures, \(accepted) pairs accepted, \(across) across cells, \(nearBound) near a bound")
+            let representatives = DuplicatePictures.representatives(features)
+            let wrong = features.indices.filter { representatives[$0] != reference[$0] }
+            #expect(wrong.isEmpty, "k \(k): \(wrong.count) photos joined another picture, first \(wrong.prefix(5))")
+            var streamed: [Int] = Array(0..<features.count)
+            let rows = try DuplicatePictures.representatives(store: FeatureStore(photos: features, valuesPerPhoto: k * k * 3),
+                                                              have: [Bool](repeating: true, count: features.count)) { streamed[$0] = $1 }
+            let wrongStreamed = features.indices.filter { streamed[$0] != reference[$0] }
+            #expect(wrongStreamed.isEmpty && rows?.map(Int.init) == pictures,
+                    "k \(k): \(wrongStreamed.count) photos joined another picture streamed, first \(wrongStreamed.prefix(5))")
         }
     }
 
@@ -256,5 +292,105 @@ private let repositoryDirectory: String = {
         }
         #expect(touching == 0)
         #expect(prepared.match.constraintViolations == 0)
+    }
+}
+
+/// Whether the grid searches the cell of `representative` for `photo` (a pair `same(photo,
+/// representative)` accepts must be searched), whether that cell is another than the photo's
+/// own, and whether the two differ by more than 0.9 of the bound in some coordinate.
+private func gridPlaces(_ representative: [Float], searchedFor photo: [Float]) -> (searched: Bool, across: Bool, nearBound: Bool) {
+    let d = photo.count
+    let grid = DuplicatePictures.Grid(valuesPerPhoto: d, tolerance: DuplicatePictures.tolerance, capacity: 1)
+    return photo.withUnsafeBufferPointer { values in
+        representative.withUnsafeBufferPointer { other in
+            let x = values.baseAddress!, y = other.baseAddress!
+            let sx = DuplicatePictures.summary(x, count: d), sy = DuplicatePictures.summary(y, count: d)
+            let cell = grid.cell(y, sy)
+            let searched = zip(grid.ranges(x, sx), cell).allSatisfy { $0.contains($1) }
+            let gaps = zip(grid.coordinates(x, sx), grid.coordinates(y, sy)).map { abs($0 - $1) }
+            return (searched, cell != grid.cell(x, sx), zip(gaps, grid.radii(sx)).contains { $0 > 0.9 * $1 })
+        }
+    }
+}
+
+/// Feature vectors around the bounds of `DuplicatePictures.same`: pictures whose means crowd
+/// together (L 0.48-0.52, a and b within 0.005 of 0), of L contrasts from none through the floor
+/// (0.02) and the rich contrast (0.08) to well past it, and copies that move one quantity the
+/// measure bounds to just inside or just outside its bound.
+private struct BoundaryPhotos {
+    var state: UInt64
+
+    /// 0 ..< 1.
+    mutating func random() -> Float {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return Float(state >> 40) / Float(1 << 24)
+    }
+
+    /// `bound` times 0.96 ... 1.04, either sign: just inside or just outside it.
+    mutating func near(_ bound: Float) -> Float {
+        bound * (0.96 + 0.08 * random()) * (random() < 0.5 ? -1 : 1)
+    }
+
+    /// `pictures` pictures of k x k sub-cells, each followed by up to four copies (of it or of an
+    /// earlier copy), then shuffled.
+    mutating func library(subCells k: Int, pictures: Int) -> [[Float]] {
+        var photos: [[Float]] = []
+        for _ in 0..<pictures {
+            var family = [picture(cells: k * k)]
+            for _ in 0..<Int(random() * 5) { family.append(copy(of: family[Int(random() * Float(family.count))])) }
+            photos += family
+        }
+        for i in stride(from: photos.count - 1, to: 0, by: -1) { photos.swapAt(i, Int(random() * Float(i + 1))) }
+        return photos
+    }
+
+    mutating func picture(cells n: Int) -> [Float] {
+        let contrasts: [Float] = [0, 0.01, 0.019, 0.021, 0.04, 0.079, 0.081, 0.15]
+        let contrast = contrasts[Int(random() * Float(contrasts.count))]
+        var pattern = (0..<n).map { _ in random() - 0.5 }
+        let mean = pattern.reduce(0, +) / Float(n)
+        pattern = pattern.map { $0 - mean }
+        let rms = (pattern.reduce(0) { $0 + $1 * $1 } / Float(n)).squareRoot()
+        let l = 0.48 + 0.04 * random(), a = 0.01 * random() - 0.005, b = 0.01 * random() - 0.005
+        var x = [Float](repeating: 0, count: n * 3)
+        for c in 0..<n {
+            x[c * 3] = l + (rms > 0 ? pattern[c] * contrast / rms : 0)
+            x[c * 3 + 1] = a + 0.02 * random() - 0.01
+            x[c * 3 + 2] = b + 0.02 * random() - 0.01
+        }
+        return x
+    }
+
+    /// `x` with one bounded quantity moved to just inside or outside its bound (the bounds of a
+    /// pair as rich as `x`): the mean L, a or b; the L contrast; one sub-cell's L, a or b pattern
+    /// (the others moved back so the mean stays); or the mean L and one sub-cell's L pattern
+    /// together, up to the cap on a sub-cell's difference.
+    mutating func copy(of x: [Float]) -> [Float] {
+        let n = x.count / 3
+        let s = x.withUnsafeBufferPointer { DuplicatePictures.summary($0.baseAddress, count: x.count) }
+        let weight = min(1, s.contrast / DuplicatePictures.richContrast), t = DuplicatePictures.tolerance
+        let meanL = t + DuplicatePictures.lightnessShift * weight, meanColour = t + DuplicatePictures.colourShift * weight
+        let patternL = t + DuplicatePictures.lightnessPattern * weight, patternColour = t + DuplicatePictures.colourPattern * weight
+        var y = x
+        func shift(_ channel: Int, by amount: Float) { for c in 0..<n { y[c * 3 + channel] += amount } }
+        func move(_ channel: Int, cell: Int, by amount: Float) {
+            for c in 0..<n { y[c * 3 + channel] += c == cell ? amount : (n > 1 ? -amount / Float(n - 1) : 0) }
+        }
+        let cell = Int(random() * Float(n))
+        switch Int(random() * 8) {
+        case 0: shift(0, by: near(meanL))
+        case 1: shift(1, by: near(meanColour))
+        case 2: shift(2, by: near(meanColour))
+        case 3:
+            let gain = Float(pow(Double(DuplicatePictures.contrastRatio), Double(near(1))))
+            for c in 0..<n { y[c * 3] = s.l + (x[c * 3] - s.l) * gain }
+        case 4: move(0, cell: cell, by: near(patternL))
+        case 5: move(1 + Int(random() * 2), cell: cell, by: near(patternColour))
+        default:
+            let cap = near(t + DuplicatePictures.cellDifference * weight), first = 0.7 * meanL * (cap < 0 ? -1 : 1)
+            shift(0, by: first)
+            move(0, cell: cell, by: cap - first)
+        }
+        return y
     }
 }
