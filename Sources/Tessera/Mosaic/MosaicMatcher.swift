@@ -11,6 +11,11 @@
 //      constraints allow (a full scan of all photos when none of its candidates is allowed).
 //      The random order spreads repeats evenly instead of letting the top-left cells take every
 //      photo's best matches; the same seed gives the same mosaic.
+//      At a minimum distance of 1 with no rule on uses (the default: `chainsApply`),
+//      `placeInRows` instead: the rows from the top, each row's cells given together the photos
+//      of least total cost next to the row above (a dynamic programme along the row, exact for
+//      it): neighbours share out the few photos a smooth area wants instead of the first come
+//      taking its best and leaving the next cell worse ones.
 //      With a minimum of uses, `Placement.repairMinUses` then gives every photo used fewer times
 //      its missing uses, each in the cell where it costs least extra, taken from a photo used
 //      more than the minimum (the cells compared: all of them when that is cheap, else first
@@ -18,7 +23,11 @@
 //   3. `Placement.improve`: `effort` passes of local search over the cells in the same order: a cell takes a better
 //      candidate when the constraints allow it, or swaps photos with the one neighbour whose
 //      photo blocks it, whenever that lowers the total cost (a reassignment never takes a photo
-//      below its minimum of uses; a swap keeps every count). Every move lowers it, so the
+//      below its minimum of uses; a swap keeps every count). Where the chains apply, each pass
+//      first relabels every row, then every column, at its least total cost with the rest as
+//      it is (`sweepChains`: the same dynamic programme, in segments of `chainCells`), moves
+//      that change many cells at once where one cell's move alone would break the rule.
+//      Every move lowers it, so the
 //      total never rises; the moves are made one at a time in a fixed order, so the result is
 //      the same for any number of workers.
 // Phases 2 and 3 change one value, `Placement` (the assignment, the costs and the bookkeeping
@@ -177,7 +186,8 @@ public enum MosaicMatcher {
     /// order, 32 bytes each), its place in the order, its share of the nodes, the permutation's
     /// mark. With a minimum of uses (`minUses` > 0), the repair's besides (at most one short
     /// photo a cell): their features in a tree's order, the tree, and 2 offers a cell
-    /// (`repairTreeBytesPerCell`).
+    /// (`repairTreeBytesPerCell`). The chain moves' dynamic programme (`ChainScratch`, a segment
+    /// of up to `chainCells` cells).
     public static func workingBytes(cells: Int, photos: Int, subCells k: Int, candidateCount: Int = 24,
                                     chunkPhotos: Int = MosaicMatcher.chunkPhotos, minUses: Int = 0) -> Int {
         let d = k * k * 3
@@ -186,7 +196,8 @@ public enum MosaicMatcher {
         let placed = min(cells, photos)
         let table = photos <= max(cells, PhotoSlots.largestTable) ? photos * 4 : 0
         let repair = minUses > 0 ? cells * (d * 4 + repairTreeBytesPerCell) : 0
-        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k) + repair
+        let chains = ChainScratch.bytes(cells: min(chainCells, cells), labels: m + 1)
+        return cells * (d * 4 + m * 8 + 20 + 8) + placed * (d * 4 + 48) + table + run * runBytesPerPhoto(subCells: k) + repair + chains
     }
 
     /// A cell's share of the repair: a short photo's projected point (32 bytes), its place in the
@@ -293,7 +304,11 @@ public enum MosaicMatcher {
                                   runFeatures: runFeatures, ranking: ranking, minDistance: minDistance, limit: maxUses ?? Int.max,
                                   minUses: minUses, neighbours: neighbours, weights: weights)
         started = monotonicSeconds()
-        try placement.placeGreedily(in: order, reporter: reporter)
+        if placement.chainsApply {
+            try placement.placeInRows(reporter: reporter)
+        } else {
+            try placement.placeGreedily(in: order, reporter: reporter)
+        }
         let greedySeconds = monotonicSeconds() - started
         started = monotonicSeconds()
         let repair = try placement.repairMinUses(byTree: repairByTree, reporter: reporter)
@@ -871,7 +886,7 @@ public enum MosaicMatcher {
             let cells = assignment.count
             var improvements = 0, passes = 0
             for pass in 0..<effort {
-                var moves = 0
+                var moves = chainsApply ? try sweepChains(reporter: reporter) : 0
                 // Only the cells that hold less than their best can improve.
                 let unsettled = order.filter { costs[Int($0)] > ranking.costs[Int($0) * ranking.m] }
                 for (position, cellIndex) in unsettled.enumerated() {
@@ -1061,5 +1076,213 @@ public enum MosaicMatcher {
             sum += diff * diff
         }
         return sum
+    }
+}
+
+// MARK: The chain sweeps of the local search
+
+extension MosaicMatcher.Placement {
+    /// Whether the local search also relabels whole chains of cells (`sweepChains`): a grid at
+    /// a minimum distance of 1 (the default), with no most or fewest uses (a chain's relabelling
+    /// would change the counts those rules keep).
+    var chainsApply: Bool { neighbours == nil && minDistance == 1 && limit == Int.max && minUses == 0 && ranking.m > 0 }
+
+    /// Phase 2 when the chains apply, in place of the greedy pass: the rows from the top, each
+    /// in segments of at most `MosaicMatcher.chainCells` cells given their least total cost next
+    /// to the cells placed before them (the dynamic programme of `relabelSegment`, the cells
+    /// below still empty), so a row's cells share out the photos they want together instead of
+    /// the first come taking its best. A segment no labelling fits (too few candidates) is
+    /// placed greedily. Then the placed photos' features are read, as after the greedy pass.
+    mutating func placeInRows(reporter: MosaicMatcher.MatchReporter) throws(TesseraError) {
+        let labels = ranking.m + 1, cells = assignment.count
+        var scratch = MosaicMatcher.ChainScratch(cells: min(MosaicMatcher.chainCells, columns), labels: labels)
+        var reported = 0
+        for row in 0..<rows {
+            for first in stride(from: 0, to: columns, by: MosaicMatcher.chainCells) {
+                let count = min(MosaicMatcher.chainCells, columns - first)
+                for i in 0..<count {
+                    fillLabels(of: row * columns + first + i, at: i * labels, line: row, alongRows: true, first: first, count: count,
+                               scratch: &scratch)
+                    if i > 0 { scratch.advance(at: i, labels: labels) }
+                }
+                let path = scratch.bestPath(count: count, labels: labels)?.path
+                for i in 0..<count {
+                    let cell = row * columns + first + i
+                    if let path {
+                        (assignment[cell], costs[cell]) = (scratch.photo[i * labels + Int(path[i])], scratch.cost[i * labels + Int(path[i])])
+                    } else {
+                        (assignment[cell], costs[cell]) = try greedyChoice(cell)
+                    }
+                    let photo = assignment[cell]
+                    uses[try slot(photo)] += 1
+                }
+            }
+            if (row + 1) * columns - reported >= MosaicMatcher.batchCells || row + 1 == rows {
+                reported = (row + 1) * columns
+                try reporter.report(cells + reported)
+            }
+        }
+        try readPlacedFeatures(Array(Set(assignment)))
+    }
+
+    /// Every row, then every column, cut into segments of at most `MosaicMatcher.chainCells`
+    /// cells, each given the best photos it can hold with the rest of the mosaic as it is
+    /// (`relabelSegment`). Returns the cells that changed photo.
+    mutating func sweepChains(reporter: MosaicMatcher.MatchReporter) throws(TesseraError) -> Int {
+        var moves = 0
+        var scratch = MosaicMatcher.ChainScratch(cells: min(MosaicMatcher.chainCells, max(rows, columns)), labels: ranking.m + 1)
+        let segment = MosaicMatcher.chainCells
+        for row in 0..<rows {
+            for first in stride(from: 0, to: columns, by: segment) {
+                moves += try relabelSegment(line: row, alongRows: true, first: first, count: min(segment, columns - first), scratch: &scratch)
+            }
+            if reporter.cancellation?.isCancelled == true { throw .cancelled }
+        }
+        for column in 0..<columns {
+            for first in stride(from: 0, to: rows, by: segment) {
+                moves += try relabelSegment(line: column, alongRows: false, first: first, count: min(segment, rows - first), scratch: &scratch)
+            }
+            if reporter.cancellation?.isCancelled == true { throw .cancelled }
+        }
+        return moves
+    }
+
+    /// The cell at `position` along a row (`alongRows`, row `line`) or a column (column `line`).
+    func chainCell(line: Int, alongRows: Bool, position: Int) -> Int {
+        alongRows ? line * columns + position : position * columns + line
+    }
+
+    /// Relabels cells `first ..< first + count` of a row or column at their least total cost:
+    /// each cell may take any of its ranked candidates or keep its photo, none that a cell off
+    /// the segment within distance 1 holds, and no two consecutive cells the same (the only
+    /// cells of the segment within distance 1 of each other). An exact dynamic programme over
+    /// the segment (Viterbi: a cell's best predecessor is the best of the previous cell's
+    /// labels, or the second best when the best has the same photo), so the cost never rises;
+    /// the new labels are taken only when they lower it. Returns the cells that changed photo.
+    mutating func relabelSegment(line: Int, alongRows: Bool, first: Int, count: Int,
+                                 scratch: inout MosaicMatcher.ChainScratch) throws(TesseraError) -> Int {
+        let labels = ranking.m + 1
+        var oldCost = 0.0
+        for i in 0..<count {
+            let cell = chainCell(line: line, alongRows: alongRows, position: first + i)
+            oldCost += Double(costs[cell])
+            fillLabels(of: cell, at: i * labels, line: line, alongRows: alongRows, first: first, count: count, scratch: &scratch)
+            if i > 0 { scratch.advance(at: i, labels: labels) }
+        }
+        guard let chosen = scratch.bestPath(count: count, labels: labels), chosen.cost < oldCost * (1 - 1e-12) else { return 0 }
+        var moves = 0
+        for i in 0..<count {
+            let cell = chainCell(line: line, alongRows: alongRows, position: first + i)
+            let j = i * labels + Int(chosen.path[i])
+            if scratch.photo[j] != assignment[cell] {
+                try reassign(cell, to: scratch.photo[j], cost: scratch.cost[j])
+                moves += 1
+            }
+        }
+        return moves
+    }
+
+    /// A cell's labels into `scratch` from `base`: its candidates, then its own photo (when not
+    /// among them), each with its cost, or an infinite one when a cell off the segment within
+    /// distance 1 holds it (an empty label: photo -1).
+    func fillLabels(of cell: Int, at base: Int, line: Int, alongRows: Bool, first: Int, count: Int,
+                    scratch: inout MosaicMatcher.ChainScratch) {
+        let m = ranking.m
+        let current = assignment[cell]
+        var holdsCurrent = false
+        for j in 0..<m {
+            let photo = ranking.photos[cell * m + j]
+            holdsCurrent = holdsCurrent || photo == current
+            scratch.photo[base + j] = photo
+            scratch.cost[base + j] = photo == current ? costs[cell] : ranking.costs[cell * m + j]
+        }
+        scratch.photo[base + m] = holdsCurrent ? -1 : current
+        scratch.cost[base + m] = holdsCurrent || current < 0 ? .infinity : costs[cell]
+        for j in 0...m where scratch.photo[base + j] >= 0
+            && heldOffSegment(scratch.photo[base + j], near: cell, alongRows: alongRows, first: first, count: count) {
+            scratch.cost[base + j] = .infinity
+        }
+    }
+
+    /// Whether a cell within distance 1 of `cell` and not on the segment (`first ..< first +
+    /// count` along its row or column) holds `photo`.
+    func heldOffSegment(_ photo: Int32, near cell: Int, alongRows: Bool, first: Int, count: Int) -> Bool {
+        let row = cell / columns, column = cell % columns
+        for y in max(0, row - 1)...min(rows - 1, row + 1) {
+            for x in max(0, column - 1)...min(columns - 1, column + 1) {
+                let along = alongRows ? x : y
+                let onSegment = (alongRows ? y == row : x == column) && along >= first && along < first + count
+                if !onSegment && assignment[y * columns + x] == photo { return true }
+            }
+        }
+        return false
+    }
+}
+
+extension MosaicMatcher {
+    /// The most cells a chain sweep relabels at once (its scratch: `ChainScratch.bytes`).
+    static let chainCells = 512
+
+    /// A segment's dynamic programme: for each cell and label, the photo, its cost, the least
+    /// total cost of the segment up to it, and the label before it on that path.
+    struct ChainScratch {
+        var photo: [Int32]
+        var cost: [Float]
+        var total: [Double]
+        var back: [Int32]
+
+        /// Bytes a scratch of `cells` cells of `labels` labels holds.
+        static func bytes(cells: Int, labels: Int) -> Int { cells * labels * (4 + 4 + 8 + 4) }
+
+        init(cells: Int, labels: Int) {
+            photo = [Int32](repeating: -1, count: cells * labels)
+            cost = [Float](repeating: .infinity, count: cells * labels)
+            total = [Double](repeating: .infinity, count: cells * labels)
+            back = [Int32](repeating: -1, count: cells * labels)
+        }
+
+        /// Cell `i`'s totals from cell `i - 1`'s (cell 0's are its costs, set by `advance`'s
+        /// caller through `bestPath`): each label follows the previous cell's best label with
+        /// another photo.
+        mutating func advance(at i: Int, labels: Int) {
+            let previous = (i - 1) * labels, here = i * labels
+            if i == 1 { for j in 0..<labels { total[previous + j] = photo[previous + j] >= 0 ? Double(cost[previous + j]) : .infinity } }
+            var best = -1, second = -1
+            for j in 0..<labels where total[previous + j] < .infinity {
+                if best < 0 || total[previous + j] < total[previous + best] {
+                    second = best
+                    best = j
+                } else if second < 0 || total[previous + j] < total[previous + second] {
+                    second = j
+                }
+            }
+            for j in 0..<labels {
+                let from = best >= 0 && photo[previous + best] == photo[here + j] ? second : best
+                guard from >= 0, cost[here + j] < .infinity, photo[here + j] >= 0 else {
+                    total[here + j] = .infinity
+                    back[here + j] = -1
+                    continue
+                }
+                total[here + j] = total[previous + from] + Double(cost[here + j])
+                back[here + j] = Int32(from)
+            }
+        }
+
+        /// The least-cost labels of the segment's `count` cells, and their cost; nil when no
+        /// labelling is allowed.
+        mutating func bestPath(count: Int, labels: Int) -> (path: [Int32], cost: Double)? {
+            if count == 1 { for j in 0..<labels { total[j] = photo[j] >= 0 ? Double(cost[j]) : .infinity } }
+            let last = (count - 1) * labels
+            var end = -1
+            for j in 0..<labels where total[last + j] < .infinity && (end < 0 || total[last + j] < total[last + end]) { end = j }
+            guard end >= 0 else { return nil }
+            var path = [Int32](repeating: 0, count: count)
+            var j = end
+            for i in stride(from: count - 1, through: 0, by: -1) {
+                path[i] = Int32(j)
+                if i > 0 { j = Int(back[i * labels + j]) }
+            }
+            return (path, total[last + end])
+        }
     }
 }

@@ -135,13 +135,15 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
     @Test func sameSeedSameMosaic() throws {
         let photos = randomFeatures(count: 50, k: 3, seed: 9)
         let target = randomFeatures(count: 30 * 20, k: 3, seed: 10).flatMap { $0 }
-        func run(_ seed: UInt64, workers: Int) throws -> MosaicMatch {
+        func run(_ seed: UInt64, workers: Int, maxUses: Int? = nil) throws -> MosaicMatch {
             try MosaicMatcher.match(target: target, columns: 30, rows: 20, subCells: 3, photoFeatures: photos,
-                                    minDistance: 1, maxUses: nil, seed: seed, workers: workers)
+                                    minDistance: 1, maxUses: maxUses, seed: seed, workers: workers)
         }
-        let a = try run(4, workers: 1), b = try run(4, workers: 2), c = try run(5, workers: 2)
+        let a = try run(4, workers: 1), b = try run(4, workers: 2)
         #expect(a == b)
-        #expect(a.assignment != c.assignment)
+        // The seed orders the greedy pass where it runs (with a most of uses); at the default
+        // rules the rows are placed by their least cost, whatever the seed.
+        #expect(try run(4, workers: 2, maxUses: 30).assignment != run(5, workers: 2, maxUses: 30).assignment)
         // The manifest names, cell by cell in row-major order, the photo the assignment chose.
         let manifest = RenderManifest.text(match: a, photoPaths: (0..<50).map { "p\($0).jpg" }, format: .csv)
         let lines = manifest.split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }
