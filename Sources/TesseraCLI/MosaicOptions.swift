@@ -104,7 +104,7 @@ public enum MosaicCommand {
         case "--columns": return option.withHelp("Columns only; rows follow from the target's shape (upright), or from --size WxH when it is given.")
         case "--tile-size": return option.withHelp("Cell size in pixels: 150, or 200x150 (default \(MosaicSize.defaultTileSize), or what --size and the cell count make). Photos are centre-cropped to fill it. Below \(MosaicSize.smallestCell) px refused, below \(MosaicSize.recognisableCell) px warned: the photos turn into dots of colour.")
         case "--dpi": return option.withHelp("Dots per inch: what a print --size is read at (default \(MosaicSize.defaultDotsPerInch) for cm, mm and in), and the density written into the JPEG (JFIF), so a print shop or a layout program sizes it. Default without a print size: none (1:1 aspect).")
-        case "--seed": return option.withHelp("Seed of the matching order (default 1) where photos are placed in a random order: with --min-distance above 1, --max-uses, --min-uses or --adaptive. At the default rules rows are placed from the top and the seed changes nothing. The same seed gives the same mosaic.")
+        case "--seed": return option.withHelp("Seed of the matching order (default 1); the same seed gives the same mosaic. It orders the placing with --min-distance above 1, --max-uses, --min-uses or --adaptive; at the default rules rows are placed from the top and it changes nothing.")
         case "--manifest":
             return option.withHelp("Write where every photo went: CSV (column,row,photo,cost: the cell's mean Oklab error), or JSON when FILE ends in .json.")
         default: return option

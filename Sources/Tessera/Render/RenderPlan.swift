@@ -395,7 +395,7 @@ public struct RenderPlan: Equatable, Sendable {
             let minimumNeed = needed(forRows: min(height, 16))
             // Without a JPEG there are no MCU rows to keep whole: a very wide pyramid (a TIFF of
             // 150,000 px a side in 128 MiB) may go down to stripes of 8 rows, as asked for with
-            // --stripe-height 8, before it is refused.
+            // a requested stripe height of 8, before it is refused.
             if minimumNeed > budget && pyramidsOnly && height > 8 && needed(forRows: 8) <= budget { return 8 }
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
             // Half of what remains may go to stripes, in whole MCU rows, at most the default.

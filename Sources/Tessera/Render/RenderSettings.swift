@@ -94,7 +94,7 @@ public struct RenderSummary: Equatable, Sendable {
     public var failedPhotos: [SkippedPhoto]
     /// A shard's cells read from other shards' decodes instead of decoded (SharedCells.swift).
     public var cellsShared = 0
-    /// The viewer's previews written (--previews), one a distinct photo drawn that could be read.
+    /// The viewer's previews written (DeepZoomSettings.previews), one a distinct photo drawn that could be read.
     public var previews = 0
 
     public var megapixels: Double { Double(width) * Double(height) / 1e6 }

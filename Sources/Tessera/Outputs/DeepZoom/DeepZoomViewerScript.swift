@@ -478,7 +478,7 @@ enum DeepZoomViewerScript {
           }
         });
 
-        // The photo's preview (--previews): over the picture, the photo whole at up to its
+        // The photo's preview (cells.js previews): over the picture, the photo whole at up to its
         // preview size and within the window, its name under it; a click, a tap or Escape
         // closes it. Its box records data-photo and data-state (loading, shown, missing).
         var previewBox = null, previewImage = null;

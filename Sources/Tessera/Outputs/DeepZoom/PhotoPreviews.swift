@@ -1,4 +1,4 @@
-// PhotoPreviews.swift — the viewer's larger pictures of the photos (--previews N): for each
+// PhotoPreviews.swift — the viewer's larger pictures of the photos (the previews setting): for each
 // distinct photo the layout draws, one JPEG N px on its long side, upright and whole (the
 // photo's own shape, not its cell's crop), in NAME_files/viewer/previews/P.jpg, where P is the
 // photo's number in cells.js's names. The viewer shows it when a cell is clicked.
