@@ -218,9 +218,11 @@ void tessera_resample_emit_row(float *sums, float scale, uint8_t *out, size_t co
 void tessera_resample_accumulate(float *sums, const float *row, float weight, size_t count);
 
 /// One RGB row to `output_width` pixels of float sums: output pixel x is input pixels
-/// first[x] ..< first[x] + taps[x] weighted by weights[weight_start[x]...].
-void tessera_resample_horizontal(const uint8_t *pixels, const int32_t *first, const int32_t *taps, const int32_t *weight_start,
-                                 const float *weights, float *out, size_t output_width);
+/// first[x] ..< first[x] + taps weighted by weights[x * taps ...]. Output pixels before
+/// `vector_end` may read one byte past their last tap (none may before the row's last pixel);
+/// `out` holds output_width * 3 + 1 floats.
+void tessera_resample_horizontal(const uint8_t *pixels, const int32_t *first, int32_t taps, const float *weights,
+                                 float *out, size_t output_width, size_t vector_end);
 
 // MARK: Colour (tessera_color.c, Little CMS)
 

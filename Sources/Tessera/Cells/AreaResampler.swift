@@ -16,12 +16,16 @@ struct AreaResampler {
     let outputHeight: Int
     private let cropY: Double
     private let rowsPerOutput: Double
-    /// For output column x: the first input column, how many input columns, and where their
-    /// weights start in `weights`.
+    /// For output column x: the first input column and its `taps` weights at
+    /// `weights[x * taps ...]`. Every column has `taps` of them, the most any column needs: the
+    /// others are padded with zeros (the sums are the same to the bit, tessera_resample.c), at
+    /// the front when the padding would run past the row's last pixel.
     private var firsts: [Int32] = []
-    private var taps: [Int32] = []
-    private var weightStarts: [Int32] = []
+    private var taps: Int32 = 1
     private var weights: [Float] = []
+    /// The output columns before this read no further than the byte after their last tap
+    /// without leaving the row (tessera_resample.c's vector loop).
+    private var vectorEnd = 0
     private var horizontal: [Float]
     private var accumulator: [Float]
     /// The output row being emitted.
@@ -41,28 +45,39 @@ struct AreaResampler {
         self.cropY = cropY
         rowsPerOutput = cropHeight / Double(outputHeight)
         inputRowsNeeded = min(Int((cropY + cropHeight).rounded(.up)), Int.max)
-        horizontal = [Float](repeating: 0, count: outputWidth * 3)
+        // One float past the last pixel's three: the vector loop stores four.
+        horizontal = [Float](repeating: 0, count: outputWidth * 3 + 1)
         accumulator = [Float](repeating: 0, count: outputWidth * 3)
         out = [UInt8](repeating: 0, count: outputWidth * 3)
         let columnsPerOutput = cropWidth / Double(outputWidth)
+        var spans: [(first: Int, last: Int)] = []
+        spans.reserveCapacity(outputWidth)
+        var widest = 1
         for x in 0..<outputWidth {
             let left = cropX + Double(x) * columnsPerOutput
             let right = left + columnsPerOutput
             let first = max(0, Int(left.rounded(.down)))
             let last = min(inputWidth - 1, max(first, Int(right.rounded(.up)) - 1))
-            let start = weights.count
+            spans.append((first, last))
+            widest = max(widest, last - first + 1)
+        }
+        taps = Int32(widest)
+        weights = [Float](repeating: 0, count: outputWidth * widest)
+        firsts.reserveCapacity(outputWidth)
+        for x in 0..<outputWidth {
+            let left = cropX + Double(x) * columnsPerOutput
+            let right = left + columnsPerOutput
+            let (first, last) = spans[x]
+            // Padding after the taps while it stays inside the row, before them past that.
+            let padded = min(first, inputWidth - widest)
             var total: Double = 0
-            var local: [Double] = []
+            for i in first...last { total += max(0, min(Double(i + 1), right) - max(Double(i), left)) }
             for i in first...last {
-                let overlap = min(Double(i + 1), right) - max(Double(i), left)
-                local.append(max(0, overlap))
-                total += max(0, overlap)
+                let overlap = max(0, min(Double(i + 1), right) - max(Double(i), left))
+                weights[x * widest + i - padded] = total > 0 ? Float(overlap / total) : Float(1 / Double(last - first + 1))
             }
-            if total <= 0 { local = local.map { _ in 1 }; total = Double(local.count) }
-            weights.append(contentsOf: local.map { Float($0 / total) })
-            firsts.append(Int32(first))
-            taps.append(Int32(last - first + 1))
-            weightStarts.append(Int32(start))
+            firsts.append(Int32(padded))
+            if padded + widest < inputWidth { vectorEnd = x + 1 }
         }
     }
 
@@ -103,16 +118,11 @@ struct AreaResampler {
     }
 
     private mutating func resampleHorizontally(_ pixels: UnsafePointer<UInt8>) {
-        let width = outputWidth
+        let (width, taps, vectorEnd) = (outputWidth, taps, vectorEnd)
         firsts.withUnsafeBufferPointer { first in
-            taps.withUnsafeBufferPointer { taps in
-                weightStarts.withUnsafeBufferPointer { starts in
-                    weights.withUnsafeBufferPointer { w in
-                        horizontal.withUnsafeMutableBufferPointer { h in
-                            tessera_resample_horizontal(pixels, first.baseAddress!, taps.baseAddress!, starts.baseAddress!, w.baseAddress!,
-                                                        h.baseAddress!, width)
-                        }
-                    }
+            weights.withUnsafeBufferPointer { w in
+                horizontal.withUnsafeMutableBufferPointer { h in
+                    tessera_resample_horizontal(pixels, first.baseAddress!, taps, w.baseAddress!, h.baseAddress!, width, vectorEnd)
                 }
             }
         }
