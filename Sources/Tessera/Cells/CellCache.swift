@@ -15,6 +15,13 @@
 // photos than fit, an evicted cell is first written to an anonymous spill file (pwrite, page
 // cache only, not in the process's RSS) and read back with pread when needed again, so no photo
 // is decoded twice.
+//
+// A layout of frames (a collage, an adaptive mosaic) knows how many canvas rows each drawing
+// fills (`rowsLeft`): the painter counts off the rows it draws (`drew`), and a drawing with
+// none left gives its slot back at once, unspilled. Without this the cache's LRU evicted every
+// finished cell of a collage through the spill file (10,000 photos, 30,000 px wide: 3.5 GB
+// written under the lock for cells never read again). Counted rows drawn twice (none are
+// today) would only free a cell early: it is decoded again when next asked for.
 import Glibc
 
 final class CellCache: @unchecked Sendable {
@@ -59,6 +66,8 @@ final class CellCache: @unchecked Sendable {
     private var freeSlots: [Int]
     private var clock: UInt64 = 0
     private var spill: FileDescriptor?
+    /// Per key of a layout of frames, the canvas rows it has still to fill (empty for a grid).
+    private var rowsLeft: [Int32]
     private var pendingEvents: [RenderEvent] = []
     private(set) var decodedCount = 0
     /// Cells the source handed over instead of their being decoded.
@@ -91,6 +100,7 @@ final class CellCache: @unchecked Sendable {
         slotPins = Array(repeating: 0, count: slotCount)
         slotLastUse = Array(repeating: 0, count: slotCount)
         freeSlots = Array((0..<slotCount).reversed())
+        rowsLeft = self.drawings.framed?.rowsDrawn() ?? []
     }
 
     deinit {
@@ -229,8 +239,31 @@ final class CellCache: @unchecked Sendable {
     func release(slot: Int) {
         lock.withLock {
             slotPins[slot] -= 1
-            if slotPins[slot] == 0 { changed.broadcast() }
+            guard slotPins[slot] == 0 else { return }
+            if !rowsLeft.isEmpty, slotPhoto[slot] >= 0, rowsLeft[slotPhoto[slot]] <= 0 { freeLocked(slot: slot) }
+            changed.broadcast()
         }
+    }
+
+    /// Counts off `rows` canvas rows of key `index` drawn (a layout of frames; a grid ignores
+    /// it). With none left, its slot is free again when no one holds it.
+    func drew(_ index: Int, rows: Int) {
+        lock.withLock {
+            guard !rowsLeft.isEmpty else { return }
+            rowsLeft[index] -= Int32(clamping: rows)
+            guard rowsLeft[index] <= 0, case .resident(let slot) = states[index], slotPins[slot] == 0 else { return }
+            freeLocked(slot: slot)
+            changed.broadcast()
+        }
+    }
+
+    /// Empties unpinned `slot`, whose key is drawn: it is read from the spill file or decoded
+    /// again if asked for once more. Called with `lock` held.
+    private func freeLocked(slot: Int) {
+        let key = slotPhoto[slot]
+        states[key] = states.onDisk(key) ? .spilled : .absent
+        slotPhoto[slot] = -1
+        freeSlots.append(slot)
     }
 
     /// Events (failures, warnings) collected since the last call, for the pipeline to deliver

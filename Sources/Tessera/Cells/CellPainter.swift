@@ -67,6 +67,7 @@ struct CellPainter: @unchecked Sendable {
             // Only the rows this stripe shows, straight from the spill file into the stripe.
             let target = destination + (top - rows.lowerBound) * rowBytes
             try cache.readRows(key, rows: top - Int(frame.y)..<bottom - Int(frame.y), into: target, stride: rowBytes)
+            cache.drew(key, rows: bottom - top)
             if let tint {
                 let offsets = tint.offsets(cell: index, photo: Int(frame.photo))
                 for y in top..<bottom {
@@ -89,6 +90,7 @@ struct CellPainter: @unchecked Sendable {
                 }
             }
             cache.release(slot: slot)
+            cache.drew(key, rows: bottom - top)
         case .failed:
             paintBackground(frame, rows: rows, into: bytes)
         }

@@ -112,9 +112,19 @@ public struct FramedCells: Equatable, Sendable {
         a.width == b.width && a.height == b.height && a.frames == b.frames
     }
 
-    /// Bytes the layout holds: a frame, its drawing's index, and the drawings.
+    /// Bytes the layout holds: a frame, its drawing's index, and the drawings (with the cell
+    /// cache's count of each drawing's rows still to draw, CellCache's `rowsLeft`).
     var storedBytes: Int {
-        frames.count * (MemoryLayout<CellFrame>.stride + 4) + drawings.count * (MemoryLayout<CellDrawing>.stride + 16)
+        frames.count * (MemoryLayout<CellFrame>.stride + 4) + drawings.count * (MemoryLayout<CellDrawing>.stride + 16 + 4)
+    }
+
+    /// Per drawing, the rows of the canvas it fills: the sum of its frames' heights.
+    func rowsDrawn() -> [Int32] {
+        var rows = [Int32](repeating: 0, count: drawings.count)
+        for (index, frame) in frames.enumerated() where drawingOfFrame[index] >= 0 {
+            rows[Int(drawingOfFrame[index])] &+= frame.height
+        }
+        return rows
     }
 
     /// The indices of the frames that may cross canvas rows `rows` (those starting above
