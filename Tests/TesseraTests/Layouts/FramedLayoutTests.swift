@@ -103,17 +103,61 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         }
     }
 
-    /// Cells evicted from a cache too small for them are read back a band of rows at a time
-    /// from the spill file, and those rows are the cell's.
-    @Test func evictedCellsAreReadBackRowsAtATime() throws {
-        let scratch = ScratchDirectory()
-        defer { scratch.remove() }
+    /// A cache of two slots for five frames 40 rows tall, one above the other, each a photo of
+    /// its own at a width of its own.
+    func fiveFrameCache(in scratch: ScratchDirectory) throws -> (CellCache, CellDrawings) {
         let photos = try library(in: scratch)
         let frames = (0..<5).map { CellFrame(x: 0, y: $0 * 40, width: 30 + $0 * 7, height: 40, photo: $0) }
         let layout = CellLayout(width: 60, height: 200, cells: frames)
         let drawings = CellDrawings(layout: layout, photoCount: photos.count)
         let decoder = CellDecoder(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight, decodePoolBytes: 16 << 20)
-        let cache = CellCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path, drawings: drawings)
+        return (CellCache(photos: photos, decoder: decoder, slotCount: 2, spillDirectory: scratch.path, drawings: drawings), drawings)
+    }
+
+    /// A cell whose every row has been drawn gives its slot back without going to the spill
+    /// file (asked for again, it is decoded again); one evicted with rows still to draw is
+    /// spilled and read back as before.
+    @Test func drawnCellsLeaveTheCacheUnspilled() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let (cache, _) = try fiveFrameCache(in: scratch)
+        // Drawings 0-3 drawn whole (in two bands, the second after the slot is released), 4 only
+        // its top 25 rows.
+        for key in 0..<5 {
+            guard case .cell(_, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
+                Issue.record("drawing \(key) not decoded")
+                return
+            }
+            cache.drew(key, rows: 25)
+            cache.release(slot: slot)
+            if key < 4 { cache.drew(key, rows: 15) }
+        }
+        #expect(cache.decodedCount == 5)
+        // Drawings 0 and 1 again, held at once: with partial reads a spilled drawing would come
+        // back `.onDisk`, so `.cell` means decoded again, never written to the spill file; the
+        // second needs 4's slot, and 4, with rows left, is spilled to free it.
+        var held: [Int] = []
+        for key in 0..<2 {
+            guard case .cell(_, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
+                Issue.record("drawing \(key) was not decoded again")
+                return
+            }
+            held.append(slot)
+        }
+        for slot in held { cache.release(slot: slot) }
+        #expect(cache.decodedCount == 7)
+        guard case .onDisk = try cache.acquire(photo: 4, wait: true, partial: true) else {
+            Issue.record("drawing 4, evicted with rows to draw, is not in the spill file")
+            return
+        }
+    }
+
+    /// Cells evicted from a cache too small for them are read back a band of rows at a time
+    /// from the spill file, and those rows are the cell's.
+    @Test func evictedCellsAreReadBackRowsAtATime() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let (cache, drawings) = try fiveFrameCache(in: scratch)
         var whole: [[UInt8]] = []
         for key in 0..<5 {
             guard case .cell(let bytes, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {

@@ -1,4 +1,7 @@
-// ResamplerTests.swift — the area resampler against block means and the centre crop.
+// ResamplerTests.swift — the area resampler against block means, the centre crop, and an
+// area-weighted mean computed here in double precision for many sizes and crops (its
+// horizontal pass pads every pixel to the same tap count and reads four bytes at a time, so
+// the edges of the row are where it could go wrong).
 import Glibc
 import Testing
 @testable import Tessera
@@ -43,5 +46,56 @@ import Testing
             for row in 0..<2 { resampler.push(row: row, pixels: pixels.baseAddress! + row * 18) { _, out in output = Array(out) } }
         }
         #expect(output == [255, 255, 255])
+    }
+
+    /// (input width, height, crop x, y, width, height, output width, height): downscales, upscales,
+    /// crops off the edges, rows narrower than the taps, the collage's 480 to 400.
+    static let sizes: [(Int, Int, Double, Double, Double, Double, Int, Int)] = [
+        (5, 3, 0.0, 0.0, 5.0, 3.0, 3, 2), (7, 4, 0.0, 0.0, 7.0, 4.0, 7, 4), (9, 5, 1.5, 0.5, 6.0, 4.0, 4, 3),
+        (3, 3, 0.0, 0.0, 3.0, 3.0, 10, 7), (40, 6, 0.0, 0.0, 40.0, 6.0, 17, 3), (41, 5, 2.25, 0.0, 38.5, 5.0, 13, 2),
+        (1, 1, 0.0, 0.0, 1.0, 1.0, 4, 4), (33, 2, 0.0, 0.0, 33.0, 2.0, 5, 1), (16, 2, 0.0, 0.0, 16.0, 2.0, 9, 2),
+        (480, 2, 0.0, 0.0, 480.0, 2.0, 400, 2), (100, 3, 20.0, 0.0, 60.0, 3.0, 61, 3)]
+
+    /// Every output pixel of `width` x `height` input scaled from crop (x, y, w, h) to
+    /// `outWidth` x `outHeight`, against the area-weighted mean of the input it covers.
+    @Test(arguments: 0..<sizes.count)
+    func everyPixelIsTheAreaMeanOfWhatItCovers(_ number: Int) {
+        let c = Self.sizes[number]
+        let (width, height, cropX, cropY, cropWidth, cropHeight, outWidth, outHeight) = c
+        var input = [UInt8](repeating: 0, count: width * height * 3)
+        for i in input.indices { input[i] = UInt8(((i &* 2_654_435_761) >> 7) & 255) }
+        var resampler = AreaResampler(inputWidth: width, cropX: cropX, cropY: cropY, cropWidth: cropWidth, cropHeight: cropHeight,
+                                      outputWidth: outWidth, outputHeight: outHeight)
+        var output = [[UInt8]](repeating: [], count: outHeight)
+        input.withUnsafeBufferPointer { pixels in
+            for row in 0..<height {
+                resampler.push(row: row, pixels: pixels.baseAddress! + row * width * 3) { index, out in output[index] = Array(out) }
+            }
+        }
+        resampler.finish { index, out in output[index] = Array(out) }
+        func overlap(_ i: Int, _ low: Double, _ high: Double) -> Double { max(0, min(Double(i + 1), high) - max(Double(i), low)) }
+        var worst = 0.0
+        for oy in 0..<outHeight {
+            #expect(output[oy].count == outWidth * 3)
+            guard output[oy].count == outWidth * 3 else { continue }
+            let top = cropY + Double(oy) * cropHeight / Double(outHeight), bottom = top + cropHeight / Double(outHeight)
+            for ox in 0..<outWidth {
+                let left = cropX + Double(ox) * cropWidth / Double(outWidth), right = left + cropWidth / Double(outWidth)
+                for channel in 0..<3 {
+                    var sum = 0.0, weight = 0.0
+                    for y in 0..<height {
+                        let wy = overlap(y, top, bottom)
+                        for x in 0..<width where wy > 0 {
+                            let w = wy * overlap(x, left, right)
+                            sum += w * Double(input[(y * width + x) * 3 + channel])
+                            weight += w
+                        }
+                    }
+                    worst = max(worst, abs(Double(output[oy][ox * 3 + channel]) - sum / weight))
+                }
+            }
+        }
+        // Rounding to a byte is half a level; single precision adds a little.
+        #expect(worst <= 0.51, "worst difference \(worst) for \(c)")
     }
 }
