@@ -266,6 +266,9 @@ final class CellCache: @unchecked Sendable {
         freeSlots.append(slot)
     }
 
+    /// Whether photo `photo` (a photo's index, not a key) failed to decode in this render.
+    func failed(photo: Int) -> Bool { lock.withLock { reportedFailures.contains(photo) } }
+
     /// Events (failures, warnings) collected since the last call, for the pipeline to deliver
     /// on the caller's thread.
     func takeEvents() -> [RenderEvent] {

@@ -96,7 +96,8 @@ public final class StripeRenderer: Sendable {
         if let zoom = plan.deepZoomSettings, zoom.previews > 0, zoom.viewer,
            let pyramid = sinks.lazy.compactMap({ $0 as? DeepZoomOutput }).first {
             pyramid.previews = PhotoPreviews(photos: photos, layout: layout, longSide: zoom.previews, quality: zoom.quality,
-                                             subsampling: settings.subsampling, decoder: cache.decoder, workers: plan.workers)
+                                             subsampling: settings.subsampling, decoder: cache.decoder, workers: plan.workers,
+                                             failedInRender: { [cache] photo in cache.failed(photo: photo) })
         }
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)

@@ -8,7 +8,9 @@
 // with the render's decoder (the same budget, colour handling and cancellation) at the preview's
 // size, and encodes it; the files are handed to the output one at a time, in the order they are
 // done. A photo that cannot be read has no preview (the render drew its cell as a placeholder
-// and named it already); the viewer says so when its cell is clicked.
+// and named it already); the viewer says so when its cell is clicked. A photo the render
+// already failed to read is not tried again (`failedInRender`): a file that takes long to
+// fail (a hostile one, or one over the budget) costs that time once.
 //
 // Memory: a worker holds one preview's pixels and its JPEG (`workingBytes`); the decoder's own
 // needs come from the render's decode pool, as a cell's do.
@@ -28,6 +30,8 @@ struct PhotoPreviews: Sendable {
     /// The render's decoder (its budget, cancellation and background); resized for each photo.
     let decoder: CellDecoder
     let workers: Int
+    /// Whether the render failed to read photo i (its cell a placeholder): no preview is tried.
+    var failedInRender: @Sendable (Int) -> Bool = { _ in false }
 
     /// The entry name of photo `index`'s preview, under NAME_files/.
     static func entryName(_ index: Int) -> String { "viewer/previews/\(index).jpg" }
@@ -82,6 +86,10 @@ struct PhotoPreviews: Sendable {
                     let position = next.increment() - 1
                     guard position < list.count, !tally.failed else { return }
                     let index = Int(list[position])
+                    if failedInRender(index) {
+                        tally.unreadable()
+                        continue
+                    }
                     do throws(TesseraError) {
                         guard let encoder else { throw TesseraError.encodeFailed(path: "a preview", reason: "out of memory creating an encoder") }
                         guard let bytes = try preview(of: index, pixels: &pixels, encoder: encoder) else {
