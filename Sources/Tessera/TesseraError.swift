@@ -100,6 +100,7 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
 public enum OutputRole: String, Equatable, Sendable {
     case jpeg = "the JPEG"
     case pyramid = "the pyramid"
+    case tiff = "the TIFF"
 }
 
 /// How the outputs given to a join disagree with the parts.
@@ -112,6 +113,10 @@ public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
     case jpegNotGiven
     /// Outputs were given, but not the pyramid the parts also hold.
     case pyramidNotGiven
+    /// A TIFF was asked for, but the parts' render wrote none.
+    case noTIFFInParts
+    /// Outputs were given, but not the TIFF the parts also hold.
+    case tiffNotGiven
 
     public var description: String {
         switch self {
@@ -119,6 +124,8 @@ public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
         case .noPyramidInParts: "the parts hold no pyramid (their render wrote only a JPEG)"
         case .jpegNotGiven: "the parts hold a JPEG too: give its path as well (or no paths, to use those the shards named)"
         case .pyramidNotGiven: "the parts hold a pyramid too: give its path as well (or no paths, to use those the shards named)"
+        case .noTIFFInParts: "the parts hold no TIFF (their render was not given one)"
+        case .tiffNotGiven: "the parts hold a TIFF too: give its path as well (or no paths, to use those the shards named)"
         }
     }
 }

@@ -19,9 +19,11 @@ extension TesseraError {
             case .noPyramidInParts: return "--dzi, --szi, --iiif: \(mismatch); give -o alone"
             case .jpegNotGiven: return "the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)"
             case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH (or --szi, --iiif) as well as -o (or neither, to use the paths the shards named)"
+            case .noTIFFInParts: return "--tiff: \(mismatch); give only the outputs the parts hold"
+            case .tiffNotGiven: return "the parts hold a TIFF too: give --tiff PATH as well (or no paths, to use the paths the shards named)"
             }
         case let .joinPathFromParts(path, output, file, problem):
-            let flag = output == .jpeg ? "-o" : "--dzi"
+            let flag = output == .jpeg ? "-o" : output == .tiff ? "--tiff" : "--dzi"
             switch problem {
             case .notJPEGName: return "\(path): \(problem.description(file: file)): give -o PATH to join"
             case .exists: return "\(path): \(problem.description(file: file)) (\(flag) PATH)"

@@ -71,6 +71,12 @@ public enum JoinCommand {
             }
             options.destinations.iiifIdentifier = given.value
         },
+        Option("--tiff", value: "FILE.tif", help: "Write the parts' TIFF here (as -o; the shards were given --tiff). With other outputs in the parts, give those too.") { options, given throws(CommandLineError) in
+            guard RenderOutput.isTIFFPath(given.value) else {
+                throw given.refusal("--tiff expects a path ending in NAME.tif or NAME.tiff, like out/wall.tif, got '\(given.value)'")
+            }
+            options.destinations.tiffPath = given.value
+        },
         Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
             options.waitSeconds = Double(try given.integer(1...604_800))
         },
@@ -122,10 +128,10 @@ public enum JoinCommand {
     DIR is the --shard-dir every shard wrote its part to. The join checks that the parts are
     shards 1...N of one render (the same flags and inputs: each part carries the render's
     fingerprint), each present once and complete, and that the disk has room; then it writes
-    the JPEG and/or the pyramid, byte for byte the single-process render's (with --encoder
-    parallel), each appearing only when complete. A part is untrusted: every record's checksum
+    the JPEG, the pyramid and the TIFF the shards were given, byte for byte the single-process
+    render's JPEG and tiles (with --encoder parallel), each appearing only when complete. A part is untrusted: every record's checksum
     is verified first, and a missing, duplicated, truncated, damaged or foreign part is named,
-    and nothing is written (exit 3). The outputs go where -o and --dzi say; without them, to the
+    and nothing is written (exit 3). The outputs go where -o, --dzi and --tiff say; without them, to the
     paths the shards were given, only if nothing is there yet (exit 2 otherwise). The JPEG
     is a streaming copy of the shards' stripes (I/O only); the pyramid's lowest levels are
     built from the small pictures the shards left. The parts are kept: remove DIR when done.

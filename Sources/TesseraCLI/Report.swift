@@ -155,6 +155,9 @@ public enum Report {
         if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes)))") }
         if let path = summary.archivePath { names.append("\(path) (\(formatBytes(summary.archiveBytes)))") }
         if let path = summary.iiifPath { names.append(path) }
+        if let path = summary.tiffPath {
+            names.append("\(path) (a TIFF of \(summary.tiffPages) level\(summary.tiffPages == 1 ? "" : "s") in \(formatBytes(summary.tiffBytes)))")
+        }
         return "joined \(summary.shards) part(s) from \(directory): wrote \(names.joined(separator: " and ")), \(summary.width) x \(summary.height) px, "
             + "in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))"
     }

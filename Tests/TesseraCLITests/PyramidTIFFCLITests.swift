@@ -147,6 +147,54 @@ private func number(_ text: String?) -> Double { text.flatMap { Double($0.split(
         #expect(status == 0 && log == "3 3 True\n", "\(log)")
     }
 
+    /// Three shards of a JPEG, a Deep Zoom pyramid and a TIFF, joined: the TIFF is the pyramid
+    /// the independent readers open (as the one-process render's: three pages, OpenSlide's three
+    /// levels, page 0 the joined JPEG's picture), pixel for pixel the one-process render's TIFF;
+    /// joined again to a path given with --tiff (the parts' own path now exists); and a join asked
+    /// for a TIFF the parts do not hold is refused.
+    @Test func shardsAndTheirJoinWriteTheTIFF() {
+        let directory = folder("shards")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/parts", 0o755)
+        mkdir(directory + "/plain", 0o755)
+        let shape = ["--grid", "7x5", "--tile-size", "110", "--no-progress", "--temp-dir", directory]
+        let outputs = ["-o", directory + "/s.jpg", "--dzi", directory + "/s.dzi", "--tiff", directory + "/s.tif"]
+        for k in 1...3 {
+            let shard = runTessera(["grid", fixtures] + outputs + shape + ["--shard", "\(k)/3", "--shard-dir", directory + "/parts"])
+            #expect(shard.status == 0, "shard \(k): \(shard.output)")
+        }
+        let join = runTessera(["join", directory + "/parts", "--no-progress"])
+        #expect(join.status == 0 && join.output.contains("s.tif (a TIFF of 3 levels"), "\(join.output)")
+        let checked = checkTIFF(directory + "/s.tif", jpeg: directory + "/s.jpg")
+        let text = checked["text"] ?? ""
+        #expect(checked["status"] == "0" && checked["pages"] == "3" && checked["shapes"] == "770x550 385x275 193x138", "\(text)")
+        #expect(checked["reduced"] == "True" && checked["jpeg_tiles"] == "True" && number(checked["jpeg_mad"]) < 2, "\(text)")
+        #expect(number(checked["levels_mad"]) < 6 && number(checked["vips_mad"]) < 1 && checked["vips_pages"] == "3", "\(text)")
+        #expect(openSlideLevels(directory + "/s.tif").levels == "3")
+        let whole = runTessera(["grid", fixtures, "--tiff", directory + "/w.tif"] + shape)
+        #expect(whole.status == 0, "\(whole.output)")
+        let again = runTessera(["join", directory + "/parts", "--no-progress", "-o", directory + "/t.jpg", "--dzi", directory + "/t.dzi",
+                                "--tiff", directory + "/t.tiff"])
+        #expect(again.status == 0, "\(again.output)")
+        let compare = """
+        import sys, tifffile, numpy as np
+        pages = [tifffile.TiffFile(path).pages for path in sys.argv[1:]]
+        print(*(len(p) for p in pages), all(np.array_equal(a.asarray(), b.asarray()) for p in pages[1:] for a, b in zip(pages[0], p)))
+        """
+        writeFile(Array(compare.utf8), to: directory + "/compare.py")
+        let status = system("python3 '\(directory)/compare.py' '\(directory)/w.tif' '\(directory)/s.tif' '\(directory)/t.tiff' >'\(directory)/log' 2>&1")
+        let log = String(decoding: readFile(directory + "/log"), as: UTF8.self)
+        #expect(status == 0 && log == "3 3 3 True\n", "\(log)")
+        // Parts that hold no TIFF: --tiff is refused, and nothing is written.
+        for k in 1...2 {
+            let shard = runTessera(["grid", fixtures, "-o", directory + "/n.jpg"] + shape + ["--shard", "\(k)/2", "--shard-dir", directory + "/plain"])
+            #expect(shard.status == 0, "\(shard.output)")
+        }
+        let refused = runTessera(["join", directory + "/plain", "--no-progress", "-o", directory + "/n.jpg", "--tiff", directory + "/n.tif"])
+        #expect(refused.status == 2 && refused.output.contains("the parts hold no TIFF"), "\(refused.output)")
+        #expect(access(directory + "/n.tif", F_OK) != 0 && access(directory + "/n.jpg", F_OK) != 0)
+    }
+
     /// 70,000 x 100 px, past a JPEG's 65,500: refused with -o, written as a TIFF alone, its ten
     /// pages read back whole.
     @Test func aTIFFMayBeWiderThanAJPEG() {
@@ -195,7 +243,7 @@ private func number(_ text: String?) -> Double { text.flatMap { Double($0.split(
         #expect(listNames(directory) == ["log", "w.tif"], "\(listNames(directory))")
     }
 
-    /// What the command line refuses (a name that is not a TIFF's, a TIFF from shards, -o given
+    /// What the command line refuses (a name that is not a TIFF's, a one-tile TIFF in shards, -o given
     /// a TIFF's name) and what the dry run counts (the file, its spool, its memory), writing
     /// nothing.
     @Test func theCommandLineSaysWhatItNeeds() {
@@ -207,7 +255,7 @@ private func number(_ text: String?) -> Double { text.flatMap { Double($0.split(
         let asJPEG = runTessera(grid + ["-o", directory + "/w.tif"])
         #expect(asJPEG.status == 2 && asJPEG.output.contains("or --tiff"), "\(asJPEG.output)")
         let sharded = runTessera(grid + ["--tiff", directory + "/w.tif", "--shard", "1/2", "--shard-dir", directory])
-        #expect(sharded.status == 2 && sharded.output.contains("--tiff is not yet written by shards"), "\(sharded.output)")
+        #expect(sharded.status == 2 && sharded.output.contains("is one tile and cannot be split into shards"), "\(sharded.output)")
         let dry = runTessera(grid + ["--tiff", directory + "/w.TIF", "--dry-run"])
         #expect(dry.status == 0, "\(dry.output)")
         let line = dry.output.split(separator: "\n").first { $0.hasPrefix("tiff ") }.map(String.init) ?? ""

@@ -28,7 +28,7 @@ public enum DiskPreflight {
                                     freeFiles: (String) throws(TesseraError) -> Int64 = freeInodes) throws(TesseraError) -> [DiskRequirement] {
         var needs: [(directory: String, bytes: Int64, inodes: Int64)] = []
         if let shard {
-            let bytes = Double(plan.estimatedOutputBytes + plan.deepZoomDiskBytes) * min(1, shard.share)
+            let bytes = Double(plan.estimatedOutputBytes + plan.deepZoomDiskBytes + plan.tiffDiskBytes) * min(1, shard.share)
             needs.append((shard.directory, Int64(bytes) + (1 << 20), 1))
         } else {
             if let outputPath { needs.append((parentDirectory(of: outputPath), plan.estimatedOutputBytes, 1)) }

@@ -44,6 +44,10 @@ enum PartRecordKind: UInt32 {
     case reducedRows = 4
     /// A piece of the viewer's cells.js, in order: a = piece number.
     case cellsScript = 5
+    /// A tile of the TIFF's pyramid (padded to the tile size): a = level, b = column, c = row.
+    case tiffTile = 6
+    /// Rows of the TIFF's reduced picture (as `reducedRows`, for the TIFF's pyramid).
+    case tiffReducedRows = 7
 }
 
 struct PartRecord: Equatable, Sendable {
@@ -240,7 +244,8 @@ final class PartReader {
                     }
                     dataEnd += record.length
                     // Fields a kind does not use are what the writer left there: anything else is an edit.
-                    guard kind == .tile || (record.b == (kind == .reducedRows ? 1 : 0) && record.c == 0) else {
+                    guard kind == .tile || kind == .tiffTile
+                            || (record.b == (kind == .reducedRows || kind == .tiffReducedRows ? 1 : 0) && record.c == 0) else {
                         throw bad("has a record with fields its kind does not have (record \(number) of \(count)): it is damaged or not a part")
                     }
                     guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
@@ -310,6 +315,8 @@ final class PartReader {
         case .tile: return "tile \(record.a)/\(record.b)_\(record.c)"
         case .reducedRows: return "reduced row \(record.a)"
         case .cellsScript: return "piece \(record.a) of the viewer's cells.js"
+        case .tiffTile: return "TIFF tile \(record.a)/\(record.b)_\(record.c)"
+        case .tiffReducedRows: return "TIFF reduced row \(record.a)"
         }
     }
 

@@ -45,6 +45,10 @@ public struct JoinSummary: Equatable, Sendable {
     public var archivePath: String?
     public var archiveBytes: Int64 = 0
     public var iiifPath: String?
+    /// The tiled pyramidal TIFF, when the parts hold one.
+    public var tiffPath: String?
+    public var tiffBytes: Int64 = 0
+    public var tiffPages = 0
     public var seconds: Double = 0
     public var peakResidentBytes: Int64 = 0
 }
@@ -58,9 +62,11 @@ public struct JoinDestinations: Equatable, Sendable {
     public var archivePath: String?
     public var iiifPath: String?
     public var iiifIdentifier: String?
+    public var tiffPath: String?
 
     public init(jpegPath: String? = nil, deepZoomPath: String? = nil, archivePath: String? = nil, iiifPath: String? = nil,
-                iiifIdentifier: String? = nil) {
+                iiifIdentifier: String? = nil, tiffPath: String? = nil) {
+        self.tiffPath = tiffPath
         self.jpegPath = jpegPath
         self.deepZoomPath = deepZoomPath
         self.archivePath = archivePath
@@ -68,7 +74,7 @@ public struct JoinDestinations: Equatable, Sendable {
         self.iiifIdentifier = iiifIdentifier
     }
 
-    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil && archivePath == nil && iiifPath == nil }
+    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil && archivePath == nil && iiifPath == nil && tiffPath == nil }
 
     /// Whether a container of the pyramid is given.
     var givesPyramid: Bool { deepZoomPath != nil || archivePath != nil || iiifPath != nil }
@@ -273,29 +279,28 @@ private struct Joiner {
     private var writesPyramid: Bool { zoomPath != nil || archivePath != nil || iiif != nil }
     /// The outputs part 1 names: every part must name the same.
     private let namedJPEG: String?, namedZoom: String?
+    /// The TIFF part 1 names, and where the join writes it.
+    private let namedTIFF: String?
+    private var tiffPath: String?
     private var zoomSettings = DeepZoomSettings()
+    private var tiffSettings = PyramidTIFFSettings()
     private var subsampling = ChromaSubsampling.s420
-    private var geometry: DeepZoomGeometry?
     // What the checks have seen, in order.
     private var checkedStripes = 0
     private var headerSeen = false
     private var jpegBytes: Int64 = 0
-    private var lowest: Int?
-    private var reduced: DeepZoomGeometry?
-    private var checkedReducedRows = 0
-    private var tiles = Set<UInt64>()
-    private var tileBytes: Int64 = 0
+    /// The parts' tiles and reduced rows of each pyramid (PyramidShare.swift).
+    private var zoomShare: PyramidShare?
+    private var tiffShare: PyramidShare?
     private var firstHasCells = false
     // The outputs, once begun.
     private var jpegOutput: AtomicOutputFile?
     private var zoomOutput: DeepZoomOutput?
+    /// The TIFF, and the writer of its pages below the bands.
+    private var tiffOutput: (file: PyramidTIFFFile, writer: DeepZoomWriter)?
     private var writtenStripes = 0
     private var buffer: [UInt8] = []
     private var verifyBuffer: [UInt8] = []
-    /// The most bytes a pyramid tile of this render can hold (a record claiming more is refused
-    /// before a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at
-    /// quality 100 with 4:4:4, byte stuffing included.
-    private var maxTileBytes: UInt64 = 0
     /// The join's memory budget: what building the levels below the bands and
     /// copying tiles may hold. Sizes a part gives are checked against it before they size anything.
     private let memoryBytes: Int
@@ -331,6 +336,8 @@ private struct Joiner {
         summary = JoinSummary(shards: shards, width: width, height: height)
         namedJPEG = header["jpeg"]
         namedZoom = header["dzi"]
+        namedTIFF = header["tiff"]
+        tiffPath = namedTIFF
         summary.jpegPath = namedJPEG
         summary.deepZoomPath = namedZoom
         stripeCount = Int(header["stripe-count"] ?? "") ?? 0
@@ -354,11 +361,26 @@ private struct Joiner {
             } catch {
                 throw bad("\(name) has pyramid settings no render has (\(error)): it is damaged or not a part")
             }
+            zoomShare = PyramidShare(title: "the pyramid",
+                                     geometry: DeepZoomGeometry(width: width, height: height, tileSize: zoomSettings.tileSize,
+                                                                overlap: zoomSettings.overlap),
+                                     prefix: "dz", tileKind: .tile, rowsKind: .reducedRows)
+        }
+        if namedTIFF != nil {
+            tiffSettings.tileSize = Int(header["tiff-tile-size"] ?? "") ?? 0
+            tiffSettings.quality = Int(header["tiff-quality"] ?? "") ?? 0
+            do throws(TesseraError) {
+                try tiffSettings.validate()
+            } catch {
+                throw bad("\(name) has TIFF settings no render has (\(error)): it is damaged or not a part")
+            }
+            let pages = PyramidTIFFGeometry(width: width, height: height, tileSize: tiffSettings.tileSize)
+            tiffShare = PyramidShare(title: "the TIFF", geometry: pages.levels, prefix: "tiff", tileKind: .tiffTile,
+                                     rowsKind: .tiffReducedRows, bottom: pages.lowestLevel, padded: true)
+        }
+        if zoomShare != nil || tiffShare != nil {
             guard let mode = ChromaSubsampling(rawValue: header["subsampling"] ?? "") else { throw bad("\(name) has no valid subsampling") }
             subsampling = mode
-            geometry = DeepZoomGeometry(width: width, height: height, tileSize: zoomSettings.tileSize, overlap: zoomSettings.overlap)
-            let tileSide = UInt64(zoomSettings.tileSize + 2 * zoomSettings.overlap)
-            maxTileBytes = tileSide * tileSide * 24 + (1 << 20)
         }
     }
 
@@ -380,6 +402,13 @@ private struct Joiner {
             if !given.givesPyramid && namedZoom != nil {
                 throw .joinOutputs(.pyramidNotGiven)
             }
+            if given.tiffPath != nil && namedTIFF == nil {
+                throw .joinOutputs(.noTIFFInParts)
+            }
+            if given.tiffPath == nil && namedTIFF != nil {
+                throw .joinOutputs(.tiffNotGiven)
+            }
+            tiffPath = given.tiffPath
             summary.jpegPath = given.jpegPath
             summary.deepZoomPath = given.deepZoomPath
             zoomPath = given.deepZoomPath
@@ -395,7 +424,7 @@ private struct Joiner {
         }
         // A NUL would end the path where the kernel reads it: "evil.sh\0.jpg" passes the checks
         // below as a .jpg and creates evil.sh.
-        for path in [summary.jpegPath, zoomPath, archivePath, iiif?.path].compactMap({ $0 }) where path.utf8.contains(0) {
+        for path in [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath].compactMap({ $0 }) where path.utf8.contains(0) {
             throw .unusableOutput(path: path.replacing("\u{0}", with: "\\0"), reason: "a part names a path with a NUL byte in it: it is damaged or not a part")
         }
         var outputs: [RenderOutput] = []
@@ -408,6 +437,13 @@ private struct Joiner {
         }
         if let path = archivePath { outputs.append(.deepZoomArchive(path: path, settings: zoomSettings)) }
         if let iiif { outputs.append(.iiif(path: iiif.path, settings: zoomSettings, identifier: iiif.identifier)) }
+        if let path = tiffPath {
+            guard RenderOutput.isTIFFPath(path) else {
+                throw .unusableOutput(path: path, reason: "a part names this as the TIFF, but a TIFF's path ends in NAME.tif or NAME.tiff")
+            }
+            outputs.append(.tiff(path: path, settings: tiffSettings))
+        }
+        summary.tiffPath = tiffPath
         if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
             throw .joinPathFromParts(path: path, output: .jpeg, file: "the JPEG", problem: .notJPEGName)
         }
@@ -425,8 +461,8 @@ private struct Joiner {
             }
             if let identity = OutputDestination.identity(file.path) { destinationIdentities[identity] = file.path }
             if given.isEmpty, case .success = linkStatus(file.path) {
-                throw .joinPathFromParts(path: file.path, output: file.role == "the JPEG" ? .jpeg : .pyramid, file: file.role,
-                                         problem: .exists)
+                throw .joinPathFromParts(path: file.path, output: file.role == "the JPEG" ? .jpeg : file.role == "the TIFF" ? .tiff : .pyramid,
+                                         file: file.role, problem: .exists)
             }
         }
     }
@@ -456,7 +492,7 @@ private struct Joiner {
         if let path = destinationIdentities[part.identity] {
             throw .unusableOutput(path: path, reason: "it is the part \(name); writing the output there would destroy it")
         }
-        guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom else {
+        guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom, part.header["tiff"] == namedTIFF else {
             throw bad("\(name) names other outputs than the part before it: it is damaged or not a part of this render")
         }
         if part.header["shard"] == "1" { firstHasCells = part.records.contains { $0.kind == .cellsScript } }
@@ -489,61 +525,24 @@ private struct Joiner {
                 throw bad("\(name) holds stripes up to \(checkedStripes), not all of \(owned.0)..<\(owned.1): run its shard again")
             }
         }
-        if let geometry {
-            if part.header["dz-lowest"] != nil {
-                guard let level = Int(part.header["dz-lowest"] ?? ""), (1...geometry.maxLevel).contains(level) else {
-                    throw bad("\(name)'s pyramid band is not valid")
-                }
-                if lowest == nil {
-                    let size = try numbers("dz-reduced-size", in: part)
-                    // Compared with the level first: the geometry is made only from a size that fits.
-                    guard size.0 == geometry.levels[level - 1].width, size.1 == geometry.levels[level - 1].height else {
-                        throw bad("\(name)'s reduced picture does not fit the pyramid")
-                    }
-                    let picture = DeepZoomGeometry(width: max(1, size.0), height: max(1, size.1), tileSize: zoomSettings.tileSize,
-                                                   overlap: zoomSettings.overlap)
-                    guard picture.maxLevel == level - 1 else { throw bad("\(name)'s reduced picture does not fit the pyramid") }
-                    // What the levels below the bands take (as a render plans its pyramid:
-                    // tiles in progress and kept rows a level), checked before any is built.
-                    let tileSide = zoomSettings.tileSize + 2 * zoomSettings.overlap
-                    let columns = picture.levels.reduce(0) { $0 + $1.columns }
-                    let need = columns * (RenderPlan.tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * zoomSettings.overlap * tileSide * 3)
-                        + 2 * picture.width * 3 + ShardJoin.fixedBytes
-                    guard need <= memoryBytes else { throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: need) }
-                    lowest = level
-                    reduced = picture
-                }
-                guard level == lowest else { throw bad("\(name) splits the pyramid at another level") }
-            }
-            for record in part.records {
-                switch record.kind {
-                case .tile:
-                    let level = Int(record.a), column = Int(record.b), row = Int(record.c)
-                    guard let lowest, level >= lowest, level <= geometry.maxLevel, column < geometry.levels[level].columns,
-                          row < geometry.levels[level].rows,
-                          tiles.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
-                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c), which is out of the pyramid or held twice")
-                    }
-                    guard record.length <= maxTileBytes else {
-                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c) of \(record.length) bytes, more than a tile of "
-                                  + "this pyramid can be (\(maxTileBytes)): it is damaged or not a part")
-                    }
-                    // A tile is copied whole (the writer takes its bytes at once): no more than a
-                    // quarter of the budget, and at least a JPEG's SOI and EOI.
-                    guard record.length >= 4 else {
-                        throw bad("\(name) holds tile \(record.a)/\(record.b)_\(record.c) of \(record.length) bytes, too short for a JPEG")
-                    }
-                    guard record.length <= UInt64(memoryBytes / 4) else {
-                        throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: Int(record.length) * 4)
-                    }
-                    tileBytes += Int64(record.length)
-                case .reducedRows:
-                    guard let reduced, checkedReducedRows < reduced.height, Int(record.a) == checkedReducedRows, record.b == 1, Int(record.length) == reduced.width * 3 else {
-                        throw bad("\(name)'s reduced rows do not follow the band before (row \(record.a), expected \(checkedReducedRows))")
-                    }
-                    checkedReducedRows += 1
-                default: break
-                }
+        let directory = self.directory
+        let bad = { (why: String) -> TesseraError in .unusableParts(directory: directory, reason: why) }
+        try zoomShare?.checkBand(of: part, bad: bad)
+        try tiffShare?.checkBand(of: part, bad: bad)
+        // The levels the join builds below the bands, both pyramids' (and libtiff's table of the
+        // page it writes, and the spool's index), within the budget before any is built.
+        let tiffTables = tiffShare.map { share in share.geometry.levels[share.bottom...].reduce(0) { $0 + $1.columns * $1.rows } * 24 } ?? 0
+        let need = (zoomShare?.writerBytes ?? 0) + (tiffShare?.writerBytes ?? 0) + tiffTables + ShardJoin.fixedBytes
+        guard need <= memoryBytes else { throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: need) }
+        for record in part.records {
+            switch record.kind {
+            case .tile, .reducedRows:
+                guard zoomShare != nil else { throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no pyramid") }
+                try zoomShare!.check(record, of: name, memoryBytes: memoryBytes, bad: bad)
+            case .tiffTile, .tiffReducedRows:
+                guard tiffShare != nil else { throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no TIFF") }
+                try tiffShare!.check(record, of: name, memoryBytes: memoryBytes, bad: bad)
+            default: break
             }
         }
     }
@@ -555,29 +554,33 @@ private struct Joiner {
                 throw bad("the parts hold \(checkedStripes) of the JPEG's \(stripeCount) stripes: a shard did not finish; run it again")
             }
         }
-        if let geometry {
-            guard let lowest, let reduced else { throw bad("no part holds a band of the pyramid") }
-            let expected = geometry.levels[lowest...].reduce(0) { $0 + $1.columns * $1.rows }
-            guard tiles.count == expected else {
-                throw bad("the parts hold \(tiles.count) of the pyramid's \(expected) tiles of levels \(lowest)...\(geometry.maxLevel): a shard did not finish; run it again")
-            }
-            guard checkedReducedRows == reduced.height else { throw bad("the parts hold \(checkedReducedRows) of \(reduced.height) reduced rows") }
+        if let zoomShare {
+            try zoomShare.checkComplete(bad: bad)
             if zoomSettings.viewer && !firstHasCells { throw bad("part 1 holds no viewer cells") }
         }
+        try tiffShare?.checkComplete(bad: bad)
     }
 
     /// Room for the outputs (what dead runs left in their folders goes first).
     func checkDiskSpace(_ parts: [PartReader]) throws(TesseraError) {
         var needs: [String: Int64] = [:]
         if let path = summary.jpegPath { needs[parentDirectory(of: path), default: 0] += jpegBytes + (1 << 20) }
-        if let reduced {
-            let pyramidBytes = tileBytes + Int64(tiles.count) * 2048
+        if let share = zoomShare, let reduced = share.reduced {
+            let pyramidBytes = share.tileBytes + Int64(share.tileCount) * 2048
                 + reduced.estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: zoomSettings.quality, subsampling: subsampling))
             // Each container holds every tile (IIIF's in three folders of their own).
             for (path, perTile) in [(zoomPath, Int64(0)), (archivePath, Int64(0)), (iiif?.path, Int64(3 * 4096))] {
                 guard let path else { continue }
-                needs[parentDirectory(of: path), default: 0] += pyramidBytes + Int64(tiles.count) * perTile
+                needs[parentDirectory(of: path), default: 0] += pyramidBytes + Int64(share.tileCount) * perTile
             }
+        }
+        // A TIFF: the top page once, the smaller pages twice (spooled beside it, then copied in),
+        // the pages the join builds as a render estimates them, the directories.
+        if let share = tiffShare, let reduced = share.reduced, let path = tiffPath {
+            let built = PyramidTIFFGeometry(width: reduced.width, height: reduced.height, tileSize: reduced.tileSize)
+                .estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: 100, subsampling: subsampling))
+            needs[parentDirectory(of: path), default: 0] += share.topTileBytes + 2 * (share.tileBytes - share.topTileBytes + built)
+                + Int64(share.tileCount) * 24
         }
         for (folder, bytes) in needs {
             _ = StaleTemporaries.remove(in: folder)
@@ -597,6 +600,8 @@ private struct Joiner {
                 for path in [zoomPath, archivePath, iiif?.path] {
                     if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 2048 }
                 }
+            case .tiffTile, .tiffReducedRows:
+                if let path = tiffPath { needs[parentDirectory(of: path), default: 0] += 2 * Int64(record.length) + 24 }
             case .cellsScript: break
             }
         }
@@ -623,62 +628,86 @@ private struct Joiner {
                 writtenStripes += 1
             }
         }
-        if writesPyramid, let geometry, let lowest, let reduced {
-            if zoomOutput == nil {
-                for path in [zoomPath, archivePath, iiif?.path] {
-                    if let path { _ = StaleTemporaries.remove(in: parentDirectory(of: path)) }
-                }
-                guard let cellsPart = firstPart else { throw bad("part 1 was not joined first") }
-                let output = try DeepZoomOutput(
-                    destination: zoomPath, archive: archivePath, iiif: iiif, geometry: geometry, settings: zoomSettings,
-                    subsampling: subsampling, labels: nil, threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
-                    cells: { write throws(TesseraError) in
-                        // Part 1's pieces of cells.js, in order (for the folder, and for the
-                        // archive when the page reads it).
-                        let part = cellsPart
-                        // (In pieces: a piece's length is the part's word, not a size to allocate.)
-                        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-                        for record in part.records where record.kind == .cellsScript {
-                            try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try write(piece) }
-                        }
-                    })
-                zoomOutput = output
-                if zoomPath != nil {
-                    for level in lowest...geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
-                }
+        if writesPyramid, let share = zoomShare { try writePyramid(part, share: share, threads: threads) }
+        if let share = tiffShare, tiffPath != nil { try writeTIFF(part, share: share, threads: threads) }
+        if cancellation?.isCancelled == true { throw .cancelled }
+    }
+
+    /// Copies a part's pyramid tiles into the pyramid's containers (begun at the first part),
+    /// and feeds its reduced rows to the levels below.
+    private mutating func writePyramid(_ part: PartReader, share: PyramidShare, threads: Int?) throws(TesseraError) {
+        guard let lowest = share.lowest, let reduced = share.reduced else { return }
+        if zoomOutput == nil {
+            for path in [zoomPath, archivePath, iiif?.path] {
+                if let path { _ = StaleTemporaries.remove(in: parentDirectory(of: path)) }
             }
-            let output = zoomOutput!
-            for record in part.records where record.kind == .tile {
-                try part.read(record, into: &buffer)
-                try buffer.withUnsafeBytes { raw in
-                    Result { () throws(TesseraError) in
-                        try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
+            guard let cellsPart = firstPart else { throw bad("part 1 was not joined first") }
+            let output = try DeepZoomOutput(
+                destination: zoomPath, archive: archivePath, iiif: iiif, geometry: share.geometry, settings: zoomSettings,
+                subsampling: subsampling, labels: nil, threads: threads ?? onlineCoreCount(), writerGeometry: reduced,
+                cells: { write throws(TesseraError) in
+                    // Part 1's pieces of cells.js, in order (for the folder, and for the
+                    // archive when the page reads it).
+                    let part = cellsPart
+                    // (In pieces: a piece's length is the part's word, not a size to allocate.)
+                    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+                    for record in part.records where record.kind == .cellsScript {
+                        try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in try write(piece) }
                     }
-                }.get()
-            }
-            // The band's reduced rows, a batch at a time, into the levels below.
-            let rowBytes = reduced.width * 3
-            let batchRows = max(1, min(64, (4 << 20) / rowBytes))
-            let rows = part.records.filter { $0.kind == .reducedRows }
-            var batch = [UInt8](repeating: 0, count: min(rows.count, batchRows) * rowBytes)
-            var index = 0
-            while index < rows.count {
-                let count = min(batchRows, rows.count - index)
-                for i in 0..<count {
-                    let record = rows[index + i]
-                    try batch.withUnsafeMutableBytes { raw in
-                        Result { () throws(TesseraError) in
-                            try part.read(record, from: 0, count: rowBytes, into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
-                        }
-                    }.get()
-                }
-                try batch.withUnsafeBytes { raw in
-                    Result { () throws(TesseraError) in try output.writer.append(rows: raw.baseAddress!, stride: rowBytes, count: count) }
-                }.get()
-                index += count
+                })
+            zoomOutput = output
+            if zoomPath != nil {
+                for level in lowest...share.geometry.maxLevel { try makeDirectory(output.writer.filesDirectory + "/\(level)") }
             }
         }
-        if cancellation?.isCancelled == true { throw .cancelled }
+        let output = zoomOutput!
+        for record in part.records where record.kind == .tile {
+            try part.read(record, into: &buffer)
+            try buffer.withUnsafeBytes { raw in
+                Result { () throws(TesseraError) in
+                    try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
+                }
+            }.get()
+        }
+        try share.feedReducedRows(of: part, to: output.writer)
+    }
+
+    /// Copies a part's TIFF tiles into the TIFF (begun at the first part: page 0's tiles into
+    /// the file, the others into its spool), and feeds its reduced rows to a writer of the pages
+    /// below the bands (made as a render's TIFF makes its pages: PyramidTIFFOutput.swift).
+    private mutating func writeTIFF(_ part: PartReader, share: PyramidShare, threads: Int?) throws(TesseraError) {
+        guard let path = tiffPath, let reduced = share.reduced else { return }
+        let pages = PyramidTIFFGeometry(width: summary.width, height: summary.height, tileSize: tiffSettings.tileSize)
+        if tiffOutput == nil {
+            let folder = parentDirectory(of: path)
+            _ = StaleTemporaries.remove(in: folder)
+            let file = try PyramidTIFFFile(destination: path, geometry: pages, subsampling: subsampling, temporaryDirectory: folder)
+            do throws(TesseraError) {
+                let writer = try DeepZoomWriter(
+                    geometry: reduced, quality: tiffSettings.quality, subsampling: subsampling, filesDirectory: path,
+                    threads: threads ?? onlineCoreCount(),
+                    destination: .handler { level, column, row, bytes throws(TesseraError) in
+                        try file.add(page: pages.page(ofLevel: level), tile: row * pages.levels.levels[level].columns + column, bytes: bytes)
+                    },
+                    window: .levels(from: pages.lowestLevel, of: reduced), padEdgeTiles: true)
+                tiffOutput = (file, writer)
+            } catch {
+                file.discard()
+                throw error
+            }
+        }
+        let file = tiffOutput!.file
+        for record in part.records where record.kind == .tiffTile {
+            let level = Int(record.a)
+            try part.read(record, into: &buffer)
+            try buffer.withUnsafeBytes { raw in
+                Result { () throws(TesseraError) in
+                    try file.add(page: pages.page(ofLevel: level), tile: Int(record.c) * pages.levels.levels[level].columns + Int(record.b),
+                                 bytes: raw)
+                }
+            }.get()
+        }
+        try share.feedReducedRows(of: part, to: tiffOutput!.writer)
     }
 
     private mutating func copy(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
@@ -696,6 +725,13 @@ private struct Joiner {
             summary.deepZoomBytes = zoomOutput.bytesWritten
             summary.archiveBytes = zoomOutput.archive?.bytesWritten ?? 0
         }
+        if let tiffOutput {
+            try tiffOutput.writer.finish()
+            try tiffOutput.file.finish()
+            try tiffOutput.file.commit()
+            summary.tiffBytes = tiffOutput.file.bytesWritten
+            summary.tiffPages = tiffOutput.file.geometry.pageCount
+        }
         if let jpegOutput {
             try jpegOutput.commit()
             summary.jpegBytes = jpegOutput.bytesWritten
@@ -705,6 +741,8 @@ private struct Joiner {
 
     func discard() {
         zoomOutput?.discard()
+        tiffOutput?.writer.abandon()
+        tiffOutput?.file.discard()
         jpegOutput?.discard()
     }
 }

@@ -7,10 +7,6 @@ extension ShardTarget: RenderPartChooser {
     /// `settings.encoder` nil or `.parallel` (the joined JPEG is that of a single-process render
     /// with `.parallel`).
     func adjust(_ request: inout RenderRequest) throws(TesseraError) {
-        // A shard's part holds JPEG segments and Deep Zoom tiles only; its join makes no TIFF.
-        if request.tiffPath != nil {
-            throw .invalidSettings("a TIFF is not yet written by shards and their join: render it in one process")
-        }
         guard request.jpegPath != nil else { return }
         guard request.settings.encoder != .serial else { throw .shardedSerialEncoder }
         request.settings.encoder = .parallel

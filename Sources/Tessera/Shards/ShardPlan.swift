@@ -17,6 +17,14 @@
 //   rows, and band boundaries are multiples of 2^(k+1), so each band's reduced rows are the
 //   whole render's.
 //   The JPEG's stripes, in the same pass, belong to the band holding their first row.
+// - With a tiled pyramidal TIFF (Outputs/TIFF): the TIFF's pyramid is split the same way, over
+//   its own levels (tiles of 256 px, no overlap). Alone, it decides the bands as a Deep Zoom
+//   pyramid would. Beside a Deep Zoom pyramid, the bands are the Deep Zoom's, which need not lie
+//   on the TIFF's tile boundaries: a TIFF tile then belongs to the band holding its first row,
+//   and the shard renders on past its band to that tile's end (a margin below only: the TIFF
+//   has no overlap). Its levels are chosen so that the margin is at most half a band unit, and
+//   band boundaries are multiples of 2^(k'+1) there too, so the reduced rows it hands over are
+//   the whole render's.
 //
 // A band may be empty (more shards than bands): its shard writes a part with nothing in it.
 
@@ -68,6 +76,8 @@ public struct ShardBand: Equatable, Sendable {
     public let renderedStripes: Range<Int>
     /// The pyramid's share, when one is written.
     let deepZoom: DeepZoomBand?
+    /// The TIFF pyramid's share, when one is written (levels of `plan.tiff!.levels`).
+    let tiff: DeepZoomBand?
     /// Canvas rows a band is made of (the last band may be shorter).
     public let bandUnitRows: Int
 
@@ -90,17 +100,24 @@ public struct ShardBand: Equatable, Sendable {
         let height = geometry.height
         var unit = geometry.stripeHeight
         var k = 0
-        if let zoom = plan.deepZoom {
+        // The pyramid that decides the bands: the Deep Zoom's, else the TIFF's (down to the level
+        // above its last page: the join builds at least that page).
+        if plan.tiff.map({ $0.lowestLevel >= $0.levels.maxLevel }) == true {
+            throw .invalidSettings("a TIFF of a \(plan.width) x \(plan.height) px picture is one tile and cannot be split into shards: "
+                                   + "render it in one process")
+        }
+        let deciding = plan.deepZoom.map { ($0, $0.maxLevel - 1) } ?? plan.tiff.map { ($0.levels, $0.levels.maxLevel - $0.lowestLevel - 1) }
+        if let (zoom, deepest) = deciding {
             guard zoom.maxLevel >= 1 else {
                 throw .invalidSettings("a Deep Zoom pyramid of a \(zoom.width) x \(zoom.height) px picture cannot be split into shards")
             }
-            // The largest k (at most maxLevel - 1) giving at least 4 bands a shard, else 0.
+            // The largest k (at most `deepest`) giving at least 4 bands a shard, else 0.
             func unitRows(_ k: Int) -> Int {
                 let rows = zoom.tileSize << k
                 return rows % (1 << (k + 1)) == 0 ? rows : rows * 2
             }
             k = 0
-            for candidate in stride(from: zoom.maxLevel - 1, through: 0, by: -1)
+            for candidate in stride(from: deepest, through: 0, by: -1)
             where (height + unitRows(candidate) - 1) / unitRows(candidate) >= 4 * shard.count {
                 k = candidate
                 break
@@ -117,30 +134,60 @@ public struct ShardBand: Equatable, Sendable {
         var needed = jpegStripes.isEmpty ? nil : Optional(jpegStripes.lowerBound * stripeHeight..<min(height, jpegStripes.upperBound * stripeHeight))
         var deepZoom: DeepZoomBand?
         if let zoom = plan.deepZoom, !rows.isEmpty {
-            let top = zoom.maxLevel, lowest = top - k, overlap = zoom.overlap
-            let fed = max(0, rows.lowerBound - (overlap << (k + 1)))..<min(height, rows.upperBound + (overlap << k))
-            var fedRows = Array(repeating: 0..<0, count: top + 1)
-            var tileRows = Array(repeating: 0..<0, count: top + 1)
-            fedRows[top] = fed
-            for level in stride(from: top, through: lowest, by: -1) {
-                let shift = top - level
-                let info = zoom.levels[level]
-                if level < top {
-                    let above = fedRows[level + 1], aboveHeight = zoom.levels[level + 1].height
-                    fedRows[level] = above.lowerBound / 2..<(above.upperBound == aboveHeight ? info.height : above.upperBound / 2)
+            let band = pyramidBand(zoom, rows: rows, levels: k)
+            deepZoom = band
+            needed = needed.map { min($0.lowerBound, band.fedRows.lowerBound)..<max($0.upperBound, band.fedRows.upperBound) } ?? band.fedRows
+        }
+        var tiff: DeepZoomBand?
+        if let pages = plan.tiff, !rows.isEmpty {
+            // Beside a Deep Zoom pyramid: the most levels whose pairs the band's boundaries align
+            // and whose tiles reach at most half a band unit past it (at least the top level).
+            var levels = k
+            if plan.deepZoom != nil {
+                levels = 0
+                for candidate in stride(from: pages.levels.maxLevel - pages.lowestLevel - 1, through: 1, by: -1)
+                where unit % (1 << (candidate + 1)) == 0 && pages.tileSize << candidate <= unit / 2 {
+                    levels = candidate
+                    break
                 }
-                let first = (rows.lowerBound >> shift) / zoom.tileSize
-                let end = rows.upperBound == height ? info.rows : (rows.upperBound >> shift) / zoom.tileSize
-                tileRows[level] = first..<end
             }
-            let reducedLevel = zoom.levels[lowest - 1]
-            let reduced = (rows.lowerBound >> (k + 1))..<(rows.upperBound == height ? reducedLevel.height : rows.upperBound >> (k + 1))
-            deepZoom = DeepZoomBand(window: DeepZoomWindow(lowest: lowest, fedRows: fedRows, tileRows: tileRows, reducedRows: reduced),
-                                    fedRows: fed, reducedWidth: reducedLevel.width, reducedHeight: reducedLevel.height)
-            needed = needed.map { min($0.lowerBound, fed.lowerBound)..<max($0.upperBound, fed.upperBound) } ?? fed
+            let band = pyramidBand(pages.levels, rows: rows, levels: levels)
+            tiff = band
+            needed = needed.map { min($0.lowerBound, band.fedRows.lowerBound)..<max($0.upperBound, band.fedRows.upperBound) } ?? band.fedRows
         }
         let rendered = needed.map { $0.lowerBound / stripeHeight..<($0.upperBound + stripeHeight - 1) / stripeHeight } ?? 0..<0
         return ShardBand(shard: shard, rows: rows, jpegStripes: jpegStripes, renderedStripes: rendered, deepZoom: deepZoom,
-                         bandUnitRows: unit)
+                         tiff: tiff, bandUnitRows: unit)
+    }
+
+    /// The share of pyramid `zoom`'s levels max ... max-k of the band of canvas rows `rows`
+    /// (its boundaries multiples of 2^(k+1)): at each level, the tile rows whose first row is
+    /// in the band, and the rows to feed for them and their overlaps; the band's rows of level
+    /// max-k-1, for the join. On tile boundaries (a Deep Zoom band) the tiles are exactly the
+    /// band's; off them (a TIFF beside a Deep Zoom pyramid) the last tiles reach past it.
+    static func pyramidBand(_ zoom: DeepZoomGeometry, rows: Range<Int>, levels k: Int) -> DeepZoomBand {
+        let height = zoom.height
+        let top = zoom.maxLevel, lowest = top - k, overlap = zoom.overlap, tileSize = zoom.tileSize
+        var tileRows = Array(repeating: 0..<0, count: top + 1)
+        var fedEnd = rows.upperBound + (overlap << k)
+        for level in lowest...top {
+            let shift = top - level
+            let info = zoom.levels[level]
+            let first = ((rows.lowerBound >> shift) + tileSize - 1) / tileSize
+            let end = rows.upperBound == height ? info.rows : min(info.rows, ((rows.upperBound >> shift) + tileSize - 1) / tileSize)
+            tileRows[level] = min(first, end)..<end
+            if end > first { fedEnd = max(fedEnd, (end * tileSize + overlap) << shift) }
+        }
+        let fed = max(0, rows.lowerBound - (overlap << (k + 1)))..<min(height, fedEnd)
+        var fedRows = Array(repeating: 0..<0, count: top + 1)
+        fedRows[top] = fed
+        for level in stride(from: top - 1, through: lowest, by: -1) {
+            let above = fedRows[level + 1], aboveHeight = zoom.levels[level + 1].height
+            fedRows[level] = above.lowerBound / 2..<(above.upperBound == aboveHeight ? zoom.levels[level].height : above.upperBound / 2)
+        }
+        let reducedLevel = zoom.levels[lowest - 1]
+        let reduced = (rows.lowerBound >> (k + 1))..<(rows.upperBound == height ? reducedLevel.height : rows.upperBound >> (k + 1))
+        return DeepZoomBand(window: DeepZoomWindow(lowest: lowest, fedRows: fedRows, tileRows: tileRows, reducedRows: reduced),
+                            fedRows: fed, reducedWidth: reducedLevel.width, reducedHeight: reducedLevel.height)
     }
 }

@@ -5,8 +5,11 @@
 // kept), on the workers, or in the pyramid's batch when there is one; the part keeps each
 // segment and, in the part holding stripe 0, the file's header. The pyramid's share goes through
 // a DeepZoomWriter over the band's window (DeepZoomWriter.swift): tiles and the reduced rows into
-// the part. Shard 1 also keeps the viewer's cells.js. The header text (`header`) says everything
-// `tessera join` needs: the outputs, their settings, and the band.
+// the part. A TIFF's pyramid goes the same way through a writer of its own (padded tiles of its
+// tile size, its own window: ShardPlan.swift), as TIFF tiles and TIFF reduced rows; its jobs run
+// in the Deep Zoom writer's batch when there is one. Shard 1 also keeps the viewer's cells.js.
+// The header text (`header`) says everything `tessera join` needs: the outputs, their
+// settings, and the band.
 
 /// Where a shard writes, and which shard it is.
 public struct ShardTarget: Equatable, Sendable {
@@ -29,6 +32,7 @@ final class ShardSink: StripeSink {
     private let settings: RenderSettings
     private let marks: JPEGMarks
     private let zoom: DeepZoomWriter?
+    private let tiff: DeepZoomWriter?
     private let header: [(key: String, value: String)]
     private let cells: CellLabels?
     private let writesCells: Bool
@@ -84,8 +88,38 @@ final class ShardSink: StripeSink {
             cells = nil
             writesCells = false
         }
-        self.header = header
         zoom = zoomWriter
+        var tiffWriter: DeepZoomWriter?
+        if let path = request.tiffPath, let pages = plan.tiff, let tiff = plan.tiffSettings {
+            header += [("tiff", OutputDestination.canonicalPath(path)), ("tiff-tile-size", String(tiff.tileSize)),
+                       ("tiff-quality", String(tiff.quality))]
+            if let window = band.tiff {
+                header += [("tiff-lowest", String(window.window.lowest)), ("tiff-reduced-size", "\(window.reducedWidth) \(window.reducedHeight)"),
+                           ("tiff-reduced-rows", "\(window.window.reducedRows.lowerBound) \(window.window.reducedRows.upperBound)")]
+                let part = self.part
+                let reducedBytes = window.reducedWidth * 3
+                do throws(TesseraError) {
+                    tiffWriter = try DeepZoomWriter(
+                        geometry: pages.levels, quality: tiff.quality, subsampling: settings.subsampling,
+                        filesDirectory: target.partPath, threads: plan.workers,
+                        destination: .handler { level, column, row, bytes throws(TesseraError) in
+                            try part.append(.tiffTile, a: level, b: column, c: row, bytes: bytes)
+                        },
+                        window: window.window, padEdgeTiles: true,
+                        reduced: { first, rows, stride, count throws(TesseraError) in
+                            for i in 0..<count {
+                                try part.append(.tiffReducedRows, a: first + i, b: 1,
+                                                bytes: UnsafeRawBufferPointer(start: rows + i * stride, count: reducedBytes))
+                            }
+                        })
+                } catch {
+                    part.discard()
+                    throw error
+                }
+            }
+        }
+        tiff = tiffWriter
+        self.header = header
     }
 
     private func owns(_ stripe: StripeView) -> Bool { plan.writesJPEG && band.jpegStripes.contains(stripe.index) }
@@ -95,7 +129,7 @@ final class ShardSink: StripeSink {
         return try encode(stripe)
     }
 
-    var runsBatches: Bool { zoom != nil }
+    var runsBatches: Bool { zoom != nil || tiff != nil }
 
     func take(_ stripe: StripeView, prepared: EncodedStripe?, alongside: StripeJobs?) throws(TesseraError) {
         var segment = prepared
@@ -106,11 +140,27 @@ final class ShardSink: StripeSink {
             }
             alongside?.runAll()
         }
-        if let zoom, let fed = band.deepZoom?.fedRows {
+        /// The stripe's rows within `fed`: its first row's address and how many.
+        func rows(within fed: Range<Int>) -> (first: UnsafeRawPointer, count: Int) {
             let rows = stripe.rows.clamped(to: fed)
-            let first = stripe.pixels + max(0, rows.lowerBound - stripe.rows.lowerBound) * stripe.bytesPerRow
-            try zoom.append(rows: first, stride: stripe.bytesPerRow, count: rows.count,
-                            alongside: StripeJobs(count: 1, run: { _ in work() }, complete: {}))
+            return (stripe.pixels + max(0, rows.lowerBound - stripe.rows.lowerBound) * stripe.bytesPerRow, rows.count)
+        }
+        // One batch: the Deep Zoom's jobs, or the TIFF's, with the JPEG's (and the TIFF's) beside.
+        var side = [StripeJobs(count: 1, run: { _ in work() }, complete: {})]
+        var batching = zoom.flatMap { zoom in band.deepZoom.map { (zoom, $0.fedRows) } }
+        if let tiff, let fed = band.tiff?.fedRows {
+            if batching == nil {
+                batching = (tiff, fed)
+            } else {
+                let fed = rows(within: fed)
+                side.append(tiff.jobs(rows: fed.first, stride: stripe.bytesPerRow, count: fed.count))
+            }
+        }
+        if let (writer, fed) = batching {
+            let fed = rows(within: fed)
+            let jobs = StripeJobs.combining(side)
+            try writer.append(rows: fed.first, stride: stripe.bytesPerRow, count: fed.count, alongside: jobs)
+            try jobs.complete()
         } else {
             work()
         }
@@ -129,6 +179,7 @@ final class ShardSink: StripeSink {
 
     func finish() throws(TesseraError) {
         try zoom?.finish()
+        try tiff?.finish()
         if writesCells, let geometry = plan.deepZoom {
             var piece = 0
             let name = header.first { $0.key == "dz-name" }?.value ?? ""
@@ -144,6 +195,7 @@ final class ShardSink: StripeSink {
 
     func discard() {
         zoom?.abandon()
+        tiff?.abandon()
         part.discard()
     }
 
@@ -202,6 +254,10 @@ extension ShardBand {
                 for value in [zoom.tileSize, zoom.overlap, zoom.quality, zoom.viewer ? 1 : 0] { digest.add(Int64(value)) }
                 digest.add(zoom.labels.rawValue)
                 digest.add(zoom.title ?? "")
+            }
+            if case .tiff(_, let tiff) = output {
+                digest.add("tiff")
+                for value in [tiff.tileSize, tiff.quality] { digest.add(Int64(value)) }
             }
         }
         let layout = request.layout

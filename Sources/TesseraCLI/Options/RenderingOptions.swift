@@ -222,7 +222,7 @@ enum RenderingOptions {
         },
         Option(flag: "--include-hidden", help: "Also search hidden files and folders (names starting with '.'), left out by default, as are thumbnail folders (@eaDir, .thumbnails, __MACOSX...). --dry-run counts what was left out.") { state, _ in state.options.selection.includeHidden = true },
     ] + PhotoSourceOptions.table().map { $0.lifted(\RenderingParse.options) } + [
-        Option("--shard", value: "K/N", help: "Render only shard K of N (K from 1) into a part file in --shard-dir, for a batch scheduler (Slurm job arrays, GNU parallel, Kubernetes Indexed Jobs): run shards 1...N with the same flags and inputs anywhere that sees the same paths, then 'tessera join DIR'. Every shard plans the whole render (the same layout, seed and mosaic matching), renders its band, and decodes only the photos the band shows. The joined outputs are byte for byte those of one process with --encoder parallel.") { state, given throws(CommandLineError) in
+        Option("--shard", value: "K/N", help: "Render only shard K of N (K from 1) into a part file in --shard-dir, for a batch scheduler (Slurm job arrays, GNU parallel, Kubernetes Indexed Jobs): run shards 1...N with the same flags and inputs anywhere that sees the same paths, then 'tessera join DIR'. Every shard plans the whole render (the same layout, seed and mosaic matching), renders its band, and decodes only the photos the band shows. The joined JPEG and pyramid are byte for byte those of one process with --encoder parallel, and a --tiff holds the same tiles.") { state, given throws(CommandLineError) in
             state.shardSpec = try shardSpec(given)
         },
         Option("--shard-dir", value: "DIR", help: "The folder the shards' part files go to (part-K-of-N.tessera-part with four-digit K and N, e.g. part-0003-of-0008.tessera-part, each written atomically; a shard run again replaces its part). Required with --shard; a folder every shard and the join can reach (a shared volume on a cluster).") { state, given throws(CommandLineError) in
@@ -295,9 +295,6 @@ enum RenderingOptions {
         if options.shard != nil, let flag = options.deepZoomArchivePath != nil ? "--szi" : options.iiifPath != nil ? "--iiif" : nil {
             throw CommandLineError("\(flag) is written by the join, not by each shard: give the shards --dzi DIR/NAME.dzi"
                                    + (flag == "--iiif" ? " --dzi-overlap 0" : "") + ", then 'tessera join DIR \(flag) ...'")
-        }
-        if options.shard != nil && options.tiffPath != nil {
-            throw CommandLineError("--tiff is not yet written by shards and their join: render the TIFF in one process, or shard with --dzi")
         }
         if deepZoom.previews > 0 && options.deepZoomPath == nil && options.deepZoomArchivePath == nil {
             throw CommandLineError("--previews are shown by the Deep Zoom viewer" + (options.iiifPath != nil ? ", which --iiif does not have" : "")

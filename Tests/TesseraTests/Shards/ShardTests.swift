@@ -1,6 +1,6 @@
 // ShardTests.swift — a render split into shards and joined is the single-process render, byte
-// for byte (JPEG and every file of the pyramid); join refuses incomplete or mixed parts and
-// then writes nothing.
+// for byte (JPEG and every file of the pyramid; every tile of a TIFF, read back by Python's
+// tifffile); join refuses incomplete or mixed parts and then writes nothing.
 import Glibc
 import Testing
 import TesseraTestSupport
@@ -29,6 +29,7 @@ struct ShardCase {
     var settings = RenderSettings()
     var zoom: DeepZoomSettings? = DeepZoomSettings()
     var jpeg = true
+    var tiff: PyramidTIFFSettings?
     var mosaic = false
     /// Cells of mixed sizes with gaps (FramedLayoutTests' `mixedFrames`), on the canvas the
     /// columns and rows of cells would make.
@@ -40,6 +41,7 @@ func shardRequest(_ shape: ShardCase, folder: String) throws -> RenderRequest {
     var outputs: [RenderOutput] = []
     if shape.jpeg { outputs.append(.jpeg(path: folder + "/out.jpg")) }
     if let zoom = shape.zoom { outputs.append(.deepZoom(path: folder + "/zoom/out.dzi", settings: zoom)) }
+    if let tiff = shape.tiff { outputs.append(.tiff(path: folder + "/out.tif", settings: tiff)) }
     let library = try PhotoLibrary.scan(landscapes)
     let layout: CellLayout
     if shape.frames {
@@ -74,7 +76,10 @@ func renderBothWays(_ shape: ShardCase, shards: Int, in scratch: ScratchDirector
     var whole = shape
     whole.settings.encoder = shape.jpeg ? .parallel : nil
     _ = try StripeRenderer(request: shardRequest(whole, folder: folder)).render()
-    let reference = treeContents(folder)
+    var reference = treeContents(folder)
+    // A TIFF's tiles lie in the file in the order the cores finished them: compared tile by
+    // tile, as an independent reader sees them.
+    if shape.tiff != nil { reference["out.tif"] = Array(tiffTiles(folder + "/out.tif").utf8) }
     _ = removeTree(folder)
     try makeDirectory(folder)
     try makeDirectory(folder + "/zoom")
@@ -83,7 +88,28 @@ func renderBothWays(_ shape: ShardCase, shards: Int, in scratch: ScratchDirector
         _ = try StripeRenderer(request: shardRequest(shape, folder: folder), shard: target).render()
     }
     _ = try ShardJoin.join(directory: parts)
-    return (reference, treeContents(folder))
+    var joined = treeContents(folder)
+    if shape.tiff != nil { joined["out.tif"] = Array(tiffTiles(folder + "/out.tif").utf8) }
+    return (reference, joined)
+}
+
+/// Every page of the TIFF at `path` as Python's tifffile reads it (size, tile size, subfile
+/// type) and a digest of each of its tiles' bytes, in tile order: one line a page.
+func tiffTiles(_ path: String) -> String {
+    let script = """
+    import hashlib, sys, tifffile
+    t = tifffile.TiffFile(sys.argv[1])
+    for i, p in enumerate(t.pages):
+        digests = []
+        for offset, count in zip(p.dataoffsets, p.databytecounts):
+            t.filehandle.seek(offset)
+            digests.append(hashlib.sha256(t.filehandle.read(count)).hexdigest()[:16])
+        print(i, p.shape, p.tilewidth, p.tilelength, int(p.subfiletype), len(digests), " ".join(digests))
+    """
+    let output = path + ".tiles.txt"
+    defer { removeFile(output) }
+    guard runTool(["python3", "-c", script, path], stdout: output) == 0 else { return "tifffile could not read \(path)" }
+    return String(decoding: readBytes(output), as: UTF8.self)
 }
 
 /// The shapes the identity is checked on: each changes what decides band boundaries.
@@ -146,6 +172,33 @@ private let shapes: [(name: String, shape: ShardCase)] = {
     framesJPEG.settings.subsampling = .s444
     framesJPEG.settings.stripeHeight = 8
     list.append(("cells of mixed sizes with gaps, JPEG only, 4:4:4, 8-row stripes", framesJPEG))
+    // A TIFF beside a Deep Zoom pyramid: the bands are the Deep Zoom's (254 rows), off the
+    // TIFF's 64 px tiles, so shards render on past their bands.
+    var tiff = ShardCase()
+    tiff.tiff = PyramidTIFFSettings()
+    tiff.tiff!.tileSize = 64
+    list.append(("grid, JPEG + pyramid + TIFF of 64 px tiles", tiff))
+    // A TIFF alone decides the bands (32 x 2^k rows).
+    var tiffOnly = ShardCase()
+    tiffOnly.jpeg = false
+    tiffOnly.zoom = nil
+    tiffOnly.tiff = PyramidTIFFSettings()
+    tiffOnly.tiff!.tileSize = 32
+    tiffOnly.tiff!.quality = 80
+    list.append(("grid, TIFF only, 32 px tiles", tiffOnly))
+    // Deep Zoom bands of 32 x 2^k rows and a TIFF of 48 px tiles split one level lower.
+    var tiffMixed = ShardCase()
+    tiffMixed.mosaic = true
+    tiffMixed.columns = 23
+    tiffMixed.rows = 41
+    tiffMixed.cellWidth = 20
+    tiffMixed.cellHeight = 30
+    tiffMixed.zoom!.tileSize = 32
+    tiffMixed.zoom!.overlap = 1
+    tiffMixed.settings.subsampling = .s444
+    tiffMixed.tiff = PyramidTIFFSettings()
+    tiffMixed.tiff!.tileSize = 48
+    list.append(("mosaic table, pyramid of 32 px tiles, TIFF of 48 px tiles, 4:4:4", tiffMixed))
     return list
 }()
 
@@ -156,6 +209,11 @@ private let shapes: [(name: String, shape: ShardCase)] = {
         defer { scratch.remove() }
         let (whole, joined) = try renderBothWays(shapes[shape].shape, shards: shards, in: scratch)
         #expect(whole.count >= 1)
+        if shapes[shape].shape.tiff != nil {
+            // Read by tifffile: several pages, each with its tiles.
+            let pages = String(decoding: whole["out.tif"] ?? [], as: UTF8.self).split(separator: "\n")
+            #expect(pages.count >= 3 && pages.allSatisfy { $0.split(separator: " ").count > 6 }, "\(pages)")
+        }
         #expect(Set(whole.keys) == Set(joined.keys), "\(shapes[shape].name)")
         for (name, bytes) in whole where joined[name] != bytes {
             Issue.record("\(shapes[shape].name), \(shards) shards: \(name) differs (\(bytes.count) vs \(joined[name]?.count ?? -1) bytes)")
@@ -170,6 +228,7 @@ private let shapes: [(name: String, shape: ShardCase)] = {
             let plan = try RenderPlan.make(layout: request.layout, settings: settings, writing: request.outputs.map(\.kind))
             for count in [1, 2, 3, 4, 7, 16, 100] {
                 var next = 0, nextStripe = 0
+                var tiffNext: [Int: Int] = [:], tiffLowest: Int?
                 for k in 1...count {
                     let band = try ShardBand.make(plan: plan, shard: ShardSpec(number: k, count: count))
                     #expect(band.rows.lowerBound == next || band.rows.isEmpty)
@@ -185,8 +244,30 @@ private let shapes: [(name: String, shape: ShardCase)] = {
                             #expect(band.rows.lowerBound % (1 << (zoom.maxLevel - level + 1)) == 0)
                         }
                     }
+                    if let pages = plan.tiff, let window = band.tiff {
+                        let levels = pages.levels, top = levels.maxLevel, lowest = window.window.lowest
+                        if let first = tiffLowest { #expect(lowest == first) } else { tiffLowest = lowest }
+                        #expect(lowest > pages.lowestLevel && lowest <= top)
+                        #expect(band.rows.lowerBound % (1 << (top - lowest + 1)) == 0)
+                        // Tile rows in order, each once; each fed whole (it reaches past the band at most
+                        // as far as the shard renders).
+                        for level in lowest...top {
+                            let rows = window.window.tileRows[level]
+                            #expect(rows.lowerBound == tiffNext[level, default: 0] || rows.isEmpty, "level \(level)")
+                            if !rows.isEmpty { tiffNext[level] = rows.upperBound }
+                            let info = levels.levels[level], fed = window.window.fedRows[level]
+                            if !rows.isEmpty {
+                                #expect(fed.lowerBound <= rows.lowerBound * levels.tileSize
+                                        && fed.upperBound >= min(info.height, rows.upperBound * levels.tileSize), "level \(level)")
+                            }
+                        }
+                        #expect(band.renderedStripes.upperBound * plan.geometry.stripeHeight >= window.fedRows.upperBound)
+                    }
                 }
                 #expect(next == plan.height)
+                if let pages = plan.tiff, let lowest = tiffLowest {
+                    for level in lowest...pages.levels.maxLevel { #expect(tiffNext[level] == pages.levels.levels[level].rows, "level \(level)") }
+                }
                 if plan.writesJPEG { #expect(nextStripe == plan.geometry.stripeCount) }
             }
         }

@@ -1,0 +1,151 @@
+// PyramidShare.swift — what the parts of a sharded render hold of one pyramid (the Deep Zoom's,
+// or the TIFF's), checked part by part as the join reads them (ShardJoin.swift).
+//
+// Each part gives the levels `lowest...max` of its band as tiles, and its band's rows of level
+// `lowest - 1` (the reduced picture) from which the join builds the levels below. Every part
+// must split the pyramid at the same level; every tile of levels `lowest...max` must come
+// exactly once, within the pyramid and no longer than a tile can be; the reduced rows must come
+// in order, each exactly once and a whole row long. Nothing here is taken on trust: the
+// geometry is the join's own (from the render's size and settings, which the header gives and
+// the join checks), and a part's numbers are compared with it before they size anything.
+
+struct PyramidShare {
+    /// What messages call it ("the pyramid", "the TIFF").
+    let title: String
+    let geometry: DeepZoomGeometry
+    /// The header keys' prefix ("dz", "tiff"): PREFIX-lowest, PREFIX-reduced-size.
+    let prefix: String
+    let tileKind: PartRecordKind
+    let rowsKind: PartRecordKind
+    /// The smallest level the pyramid has: 0 for Deep Zoom, the last page's for a TIFF.
+    let bottom: Int
+    /// Tiles encoded whole (a TIFF's).
+    let padded: Bool
+    /// The most bytes a tile of this pyramid can hold (a record claiming more is refused before
+    /// a buffer is sized from it): ~20 bytes a pixel is baseline JPEG's worst case at quality 100
+    /// with 4:4:4, byte stuffing included.
+    let maxTileBytes: UInt64
+    /// The level the parts split it at, and the reduced picture below it, once a band is seen.
+    private(set) var lowest: Int?
+    private(set) var reduced: DeepZoomGeometry?
+    /// What the join's writer of the levels below the bands holds (RenderPlan's measure).
+    private(set) var writerBytes = 0
+    private var checkedReducedRows = 0
+    private var tiles = Set<UInt64>()
+    /// Bytes of the tiles so far, and of those of the top level.
+    private(set) var tileBytes: Int64 = 0
+    private(set) var topTileBytes: Int64 = 0
+    var tileCount: Int { tiles.count }
+
+    init(title: String, geometry: DeepZoomGeometry, prefix: String, tileKind: PartRecordKind, rowsKind: PartRecordKind,
+         bottom: Int = 0, padded: Bool = false) {
+        self.title = title
+        self.geometry = geometry
+        self.prefix = prefix
+        self.tileKind = tileKind
+        self.rowsKind = rowsKind
+        self.bottom = bottom
+        self.padded = padded
+        let side = UInt64(geometry.tileSize + 2 * geometry.overlap)
+        maxTileBytes = side * side * 24 + (1 << 20)
+    }
+
+    /// Takes the band `part` describes (a part with an empty band describes none) and checks it
+    /// against the bands before.
+    mutating func checkBand(of part: PartReader, bad: (String) -> TesseraError) throws(TesseraError) {
+        let name = part.name
+        guard let text = part.header[prefix + "-lowest"] else { return }
+        guard let level = Int(text), (bottom + 1...geometry.maxLevel).contains(level) else {
+            throw bad("\(name)'s band of \(title) is not valid")
+        }
+        if lowest == nil {
+            let fields = (part.header[prefix + "-reduced-size"] ?? "").split(separator: " ").compactMap { Int($0) }
+            // Compared with the level first: the geometry is made only from a size that fits.
+            guard fields.count == 2, fields[0] == geometry.levels[level - 1].width, fields[1] == geometry.levels[level - 1].height else {
+                throw bad("\(name)'s reduced picture does not fit \(title)")
+            }
+            let picture = DeepZoomGeometry(width: max(1, fields[0]), height: max(1, fields[1]), tileSize: geometry.tileSize,
+                                           overlap: geometry.overlap)
+            guard picture.maxLevel == level - 1 else { throw bad("\(name)'s reduced picture does not fit \(title)") }
+            // What the levels below the bands take (as a render plans its pyramid: tiles in
+            // progress and kept rows a level, a padded tile's widened row), before any is built.
+            let tileSide = geometry.tileSize + 2 * geometry.overlap
+            let columns = picture.levels[bottom...].reduce(0) { $0 + $1.columns }
+            writerBytes = columns * (RenderPlan.tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * geometry.overlap * tileSide * 3
+                                     + (padded ? geometry.tileSize * 3 : 0))
+                + 2 * picture.width * 3
+            lowest = level
+            reduced = picture
+        }
+        guard level == lowest else { throw bad("\(name) splits \(title) at another level") }
+    }
+
+    /// Checks a tile or reduced row of this pyramid from part `name`; `memoryBytes`: the join's
+    /// budget (a tile is copied whole, in a buffer of its size).
+    mutating func check(_ record: PartRecord, of name: String, memoryBytes: Int, bad: (String) -> TesseraError) throws(TesseraError) {
+        if record.kind == tileKind {
+            let level = Int(record.a), column = Int(record.b), row = Int(record.c)
+            let tile = "\(padded ? "TIFF " : "")tile \(record.a)/\(record.b)_\(record.c)"
+            guard let lowest, level >= lowest, level <= geometry.maxLevel, column < geometry.levels[level].columns,
+                  row < geometry.levels[level].rows,
+                  tiles.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
+                throw bad("\(name) holds \(tile), which is out of \(title) or held twice")
+            }
+            guard record.length <= maxTileBytes else {
+                throw bad("\(name) holds \(tile) of \(record.length) bytes, more than a tile of \(title) can be "
+                          + "(\(maxTileBytes)): it is damaged or not a part")
+            }
+            // At least a JPEG's SOI and EOI, and no more than a quarter of the budget.
+            guard record.length >= 4 else { throw bad("\(name) holds \(tile) of \(record.length) bytes, too short for a JPEG") }
+            guard record.length <= UInt64(memoryBytes / 4) else {
+                throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: Int(record.length) * 4)
+            }
+            tileBytes += Int64(record.length)
+            if level == geometry.maxLevel { topTileBytes += Int64(record.length) }
+        } else if record.kind == rowsKind {
+            guard let reduced, checkedReducedRows < reduced.height, Int(record.a) == checkedReducedRows, record.b == 1,
+                  Int(record.length) == reduced.width * 3 else {
+                throw bad("\(name)'s reduced rows of \(title) do not follow the band before (row \(record.a), expected \(checkedReducedRows))")
+            }
+            checkedReducedRows += 1
+        }
+    }
+
+    /// After the last part: every tile of the bands' levels and every reduced row came.
+    func checkComplete(bad: (String) -> TesseraError) throws(TesseraError) {
+        guard let lowest, let reduced else { throw bad("no part holds a band of \(title)") }
+        let expected = geometry.levels[lowest...].reduce(0) { $0 + $1.columns * $1.rows }
+        guard tiles.count == expected else {
+            throw bad("the parts hold \(tiles.count) of \(title)'s \(expected) tiles of levels \(lowest)...\(geometry.maxLevel): "
+                      + "a shard did not finish; run it again")
+        }
+        guard checkedReducedRows == reduced.height else {
+            throw bad("the parts hold \(checkedReducedRows) of \(reduced.height) reduced rows of \(title)")
+        }
+    }
+
+    /// Feeds `part`'s reduced rows of this pyramid (checked) to `writer`, a batch at a time.
+    func feedReducedRows(of part: PartReader, to writer: DeepZoomWriter) throws(TesseraError) {
+        guard let reduced else { return }
+        let rowBytes = reduced.width * 3
+        let batchRows = max(1, min(64, (4 << 20) / rowBytes))
+        let rows = part.records.filter { $0.kind == rowsKind }
+        var batch = [UInt8](repeating: 0, count: min(rows.count, batchRows) * rowBytes)
+        var index = 0
+        while index < rows.count {
+            let count = min(batchRows, rows.count - index)
+            for i in 0..<count {
+                let record = rows[index + i]
+                try batch.withUnsafeMutableBytes { raw in
+                    Result { () throws(TesseraError) in
+                        try part.read(record, from: 0, count: rowBytes, into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
+                    }
+                }.get()
+            }
+            try batch.withUnsafeBytes { raw in
+                Result { () throws(TesseraError) in try writer.append(rows: raw.baseAddress!, stride: rowBytes, count: count) }
+            }.get()
+            index += count
+        }
+    }
+}
