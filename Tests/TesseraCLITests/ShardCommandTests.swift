@@ -142,7 +142,8 @@ private let hostileBase: String = {
     precondition(made, "cannot make \(base)")
     for k in 1...3 {
         let shard = runTesseraSplit(["grid", base + "/photos", "--grid", "12x8", "--tile-size", "40x30", "--dzi-tile-size", "62",
-                                     "-o", base + "/out/w.jpg", "--dzi", base + "/out/w.dzi", "--shard", "\(k)/3",
+                                     "-o", base + "/out/w.jpg", "--dzi", base + "/out/w.dzi", "--tiff", base + "/out/w.tif",
+                                     "--shard", "\(k)/3",
                                      "--shard-dir", base + "/parts", "-q"])
         precondition(shard.status == 0, shard.standardError)
     }
@@ -177,6 +178,7 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
             var edited = PartEditor(path: part(folder, k))
             edited.setHeader("jpeg", folder + "/out/w.jpg")
             edited.setHeader("dzi", folder + "/out/w.dzi")
+            edited.setHeader("tiff", folder + "/out/w.tif")
             edited.write(to: part(folder, k))
         }
         writeFile(Array("old picture".utf8), to: folder + "/out/w.jpg")
@@ -193,7 +195,7 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
                                extra: [String] = [], parts: Bool = true) -> String {
         // (`parts` false: not read back, for a sparse part of gigabytes.)
         let before = (snapshot(folder + "/photos"), parts ? snapshot(folder + "/parts") : [:], snapshot(folder + "/out"))
-        let outputs = given ? ["-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi"] : []
+        let outputs = given ? ["-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi", "--tiff", folder + "/out/w.tif"] : []
         let join = runTesseraSplit(["join", folder + "/parts"] + outputs + extra + ["--no-progress"])
         #expect(join.status == status, "\(join.standardError)")
         for word in words { #expect(join.standardError.contains(word), "expected '\(word)' in: \(join.standardError)") }
@@ -208,9 +210,12 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
     @Test func theUneditedPartsJoin() {
         let folder = copyOfBase("unedited")
         defer { _ = system("rm -rf '\(folder)'") }
-        let join = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi", "-q"])
+        let join = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi",
+                                    "--tiff", folder + "/out/w.tif", "-q"])
         #expect(join.status == 0, "\(join.standardError)")
         #expect(readFile(folder + "/out/w.jpg").starts(with: [0xFF, 0xD8]))
+        #expect(readFile(folder + "/out/w.tif").starts(with: Array("II*".utf8)))
+        _ = system("rm -f '\(folder)/out/w.tif'")
         // Without -o the JPEG, which exists, comes from the parts: refused, not replaced.
         writeFile(Array("old picture".utf8), to: folder + "/out/w.jpg")
         _ = system("rm -rf '\(folder)/out/w.dzi' '\(folder)/out/w_files' '\(folder)/out/w.html'")
@@ -268,6 +273,59 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
             edited.write(to: part(folder, k))
         }
         expectRefused(folder, saying: ["part-0001-of-0003.tessera-part claims a picture of 1000000000000 x 1000000000000 px"])
+    }
+
+    /// The TIFF's share of the parts edited as a careful attacker would (checksums recomputed):
+    /// settings no render has, a band split elsewhere or at the last page, a reduced picture of
+    /// another size, tiles moved out of the TIFF, onto another's place or shortened past a JPEG,
+    /// reduced rows out of order, another TIFF named by one part. Exit 3 naming the part, or 4
+    /// for a tile longer than the join's budget allows; nothing written.
+    @Test func editedTIFFSharesAreRefused() throws {
+        let folder = copyOfBase("tiff")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        let lowest = try #require(original[0].header.first { $0.key == "tiff-lowest" }?.value)
+        for (key, value) in [("tiff-tile-size", "0"), ("tiff-tile-size", "17"), ("tiff-tile-size", "1073741824"), ("tiff-quality", "0"),
+                             ("tiff-quality", "101"), ("tiff-lowest", "0"), ("tiff-lowest", "99"), ("tiff-lowest", String(Int(lowest)! - 1)),
+                             ("tiff-reduced-size", "9223372036854775807 9223372036854775807"), ("tiff-reduced-size", "1 1")] {
+            for k in 1...3 {
+                var edited = original[k - 1]
+                edited.setHeader(key, value)
+                edited.write(to: part(folder, k))
+            }
+            expectRefused(folder, saying: ["part-000"])
+        }
+        for k in 1...3 { original[k - 1].write(to: part(folder, k)) }
+        // (The picture is one TIFF tile high: part 1 holds the TIFF's tiles; part 2 reduced rows.)
+        guard let tile = original[0].firstRecord(kind: 6), let rows = original[1].firstRecord(kind: 7) else {
+            Issue.record("the parts hold no TIFF tile or reduced row")
+            return
+        }
+        let edits: [(Int, String, (inout PartEditor) -> Void, [String])] = [
+            (1, "a TIFF tile past the last level", { $0.setRecord32(tile, 4, 99) }, ["which is out of the TIFF or held twice"]),
+            (1, "a TIFF tile past the columns", { $0.setRecord32(tile, 8, 4000) }, ["which is out of the TIFF or held twice"]),
+            (1, "a TIFF tile in another's place", { part in
+                let other = (0..<part.recordCount).first { $0 != tile && part.record32($0, 0) == 6 }!
+                for field in [4, 8, 12] { part.setRecord32(other, field, part.record32(tile, field)) }
+            }, ["held twice"]),
+            (1, "a TIFF tile as a reduced row", { $0.setRecord32(tile, 0, 7) }, []),
+            (2, "a reduced row out of order", { $0.setRecord32(rows, 4, $0.record32(rows, 4) + 1) }, ["reduced rows of the TIFF do not follow"]),
+            (2, "a reduced row of the TIFF as a Deep Zoom tile", { $0.setRecord32(rows, 0, 3) }, []),
+        ]
+        for (k, what, edit, words) in edits {
+            var edited = original[k - 1]
+            edit(&edited)
+            edited.reseal()
+            edited.write(to: part(folder, k))
+            let said = expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part"] + words)
+            #expect(!said.isEmpty, "\(what)")
+            original[k - 1].write(to: part(folder, k))
+        }
+        // Part 2 names another TIFF: refused as a part of another render's outputs.
+        var other = original[1]
+        other.setHeader("tiff", folder + "/out/x.tif")
+        other.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part names other outputs"])
     }
 
     /// One byte changed in a stripe's segment, in a tile, in the header text: exit 3 naming the
@@ -348,7 +406,8 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         expectRefused(folder, status: 2, saying: ["it is the part part-0001-of-0003.tessera-part"], given: false)
         // Given to join by mistake: refused the same way, the part intact.
         let linked = readFile(part(folder, 1))
-        let given = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/linked.jpg", "--dzi", folder + "/out/w.dzi", "-q"])
+        let given = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/linked.jpg", "--dzi", folder + "/out/w.dzi",
+                                     "--tiff", folder + "/out/w.tif", "-q"])
         #expect(given.status == 2 && given.standardError.contains("it is the part part-0001-of-0003.tessera-part"), "\(given.standardError)")
         #expect(readFile(part(folder, 1)) == linked)
         unlink(folder + "/out/linked.jpg")
