@@ -17,8 +17,8 @@ extension TesseraError {
             switch mismatch {
             case .noJPEGInParts: return "-o: \(mismatch); give --dzi alone"
             case .noPyramidInParts: return "--dzi, --szi, --iiif: \(mismatch); give -o alone"
-            case .jpegNotGiven: return "the parts hold a JPEG too: give -o PATH as well as --dzi (or neither, to use the paths the shards named)"
-            case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH (or --szi, --iiif) as well as -o (or neither, to use the paths the shards named)"
+            case .jpegNotGiven: return "the parts hold a JPEG too: give -o PATH as well (or no paths, to use the paths the shards named)"
+            case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH (or --szi, --iiif) as well (or no paths, to use the paths the shards named)"
             case .noTIFFInParts: return "--tiff: \(mismatch); give only the outputs the parts hold"
             case .tiffNotGiven: return "the parts hold a TIFF too: give --tiff PATH as well (or no paths, to use the paths the shards named)"
             }

@@ -326,6 +326,43 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         other.setHeader("tiff", folder + "/out/x.tif")
         other.write(to: part(folder, 2))
         expectRefused(folder, saying: ["part-0002-of-0003.tessera-part names other outputs"])
+        // Part 2 alone describes other TIFF settings: refused, though part 1 decides them.
+        var settings = original[1]
+        settings.setHeader("tiff-quality", "50")
+        settings.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part describes the render otherwise than the first part (tiff-quality)"])
+    }
+
+    /// Parts of a TIFF alone, forged as a careful attacker would: a picture that fits in one tile
+    /// (which no shard writes: the join's checks have no level to compare with) is refused, not
+    /// trapped; a relative path from the parts is refused rather than written where the join runs.
+    @Test func forgedTIFFOnlyPartsAreRefused() {
+        let folder = "\(testRoot)/hostile-tiff-only"
+        _ = system("rm -rf '\(folder)' && mkdir -p '\(folder)/parts' '\(folder)/out'")
+        defer { _ = system("rm -rf '\(folder)'") }
+        for k in 1...2 {
+            let shard = runTesseraSplit(["grid", fixtures, "--grid", "12x8", "--tile-size", "40x30", "--tiff", folder + "/out/w.tif",
+                                         "--shard", "\(k)/2", "--shard-dir", folder + "/parts", "-q"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let parts = (1...2).map { folder + "/parts/part-000\($0)-of-0002.tessera-part" }
+        let original = parts.map { PartEditor(path: $0) }
+        func edit(_ changes: [(String, String)], given: Bool, status: Int32, saying words: String) {
+            for (k, path) in parts.enumerated() {
+                var edited = original[k]
+                for (key, value) in changes { edited.setHeader(key, value) }
+                edited.write(to: path)
+            }
+            let join = runTesseraSplit(["join", folder + "/parts", "--no-progress"] + (given ? ["--tiff", folder + "/out/w.tif"] : []))
+            #expect(join.status == status && join.standardError.contains(words), "\(join.standardError)")
+            #expect(listNames(folder + "/out").isEmpty)
+        }
+        edit([("width", "200"), ("height", "100")], given: true, status: 3, saying: "band of the TIFF is not valid")
+        edit([("width", "1024"), ("height", "1000"), ("tiff-tile-size", "1024")], given: true, status: 3, saying: "band of the TIFF is not valid")
+        edit([("tiff", "w.tif")], given: false, status: 2, saying: "a part names this relative path as an output")
+        for (k, path) in parts.enumerated() { original[k].write(to: path) }
+        let join = runTesseraSplit(["join", folder + "/parts", "-q"])
+        #expect(join.status == 0 && access(folder + "/out/w.tif", F_OK) == 0, "\(join.standardError)")
     }
 
     /// One byte changed in a stripe's segment, in a tile, in the header text: exit 3 naming the

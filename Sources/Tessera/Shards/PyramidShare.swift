@@ -55,7 +55,8 @@ struct PyramidShare {
     mutating func checkBand(of part: PartReader, bad: (String) -> TesseraError) throws(TesseraError) {
         let name = part.name
         guard let text = part.header[prefix + "-lowest"] else { return }
-        guard let level = Int(text), (bottom + 1...geometry.maxLevel).contains(level) else {
+        // (Compared, not a range: a forged picture may have no level above the bottom.)
+        guard let level = Int(text), level > bottom, level <= geometry.maxLevel else {
             throw bad("\(name)'s band of \(title) is not valid")
         }
         if lowest == nil {
@@ -91,9 +92,11 @@ struct PyramidShare {
                   tiles.insert(UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)).inserted else {
                 throw bad("\(name) holds \(tile), which is out of \(title) or held twice")
             }
-            guard record.length <= maxTileBytes else {
+            // A TIFF's tiles below page 0 wait in a spool, whose index holds lengths of 24 bits.
+            let most = padded && level < geometry.maxLevel ? min(maxTileBytes, UInt64(TileSpool.maximumTileBytes)) : maxTileBytes
+            guard record.length <= most else {
                 throw bad("\(name) holds \(tile) of \(record.length) bytes, more than a tile of \(title) can be "
-                          + "(\(maxTileBytes)): it is damaged or not a part")
+                          + "(\(most)): it is damaged or not a part")
             }
             // At least a JPEG's SOI and EOI, and no more than a quarter of the budget.
             guard record.length >= 4 else { throw bad("\(name) holds \(tile) of \(record.length) bytes, too short for a JPEG") }
@@ -105,7 +108,9 @@ struct PyramidShare {
         } else if record.kind == rowsKind {
             guard let reduced, checkedReducedRows < reduced.height, Int(record.a) == checkedReducedRows, record.b == 1,
                   Int(record.length) == reduced.width * 3 else {
-                throw bad("\(name)'s reduced rows of \(title) do not follow the band before (row \(record.a), expected \(checkedReducedRows))")
+                let expected = reduced.map { "row \(checkedReducedRows) of \($0.width * 3) bytes" } ?? "none: it gives no band"
+                throw bad("\(name)'s reduced rows of \(title) do not follow the band before (row \(record.a) of \(record.length) bytes; "
+                          + "expected \(expected))")
             }
             checkedReducedRows += 1
         }

@@ -279,6 +279,11 @@ private struct Joiner {
     private var writesPyramid: Bool { zoomPath != nil || archivePath != nil || iiif != nil }
     /// The outputs part 1 names: every part must name the same.
     private let namedJPEG: String?, namedZoom: String?
+    /// The words of the first part's header that describe the render, and their keys.
+    private let renderWords: [String: String]
+    private static let renderKeys = ["width", "height", "stripe-height", "stripe-count", "band-unit", "subsampling", "restart-interval",
+                                     "dz-tile-size", "dz-overlap", "dz-quality", "dz-viewer", "dz-labels", "dz-title",
+                                     "tiff-tile-size", "tiff-quality"]
     /// The TIFF part 1 names, and where the join writes it.
     private let namedTIFF: String?
     private var tiffPath: String?
@@ -338,6 +343,7 @@ private struct Joiner {
         namedZoom = header["dzi"]
         namedTIFF = header["tiff"]
         tiffPath = namedTIFF
+        renderWords = header.values.filter { Self.renderKeys.contains($0.key) }
         summary.jpegPath = namedJPEG
         summary.deepZoomPath = namedZoom
         stripeCount = Int(header["stripe-count"] ?? "") ?? 0
@@ -444,6 +450,12 @@ private struct Joiner {
             outputs.append(.tiff(path: path, settings: tiffSettings))
         }
         summary.tiffPath = tiffPath
+        // A shard names its outputs by absolute paths: a relative one would land wherever the
+        // join runs.
+        if given.isEmpty, let path = [summary.jpegPath, zoomPath, tiffPath].compactMap({ $0 }).first(where: { !$0.hasPrefix("/") }) {
+            throw .unusableOutput(path: path, reason: "a part names this relative path as an output, and a shard names absolute paths: "
+                                  + "it is damaged or not a part (give the outputs' paths to the join)")
+        }
         if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
             throw .joinPathFromParts(path: path, output: .jpeg, file: "the JPEG", problem: .notJPEGName)
         }
@@ -494,6 +506,11 @@ private struct Joiner {
         }
         guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom, part.header["tiff"] == namedTIFF else {
             throw bad("\(name) names other outputs than the part before it: it is damaged or not a part of this render")
+        }
+        // What the first part's description decided (the outputs' settings, the picture): the
+        // same in every part (a shard of this render writes the same words).
+        for key in Self.renderKeys where part.header[key] != renderWords[key] {
+            throw bad("\(name) describes the render otherwise than the first part (\(key)): it is damaged or not a part of this render")
         }
         if part.header["shard"] == "1" { firstHasCells = part.records.contains { $0.kind == .cellsScript } }
         if summary.jpegPath != nil {
