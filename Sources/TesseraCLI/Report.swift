@@ -155,6 +155,7 @@ public enum Report {
         if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes)))") }
         if let path = summary.archivePath { names.append("\(path) (\(formatBytes(summary.archiveBytes)))") }
         if let path = summary.iiifPath { names.append(path) }
+        if summary.previews > 0 { names.append("\(summary.previews) photo preview\(summary.previews == 1 ? "" : "s") for the viewer") }
         if let path = summary.tiffPath {
             names.append("\(path) (a TIFF of \(summary.tiffPages) level\(summary.tiffPages == 1 ? "" : "s") in \(formatBytes(summary.tiffBytes)))")
         }

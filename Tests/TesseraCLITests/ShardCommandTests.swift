@@ -143,7 +143,7 @@ private let hostileBase: String = {
     for k in 1...3 {
         let shard = runTesseraSplit(["grid", base + "/photos", "--grid", "12x8", "--tile-size", "40x30", "--dzi-tile-size", "62",
                                      "-o", base + "/out/w.jpg", "--dzi", base + "/out/w.dzi", "--tiff", base + "/out/w.tif",
-                                     "--shard", "\(k)/3",
+                                     "--previews", "64", "--shard", "\(k)/3",
                                      "--shard-dir", base + "/parts", "-q"])
         precondition(shard.status == 0, shard.standardError)
     }
@@ -215,6 +215,8 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         #expect(join.status == 0, "\(join.standardError)")
         #expect(readFile(folder + "/out/w.jpg").starts(with: [0xFF, 0xD8]))
         #expect(readFile(folder + "/out/w.tif").starts(with: Array("II*".utf8)))
+        // Every photo's preview (the 9 landscapes), gathered from the three parts.
+        #expect(listNames(folder + "/out/w_files/viewer/previews").count == 9, "\(listNames(folder + "/out/w_files/viewer"))")
         _ = system("rm -f '\(folder)/out/w.tif'")
         // Without -o the JPEG, which exists, comes from the parts: refused, not replaced.
         writeFile(Array("old picture".utf8), to: folder + "/out/w.jpg")
@@ -326,6 +328,25 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         other.setHeader("tiff", folder + "/out/x.tif")
         other.write(to: part(folder, 2))
         expectRefused(folder, saying: ["part-0002-of-0003.tessera-part names other outputs"])
+        // The viewer's previews: a second of one photo, one past a JPEG's size, previews in a
+        // render the parts say had none.
+        guard let preview = original[1].firstRecord(kind: 8) else {
+            Issue.record("part 2 holds no preview")
+            return
+        }
+        var twice = original[1]
+        let second = (0..<twice.recordCount).first { $0 != preview && twice.record32($0, 0) == 8 }!
+        twice.setRecord32(second, 4, twice.record32(preview, 4))
+        twice.reseal()
+        twice.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part holds a second preview of photo"])
+        for k in 1...3 {
+            var edited = original[k - 1]
+            edited.setHeader("dz-previews", "9999")
+            edited.write(to: part(folder, k))
+        }
+        expectRefused(folder, saying: ["has previews no render has"])
+        for k in 1...3 { original[k - 1].write(to: part(folder, k)) }
         // Part 2 alone describes other TIFF settings: refused, though part 1 decides them.
         var settings = original[1]
         settings.setHeader("tiff-quality", "50")

@@ -541,8 +541,7 @@ import Testing
         #expect(results["afterClick"] == "none", "\(results)")
     }
 
-    /// --previews is refused where there is no viewer to show them or no way yet to write them,
-    /// and out of its range; the dry run counts them in the pyramid's disk estimate.
+    /// --previews is refused where there is no viewer to show them, and out of its range; the dry run counts them in the pyramid's disk estimate.
     @Test func previewsNeedAViewer() throws {
         let directory = folder("previews-refused")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -551,7 +550,6 @@ import Testing
             (["-o", directory + "/w.jpg", "--previews", "256"], "--previews are shown by the Deep Zoom viewer: add --dzi"),
             (["--iiif", directory + "/iiif", "--iiif-id", "https://example.org/w", "--previews", "256"], "which --iiif does not have"),
             (["--dzi", directory + "/w.dzi", "--no-viewer", "--previews", "256"], "--previews is for the viewer, and --no-viewer leaves it out"),
-            (["--dzi", directory + "/w.dzi", "--previews", "256", "--shard", "1/2", "--shard-dir", directory], "not yet written by shards"),
             (["--dzi", directory + "/w.dzi", "--previews", "32"], "--previews"),
             (["--dzi", directory + "/w.dzi", "--previews", "5000"], "--previews"),
         ]

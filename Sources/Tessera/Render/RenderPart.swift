@@ -22,6 +22,14 @@ protocol RenderPart: Sendable {
     func makeSink(plan: RenderPlan, request: RenderRequest) throws(TesseraError) -> StripeSink
     /// Cells to ask before decoding, or nil to decode every cell.
     func makeCellSource(plan: RenderPlan, layout: CellLayout, photoCount: Int) throws(TesseraError) -> (any CellSource)?
+    /// Its share of the viewer's previews (PhotoPreviews.share).
+    var previewShare: (index: Int, count: Int) { get }
+}
+
+/// A sink that writes the viewer's previews (a pyramid's, or a part's share of them): the
+/// renderer, which has the decoder, hands them over before the render.
+protocol PreviewSink: AnyObject {
+    var previews: PhotoPreviews? { get set }
 }
 
 /// Chooses a render's part once it is planned.

@@ -92,12 +92,14 @@ public final class StripeRenderer: Sendable {
                                                    cancellation: cancellation, background: settings.background),
                               slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source,
                               drawings: CellDrawings(layout: layout, photoCount: photos.count))
-        // The viewer's previews, made with the cells' decoder after the last stripe.
-        if let zoom = plan.deepZoomSettings, zoom.previews > 0, zoom.viewer,
-           let pyramid = sinks.lazy.compactMap({ $0 as? DeepZoomOutput }).first {
-            pyramid.previews = PhotoPreviews(photos: photos, layout: layout, longSide: zoom.previews, quality: zoom.quality,
-                                             subsampling: settings.subsampling, decoder: cache.decoder, workers: plan.workers,
-                                             failedInRender: { [cache] photo in cache.failed(photo: photo) })
+        // The viewer's previews, made with the cells' decoder after the last stripe (a part's
+        // share of them, by a part of the render).
+        if let zoom = plan.deepZoomSettings, zoom.previews > 0, zoom.viewer {
+            var previews = PhotoPreviews(photos: photos, layout: layout, longSide: zoom.previews, quality: zoom.quality,
+                                         subsampling: settings.subsampling, decoder: cache.decoder, workers: plan.workers,
+                                         failedInRender: { [cache] photo in cache.failed(photo: photo) })
+            previews.share = part?.previewShare ?? (0, 1)
+            if let sink = sinks.lazy.compactMap({ $0 as? PreviewSink }).first { sink.previews = previews }
         }
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)

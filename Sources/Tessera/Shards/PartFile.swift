@@ -48,6 +48,8 @@ enum PartRecordKind: UInt32 {
     case tiffTile = 6
     /// Rows of the TIFF's reduced picture (as `reducedRows`, for the TIFF's pyramid).
     case tiffReducedRows = 7
+    /// The viewer's preview of a photo (a JPEG): a = the photo's number in cells.js.
+    case preview = 8
 }
 
 struct PartRecord: Equatable, Sendable {
@@ -317,6 +319,7 @@ final class PartReader {
         case .cellsScript: return "piece \(record.a) of the viewer's cells.js"
         case .tiffTile: return "TIFF tile \(record.a)/\(record.b)_\(record.c)"
         case .tiffReducedRows: return "TIFF reduced row \(record.a)"
+        case .preview: return "preview of photo \(record.a)"
         }
     }
 

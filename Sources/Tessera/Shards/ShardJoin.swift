@@ -49,6 +49,8 @@ public struct JoinSummary: Equatable, Sendable {
     public var tiffPath: String?
     public var tiffBytes: Int64 = 0
     public var tiffPages = 0
+    /// The viewer's previews copied from the parts.
+    public var previews = 0
     public var seconds: Double = 0
     public var peakResidentBytes: Int64 = 0
 }
@@ -282,7 +284,7 @@ private struct Joiner {
     /// The words of the first part's header that describe the render, and their keys.
     private let renderWords: [String: String]
     private static let renderKeys = ["width", "height", "stripe-height", "stripe-count", "band-unit", "subsampling", "restart-interval",
-                                     "dz-tile-size", "dz-overlap", "dz-quality", "dz-viewer", "dz-labels", "dz-title",
+                                     "dz-tile-size", "dz-overlap", "dz-quality", "dz-viewer", "dz-labels", "dz-title", "dz-previews",
                                      "tiff-tile-size", "tiff-quality"]
     /// The TIFF part 1 names, and where the join writes it.
     private let namedTIFF: String?
@@ -298,6 +300,10 @@ private struct Joiner {
     private var zoomShare: PyramidShare?
     private var tiffShare: PyramidShare?
     private var firstHasCells = false
+    /// The viewer's previews' long side (0: none), the photos the parts hold one of, and their bytes.
+    private var previewSide = 0
+    private var previewPhotos = Set<UInt32>()
+    private var previewBytes: Int64 = 0
     // The outputs, once begun.
     private var jpegOutput: AtomicOutputFile?
     private var zoomOutput: DeepZoomOutput?
@@ -366,6 +372,13 @@ private struct Joiner {
                 try zoomSettings.validate()
             } catch {
                 throw bad("\(name) has pyramid settings no render has (\(error)): it is damaged or not a part")
+            }
+            if let text = header["dz-previews"] {
+                guard let side = Int(text), PhotoPreviews.sizes.contains(side), zoomSettings.viewer else {
+                    throw bad("\(name) has previews no render has: it is damaged or not a part")
+                }
+                previewSide = side
+                zoomSettings.previews = side
             }
             zoomShare = PyramidShare(title: "the pyramid",
                                      geometry: DeepZoomGeometry(width: width, height: height, tileSize: zoomSettings.tileSize,
@@ -559,9 +572,27 @@ private struct Joiner {
             case .tiffTile, .tiffReducedRows:
                 guard tiffShare != nil else { throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no TIFF") }
                 try tiffShare!.check(record, of: name, memoryBytes: memoryBytes, bad: bad)
+            case .preview:
+                try checkPreview(record, of: name)
             default: break
             }
         }
+    }
+
+    /// A preview: asked for, of a photo no other record gave, no longer than a JPEG of its size
+    /// can be (as a tile's bound) and a quarter of the budget (it is copied whole).
+    private mutating func checkPreview(_ record: PartRecord, of name: String) throws(TesseraError) {
+        guard previewSide > 0 else { throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no previews") }
+        guard previewPhotos.insert(record.a).inserted else { throw bad("\(name) holds a second preview of photo \(record.a)") }
+        let most = UInt64(previewSide * previewSide) * 24 + (1 << 20)
+        guard record.length >= 4, record.length <= most else {
+            throw bad("\(name) holds a preview of photo \(record.a) of \(record.length) bytes, which no JPEG of \(previewSide) px is: "
+                      + "it is damaged or not a part")
+        }
+        guard record.length <= UInt64(memoryBytes / 4) else {
+            throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: Int(record.length) * 4)
+        }
+        previewBytes += Int64(record.length)
     }
 
     /// After the last part: everything the outputs need was there.
@@ -585,10 +616,12 @@ private struct Joiner {
         if let share = zoomShare, let reduced = share.reduced {
             let pyramidBytes = share.tileBytes + Int64(share.tileCount) * 2048
                 + reduced.estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: zoomSettings.quality, subsampling: subsampling))
-            // Each container holds every tile (IIIF's in three folders of their own).
+            // Each container holds every tile (IIIF's in three folders of their own); the folder
+            // and the archive the viewer's previews.
             for (path, perTile) in [(zoomPath, Int64(0)), (archivePath, Int64(0)), (iiif?.path, Int64(3 * 4096))] {
                 guard let path else { continue }
                 needs[parentDirectory(of: path), default: 0] += pyramidBytes + Int64(share.tileCount) * perTile
+                    + (path == iiif?.path ? 0 : previewBytes + Int64(previewPhotos.count) * 4096)
             }
         }
         // A TIFF: the top page once, the smaller pages twice (spooled beside it, then copied in),
@@ -619,6 +652,10 @@ private struct Joiner {
                 }
             case .tiffTile, .tiffReducedRows:
                 if let path = tiffPath { needs[parentDirectory(of: path), default: 0] += 2 * Int64(record.length) + 24 }
+            case .preview:
+                for path in [zoomPath, archivePath] {
+                    if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 4096 }
+                }
             case .cellsScript: break
             }
         }
@@ -678,11 +715,15 @@ private struct Joiner {
             }
         }
         let output = zoomOutput!
-        for record in part.records where record.kind == .tile {
+        for record in part.records where record.kind == .tile || record.kind == .preview {
             try part.read(record, into: &buffer)
             try buffer.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in
-                    try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
+                    if record.kind == .preview {
+                        try output.addPreview(index: Int(record.a), bytes: raw)
+                    } else {
+                        try output.writer.writeTile(level: Int(record.a), column: Int(record.b), row: Int(record.c), bytes: raw)
+                    }
                 }
             }.get()
         }
@@ -741,6 +782,7 @@ private struct Joiner {
             summary.deepZoomTiles = zoomOutput.tilesWritten
             summary.deepZoomBytes = zoomOutput.bytesWritten
             summary.archiveBytes = zoomOutput.archive?.bytesWritten ?? 0
+            summary.previews = zoomOutput.previewCounts.made
         }
         if let tiffOutput {
             try tiffOutput.writer.finish()

@@ -28,6 +28,7 @@ struct ShardPart: RenderPart {
     let fingerprint: String
 
     var stripes: Range<Int> { band.renderedStripes }
+    var previewShare: (index: Int, count: Int) { (target.shard.number - 1, target.shard.count) }
     var directories: [String] { [target.directory] }
 
     func makeSink(plan: RenderPlan, request: RenderRequest) throws(TesseraError) -> StripeSink {

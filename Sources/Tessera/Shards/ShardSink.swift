@@ -8,6 +8,8 @@
 // the part. A TIFF's pyramid goes the same way through a writer of its own (padded tiles of its
 // tile size, its own window: ShardPlan.swift), as TIFF tiles and TIFF reduced rows; its jobs run
 // in the Deep Zoom writer's batch when there is one. Shard 1 also keeps the viewer's cells.js.
+// With the viewer's previews, each shard makes its share of them (PhotoPreviews.share: every
+// N-th photo drawn, whichever bands show it) after its band, into the part.
 // The header text (`header`) says everything `tessera join` needs: the outputs, their
 // settings, and the band.
 
@@ -25,7 +27,7 @@ public struct ShardTarget: Equatable, Sendable {
     public var partPath: String { (directory.hasSuffix("/") ? directory : directory + "/") + shard.partFileName }
 }
 
-final class ShardSink: StripeSink {
+final class ShardSink: StripeSink, PreviewSink {
     private let part: PartWriter
     private let band: ShardBand
     private let plan: RenderPlan
@@ -36,6 +38,12 @@ final class ShardSink: StripeSink {
     private let header: [(key: String, value: String)]
     private let cells: CellLabels?
     private let writesCells: Bool
+    /// The viewer's previews this shard makes (its share), when asked for: set by the renderer,
+    /// which has the decoder, before the render.
+    var previews: PhotoPreviews?
+    /// The previews' long side (0: none).
+    private let previewSide: Int
+    private var previewsMade = 0
 
     init(target: ShardTarget, band: ShardBand, plan: RenderPlan, request: RenderRequest, fingerprint: String) throws(TesseraError) {
         self.band = band
@@ -62,6 +70,7 @@ final class ShardSink: StripeSink {
                        ("dz-overlap", String(zoom.overlap)), ("dz-quality", String(zoom.quality)),
                        ("dz-viewer", zoom.viewer ? "1" : "0"), ("dz-labels", zoom.labels.rawValue)]
             if let title = zoom.title { header.append(("dz-title", title)) }
+            if zoom.viewer && zoom.previews > 0 { header.append(("dz-previews", String(zoom.previews))) }
             if let window = band.deepZoom {
                 header += [("dz-lowest", String(lowest)), ("dz-reduced-size", "\(window.reducedWidth) \(window.reducedHeight)"),
                            ("dz-reduced-rows", "\(window.window.reducedRows.lowerBound) \(window.window.reducedRows.upperBound)")]
@@ -89,6 +98,7 @@ final class ShardSink: StripeSink {
             writesCells = false
         }
         zoom = zoomWriter
+        previewSide = plan.deepZoomSettings.map { $0.viewer ? $0.previews : 0 } ?? 0
         var tiffWriter: DeepZoomWriter?
         if let path = request.tiffPath, let pages = plan.tiff, let tiff = plan.tiffSettings {
             header += [("tiff", OutputDestination.canonicalPath(path)), ("tiff-tile-size", String(tiff.tileSize)),
@@ -180,10 +190,14 @@ final class ShardSink: StripeSink {
     func finish() throws(TesseraError) {
         try zoom?.finish()
         try tiff?.finish()
+        if let previews {
+            let part = self.part
+            previewsMade = try previews.make { index, bytes throws(TesseraError) in try part.append(.preview, a: index, bytes: bytes) }.made
+        }
         if writesCells, let geometry = plan.deepZoom {
             var piece = 0
             let name = header.first { $0.key == "dz-name" }?.value ?? ""
-            try DeepZoomViewer.cellsScript(name: name, geometry: geometry, labels: cells) { bytes throws(TesseraError) in
+            try DeepZoomViewer.cellsScript(name: name, geometry: geometry, labels: cells, previews: previewSide) { bytes throws(TesseraError) in
                 try part.append(.cellsScript, a: piece, bytes: bytes)
                 piece += 1
             }
@@ -203,6 +217,7 @@ final class ShardSink: StripeSink {
         summary.outputBytes = part.bytesWritten
         summary.deepZoomTiles = zoom?.tilesWritten ?? 0
         summary.deepZoomBytes = zoom?.bytesWritten ?? 0
+        summary.previews = previewsMade
     }
 
     private func encode(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe {
@@ -254,6 +269,7 @@ extension ShardBand {
                 for value in [zoom.tileSize, zoom.overlap, zoom.quality, zoom.viewer ? 1 : 0] { digest.add(Int64(value)) }
                 digest.add(zoom.labels.rawValue)
                 digest.add(zoom.title ?? "")
+                if zoom.previews > 0 { digest.add("previews \(zoom.previews)") }
             }
             if case .tiff(_, let tiff) = output {
                 digest.add("tiff")

@@ -105,7 +105,7 @@ enum RenderingOptions {
             state.deepZoom.title = given.value
             state.deepZoomOptionGiven = given.name
         },
-        Option("--previews", value: "N", help: "Let the viewer show each photo larger when its cell is clicked: every distinct photo drawn is also written whole, N px on its long side (64-4096, e.g. 1024), upright, into NAME_files/viewer/previews (and into the SZI), by the same run after the picture, on every core. Needs --dzi or --szi with the viewer; not with --shard. Disk: --dry-run counts up to N x N x 0.6 bytes a photo at quality 90.") { state, given throws(CommandLineError) in
+        Option("--previews", value: "N", help: "Let the viewer show each photo larger when its cell is clicked: every distinct photo drawn is also written whole, N px on its long side (64-4096, e.g. 1024), upright, into NAME_files/viewer/previews (and into the SZI), by the same run after the picture, on every core. Needs --dzi or --szi with the viewer; with --shard, each shard makes every N-th of them and the join gathers them. Disk: --dry-run counts up to N x N x 0.6 bytes a photo at quality 90.") { state, given throws(CommandLineError) in
             state.deepZoom.previews = try given.integer(DeepZoomSettings.previewSizes)
         },
     ]
@@ -299,9 +299,6 @@ enum RenderingOptions {
         if deepZoom.previews > 0 && options.deepZoomPath == nil && options.deepZoomArchivePath == nil {
             throw CommandLineError("--previews are shown by the Deep Zoom viewer" + (options.iiifPath != nil ? ", which --iiif does not have" : "")
                                    + ": add --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")
-        }
-        if options.shard != nil && deepZoom.previews > 0 {
-            throw CommandLineError("--previews are not yet written by shards and their join: render with --previews in one process, or shard without it")
         }
         if options.shard != nil && options.previewPath != nil {
             throw CommandLineError("--preview draws the whole picture, and --shard renders a band of it: make the preview without --shard")

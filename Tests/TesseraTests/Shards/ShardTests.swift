@@ -199,6 +199,11 @@ private let shapes: [(name: String, shape: ShardCase)] = {
     tiffMixed.tiff = PyramidTIFFSettings()
     tiffMixed.tiff!.tileSize = 48
     list.append(("mosaic table, pyramid of 32 px tiles, TIFF of 48 px tiles, 4:4:4", tiffMixed))
+    // The viewer's previews: each shard makes every N-th, the join gathers them.
+    var previews = ShardCase()
+    previews.zoom!.previews = 64
+    previews.zoom!.tileSize = 64
+    list.append(("grid, JPEG + pyramid with previews of 64 px", previews))
     return list
 }()
 
@@ -209,6 +214,10 @@ private let shapes: [(name: String, shape: ShardCase)] = {
         defer { scratch.remove() }
         let (whole, joined) = try renderBothWays(shapes[shape].shape, shards: shards, in: scratch)
         #expect(whole.count >= 1)
+        if shapes[shape].shape.zoom?.previews ?? 0 > 0 {
+            // Every photo drawn (8 landscapes) has its preview.
+            #expect(whole.keys.filter { $0.contains("viewer/previews/") }.count == 8, "\(whole.keys.sorted())")
+        }
         if shapes[shape].shape.tiff != nil {
             // Read by tifffile: several pages, each with its tiles.
             let pages = String(decoding: whole["out.tif"] ?? [], as: UTF8.self).split(separator: "\n")

@@ -32,7 +32,7 @@
 // few thousand tiles): the guarantee is against the process dying, not against a power cut.
 import Glibc
 
-final class DeepZoomOutput: StripeSink {
+final class DeepZoomOutput: StripeSink, PreviewSink {
     /// DIR/NAME.dzi, or nil for an SZI alone.
     let destination: String?
     let name: String
@@ -241,7 +241,7 @@ final class DeepZoomOutput: StripeSink {
         guard let staging else { return }
         var files: [(path: String, contents: String)] = []
         if viewer {
-            if previews == nil { try makeDirectory(staging + "/" + name + "_files/viewer") }
+            if !previewFolderMade { try makeDirectory(staging + "/" + name + "_files/viewer") }
             files = [(name + ".html", DeepZoomViewer.page(name: name, title: title, folder: true, archive: pageReadsArchive))]
             let cellsPath = staging + "/" + name + "_files/viewer/cells.js"
             let file = try FileDescriptor.open(cellsPath, flags: O_WRONLY | O_CREAT | O_EXCL)
@@ -270,19 +270,27 @@ final class DeepZoomOutput: StripeSink {
     /// them; nothing when there is no viewer to show them.
     private func writePreviews() throws(TesseraError) {
         guard let previews, (viewer && staging != nil) || archiveHasViewer else { return }
+        let made = try previews.make { index, bytes throws(TesseraError) in try addPreview(index: index, bytes: bytes) }
+        previewCounts.unreadable = made.unreadable
+    }
+
+    /// Photo `index`'s preview (a JPEG), into the folder's viewer/previews and the archive's:
+    /// one a render made, or a join took from a part. Nothing without a viewer to show it.
+    func addPreview(index: Int, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
+        guard (viewer && staging != nil) || archiveHasViewer else { return }
         let folder = viewer ? staging.map { $0 + "/" + name + "_files/" } : nil
-        if let folder {
+        if let folder, !previewFolderMade {
             try makeDirectory(folder + "viewer")
             try makeDirectory(folder + "viewer/previews")
         }
-        let archivePrefix = archiveName + "/" + archiveName + "_files/"
-        let archive = archiveHasViewer ? self.archive : nil
-        previewCounts = try previews.make { index, bytes throws(TesseraError) in
-            let entry = PhotoPreviews.entryName(index)
-            if let folder { try writeNewFile(folder + entry, bytes) }
-            try archive?.add(name: archivePrefix + entry, bytes: bytes)
-        }
+        previewFolderMade = true
+        let entry = PhotoPreviews.entryName(index)
+        if let folder { try writeNewFile(folder + entry, bytes) }
+        if archiveHasViewer { try archive?.add(name: archiveName + "/" + archiveName + "_files/" + entry, bytes: bytes) }
+        previewCounts.made += 1
     }
+    /// Whether viewer/previews is made in the staging folder.
+    private var previewFolderMade = false
 
     /// The archive's page, to appear with the archive.
     private func writeArchivePage(_ path: String) throws(TesseraError) {

@@ -32,6 +32,10 @@ struct PhotoPreviews: Sendable {
     let workers: Int
     /// Whether the render failed to read photo i (its cell a placeholder): no preview is tried.
     var failedInRender: @Sendable (Int) -> Bool = { _ in false }
+    /// A shard's share (ShardSink.swift): of the photos drawn, in ascending order, those at
+    /// positions `index`, `index + count`, ... (every photo once between the shards, and each
+    /// shard as many as the next, whichever bands show them). (0, 1): all.
+    var share = (index: 0, count: 1)
 
     /// The entry name of photo `index`'s preview, under NAME_files/.
     static func entryName(_ index: Int) -> String { "viewer/previews/\(index).jpg" }
@@ -74,7 +78,8 @@ struct PhotoPreviews: Sendable {
     /// time. Returns how many were made and how many photos could not be read. Throws what
     /// `emit` throws, `.cancelled`, or an encoder's failure.
     func make(_ emit: (Int, UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) -> (made: Int, unreadable: Int) {
-        let list = drawnPhotos()
+        let drawn = drawnPhotos()
+        let list = share.count == 1 ? drawn : stride(from: share.index, to: drawn.count, by: share.count).map { drawn[$0] }
         let next = AtomicCounter(), tally = Tally()
         withoutActuallyEscaping(emit) { emit in
             let shared = UnsafeSendable(emit)
