@@ -243,7 +243,7 @@ private func number(_ text: String?) -> Double { text.flatMap { Double($0.split(
         #expect(listNames(directory) == ["log", "w.tif"], "\(listNames(directory))")
     }
 
-    /// What the command line refuses (a name that is not a TIFF's, a one-tile TIFF in shards, -o given
+    /// What the command line refuses (a name that is not a TIFF's, -o given
     /// a TIFF's name) and what the dry run counts (the file, its spool, its memory), writing
     /// nothing.
     @Test func theCommandLineSaysWhatItNeeds() {
@@ -254,8 +254,6 @@ private func number(_ text: String?) -> Double { text.flatMap { Double($0.split(
         #expect(wrongName.status == 2 && wrongName.output.contains("--tiff expects a path ending in .tif or .tiff"), "\(wrongName.output)")
         let asJPEG = runTessera(grid + ["-o", directory + "/w.tif"])
         #expect(asJPEG.status == 2 && asJPEG.output.contains("or --tiff"), "\(asJPEG.output)")
-        let sharded = runTessera(grid + ["--tiff", directory + "/w.tif", "--shard", "1/2", "--shard-dir", directory])
-        #expect(sharded.status == 2 && sharded.output.contains("is one tile and cannot be split into shards"), "\(sharded.output)")
         let dry = runTessera(grid + ["--tiff", directory + "/w.TIF", "--dry-run"])
         #expect(dry.status == 0, "\(dry.output)")
         let line = dry.output.split(separator: "\n").first { $0.hasPrefix("tiff ") }.map(String.init) ?? ""

@@ -55,11 +55,15 @@ struct PyramidShare {
     mutating func checkBand(of part: PartReader, bad: (String) -> TesseraError) throws(TesseraError) {
         let name = part.name
         guard let text = part.header[prefix + "-lowest"] else { return }
-        // (Compared, not a range: a forged picture may have no level above the bottom.)
-        guard let level = Int(text), level > bottom, level <= geometry.maxLevel else {
+        // (Compared, not a range: a forged picture may have no level above the bottom.) A
+        // pyramid of one level (a TIFF of one tile) is that level alone, with no reduced picture.
+        let onlyLevel = bottom == geometry.maxLevel
+        guard let level = Int(text), level > bottom || (onlyLevel && level == bottom), level <= geometry.maxLevel else {
             throw bad("\(name)'s band of \(title) is not valid")
         }
-        if lowest == nil {
+        if onlyLevel {
+            lowest = level
+        } else if lowest == nil {
             let fields = (part.header[prefix + "-reduced-size"] ?? "").split(separator: " ").compactMap { Int($0) }
             // Compared with the level first: the geometry is made only from a size that fits.
             guard fields.count == 2, fields[0] == geometry.levels[level - 1].width, fields[1] == geometry.levels[level - 1].height else {
@@ -118,14 +122,14 @@ struct PyramidShare {
 
     /// After the last part: every tile of the bands' levels and every reduced row came.
     func checkComplete(bad: (String) -> TesseraError) throws(TesseraError) {
-        guard let lowest, let reduced else { throw bad("no part holds a band of \(title)") }
+        guard let lowest, reduced != nil || bottom == geometry.maxLevel else { throw bad("no part holds a band of \(title)") }
         let expected = geometry.levels[lowest...].reduce(0) { $0 + $1.columns * $1.rows }
         guard tiles.count == expected else {
             throw bad("the parts hold \(tiles.count) of \(title)'s \(expected) tiles of levels \(lowest)...\(geometry.maxLevel): "
                       + "a shard did not finish; run it again")
         }
-        guard checkedReducedRows == reduced.height else {
-            throw bad("the parts hold \(checkedReducedRows) of \(reduced.height) reduced rows of \(title)")
+        guard checkedReducedRows == reduced?.height ?? 0 else {
+            throw bad("the parts hold \(checkedReducedRows) of \(reduced?.height ?? 0) reduced rows of \(title)")
         }
     }
 

@@ -307,8 +307,8 @@ private struct Joiner {
     // The outputs, once begun.
     private var jpegOutput: AtomicOutputFile?
     private var zoomOutput: DeepZoomOutput?
-    /// The TIFF, and the writer of its pages below the bands.
-    private var tiffOutput: (file: PyramidTIFFFile, writer: DeepZoomWriter)?
+    /// The TIFF, and the writer of its pages below the bands (none for a TIFF of one page).
+    private var tiffOutput: (file: PyramidTIFFFile, writer: DeepZoomWriter?)?
     private var writtenStripes = 0
     private var buffer: [UInt8] = []
     private var verifyBuffer: [UInt8] = []
@@ -734,20 +734,20 @@ private struct Joiner {
     /// the file, the others into its spool), and feeds its reduced rows to a writer of the pages
     /// below the bands (made as a render's TIFF makes its pages: PyramidTIFFOutput.swift).
     private mutating func writeTIFF(_ part: PartReader, share: PyramidShare, threads: Int?) throws(TesseraError) {
-        guard let path = tiffPath, let reduced = share.reduced else { return }
+        guard let path = tiffPath, share.lowest != nil else { return }
         let pages = PyramidTIFFGeometry(width: summary.width, height: summary.height, tileSize: tiffSettings.tileSize)
         if tiffOutput == nil {
             let folder = parentDirectory(of: path)
             _ = StaleTemporaries.remove(in: folder)
             let file = try PyramidTIFFFile(destination: path, geometry: pages, subsampling: subsampling, temporaryDirectory: folder)
             do throws(TesseraError) {
-                let writer = try DeepZoomWriter(
+                let writer = try share.reduced.map { reduced throws(TesseraError) in try DeepZoomWriter(
                     geometry: reduced, quality: tiffSettings.quality, subsampling: subsampling, filesDirectory: path,
                     threads: threads ?? onlineCoreCount(),
                     destination: .handler { level, column, row, bytes throws(TesseraError) in
                         try file.add(page: pages.page(ofLevel: level), tile: row * pages.levels.levels[level].columns + column, bytes: bytes)
                     },
-                    window: .levels(from: pages.lowestLevel, of: reduced), padEdgeTiles: true)
+                    window: .levels(from: pages.lowestLevel, of: reduced), padEdgeTiles: true) }
                 tiffOutput = (file, writer)
             } catch {
                 file.discard()
@@ -765,7 +765,7 @@ private struct Joiner {
                 }
             }.get()
         }
-        try share.feedReducedRows(of: part, to: tiffOutput!.writer)
+        if let writer = tiffOutput!.writer { try share.feedReducedRows(of: part, to: writer) }
     }
 
     private mutating func copy(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
@@ -785,7 +785,7 @@ private struct Joiner {
             summary.previews = zoomOutput.previewCounts.made
         }
         if let tiffOutput {
-            try tiffOutput.writer.finish()
+            try tiffOutput.writer?.finish()
             try tiffOutput.file.finish()
             try tiffOutput.file.commit()
             summary.tiffBytes = tiffOutput.file.bytesWritten
@@ -800,7 +800,7 @@ private struct Joiner {
 
     func discard() {
         zoomOutput?.discard()
-        tiffOutput?.writer.abandon()
+        tiffOutput?.writer?.abandon()
         tiffOutput?.file.discard()
         jpegOutput?.discard()
     }

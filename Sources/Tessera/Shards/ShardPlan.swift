@@ -24,7 +24,7 @@
 //   and the shard renders on past its band to that tile's end (a margin below only: the TIFF
 //   has no overlap). Its levels are chosen so that the margin is at most half a band unit, and
 //   band boundaries are multiples of 2^(k'+1) there too, so the reduced rows it hands over are
-//   the whole render's.
+//   the whole render's. A TIFF of one tile has one page and nothing below it to hand over.
 //
 // A band may be empty (more shards than bands): its shard writes a part with nothing in it.
 
@@ -101,12 +101,10 @@ public struct ShardBand: Equatable, Sendable {
         var unit = geometry.stripeHeight
         var k = 0
         // The pyramid that decides the bands: the Deep Zoom's, else the TIFF's (down to the level
-        // above its last page: the join builds at least that page).
-        if plan.tiff.map({ $0.lowestLevel >= $0.levels.maxLevel }) == true {
-            throw .invalidSettings("a TIFF of a \(plan.width) x \(plan.height) px picture is one tile and cannot be split into shards: "
-                                   + "render it in one process")
-        }
-        let deciding = plan.deepZoom.map { ($0, $0.maxLevel - 1) } ?? plan.tiff.map { ($0.levels, $0.levels.maxLevel - $0.lowestLevel - 1) }
+        // above its last page: the join builds at least that page; a TIFF of one page, one
+        // tile, is its top level alone, written by the band holding row 0).
+        let deciding = plan.deepZoom.map { ($0, $0.maxLevel - 1) }
+            ?? plan.tiff.map { ($0.levels, max(0, $0.levels.maxLevel - $0.lowestLevel - 1)) }
         if let (zoom, deepest) = deciding {
             guard zoom.maxLevel >= 1 else {
                 throw .invalidSettings("a Deep Zoom pyramid of a \(zoom.width) x \(zoom.height) px picture cannot be split into shards")

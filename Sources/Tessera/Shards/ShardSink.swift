@@ -104,8 +104,13 @@ final class ShardSink: StripeSink, PreviewSink {
             header += [("tiff", OutputDestination.canonicalPath(path)), ("tiff-tile-size", String(tiff.tileSize)),
                        ("tiff-quality", String(tiff.quality))]
             if let window = band.tiff {
-                header += [("tiff-lowest", String(window.window.lowest)), ("tiff-reduced-size", "\(window.reducedWidth) \(window.reducedHeight)"),
-                           ("tiff-reduced-rows", "\(window.window.reducedRows.lowerBound) \(window.window.reducedRows.upperBound)")]
+                // A TIFF of one page has no page below the bands: no reduced rows.
+                let onePage = pages.lowestLevel == pages.levels.maxLevel
+                header += [("tiff-lowest", String(window.window.lowest))]
+                if !onePage {
+                    header += [("tiff-reduced-size", "\(window.reducedWidth) \(window.reducedHeight)"),
+                               ("tiff-reduced-rows", "\(window.window.reducedRows.lowerBound) \(window.window.reducedRows.upperBound)")]
+                }
                 let part = self.part
                 let reducedBytes = window.reducedWidth * 3
                 do throws(TesseraError) {
@@ -116,7 +121,7 @@ final class ShardSink: StripeSink, PreviewSink {
                             try part.append(.tiffTile, a: level, b: column, c: row, bytes: bytes)
                         },
                         window: window.window, padEdgeTiles: true,
-                        reduced: { first, rows, stride, count throws(TesseraError) in
+                        reduced: onePage ? nil : { first, rows, stride, count throws(TesseraError) in
                             for i in 0..<count {
                                 try part.append(.tiffReducedRows, a: first + i, b: 1,
                                                 bytes: UnsafeRawBufferPointer(start: rows + i * stride, count: reducedBytes))
