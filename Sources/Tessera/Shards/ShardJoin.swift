@@ -626,9 +626,12 @@ private struct Joiner {
         }
         // A TIFF: the top page once, the smaller pages twice (spooled beside it, then copied in),
         // the pages the join builds as a render estimates them, the directories.
-        if let share = tiffShare, let reduced = share.reduced, let path = tiffPath {
-            let built = PyramidTIFFGeometry(width: reduced.width, height: reduced.height, tileSize: reduced.tileSize)
-                .estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: 100, subsampling: subsampling))
+        if let share = tiffShare, let path = tiffPath {
+            // (A TIFF of one page builds none.)
+            let built = share.reduced.map {
+                PyramidTIFFGeometry(width: $0.width, height: $0.height, tileSize: $0.tileSize)
+                    .estimatedBytes(bytesPerPixel: RenderPlan.bytesPerPixel(quality: 100, subsampling: subsampling))
+            } ?? 0
             needs[parentDirectory(of: path), default: 0] += share.topTileBytes + 2 * (share.tileBytes - share.topTileBytes + built)
                 + Int64(share.tileCount) * 24
         }
