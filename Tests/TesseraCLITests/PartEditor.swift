@@ -45,6 +45,31 @@ struct PartEditor {
         bytes[at] ^= 0x5A
     }
 
+    /// Sets every byte of record `index`'s data to `value` (its checksum left as it was).
+    mutating func fill(record index: Int, with value: UInt8) {
+        let start = Int(record64(index, 16)), length = Int(record64(index, 24))
+        for at in start..<(start + length) { bytes[at] = value }
+    }
+
+    /// Appends `count` records of `kind` holding no bytes (as many tile records as a forger
+    /// likes, each one valid in itself: 40 bytes of file each), checksums resealed.
+    mutating func appendEmptyRecords(_ count: Int, kind: UInt32) {
+        let dataEnd = self[.headerOffset]
+        var record = [UInt8](repeating: 0, count: PartEditor.recordBytes)
+        for i in 0..<4 { record[i] = UInt8(truncatingIfNeeded: kind >> (8 * i)) }
+        for i in 0..<8 { record[16 + i] = UInt8(truncatingIfNeeded: dataEnd >> (8 * i)) }
+        // (The checksum of no bytes is 0; the length is 0.)
+        var index = Array(bytes[Int(self[.indexOffset])..<footerStart])
+        index.reserveCapacity(index.count + count * PartEditor.recordBytes)
+        for _ in 0..<count { index.append(contentsOf: record) }
+        let footer = Array(bytes[footerStart...])
+        let total = UInt64(recordCount + count)
+        bytes = Array(bytes[0..<Int(self[.indexOffset])]) + index + footer
+        self[.count] = total
+        let start = Int(self[.headerOffset])
+        store(UInt64(PartEditor.crc32c(bytes[start..<footerStart])), at: footerStart + 32, 4)
+    }
+
     /// The header as "key=value" lines.
     var header: [(key: String, value: String)] {
         let start = Int(self[.headerOffset]), length = Int(self[.headerLength])

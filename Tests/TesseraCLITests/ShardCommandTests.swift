@@ -433,6 +433,67 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         expectRefused(folder, saying: ["part-0003-of-0003.tessera-part has a record of an unknown kind (record 1 of"], parts: false)
     }
 
+    /// A part whose index holds 1,200,000 more records (each valid in itself, none holding a
+    /// byte): the join would hold 48 MB of index. Refused once the records it may hold (half its
+    /// budget) have passed their checks, naming the part and the budget that would hold it,
+    /// inside the budget; with that budget, refused for what the records say (exit 3).
+    @Test func aHugeIndexIsRefusedInsideTheBudget() {
+        let folder = copyOfBase("index")
+        defer { _ = system("rm -rf '\(folder)'") }
+        var edited = PartEditor(path: part(folder, 2))
+        edited.appendEmptyRecords(1_200_000, kind: 3)
+        edited.write(to: part(folder, 2))
+        let outputs = snapshot(folder + "/out")
+        let measured = runMeasured(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi",
+                                    "--tiff", folder + "/out/w.tif", "--no-progress"])
+        print("a part of \(edited.recordCount) records: join exit \(measured.exitCode), peak RSS \(measured.peakMiB) MiB")
+        #expect(measured.exitCode == 3, "\(measured.output)")
+        #expect(measured.output.contains("part-0002-of-0003.tessera-part has an index of \(edited.recordCount) records"),
+                "\(measured.output)")
+        #expect(measured.output.contains("of the join's memory budget of 64.0 MiB"), "\(measured.output)")
+        #expect(measured.peakBytes <= 64 << 20, "peak \(measured.peakMiB) MiB")
+        #expect(snapshot(folder + "/out") == outputs)
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part holds tile ", "out of the pyramid or held twice"],
+                      extra: ["--max-memory", "256M"])
+    }
+
+    /// Tiles and previews whose bytes are not what the shard's encoder makes (checksums
+    /// recomputed): zeros for a Deep Zoom tile, a TIFF tile and a preview; a tile whose frame
+    /// says 4:4:4 in a 4:2:0 render; every part claiming 4:4:4 (which would have labelled the
+    /// TIFF's subsampling wrongly). Exit 3 naming the part, nothing written.
+    @Test func tilesThatAreNotTheRendersJPEGsAreRefused() throws {
+        let folder = copyOfBase("tile-bytes")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        for (kind, words) in [(UInt32(3), "which is not a JPEG of that tile's size and 420 sampling"),
+                              (UInt32(6), "which is not a JPEG of that tile's size and 420 sampling"),
+                              (UInt32(8), "that is not a JPEG of at most")] {
+            let k = try #require((1...3).first { original[$0 - 1].firstRecord(kind: kind) != nil }, "no record of kind \(kind)")
+            var edited = original[k - 1]
+            edited.fill(record: edited.firstRecord(kind: kind)!, with: 0)
+            edited.reseal()
+            edited.write(to: part(folder, k))
+            expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part holds ", words])
+            original[k - 1].write(to: part(folder, k))
+        }
+        // The SOF's luma sampling byte (0x22 for 4:2:0) made 0x11 in one tile.
+        var relabelled = original[0]
+        let tile = try #require(relabelled.firstRecord(kind: 3))
+        let start = Int(relabelled.record64(tile, 16)), length = Int(relabelled.record64(tile, 24))
+        let sof = try #require((start..<(start + length - 1)).first { relabelled.bytes[$0] == 0xFF && relabelled.bytes[$0 + 1] == 0xC0 })
+        #expect(relabelled.bytes[sof + 11] == 0x22)
+        relabelled.bytes[sof + 11] = 0x11
+        relabelled.reseal()
+        relabelled.write(to: part(folder, 1))
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part holds tile ", "420 sampling"])
+        for k in 1...3 {
+            var edited = original[k - 1]
+            edited.setHeader("subsampling", "444")
+            edited.write(to: part(folder, k))
+        }
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part holds ", "444 sampling"])
+    }
+
     /// Parts edited to name a photo of the render, another part, or a path in the shard folder
     /// as the JPEG (every part alike, checksums recomputed): only the destination checks stand
     /// in the way, and they refuse (exit 2) with nothing replaced.

@@ -161,11 +161,19 @@ final class PartReader {
     private let file: FileDescriptor
     private let directory: String
 
+    /// What one record takes in memory: the join holds every open part's index.
+    static let recordBytesInMemory = MemoryLayout<PartRecord>.stride
+
+    /// What this part's index takes in memory.
+    var indexBytes: Int { records.count * PartReader.recordBytesInMemory }
+
     /// Opens `path` and checks its shape: the magic at both ends, a header and an index inside
     /// the file and within their bounds, each record inside the data, and the checksum of header
     /// and index. Throws `.unusableParts` (naming the file) for anything else, a file that
-    /// cannot be opened or is not a regular file included.
-    init(path: String, directory: String) throws(TesseraError) {
+    /// cannot be opened or is not a regular file included. An index of more records than
+    /// `indexBudget.share` bytes hold in memory is refused once that many have passed their
+    /// checks, naming the budget (`indexBudget.budgetBytes`, the join's) it would need.
+    init(path: String, directory: String, indexBudget: (share: Int, budgetBytes: Int)? = nil) throws(TesseraError) {
         self.path = path
         self.directory = directory
         let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -219,6 +227,11 @@ final class PartReader {
             let recordsPerRead = (1 << 20) / PartFormat.recordBytes
             var chunk = [UInt8](repeating: 0, count: Int(min(count, UInt64(recordsPerRead))) * PartFormat.recordBytes)
             var records: [PartRecord] = []
+            // The records the budget lets the join hold (sized once: growing by doubling would
+            // take up to twice the index). Records are counted as they pass their checks, so
+            // that a damaged index is named as damaged, not as too large.
+            let most = indexBudget.map { max(0, $0.share) / PartReader.recordBytesInMemory } ?? Int.max
+            if indexBudget != nil { records.reserveCapacity(Int(min(count, UInt64(most)))) }
             var read: UInt64 = 0
             // The writer appends each record's bytes after the last: records are contiguous from
             // the magic to the header. Required, so that no two records share bytes (N records
@@ -252,6 +265,14 @@ final class PartReader {
                     }
                     guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
                         throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
+                    }
+                    if records.count >= most, let indexBudget {
+                        let held = Int(min(count, UInt64(Int.max / 4 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
+                        let needed = indexBudget.budgetBytes - indexBudget.share + held
+                        throw bad("has an index of \(count) records, which takes \(formatBytes(Int64(held))) in memory, more than "
+                                  + "\(formatBytes(Int64(max(0, indexBudget.share)))) of the join's memory budget of "
+                                  + "\(formatBytes(Int64(indexBudget.budgetBytes))): join with a budget of at least "
+                                  + "\(formatBytes(Int64(needed))), or, if its render did not make that many tiles, it is damaged")
                     }
                     records.append(record)
                 }

@@ -120,6 +120,20 @@ struct PyramidShare {
         }
     }
 
+    /// Whether `bytes` are what the shard's encoder makes for tile `record`: a baseline JPEG of
+    /// the tile's size with 3 components sampled as `subsampling` says, whole (ending in EOI).
+    /// Its entropy-coded data is not decoded: a forger who keeps the frame can spoil the tile's
+    /// pixels, not the file around it or the TIFF's word for its subsampling.
+    func isTile(_ bytes: [UInt8], of record: PartRecord, subsampling: ChromaSubsampling) -> Bool {
+        let level = geometry.levels[Int(record.a)]
+        let width = padded ? geometry.tileSize : geometry.span(tile: Int(record.b), extent: level.width).count
+        let height = padded ? geometry.tileSize : geometry.span(tile: Int(record.c), extent: level.height).count
+        let factors = subsampling.lumaFactors
+        guard let frame = JPEGFrame(bytes) else { return false }
+        return frame.isBaseline && frame.width == width && frame.height == height
+            && frame.sampling == [UInt8(factors.h << 4 | factors.v), 0x11, 0x11] && frame.endsWhole
+    }
+
     /// After the last part: every tile of the bands' levels and every reduced row came.
     func checkComplete(bad: (String) -> TesseraError) throws(TesseraError) {
         guard let lowest, reduced != nil || bottom == geometry.maxLevel else { throw bad("no part holds a band of \(title)") }
@@ -156,5 +170,44 @@ struct PyramidShare {
             }.get()
             index += count
         }
+    }
+}
+
+/// What a JPEG's frame header (SOF) says, read from its bytes without decoding: each marker
+/// segment's length is checked against the bytes there.
+struct JPEGFrame {
+    let width: Int, height: Int
+    /// SOF0: baseline.
+    let isBaseline: Bool
+    /// Each component's sampling factors (horizontal << 4 | vertical).
+    let sampling: [UInt8]
+    /// The bytes end with EOI.
+    let endsWhole: Bool
+
+    /// Nil unless `bytes` begin with SOI and reach a complete SOF before any scan.
+    init?(_ bytes: [UInt8]) {
+        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+        var at = 2
+        while at + 4 <= bytes.count {
+            guard bytes[at] == 0xFF else { return nil }
+            let marker = bytes[at + 1]
+            if marker == 0xFF { at += 1; continue }
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
+                guard length >= 8, at + 2 + length <= bytes.count else { return nil }
+                let components = Int(bytes[at + 9])
+                guard length == 8 + 3 * components else { return nil }
+                height = Int(bytes[at + 5]) << 8 | Int(bytes[at + 6])
+                width = Int(bytes[at + 7]) << 8 | Int(bytes[at + 8])
+                isBaseline = marker == 0xC0
+                sampling = (0..<components).map { bytes[at + 11 + 3 * $0] }
+                endsWhole = bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9
+                return
+            }
+            if marker == 0xDA || marker == 0xD9 { return nil }
+            guard length >= 2 else { return nil }
+            at += 2 + length
+        }
+        return nil
     }
 }

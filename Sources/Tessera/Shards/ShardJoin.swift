@@ -99,7 +99,7 @@ public enum ShardJoin {
         var joiner: Joiner
         if let waitSeconds {
             let first = try waitForPart(in: directory, number: nil, count: nil, fingerprint: nil, seconds: waitSeconds,
-                                        cancellation: cancellation)
+                                        memoryBytes: memoryBytes, cancellation: cancellation)
             joiner = try Joiner(directory: directory, first: first, memoryBytes: memoryBytes)
             // The parts still to come cannot be compared yet: only the first is known not to be
             // a destination; the others are checked as they come (`check`).
@@ -108,7 +108,9 @@ public enum ShardJoin {
                 for number in 1...joiner.shards {
                     let part = number == first.number ? first.part
                         : try waitForPart(in: directory, number: number, count: joiner.shards, fingerprint: joiner.fingerprint,
-                                          seconds: waitSeconds, cancellation: cancellation).part
+                                          seconds: waitSeconds, memoryBytes: memoryBytes, cancellation: cancellation).part
+                    // Held: the first part (its cells script) and this one.
+                    joiner.heldIndexBytes = first.part.indexBytes + (number == first.number ? 0 : part.indexBytes)
                     try joiner.check(part)
                     try joiner.verify(part)
                     try joiner.checkDiskSpace(for: part)
@@ -122,8 +124,9 @@ public enum ShardJoin {
                 throw error
             }
         } else {
-            let parts = try openParts(in: directory)
+            let parts = try openParts(in: directory, memoryBytes: memoryBytes)
             joiner = try Joiner(directory: directory, first: (1, parts[0]), memoryBytes: memoryBytes)
+            joiner.heldIndexBytes = parts.reduce(0) { $0 + $1.indexBytes }
             for part in parts { try joiner.check(part) }
             try joiner.checkComplete()
             try joiner.decideDestinations(destinations, parts: parts)
@@ -148,15 +151,18 @@ public enum ShardJoin {
 
     /// Waits for a part of the render in `directory`: shard `number` of `count` (nil: any), or
     /// fails after `seconds`. A part of another render there is refused at once.
+    /// At most two parts are open at once (the first and the one being joined): each index may
+    /// take a quarter of the budget.
     private static func waitForPart(in directory: String, number: Int?, count: Int?, fingerprint: String?, seconds: Double,
-                                    cancellation: RenderCancellation?) throws(TesseraError) -> (number: Int, part: PartReader) {
+                                    memoryBytes: Int, cancellation: RenderCancellation?) throws(TesseraError) -> (number: Int, part: PartReader) {
         let deadline = monotonicSeconds() + seconds
         while true {
             try checkFolder(directory)
             let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
             for name in names {
                 if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
-                let part = try PartReader(path: directory + "/" + name, directory: directory)
+                let part = try PartReader(path: directory + "/" + name, directory: directory,
+                                          indexBudget: (memoryBytes / 4, memoryBytes))
                 if let fingerprint, part.header["fingerprint"] != fingerprint || part.header["shards"] != count.map(String.init) {
                     throw .unusableParts(directory: directory, reason: "\(name) is a part of another render (fingerprint "
                                          + "\(part.header["fingerprint"] ?? "none"), not \(fingerprint) like the parts before): "
@@ -187,22 +193,7 @@ public enum ShardJoin {
 
     /// The width and height in a JPEG header's SOF marker (nil when there is none).
     static func frameSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        var at = 2
-        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
-        while at + 4 <= bytes.count {
-            guard bytes[at] == 0xFF else { return nil }
-            let marker = bytes[at + 1]
-            if marker == 0xFF { at += 1; continue }
-            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
-                guard at + 9 <= bytes.count else { return nil }
-                return (Int(bytes[at + 7]) << 8 | Int(bytes[at + 8]), Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]))
-            }
-            if marker == 0xDA || marker == 0xD9 { return nil }
-            guard length >= 2 else { return nil }
-            at += 2 + length
-        }
-        return nil
+        JPEGFrame(bytes).map { ($0.width, $0.height) }
     }
 
     /// Throws unless `directory` is a folder: a file there is named as one, not as missing.
@@ -219,7 +210,8 @@ public enum ShardJoin {
 
     /// The parts in `directory`, ordered by shard, after checking that they are shards 1...N of
     /// one render, each once, under their own names.
-    static func openParts(in directory: String) throws(TesseraError) -> [PartReader] {
+    /// Every part is open at once: their indexes together may take half the budget `memoryBytes`.
+    static func openParts(in directory: String, memoryBytes: Int) throws(TesseraError) -> [PartReader] {
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
         try checkFolder(directory)
         let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
@@ -227,7 +219,13 @@ public enum ShardJoin {
             throw .noParts(directory: directory)
         }
         var parts: [PartReader] = []
-        for name in names { parts.append(try PartReader(path: directory + "/" + name, directory: directory)) }
+        var indexBytes = 0
+        for name in names {
+            let part = try PartReader(path: directory + "/" + name, directory: directory,
+                                      indexBudget: (memoryBytes / 2 - indexBytes, memoryBytes))
+            indexBytes += part.indexBytes
+            parts.append(part)
+        }
         // One render: the fingerprint most parts carry; any other part is foreign.
         var counts: [String: Int] = [:]
         for part in parts { counts[(part.header["fingerprint"] ?? "") + " " + (part.header["shards"] ?? ""), default: 0] += 1 }
@@ -320,6 +318,8 @@ private struct Joiner {
     private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
+    /// What the open parts' indexes take in memory (set by the join as it opens them).
+    var heldIndexBytes = 0
 
     init(directory: String, first: (number: Int, part: PartReader), memoryBytes: Int) throws(TesseraError) {
         self.directory = directory
@@ -560,9 +560,10 @@ private struct Joiner {
         try zoomShare?.checkBand(of: part, bad: bad)
         try tiffShare?.checkBand(of: part, bad: bad)
         // The levels the join builds below the bands, both pyramids' (and libtiff's table of the
-        // page it writes, and the spool's index), within the budget before any is built.
+        // page it writes, and the spool's index), and the parts' indexes, within the budget
+        // before any is built.
         let tiffTables = tiffShare.map { share in share.geometry.levels[share.bottom...].reduce(0) { $0 + $1.columns * $1.rows } * 24 } ?? 0
-        let need = (zoomShare?.writerBytes ?? 0) + (tiffShare?.writerBytes ?? 0) + tiffTables + ShardJoin.fixedBytes
+        let need = (zoomShare?.writerBytes ?? 0) + (tiffShare?.writerBytes ?? 0) + tiffTables + ShardJoin.fixedBytes + heldIndexBytes
         guard need <= memoryBytes else { throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: need) }
         for record in part.records {
             switch record.kind {
@@ -720,6 +721,15 @@ private struct Joiner {
         let output = zoomOutput!
         for record in part.records where record.kind == .tile || record.kind == .preview {
             try part.read(record, into: &buffer)
+            if record.kind == .tile {
+                try checkTile(record, of: part, share: share)
+            } else if let frame = JPEGFrame(buffer), frame.isBaseline, frame.endsWhole, frame.sampling.count == 3,
+                      (1...previewSide).contains(max(frame.width, frame.height)), min(frame.width, frame.height) >= 1 {
+                // A preview: a JPEG no larger than the previews' side.
+            } else {
+                throw bad("\(part.name) holds a preview of photo \(record.a) that is not a JPEG of at most \(previewSide) px: "
+                          + "it is damaged or not a part")
+            }
             try buffer.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in
                     if record.kind == .preview {
@@ -761,6 +771,7 @@ private struct Joiner {
         for record in part.records where record.kind == .tiffTile {
             let level = Int(record.a)
             try part.read(record, into: &buffer)
+            try checkTile(record, of: part, share: share)
             try buffer.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in
                     try file.add(page: pages.page(ofLevel: level), tile: Int(record.c) * pages.levels.levels[level].columns + Int(record.b),
@@ -769,6 +780,14 @@ private struct Joiner {
             }.get()
         }
         if let writer = tiffOutput!.writer { try share.feedReducedRows(of: part, to: writer) }
+    }
+
+    /// The tile in `buffer` (`record`'s) is a JPEG of that tile as the render encodes it.
+    private func checkTile(_ record: PartRecord, of part: PartReader, share: PyramidShare) throws(TesseraError) {
+        guard share.isTile(buffer, of: record, subsampling: subsampling) else {
+            throw bad("\(part.name) holds \(PartReader.describe(record)), which is not a JPEG of that tile's size and "
+                      + "\(subsampling.rawValue) sampling: it is damaged or not a part")
+        }
     }
 
     private mutating func copy(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
@@ -815,8 +834,9 @@ extension ShardJoin {
     /// checksum. Returns the number of records. Writes nothing (the fuzzer's part entry point).
     public static func verifyPart(at path: String) throws(TesseraError) -> Int {
         let directory = parentDirectory(of: path)
-        let part = try PartReader(path: path, directory: directory)
+        let part = try PartReader(path: path, directory: directory, indexBudget: (32 << 20, 64 << 20))
         var joiner = try Joiner(directory: directory, first: (1, part), memoryBytes: 64 << 20)
+        joiner.heldIndexBytes = part.indexBytes
         try joiner.check(part)
         try joiner.verify(part)
         return part.records.count
