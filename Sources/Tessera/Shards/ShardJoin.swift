@@ -724,7 +724,7 @@ private struct Joiner {
             if record.kind == .tile {
                 try checkTile(record, of: part, share: share)
             } else if let frame = JPEGFrame(buffer), frame.isBaseline, frame.endsWhole, frame.sampling.count == 3,
-                      (1...previewSide).contains(max(frame.width, frame.height)), min(frame.width, frame.height) >= 1 {
+                      max(frame.width, frame.height) <= previewSide, min(frame.width, frame.height) >= 1 {
                 // A preview: a JPEG no larger than the previews' side.
             } else {
                 throw bad("\(part.name) holds a preview of photo \(record.a) that is not a JPEG of at most \(previewSide) px: "
