@@ -171,9 +171,9 @@ final class PartReader {
     /// the file and within their bounds, each record inside the data, and the checksum of header
     /// and index. Throws `.unusableParts` (naming the file) for anything else, a file that
     /// cannot be opened or is not a regular file included. An index of more records than
-    /// `indexBudget.share` bytes hold in memory is refused once that many have passed their
-    /// checks, naming the budget (`indexBudget.budgetBytes`, the join's) it would need.
-    init(path: String, directory: String, indexBudget: (share: Int, budgetBytes: Int)? = nil) throws(TesseraError) {
+    /// fit in `IndexBudget`'s share of the join's budget, beside the indexes already held, is
+    /// refused once that many have passed their checks, naming the budget it would need.
+    init(path: String, directory: String, indexBudget: IndexBudget? = nil) throws(TesseraError) {
         self.path = path
         self.directory = directory
         let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -266,14 +266,7 @@ final class PartReader {
                     guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
                         throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
                     }
-                    if records.count >= most, let indexBudget {
-                        let held = Int(min(count, UInt64(Int.max / 4 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
-                        let needed = indexBudget.budgetBytes - indexBudget.share + held
-                        throw bad("has an index of \(count) records, which takes \(formatBytes(Int64(held))) in memory, more than "
-                                  + "\(formatBytes(Int64(max(0, indexBudget.share)))) of the join's memory budget of "
-                                  + "\(formatBytes(Int64(indexBudget.budgetBytes))): join with a budget of at least "
-                                  + "\(formatBytes(Int64(needed))), or, if its render did not make that many tiles, it is damaged")
-                    }
+                    if records.count >= most, let indexBudget { throw bad(indexBudget.refusal(records: count)) }
                     records.append(record)
                 }
                 read += UInt64(n)
@@ -399,6 +392,27 @@ final class PartReader {
     /// Reads part of `record`: `count` bytes from `start` within it.
     func read(_ record: PartRecord, from start: Int, count: Int, into raw: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         try file.readAll(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]), at: Int64(record.offset) + Int64(start))
+    }
+}
+
+/// What the join lets the parts' indexes take: a `fraction` of its budget (1/2 when every part
+/// is open at once, 1/4 each for the two a waiting join holds), less `heldBytes`, the indexes
+/// of the parts opened before.
+struct IndexBudget {
+    let budgetBytes: Int
+    let fraction: Int
+    let heldBytes: Int
+
+    var share: Int { budgetBytes / fraction - heldBytes }
+
+    /// Why an index of `records` records is refused, and the budget that would hold it.
+    func refusal(records: UInt64) -> String {
+        let bytes = Int(min(records, UInt64(Int.max / 64 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
+        let fits = "more than 1/\(fraction) of the join's memory budget of \(formatBytes(Int64(budgetBytes)))"
+        return "has an index of \(records) records, which takes \(formatBytes(Int64(bytes))) in memory"
+            + (heldBytes > 0 ? " (with the parts before it, \(formatBytes(Int64(heldBytes + bytes)))), " : ", ") + fits
+            + ": join with a budget of at least \(formatBytes(Int64(fraction * (heldBytes + bytes)))), or, if its render did not "
+            + "make that many tiles, it is damaged"
     }
 }
 

@@ -162,7 +162,7 @@ public enum ShardJoin {
             for name in names {
                 if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
                 let part = try PartReader(path: directory + "/" + name, directory: directory,
-                                          indexBudget: (memoryBytes / 4, memoryBytes))
+                                          indexBudget: IndexBudget(budgetBytes: memoryBytes, fraction: 4, heldBytes: 0))
                 if let fingerprint, part.header["fingerprint"] != fingerprint || part.header["shards"] != count.map(String.init) {
                     throw .unusableParts(directory: directory, reason: "\(name) is a part of another render (fingerprint "
                                          + "\(part.header["fingerprint"] ?? "none"), not \(fingerprint) like the parts before): "
@@ -222,7 +222,7 @@ public enum ShardJoin {
         var indexBytes = 0
         for name in names {
             let part = try PartReader(path: directory + "/" + name, directory: directory,
-                                      indexBudget: (memoryBytes / 2 - indexBytes, memoryBytes))
+                                      indexBudget: IndexBudget(budgetBytes: memoryBytes, fraction: 2, heldBytes: indexBytes))
             indexBytes += part.indexBytes
             parts.append(part)
         }
@@ -834,7 +834,7 @@ extension ShardJoin {
     /// checksum. Returns the number of records. Writes nothing (the fuzzer's part entry point).
     public static func verifyPart(at path: String) throws(TesseraError) -> Int {
         let directory = parentDirectory(of: path)
-        let part = try PartReader(path: path, directory: directory, indexBudget: (32 << 20, 64 << 20))
+        let part = try PartReader(path: path, directory: directory, indexBudget: IndexBudget(budgetBytes: 64 << 20, fraction: 2, heldBytes: 0))
         var joiner = try Joiner(directory: directory, first: (1, part), memoryBytes: 64 << 20)
         joiner.heldIndexBytes = part.indexBytes
         try joiner.check(part)

@@ -37,6 +37,41 @@ import TesseraTestSupport
         }
     }
 
+    /// The index budget: a real part opens within a share that holds its records, and is
+    /// refused, named, by one record fewer, or when the parts before it hold the rest; the
+    /// budget named in the refusal holds the parts before it and this one.
+    @Test func anIndexOpensOnlyWithinItsShareOfTheBudget() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let folder = scratch.file("out"), parts = scratch.file("parts")
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
+        let path = parts + "/part-0001-of-0001.tessera-part"
+        let whole = try PartReader(path: path, directory: parts)
+        let bytes = whole.indexBytes
+        #expect(bytes == whole.records.count * 40)
+        let fits = try PartReader(path: path, directory: parts, indexBudget: IndexBudget(budgetBytes: 4 * bytes, fraction: 4, heldBytes: 0))
+        #expect(fits.indexBytes == bytes)
+        func refusal(budget: Int, held: Int) -> String? {
+            do {
+                _ = try PartReader(path: path, directory: parts, indexBudget: IndexBudget(budgetBytes: budget, fraction: 2, heldBytes: held))
+                return nil
+            } catch {
+                if case .unusableParts(_, let reason) = error { return reason }
+                return "\(error)"
+            }
+        }
+        for (budget, held) in [(2 * bytes - 2, 0), (2 * bytes + 1000, 1000), (4 * bytes, 3 * bytes)] {
+            let reason = refusal(budget: budget, held: held) ?? "(opened)"
+            #expect(reason.hasPrefix("part-0001-of-0001.tessera-part has an index of \(bytes / 40) records"), "\(reason)")
+            #expect(reason.contains("more than 1/2 of the join's memory budget of \(formatBytes(Int64(budget)))"), "\(reason)")
+            #expect(reason.contains("join with a budget of at least \(formatBytes(Int64(2 * (held + bytes))))"), "\(reason)")
+            #expect(reason.contains("with the parts before it") == (held > 0), "\(reason)")
+        }
+    }
+
     /// Every footer field, and a record's offset and length (its checksums recomputed), set to
     /// extreme values: refused with the part named.
     @Test func extremeFooterAndIndexNumbersAreRefused() throws {
