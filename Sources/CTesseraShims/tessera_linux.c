@@ -48,6 +48,8 @@ int tessera_is_immutable(const char *path) {
 
 int tessera_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 
+int tessera_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
+
 int tessera_release_free_memory(void) {
     return malloc_trim(0);
 }

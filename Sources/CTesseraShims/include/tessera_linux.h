@@ -43,6 +43,9 @@ int tessera_rename_exchange(const char *from, const char *to);
 /// mallopt(M_MMAP_THRESHOLD, bytes): a fixed threshold (see Allocator.swift). Returns mallopt's result.
 int tessera_set_mmap_threshold(int bytes);
 
+// mallopt(M_TRIM_THRESHOLD): how much free memory a heap keeps at its top before giving it back.
+int tessera_set_trim_threshold(int bytes);
+
 #ifdef __cplusplus
 }
 #endif
