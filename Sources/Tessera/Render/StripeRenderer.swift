@@ -106,7 +106,7 @@ public final class StripeRenderer: Sendable {
         do throws(TesseraError) {
             let pipeline = StripePipeline(plan: plan, store: store, painter: painter, sinks: sinks, cancellation: cancellation,
                                           stripes: part?.stripes)
-            try pipeline.run(observer: observer)
+            try HeapKeeping.shared.whileStripesRun { () throws(TesseraError) in try pipeline.run(observer: observer) }
         } catch {
             store.releaseAll()
             for sink in sinks { sink.discard() }

@@ -9,23 +9,59 @@
 // cells peaked at 80.2 MiB, and at 64.8 MiB with the threshold fixed at 1 MiB; five WebPs alone
 // 46.5 and 32.0 MiB. A fixed threshold turns the adjustment off.
 //
-// It also fixes the trim threshold, which the adjustment would have raised with it, at its
-// default of 128 KiB: a heap gave back its free top past that, so the buffers every decode and
-// every compressed stripe allocate and free (a collage's 823 KiB cells, libjpeg's pools) were
-// faulted in again, page by page, each time. At 4 MiB a heap keeps that much at its top:
-// measured (release, this machine), the 1.2-gigapixel grid went from 240,580 page faults and
-// 0.82 s of system time to 8,152 and 0.18 s, 2.64 to 2.42 s, its peak RSS from 44.5 to 45.6 MB;
-// the 10,000-photo collage from 307,723 faults and 5.6 s of system time to 10,804 and 3.4 s,
-// 51.9 to 53.7 MB. (At 1 MiB the collage still took 254,761 faults.) Blocks over 1 MiB are
-// still mapped and unmapped on their own, so no large decode buffer stays.
+// The fixed threshold also fixes the trim threshold, which the adjustment would have raised with
+// it, at its default of 128 KiB: a heap gives back its free top past that. While stripes render,
+// that made the buffers every decode and every compressed stripe allocate and free (a collage's
+// cells, libjpeg's pools) be faulted in again, page by page, each time. So while a render's
+// stripes run (`HeapKeeping`), each heap keeps up to 2 MiB at its top, and gives it back when
+// the last render ends. Measured (release, this machine), 4 MiB for the whole process: the
+// 1.2-gigapixel grid went from 240,580 page faults and 0.82 s of system time to 8,152 and 0.18
+// s, its peak RSS from 44.5 to 45.6 MB; the 10,000-photo collage from 307,723 faults and 5.6 s
+// of system time to 10,804 and 3.4 s, 51.9 to 53.7 MB (2 MiB: 39,100 and 11,693 faults; 1 MiB:
+// the collage 254,761). For the whole process it also raised the peaks of phases planned
+// tightly (a scan of 100,000 folders, a cold mosaic's analysis): hence only while stripes run.
+// Blocks over 1 MiB are mapped and unmapped on their own either way.
 import CTesseraShims
 
 /// Fixes glibc's mmap threshold at 1 MiB, so that every large buffer a decode frees goes back to
-/// the system at once, and lets each heap keep 4 MiB of free memory rather than fault it in
-/// again. The `tessera` tool calls this first; a program that renders with the library under a
-/// memory budget should too (it changes the process's allocator, so the library does not do it
-/// on its own).
+/// the system at once, and lets renders keep a little freed memory while their stripes run
+/// rather than fault it in again. The `tessera` tool calls this first; a program that renders
+/// with the library under a memory budget should too (it changes the process's allocator, so
+/// the library does not do it on its own).
 public func useBoundedMemoryAllocator() {
     _ = tessera_set_mmap_threshold(1 << 20)
-    _ = tessera_set_trim_threshold(4 << 20)
+    HeapKeeping.shared.enable()
+}
+
+/// While any render's stripes run, each malloc heap keeps up to `keptBytes` of free memory at
+/// its top; after the last, the default (128 KiB) again, and what was kept is given back. Only
+/// once `useBoundedMemoryAllocator` has fixed the thresholds (otherwise glibc adjusts its own).
+final class HeapKeeping: @unchecked Sendable {
+    static let shared = HeapKeeping()
+    static let keptBytes = 2 << 20
+    static let defaultTrimBytes = 128 << 10
+    private let lock = Mutex()
+    // Protected by `lock`.
+    private var enabled = false
+    private var running = 0
+
+    func enable() { lock.withLock { enabled = true } }
+
+    /// Runs `body` (a render's stripes) with heaps keeping their freed memory.
+    func whileStripesRun<T>(_ body: () throws(TesseraError) -> T) throws(TesseraError) -> T {
+        lock.withLock {
+            running += 1
+            if enabled && running == 1 { _ = tessera_set_trim_threshold(Int32(HeapKeeping.keptBytes)) }
+        }
+        defer {
+            lock.withLock {
+                running -= 1
+                if enabled && running == 0 {
+                    _ = tessera_set_trim_threshold(Int32(HeapKeeping.defaultTrimBytes))
+                    releaseFreedMemory()
+                }
+            }
+        }
+        return try body()
+    }
 }
