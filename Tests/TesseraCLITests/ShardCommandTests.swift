@@ -40,6 +40,33 @@ import Tessera
 
     /// Three shards run by the binary and joined: the single-process render's bytes; a part
     /// removed: exit 3, named, nothing written.
+    /// More shards than bands: shards 1 and 2 of a one-tile-high picture have empty bands and
+    /// hold only previews. A join that waits takes them before the band: every preview is still
+    /// written, the same files as one process's (they were dropped, the join exiting 0).
+    @Test func aWaitingJoinKeepsThePreviewsOfEmptyBands() throws {
+        let directory = "\(testRoot)/tessera-wait-previews-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/one' '\(directory)/out' '\(directory)/parts'") == 0)
+        let flags = ["Landscape_1.jpg", "Portrait_1.jpg", "Landscape_3.jpg"].map { fixtures + "/" + $0 }
+            + ["--grid", "3x1", "--tile-size", "100", "--previews", "64", "-q"]
+        let whole = runTesseraSplit(["grid"] + flags + ["--dzi", directory + "/one/z.dzi"])
+        #expect(whole.status == 0, "\(whole.standardError)")
+        for k in 1...3 {
+            let shard = runTesseraSplit(["grid"] + flags + ["--dzi", directory + "/out/z.dzi", "--shard", "\(k)/3",
+                                                            "--shard-dir", directory + "/parts"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let join = runTesseraSplit(["join", directory + "/parts", "--wait", "10", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+        let previews = "/z_files/viewer/previews"
+        let names = listNames(directory + "/one" + previews).sorted()
+        #expect(names.count == 3, "\(names)")
+        #expect(listNames(directory + "/out" + previews).sorted() == names)
+        for name in names {
+            #expect(readFile(directory + "/out" + previews + "/" + name) == readFile(directory + "/one" + previews + "/" + name), "\(name)")
+        }
+    }
+
     @Test func joinedFilesAreTheSingleProcessFiles() throws {
         let directory = "\(testRoot)/tessera-shards-\(getpid())"
         defer { _ = system("rm -rf '\(directory)'") }

@@ -318,6 +318,8 @@ private struct Joiner {
     private var destinationIdentities: [OutputDestination.Identity: String] = [:]
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
+    /// Parts joined before any band whose previews wait for the pyramid to begin.
+    private var previewsWaiting: [PartReader] = []
     /// What the open parts' indexes take in memory (set by the join as it opens them).
     var heldIndexBytes = 0
 
@@ -694,7 +696,12 @@ private struct Joiner {
     /// Copies a part's pyramid tiles into the pyramid's containers (begun at the first part),
     /// and feeds its reduced rows to the levels below.
     private mutating func writePyramid(_ part: PartReader, share: PyramidShare, threads: Int?) throws(TesseraError) {
-        guard let lowest = share.lowest, let reduced = share.reduced else { return }
+        guard let lowest = share.lowest, let reduced = share.reduced else {
+            // A part before any band (a join that waits takes the parts as they come, and a
+            // shard's band may be empty): its previews are written once the pyramid is begun.
+            if part.records.contains(where: { $0.kind == .preview }) { previewsWaiting.append(part) }
+            return
+        }
         if zoomOutput == nil {
             for path in [zoomPath, archivePath, iiif?.path] {
                 if let path { _ = StaleTemporaries.remove(in: parentDirectory(of: path)) }
@@ -719,6 +726,14 @@ private struct Joiner {
             }
         }
         let output = zoomOutput!
+        for waiting in previewsWaiting { try copyTilesAndPreviews(of: waiting, into: output, share: share) }
+        previewsWaiting = []
+        try copyTilesAndPreviews(of: part, into: output, share: share)
+        try share.feedReducedRows(of: part, to: output.writer)
+    }
+
+    /// Copies a part's pyramid tiles and previews (each checked) into the pyramid's containers.
+    private mutating func copyTilesAndPreviews(of part: PartReader, into output: DeepZoomOutput, share: PyramidShare) throws(TesseraError) {
         for record in part.records where record.kind == .tile || record.kind == .preview {
             try part.read(record, into: &buffer)
             if record.kind == .tile {
@@ -740,7 +755,6 @@ private struct Joiner {
                 }
             }.get()
         }
-        try share.feedReducedRows(of: part, to: output.writer)
     }
 
     /// Copies a part's TIFF tiles into the TIFF (begun at the first part: page 0's tiles into
