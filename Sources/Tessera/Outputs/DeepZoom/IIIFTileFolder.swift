@@ -96,7 +96,14 @@ final class IIIFTileFolder: @unchecked Sendable {
     /// Writes one tile of the pyramid (levels below `lowestLevel` are not part of the service).
     func writeTile(level: Int, column: Int, row: Int, bytes: UnsafeRawBufferPointer) throws(TesseraError) {
         guard level >= lowestLevel else { return }
-        try writeFile(tilePath(level: level, column: column, row: row), bytes)
+        let path = tilePath(level: level, column: column, row: row)
+        // Two levels can name the same tile: a strip at the picture's edge no wider than half a
+        // tile and narrow enough to keep its size at both scales (a 513 px picture in 256 px
+        // tiles: "512,512,1,1/1,1" at scale factors 1 and 2). It is one request of the service:
+        // the finer level's file stands (the same whichever tile comes first, and in a join).
+        if level == geometry.maxLevel || path != tilePath(level: level + 1, column: 2 * column, row: 2 * row) {
+            try writeFile(path, bytes)
+        }
         // The one-tile level is also the whole picture at its size, and `max`.
         if level == lowestLevel {
             let whole = geometry.levels[level]
