@@ -52,6 +52,10 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A shard folder cannot be joined: a part is missing, duplicated, truncated, or of another
     /// render. Nothing was written.
     case unusableParts(directory: String, reason: String)
+    /// A part's index would take more of the join's memory budget than the join lets it
+    /// (`reason` names the part and what it takes); a budget of `neededBytes` holds it. Nothing
+    /// was written. (A forged part looks the same: the reason says so.)
+    case partIndexTooLarge(directory: String, reason: String, neededBytes: Int)
 
     public var description: String {
         switch self {
@@ -92,6 +96,9 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): run the shards into this folder first"
         case let .unusableParts(directory, reason):
             return "cannot join the parts in \(directory): \(reason)"
+        case let .partIndexTooLarge(directory, reason, needed):
+            return "cannot join the parts in \(directory): \(reason): a memory budget of at least \(formatBytes(Int64(needed))) "
+                + "holds it, or, if its render did not make that many tiles, the part is damaged"
         }
     }
 }

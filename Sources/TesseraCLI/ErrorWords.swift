@@ -28,6 +28,10 @@ extension TesseraError {
             case .notJPEGName: return "\(path): \(problem.description(file: file)): give -o PATH to join"
             case .exists: return "\(path): \(problem.description(file: file)) (\(flag) PATH)"
             }
+        case let .partIndexTooLarge(directory, reason, needed):
+            let shown = formatBytes(((Int64(needed) + (1 << 20) - 1) >> 20) << 20)
+            return "cannot join the parts in \(directory): \(reason): give --max-memory \(shown) or more to join it, "
+                + "or, if its render did not make that many tiles, the part is damaged"
         case let .noParts(directory):
             return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): "
                 + "run the shards with --shard K/N --shard-dir \(directory) first"

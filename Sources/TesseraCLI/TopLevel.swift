@@ -42,7 +42,7 @@ public enum ExitCode: Int32, Error, Sendable {
         switch error {
         case .invalidSettings, .minUsesImpossible, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
         case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts, .noParts: self = .badInput
-        case .budgetTooSmall, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
+        case .budgetTooSmall, .partIndexTooLarge, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed
         }

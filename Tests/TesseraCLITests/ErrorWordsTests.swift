@@ -42,6 +42,8 @@ import Tessera
             (.joinPathFromParts(path: "x.jpeg2", output: .jpeg, file: "the JPEG", problem: .notJPEGName), "give -o PATH to join", .usage),
             (.joinPathFromParts(path: "z.dzi", output: .pyramid, file: "the Deep Zoom tiles", problem: .exists), "(--dzi PATH)", .usage),
             (.noParts(directory: "parts"), "run the shards with --shard K/N --shard-dir parts first", .badInput),
+            (.partIndexTooLarge(directory: "parts", reason: "p has an index", neededBytes: (70 << 20) - 5),
+             "parts: p has an index: give --max-memory 70.0 MiB or more to join it", .insufficientResources),
         ]
         for (error, words, code) in cases {
             #expect(!error.description.contains(" --") && !error.description.contains(" -o"), "\(error.description)")

@@ -462,8 +462,9 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
 
     /// A part whose index holds 1,200,000 more records (each valid in itself, none holding a
     /// byte): the join would hold 48 MB of index. Refused once the records it may hold (half its
-    /// budget) have passed their checks, naming the part and the budget that would hold it,
-    /// inside the budget; with that budget, refused for what the records say (exit 3).
+    /// budget) have passed their checks, naming the part and the budget that would hold it
+    /// (exit 4, as for any budget too small), inside the budget; with that budget, refused for
+    /// what the records say (exit 3).
     @Test func aHugeIndexIsRefusedInsideTheBudget() {
         let folder = copyOfBase("index")
         defer { _ = system("rm -rf '\(folder)'") }
@@ -474,11 +475,14 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         let measured = runMeasured(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi",
                                     "--tiff", folder + "/out/w.tif", "--no-progress"])
         print("a part of \(edited.recordCount) records: join exit \(measured.exitCode), peak RSS \(measured.peakMiB) MiB")
-        #expect(measured.exitCode == 3, "\(measured.output)")
+        #expect(measured.exitCode == 4, "\(measured.output)")
         #expect(measured.output.contains("part-0002-of-0003.tessera-part has an index of \(edited.recordCount) records"),
                 "\(measured.output)")
-        #expect(measured.output.contains("more than 1/2 of the join's memory budget of 64.0 MiB: join with a budget of at least"),
+        // Twice the index (its share of the budget), in MiB rounded up.
+        let advised = (2 * edited.recordCount * 40 + (1 << 20) - 1) >> 20
+        #expect(measured.output.contains("more than 1/2 of the join's memory budget of 64.0 MiB: give --max-memory \(advised).0 MiB or more"),
                 "\(measured.output)")
+        #expect(measured.output.contains("the part is damaged"), "\(measured.output)")
         #expect(measured.peakBytes <= 64 << 20, "peak \(measured.peakMiB) MiB")
         #expect(snapshot(folder + "/out") == outputs)
         expectRefused(folder, saying: ["part-0002-of-0003.tessera-part holds tile ", "out of the pyramid or held twice"],

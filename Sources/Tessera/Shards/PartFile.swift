@@ -266,7 +266,10 @@ final class PartReader {
                     guard kind != .jpegHeader || record.length <= PartFormat.maxJPEGHeaderBytes else {
                         throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
                     }
-                    if records.count >= most, let indexBudget { throw bad(indexBudget.refusal(records: count)) }
+                    if records.count >= most, let indexBudget {
+                        throw .partIndexTooLarge(directory: directory, reason: name + " " + indexBudget.refusal(records: count),
+                                                 neededBytes: indexBudget.neededBytes(records: count))
+                    }
                     records.append(record)
                 }
                 read += UInt64(n)
@@ -405,14 +408,24 @@ struct IndexBudget {
 
     var share: Int { budgetBytes / fraction - heldBytes }
 
-    /// Why an index of `records` records is refused, and the budget that would hold it.
+    private func bytes(records: UInt64) -> Int {
+        Int(min(records, UInt64(Int.max / 64 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
+    }
+
+    /// Why an index of `records` records is refused.
     func refusal(records: UInt64) -> String {
-        let bytes = Int(min(records, UInt64(Int.max / 64 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
-        let fits = "more than 1/\(fraction) of the join's memory budget of \(formatBytes(Int64(budgetBytes)))"
+        let bytes = bytes(records: records)
         return "has an index of \(records) records, which takes \(formatBytes(Int64(bytes))) in memory"
-            + (heldBytes > 0 ? " (with the parts before it, \(formatBytes(Int64(heldBytes + bytes)))), " : ", ") + fits
-            + ": join with a budget of at least \(formatBytes(Int64(fraction * (heldBytes + bytes)))), or, if its render did not "
-            + "make that many tiles, it is damaged"
+            + (heldBytes > 0 ? " (with the parts before it, \(formatBytes(Int64(heldBytes + bytes))))" : "")
+            + ", more than 1/\(fraction) of the join's memory budget of \(formatBytes(Int64(budgetBytes)))"
+    }
+
+    /// The least budget that holds the index and those before it: its share (the fraction),
+    /// and beside them what every join holds (its buffers and the process); the levels the
+    /// join builds below the bands come on top, and are named once the parts are read.
+    func neededBytes(records: UInt64) -> Int {
+        let indexes = heldBytes + bytes(records: records)
+        return max(fraction * indexes, indexes + ShardJoin.fixedBytes)
     }
 }
 
