@@ -36,6 +36,18 @@ import Tessera
         #expect(throws: CommandLineError.self) { try JoinCommand.parse(["a", "b"]) }
         #expect(throws: CommandLineError.self) { try AnalyseCommand.parse(["photos"]) }
         #expect(try AnalyseCommand.parse(["photos", "--tile-size", "20x30", "--shard", "2/5"]).shard == ShardSpec.parse("2/5"))
+        // A picture of one pixel has a pyramid of one level: it renders in one process only,
+        // and the refusal names the pyramid asked for.
+        for (flag, name, words) in [("--tiff", "o.tif", "a TIFF pyramid of a 1 x 1 px picture"),
+                                    ("--dzi", "o.dzi", "a Deep Zoom pyramid of a 1 x 1 px picture")] {
+            let directory = "\(testRoot)/shard-one-pixel-\(getpid())"
+            defer { _ = system("rm -rf '\(directory)'") }
+            #expect(system("mkdir -p '\(directory)/parts'") == 0)
+            let shard = runTesseraSplit(["grid", fixtures + "/Landscape_1.jpg", "--grid", "1x1", "--tile-size", "1x1",
+                                         flag, directory + "/" + name, "--shard", "1/1", "--shard-dir", directory + "/parts", "-q"])
+            #expect(shard.status == 2 && shard.standardError.contains(words) && shard.standardError.contains("render it in one process"),
+                    "\(shard.standardError)")
+        }
     }
 
     /// Three shards run by the binary and joined: the single-process render's bytes; a part

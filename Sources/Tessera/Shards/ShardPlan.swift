@@ -107,7 +107,9 @@ public struct ShardBand: Equatable, Sendable {
             ?? plan.tiff.map { ($0.levels, max(0, $0.levels.maxLevel - $0.lowestLevel - 1)) }
         if let (zoom, deepest) = deciding {
             guard zoom.maxLevel >= 1 else {
-                throw .invalidSettings("a Deep Zoom pyramid of a \(zoom.width) x \(zoom.height) px picture cannot be split into shards")
+                let what = plan.deepZoom != nil ? "a Deep Zoom pyramid" : "a TIFF pyramid"
+                throw .invalidSettings("\(what) of a \(zoom.width) x \(zoom.height) px picture (one pixel, one level) cannot be split "
+                                       + "into shards: render it in one process")
             }
             // The largest k (at most `deepest`) giving at least 4 bands a shard, else 0.
             func unitRows(_ k: Int) -> Int {
