@@ -43,12 +43,7 @@ import TesseraTestSupport
     @Test func anIndexOpensOnlyWithinItsShareOfTheBudget() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let folder = scratch.file("out"), parts = scratch.file("parts")
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
-        try makeDirectory(parts)
-        try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
-        let path = parts + "/part-0001-of-0001.tessera-part"
+        let (parts, path) = try renderWholePart(in: scratch)
         let whole = try PartReader(path: path, directory: parts)
         let bytes = whole.indexBytes
         #expect(bytes == whole.records.count * 40)
@@ -78,12 +73,7 @@ import TesseraTestSupport
     @Test func extremeFooterAndIndexNumbersAreRefused() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let folder = scratch.file("out"), parts = scratch.file("parts")
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
-        try makeDirectory(parts)
-        try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
-        let path = parts + "/part-0001-of-0001.tessera-part"
+        let (parts, path) = try renderWholePart(in: scratch)
         let original = readBytes(path)
         let part = try PartReader(path: path, directory: parts)
         #expect(part.records.count > 10)
@@ -135,4 +125,14 @@ import TesseraTestSupport
         writeBytes(original, to: path)
         #expect(try ShardJoin.verifyPart(at: path) == part.records.count)
     }
+}
+
+/// ShardCase's render as one shard, in `scratch`: the parts folder and its one part.
+func renderWholePart(in scratch: ScratchDirectory) throws -> (parts: String, path: String) {
+    let folder = scratch.file("out"), parts = scratch.file("parts")
+    try makeDirectory(folder)
+    try makeDirectory(folder + "/zoom")
+    try makeDirectory(parts)
+    try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
+    return (parts, parts + "/part-0001-of-0001.tessera-part")
 }

@@ -11,12 +11,7 @@ import TesseraTestSupport
     func bytesNoRecordHoldsAreRefused(gap: Int) throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let folder = scratch.file("out"), parts = scratch.file("parts")
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
-        try makeDirectory(parts)
-        try renderShards(ShardCase(), numbers: [1], of: 1, parts: parts, folder: folder)
-        let path = parts + "/part-0001-of-0001.tessera-part"
+        let (parts, path) = try renderWholePart(in: scratch)
         let original = readBytes(path)
         let records = try PartReader(path: path, directory: parts).records.count
         #expect(try ShardJoin.verifyPart(at: path) == records)
