@@ -50,6 +50,7 @@ final class SignalWatch: @unchecked Sendable {
 // A closed standard output or error (`tessera ... 2>&1 | head -1`) must not kill a render with
 // its temporaries left: writes to it then fail with EPIPE, which the writers ignore.
 useBoundedMemoryAllocator()
+raiseOpenFileLimit()
 signal(SIGPIPE, SIG_IGN)
 // A file-size limit (`ulimit -f`) must not kill a render with a core dump either: the write that
 // crosses it then fails with EFBIG, reported like any failed write (exit 1, nothing left).

@@ -520,22 +520,37 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
             expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part holds ", words])
             original[k - 1].write(to: part(folder, k))
         }
-        // The SOF's luma sampling byte (0x22 for 4:2:0) made 0x11 in one tile.
-        var relabelled = original[0]
-        let tile = try #require(relabelled.firstRecord(kind: 3))
-        let start = Int(relabelled.record64(tile, 16)), length = Int(relabelled.record64(tile, 24))
-        let sof = try #require((start..<(start + length - 1)).first { relabelled.bytes[$0] == 0xFF && relabelled.bytes[$0 + 1] == 0xC0 })
-        #expect(relabelled.bytes[sof + 11] == 0x22)
-        relabelled.bytes[sof + 11] = 0x11
-        relabelled.reseal()
-        relabelled.write(to: part(folder, 1))
-        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part holds tile ", "420 sampling"])
+        // One byte of a tile's headers or data changed (checksums resealed), each of which makes
+        // a decoder refuse the tile (djpeg: "two SOF markers", "Unsupported JPEG data precision",
+        // "Quantization table 0x07 was not defined", "Bogus Huffman table definition", ...).
+        let tile = try #require(original[0].firstRecord(kind: 3))
+        let start = Int(original[0].record64(tile, 16)), length = Int(original[0].record64(tile, 24))
+        func marker(_ code: UInt8) throws -> Int {
+            try #require((start..<(start + length - 1)).first { original[0].bytes[$0] == 0xFF && original[0].bytes[$0 + 1] == code })
+        }
+        let sof = try marker(0xC0), dqt = try marker(0xDB), dht = try marker(0xC4), sos = try marker(0xDA)
+        let data = sos + 2 + (Int(original[0].bytes[sos + 2]) << 8 | Int(original[0].bytes[sos + 3]))
+        let stuffed = try #require((data..<(start + length - 2)).first { original[0].bytes[$0] == 0xFF && original[0].bytes[$0 + 1] == 0 })
+        #expect(original[0].bytes[sof + 11] == 0x22)
+        for (what, at, value) in [("luma sampled 1x1 (4:4:4) in a 4:2:0 render", sof + 11, UInt8(0x11)),
+                                  ("12-bit samples", sof + 4, 12), ("a second frame header (the DQT's marker)", dqt + 1, 0xC0),
+                                  ("a quantisation table numbered 7", dqt + 4, 0x07), ("two Huffman codes of length 1", dht + 5, 2),
+                                  ("a scan of no components", sos + 4, 0), ("an unstuffed 0xFF in the data", stuffed + 1, 0x3F),
+                                  ("an APP1 segment", dqt + 1, 0xE1), ("EOI before the scan", dqt + 1, 0xD9)] {
+            var edited = original[0]
+            edited.bytes[at] = value
+            edited.reseal()
+            edited.write(to: part(folder, 1))
+            let said = expectRefused(folder, saying: ["part-0001-of-0003.tessera-part holds tile ", "420 sampling"])
+            #expect(!said.isEmpty, "\(what)")
+        }
+        // Every part claiming 4:4:4: refused at the JPEG's header already.
         for k in 1...3 {
             var edited = original[k - 1]
             edited.setHeader("subsampling", "444")
             edited.write(to: part(folder, k))
         }
-        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part holds ", "444 sampling"])
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part", "444 sampling"])
     }
 
     /// Parts edited to name a photo of the render, another part, or a path in the shard folder
@@ -639,7 +654,7 @@ extension HostilePartTests {
             edited.setHeader("height", "65500")
             edited.write(to: part(folder, k))
         }
-        expectRefused(folder, saying: ["JPEG header is not of a 65500 x 65500 px picture"])
+        expectRefused(folder, saying: ["JPEG header is not that of a 65500 x 65500 px picture"])
     }
 
     /// Tiles of 4096 px (a render with a large budget may make them): the levels the join builds

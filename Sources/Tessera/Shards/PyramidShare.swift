@@ -8,6 +8,7 @@
 // in order, each exactly once and a whole row long. Nothing here is taken on trust: the
 // geometry is the join's own (from the render's size and settings, which the header gives and
 // the join checks), and a part's numbers are compared with it before they size anything.
+import Glibc
 
 struct PyramidShare {
     /// What messages call it ("the pyramid", "the TIFF").
@@ -173,41 +174,128 @@ struct PyramidShare {
     }
 }
 
-/// What a JPEG's frame header (SOF) says, read from its bytes without decoding: each marker
-/// segment's length is checked against the bytes there.
+/// What a JPEG Tessera encoded says of itself, read from its bytes without decoding, and whether
+/// it is made as Tessera's encoder makes one (`init` is nil otherwise): SOI; then only APP0 and
+/// COM (any APPn in a `header`), 8-bit quantisation tables, Huffman tables that a decoder can
+/// build (no code past its length, DC symbols at most 15), at most one restart interval, one
+/// baseline frame (SOF0) of 8-bit samples and distinct components whose tables are defined,
+/// and one interleaved scan of every component, 0-63 with no approximation, whose tables are
+/// defined. A `header` (a sharded JPEG's: everything up to its first segment) ends right after
+/// the scan header; anything else then holds entropy-coded data in which every 0xFF is
+/// stuffed (0xFF00) or a restart marker where an interval is set, and ends with EOI. What is
+/// not checked is the entropy-coded data itself: a forger who keeps to this can spoil a
+/// tile's pixels, not make a decoder refuse the file.
 struct JPEGFrame {
     let width: Int, height: Int
-    /// SOF0: baseline.
+    /// SOF0: baseline (always, when the parse succeeds).
     let isBaseline: Bool
     /// Each component's sampling factors (horizontal << 4 | vertical).
     let sampling: [UInt8]
-    /// The bytes end with EOI.
+    /// The bytes end with EOI (always, when the parse succeeds and it is not a header).
     let endsWhole: Bool
 
-    /// Nil unless `bytes` begin with SOI and reach a complete SOF before any scan.
-    init?(_ bytes: [UInt8]) {
-        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+    init?(_ bytes: [UInt8], header: Bool = false) {
+        guard let frame = bytes.withUnsafeBufferPointer({ JPEGFrame.parse($0, header: header) }) else { return nil }
+        self = frame
+    }
+
+    private init(width: Int, height: Int, sampling: [UInt8], endsWhole: Bool) {
+        self.width = width
+        self.height = height
+        isBaseline = true
+        self.sampling = sampling
+        self.endsWhole = endsWhole
+    }
+
+    private static func parse(_ b: UnsafeBufferPointer<UInt8>, header: Bool) -> JPEGFrame? {
+        let count = b.count
+        guard count >= 4, b[0] == 0xFF, b[1] == 0xD8 else { return nil }
+        var quantDefined = [Bool](repeating: false, count: 4)
+        var dcDefined = [false, false], acDefined = [false, false]
+        var frame: (width: Int, height: Int, ids: [UInt8], sampling: [UInt8], tables: [Int])?
+        var restarts = false
         var at = 2
-        while at + 4 <= bytes.count {
-            guard bytes[at] == 0xFF else { return nil }
-            let marker = bytes[at + 1]
+        while true {
+            guard at + 4 <= count, b[at] == 0xFF else { return nil }
+            let marker = b[at + 1]
             if marker == 0xFF { at += 1; continue }
-            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
-                guard length >= 8, at + 2 + length <= bytes.count else { return nil }
-                let components = Int(bytes[at + 9])
-                guard length == 8 + 3 * components else { return nil }
-                height = Int(bytes[at + 5]) << 8 | Int(bytes[at + 6])
-                width = Int(bytes[at + 7]) << 8 | Int(bytes[at + 8])
-                isBaseline = marker == 0xC0
-                sampling = (0..<components).map { bytes[at + 11 + 3 * $0] }
-                endsWhole = bytes[bytes.count - 2] == 0xFF && bytes[bytes.count - 1] == 0xD9
-                return
+            let length = Int(b[at + 2]) << 8 | Int(b[at + 3])
+            guard length >= 2, at + 2 + length <= count else { return nil }
+            let body = at + 4, end = at + 2 + length
+            switch marker {
+            case 0xE0, 0xFE:
+                break
+            case 0xE1...0xEF where header:
+                break
+            case 0xDB:  // DQT: 8-bit tables of 64 entries
+                var p = body
+                while p < end {
+                    guard b[p] >> 4 == 0, b[p] & 0x0F <= 3, p + 65 <= end else { return nil }
+                    quantDefined[Int(b[p] & 0x0F)] = true
+                    p += 65
+                }
+            case 0xC4:  // DHT
+                var p = body
+                while p < end {
+                    guard p + 17 <= end, b[p] >> 4 <= 1, b[p] & 0x0F <= 1 else { return nil }
+                    let isDC = b[p] >> 4 == 0, slot = Int(b[p] & 0x0F)
+                    var symbols = 0, code = 0
+                    for length in 1...16 {
+                        let n = Int(b[p + length])
+                        symbols += n
+                        code += n
+                        guard code < 1 << length else { return nil }
+                        code <<= 1
+                    }
+                    guard symbols <= 256, p + 17 + symbols <= end else { return nil }
+                    if isDC { guard (0..<symbols).allSatisfy({ b[p + 17 + $0] <= 15 }) else { return nil } }
+                    if isDC { dcDefined[slot] = true } else { acDefined[slot] = true }
+                    p += 17 + symbols
+                }
+            case 0xDD:  // DRI
+                guard length == 4, !restarts else { return nil }
+                restarts = Int(b[body]) << 8 | Int(b[body + 1]) > 0
+            case 0xC0:  // SOF0
+                guard frame == nil, length >= 8 else { return nil }
+                let components = Int(b[body + 5])
+                guard b[body] == 8, components >= 1, components <= 4, length == 8 + 3 * components else { return nil }
+                let height = Int(b[body + 1]) << 8 | Int(b[body + 2]), width = Int(b[body + 3]) << 8 | Int(b[body + 4])
+                let ids = (0..<components).map { b[body + 6 + 3 * $0] }
+                let sampling = (0..<components).map { b[body + 7 + 3 * $0] }
+                let tables = (0..<components).map { Int(b[body + 8 + 3 * $0]) }
+                guard width >= 1, height >= 1, Set(ids).count == components, tables.allSatisfy({ $0 <= 3 }),
+                      sampling.allSatisfy({ (1...4).contains($0 >> 4) && (1...4).contains($0 & 0x0F) }) else { return nil }
+                frame = (width, height, ids, sampling, tables)
+            case 0xDA:  // SOS: every component, interleaved, the whole band of coefficients
+                guard let frame, length >= 6 else { return nil }
+                let components = Int(b[body])
+                guard components == frame.ids.count, length == 6 + 2 * components else { return nil }
+                var seen = Set<UInt8>()
+                for i in 0..<components {
+                    let id = b[body + 1 + 2 * i], dc = Int(b[body + 2 + 2 * i] >> 4), ac = Int(b[body + 2 + 2 * i] & 0x0F)
+                    guard frame.ids.contains(id), seen.insert(id).inserted, dc <= 1, ac <= 1, dcDefined[dc], acDefined[ac] else { return nil }
+                }
+                let tail = body + 1 + 2 * components
+                guard b[tail] == 0, b[tail + 1] == 63, b[tail + 2] == 0,
+                      frame.tables.allSatisfy({ quantDefined[$0] }) else { return nil }
+                if header {
+                    guard end == count else { return nil }
+                    return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: false)
+                }
+                // The entropy-coded data, then EOI as the last two bytes and nowhere before.
+                guard count >= end + 2, b[count - 2] == 0xFF, b[count - 1] == 0xD9 else { return nil }
+                let base = b.baseAddress!, limit = count - 2
+                var p = end
+                while p < limit, let found = memchr(base + p, 0xFF, limit - p) {
+                    p = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+                    guard p + 1 < limit, b[p + 1] == 0x00 || (restarts && (0xD0...0xD7).contains(b[p + 1])) else { return nil }
+                    p += 2
+                }
+                return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: true)
+            default:
+                return nil
             }
-            if marker == 0xDA || marker == 0xD9 { return nil }
-            guard length >= 2 else { return nil }
-            at += 2 + length
+            at = end
         }
-        return nil
     }
 }

@@ -111,6 +111,7 @@ public enum ShardJoin {
                                           seconds: waitSeconds, memoryBytes: memoryBytes, cancellation: cancellation).part
                     // Held: the first part (its cells script) and this one.
                     joiner.heldIndexBytes = first.part.indexBytes + (number == first.number ? 0 : part.indexBytes)
+                        + joiner.waitingPreviewBytes
                     try joiner.check(part)
                     try joiner.verify(part)
                     try joiner.checkDiskSpace(for: part)
@@ -193,7 +194,7 @@ public enum ShardJoin {
 
     /// The width and height in a JPEG header's SOF marker (nil when there is none).
     static func frameSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        JPEGFrame(bytes).map { ($0.width, $0.height) }
+        JPEGFrame(bytes, header: true).map { ($0.width, $0.height) }
     }
 
     /// Throws unless `directory` is a folder: a file there is named as one, not as missing.
@@ -319,7 +320,10 @@ private struct Joiner {
     /// Part 1 (always joined first): it holds the viewer's cells.js.
     private var firstPart: PartReader?
     /// Parts joined before any band whose previews wait for the pyramid to begin.
-    private var previewsWaiting: [PartReader] = []
+    /// (Their preview records only, not the parts: a join that waits holds two parts open.)
+    private var previewsWaiting: [(path: String, name: String, identity: OutputDestination.Identity, previews: [PartRecord])] = []
+    /// What `previewsWaiting` holds in memory.
+    var waitingPreviewBytes: Int { previewsWaiting.reduce(0) { $0 + $1.previews.count * PartReader.recordBytesInMemory } }
     /// What the open parts' indexes take in memory (set by the join as it opens them).
     var heldIndexBytes = 0
 
@@ -399,7 +403,8 @@ private struct Joiner {
             tiffShare = PyramidShare(title: "the TIFF", geometry: pages.levels, prefix: "tiff", tileKind: .tiffTile,
                                      rowsKind: .tiffReducedRows, bottom: pages.lowestLevel, padded: true)
         }
-        if zoomShare != nil || tiffShare != nil {
+        // Every output's sampling (the JPEG's header and every tile are checked against it).
+        if zoomShare != nil || tiffShare != nil || header["subsampling"] != nil {
             guard let mode = ChromaSubsampling(rawValue: header["subsampling"] ?? "") else { throw bad("\(name) has no valid subsampling") }
             subsampling = mode
         }
@@ -537,9 +542,12 @@ private struct Joiner {
                     // The picture's size is the JPEG's own (its SOF), not only the header's word.
                     guard record.length <= PartFormat.maxJPEGHeaderBytes else { throw bad("\(name)'s JPEG header is too long") }
                     try part.read(record, into: &buffer)
-                    guard let size = ShardJoin.frameSize(buffer), size.width == summary.width, size.height == summary.height else {
-                        throw bad("\(name)'s JPEG header is not of a \(summary.width) x \(summary.height) px picture, "
-                                  + "as its description says: it is damaged or not a part")
+                    let factors = subsampling.lumaFactors
+                    guard let frame = JPEGFrame(buffer, header: true), frame.width == summary.width, frame.height == summary.height,
+                          frame.sampling == [UInt8(factors.h << 4 | factors.v), 0x11, 0x11] else {
+                        throw bad("\(name)'s JPEG header is not that of a \(summary.width) x \(summary.height) px picture in "
+                                  + "\(subsampling.rawValue) sampling, as its description says, made as tessera makes one: "
+                                  + "it is damaged or not a part")
                     }
                 } else {
                     let stripe = Int(record.a)
@@ -699,7 +707,8 @@ private struct Joiner {
         guard let lowest = share.lowest, let reduced = share.reduced else {
             // A part before any band (a join that waits takes the parts as they come, and a
             // shard's band may be empty): its previews are written once the pyramid is begun.
-            if part.records.contains(where: { $0.kind == .preview }) { previewsWaiting.append(part) }
+            let previews = part.records.filter { $0.kind == .preview }
+            if !previews.isEmpty { previewsWaiting.append((part.path, part.name, part.identity, previews)) }
             return
         }
         if zoomOutput == nil {
@@ -726,10 +735,38 @@ private struct Joiner {
             }
         }
         let output = zoomOutput!
-        for waiting in previewsWaiting { try copyTilesAndPreviews(of: waiting, into: output, share: share) }
+        for waiting in previewsWaiting { try copyWaitingPreviews(waiting, into: output) }
         previewsWaiting = []
         try copyTilesAndPreviews(of: part, into: output, share: share)
         try share.feedReducedRows(of: part, to: output.writer)
+    }
+
+    /// Copies the previews of a part joined before the pyramid began: the part is opened again
+    /// and must be the same file with the same previews, each matching its checksum as read.
+    private mutating func copyWaitingPreviews(_ waiting: (path: String, name: String, identity: OutputDestination.Identity,
+                                                          previews: [PartRecord]),
+                                              into output: DeepZoomOutput) throws(TesseraError) {
+        let changed = bad("\(waiting.name) changed while the join waited for the parts after it: run its shard again")
+        let part = try PartReader(path: waiting.path, directory: directory,
+                                  indexBudget: IndexBudget(budgetBytes: memoryBytes, fraction: 4, heldBytes: 0))
+        guard part.identity == waiting.identity, part.records.filter({ $0.kind == .preview }) == waiting.previews else { throw changed }
+        for record in waiting.previews {
+            try part.read(record, into: &buffer)
+            guard buffer.withUnsafeBytes({ CRC32C.checksum($0) }) == record.checksum else { throw changed }
+            try checkPreviewBytes(record, of: part)
+            try buffer.withUnsafeBytes { raw in
+                Result { () throws(TesseraError) in try output.addPreview(index: Int(record.a), bytes: raw) }
+            }.get()
+        }
+    }
+
+    /// The preview in `buffer` (`record`'s) is a JPEG no larger than the previews' side.
+    private func checkPreviewBytes(_ record: PartRecord, of part: PartReader) throws(TesseraError) {
+        guard let frame = JPEGFrame(buffer), frame.isBaseline, frame.endsWhole, frame.sampling.count == 3,
+              max(frame.width, frame.height) <= previewSide, min(frame.width, frame.height) >= 1 else {
+            throw bad("\(part.name) holds a preview of photo \(record.a) that is not a JPEG of at most \(previewSide) px: "
+                      + "it is damaged or not a part")
+        }
     }
 
     /// Copies a part's pyramid tiles and previews (each checked) into the pyramid's containers.
@@ -738,12 +775,8 @@ private struct Joiner {
             try part.read(record, into: &buffer)
             if record.kind == .tile {
                 try checkTile(record, of: part, share: share)
-            } else if let frame = JPEGFrame(buffer), frame.isBaseline, frame.endsWhole, frame.sampling.count == 3,
-                      max(frame.width, frame.height) <= previewSide, min(frame.width, frame.height) >= 1 {
-                // A preview: a JPEG no larger than the previews' side.
             } else {
-                throw bad("\(part.name) holds a preview of photo \(record.a) that is not a JPEG of at most \(previewSide) px: "
-                          + "it is damaged or not a part")
+                try checkPreviewBytes(record, of: part)
             }
             try buffer.withUnsafeBytes { raw in
                 Result { () throws(TesseraError) in

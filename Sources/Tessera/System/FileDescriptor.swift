@@ -313,3 +313,15 @@ func forEachLine(of path: String, _ body: (Substring) -> Void) throws(TesseraErr
     }
     if !pending.isEmpty { body(Substring(String(decoding: pending, as: UTF8.self))) }
 }
+
+/// Raises the soft limit on open files to the hard limit (commonly 1,024 to 524,288 or more): a
+/// join opens every part of a render at once, and a render of more shards than the soft limit
+/// allows failed to open them ("Too many open files"). The `tessera` tool calls this first;
+/// nothing here uses select(2), which fails past 1,024.
+public func raiseOpenFileLimit() {
+    var limit = rlimit()
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(resource, &limit)
+}
