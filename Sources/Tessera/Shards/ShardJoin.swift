@@ -192,11 +192,6 @@ public enum ShardJoin {
     /// each), a batch of reduced rows (4 MiB) and the process itself.
     static let fixedBytes = 28 << 20
 
-    /// The width and height in a JPEG header's SOF marker (nil when there is none).
-    static func frameSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        JPEGFrame(bytes, header: true).map { ($0.width, $0.height) }
-    }
-
     /// Throws unless `directory` is a folder: a file there is named as one, not as missing.
     static func checkFolder(_ directory: String) throws(TesseraError) {
         switch fileStatus(directory) {
