@@ -11,10 +11,12 @@
 //   `.loading`); readers only read a `.resident` slot they have pinned; eviction takes only
 //   unpinned slots. So no bytes are read while written.
 //
-// Memory: `slotCount` cells at most (the budget the plan gave). When a library has more distinct
-// photos than fit, an evicted cell is first written to an anonymous spill file (pwrite, page
-// cache only, not in the process's RSS) and read back with pread when needed again, so no photo
-// is decoded twice.
+// Memory: `slotCount` of the largest cells (the budget the plan gave), as one arena that each
+// cell takes its own size of (`CellArena`): a collage's cells average less than half its
+// largest, and fixed slots of the largest held 24 of a row's 75 where the arena holds ARENACELLS.
+// When a library has more distinct photos than fit, an evicted cell is first written to an
+// anonymous spill file (pwrite, page cache only, not in the process's RSS) and read back with
+// pread when needed again, so no photo is decoded twice.
 //
 // A layout of frames (a collage, an adaptive mosaic) knows how many canvas rows each drawing
 // fills (`rowsLeft`): the painter counts off the rows it draws (`drew`), and a drawing with
@@ -49,8 +51,9 @@ final class CellCache: @unchecked Sendable {
     let decoder: CellDecoder
     /// What each key is: a photo at the cell size (a grid), or a photo at one of its sizes.
     let drawings: CellDrawings
-    /// A slot's bytes: the largest cell.
+    /// The largest cell's bytes; the spill file keeps key i at i times this.
     let cellBytes: Int
+    /// The arena holds this many of the largest cells (more of smaller ones).
     let slotCount: Int
     private let photos: PhotoTable
     private let spillDirectory: String
@@ -60,9 +63,13 @@ final class CellCache: @unchecked Sendable {
     private let changed: Condition
     // Protected by `lock`:
     private var states: PhotoStates
+    // A slot is a handle on a cell in the arena: at `slotOffset`, `slotLength` bytes.
+    private var arena: CellArena
     private var slotPhoto: [Int]
     private var slotPins: [Int]
     private var slotLastUse: [UInt64]
+    private var slotOffset: [Int]
+    private var slotLength: [Int]
     private var freeSlots: [Int]
     private var clock: UInt64 = 0
     private var spill: FileDescriptor?
@@ -81,6 +88,9 @@ final class CellCache: @unchecked Sendable {
     /// Bytes the cache keeps a photo, drawn or not (its state).
     static var bytesPerPhoto: Int { PhotoStates.bytesPerPhoto }
 
+    /// At most this many cells at once beyond `slotCount` (five words each: 160 KiB).
+    static let mostHandles = 4096
+
     /// `drawings` says what each key of `acquire` is; nil: photo i at the decoder's cell size.
     init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil,
          drawings: CellDrawings? = nil) {
@@ -92,14 +102,21 @@ final class CellCache: @unchecked Sendable {
         cellBytes = self.drawings.largestBytes
         self.slotCount = slotCount
         self.spillDirectory = spillDirectory
-        // Reserved, not touched: pages become resident only as slots fill.
-        memory = .allocate(byteCount: cellBytes * slotCount, alignment: 64)
+        let arenaBytes = CellArena.rounded(cellBytes) * slotCount
+        // Reserved, not touched: pages become resident only as cells fill them (the lowest
+        // free place first).
+        memory = .allocate(byteCount: arenaBytes, alignment: 64)
+        arena = CellArena(bytes: arenaBytes)
         changed = Condition(lock)
         states = PhotoStates(count: self.drawings.count)
-        slotPhoto = Array(repeating: -1, count: slotCount)
-        slotPins = Array(repeating: 0, count: slotCount)
-        slotLastUse = Array(repeating: 0, count: slotCount)
-        freeSlots = Array((0..<slotCount).reversed())
+        // As many handles as the arena holds of the smallest cells, within reason.
+        let handles = max(slotCount, min(self.drawings.count, Self.mostHandles, arenaBytes / CellArena.rounded(self.drawings.smallestBytes)))
+        slotPhoto = Array(repeating: -1, count: handles)
+        slotPins = Array(repeating: 0, count: handles)
+        slotLastUse = Array(repeating: 0, count: handles)
+        slotOffset = Array(repeating: 0, count: handles)
+        slotLength = Array(repeating: 0, count: handles)
+        freeSlots = Array((0..<handles).reversed())
         rowsLeft = self.drawings.framed?.rowsDrawn() ?? []
     }
 
@@ -116,7 +133,7 @@ final class CellCache: @unchecked Sendable {
     /// stripes (a collage's, an adaptive mosaic's large cells) is read from the spill once in
     /// all, however few cells the cache holds.
     func acquire(photo index: Int, wait: Bool, partial: Bool = false) throws(TesseraError) -> Lookup {
-        var slot = -1
+        var slot = -1, place = 0
         var fromDisk = false
         do {
             lock.lock()
@@ -127,7 +144,7 @@ final class CellCache: @unchecked Sendable {
                     slotPins[resident] += 1
                     clock += 1
                     slotLastUse[resident] = clock
-                    return .cell(UnsafeRawPointer(memory + resident * cellBytes), slot: resident)
+                    return .cell(UnsafeRawPointer(memory + slotOffset[resident]), slot: resident)
                 case .failed:
                     return .failed
                 case .decoding, .loading:
@@ -137,12 +154,14 @@ final class CellCache: @unchecked Sendable {
                 case .spilled where partial:
                     return .onDisk
                 case .absent, .spilled:
-                    guard let free = try takeSlotLocked() else {
+                    let size = drawings.size(index)
+                    guard let free = try takeSlotLocked(bytes: size.width * size.height * 3) else {
                         // Every slot is pinned by other workers: wait for one to be released.
                         changed.wait()
                         continue
                     }
                     slot = free
+                    place = slotOffset[free]
                     fromDisk = states.onDisk(index)
                     states[index] = fromDisk ? .loading : .decoding
                     slotPhoto[slot] = index
@@ -153,7 +172,7 @@ final class CellCache: @unchecked Sendable {
         }
         // Fill the pinned slot outside the lock.
         let size = drawings.size(index)
-        let bytes = UnsafeMutableRawBufferPointer(start: memory + slot * cellBytes, count: size.width * size.height * 3)
+        let bytes = UnsafeMutableRawBufferPointer(start: memory + place, count: size.width * size.height * 3)
         let photo = drawings.photo(index)
         let decoder = drawings.framed == nil ? self.decoder : self.decoder.sized(width: size.width, height: size.height)
         var outcome: Result<DecodeNotes, TesseraError>
@@ -203,8 +222,7 @@ final class CellCache: @unchecked Sendable {
             return .cell(UnsafeRawPointer(bytes.baseAddress!), slot: slot)
         case .failure(let error):
             slotPins[slot] = 0
-            slotPhoto[slot] = -1
-            freeSlots.append(slot)
+            emptyLocked(slot: slot)
             if fromDisk {
                 states[index] = .spilled
                 throw error
@@ -251,10 +269,28 @@ final class CellCache: @unchecked Sendable {
         lock.withLock {
             guard !rowsLeft.isEmpty else { return }
             rowsLeft[index] -= Int32(clamping: rows)
-            guard rowsLeft[index] <= 0, case .resident(let slot) = states[index], slotPins[slot] == 0 else { return }
+            guard rowsLeft[index] <= 0 else { return }
+            forgetSpillLocked(index)
+            guard case .resident(let slot) = states[index], slotPins[slot] == 0 else { return }
             freeLocked(slot: slot)
             changed.broadcast()
         }
+    }
+
+    /// Drops a drawn key's copy in the spill file: its pages would otherwise stay dirty in the
+    /// page cache until written back to the disk, though never read again (a collage of 10,000
+    /// photos at 64 MiB spilled SPILLED a run, and the kernel's writeback of it made run times
+    /// vary from 7 to 17 s). Every read of it is done: `drew` follows each one. Called with
+    /// `lock` held, so that no new copy is written while the hole is punched.
+    private func forgetSpillLocked(_ index: Int) {
+        guard states.onDisk(index), let spill else { return }
+        switch states[index] {
+        case .spilled: states[index] = .absent
+        case .resident: break
+        default: return
+        }
+        states.clearOnDisk(index)
+        spill.punchHole(offset: Int64(index) * Int64(cellBytes), length: Int64(drawings.size(index).width * drawings.size(index).height * 3))
     }
 
     /// Empties unpinned `slot`, whose key is drawn: it is read from the spill file or decoded
@@ -262,7 +298,13 @@ final class CellCache: @unchecked Sendable {
     private func freeLocked(slot: Int) {
         let key = slotPhoto[slot]
         states[key] = states.onDisk(key) ? .spilled : .absent
+        emptyLocked(slot: slot)
+    }
+
+    /// Gives `slot`'s place in the arena back, and the handle. Called with `lock` held.
+    private func emptyLocked(slot: Int) {
         slotPhoto[slot] = -1
+        arena.free(offset: slotOffset[slot], length: slotLength[slot])
         freeSlots.append(slot)
     }
 
@@ -279,31 +321,39 @@ final class CellCache: @unchecked Sendable {
         }
     }
 
-    /// A free slot, evicting the least recently used unpinned cell (spilling it to disk first if
-    /// it has no copy there). nil when every slot is pinned. Called with `lock` held.
-    private func takeSlotLocked() throws(TesseraError) -> Int? {
-        if let free = freeSlots.popLast() { return free }
-        var victim = -1
-        var oldest = UInt64.max
-        for slot in 0..<slotCount where slotPins[slot] == 0 && slotLastUse[slot] < oldest {
-            if case .resident = states[slotPhoto[slot]] {
-                oldest = slotLastUse[slot]
-                victim = slot
+    /// A slot of `bytes` in the arena, evicting the least recently used unpinned cells (spilling
+    /// each to disk first if it has no copy there) until there is a place that large. nil when
+    /// the pinned cells leave none. Called with `lock` held.
+    private func takeSlotLocked(bytes: Int) throws(TesseraError) -> Int? {
+        let length = CellArena.rounded(bytes)
+        while true {
+            if !freeSlots.isEmpty, let offset = arena.take(length) {
+                let slot = freeSlots.removeLast()
+                slotOffset[slot] = offset
+                slotLength[slot] = length
+                return slot
             }
+            var victim = -1
+            var oldest = UInt64.max
+            for slot in slotPhoto.indices where slotPhoto[slot] >= 0 && slotPins[slot] == 0 && slotLastUse[slot] < oldest {
+                if case .resident = states[slotPhoto[slot]] {
+                    oldest = slotLastUse[slot]
+                    victim = slot
+                }
+            }
+            guard victim >= 0 else { return nil }
+            let photo = slotPhoto[victim]
+            if !states.onDisk(photo) {
+                // Under the lock: kept simple.
+                if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
+                let size = drawings.size(photo)
+                try spill!.writeAll(UnsafeRawBufferPointer(start: memory + slotOffset[victim], count: size.width * size.height * 3),
+                                    at: Int64(photo) * Int64(cellBytes))
+                states.setOnDisk(photo)
+            }
+            states[photo] = .spilled
+            emptyLocked(slot: victim)
         }
-        guard victim >= 0 else { return nil }
-        let photo = slotPhoto[victim]
-        if !states.onDisk(photo) {
-            // Under the lock: a rare path (libraries larger than the cache), kept simple.
-            if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
-            let size = drawings.size(photo)
-            try spill!.writeAll(UnsafeRawBufferPointer(start: memory + victim * cellBytes, count: size.width * size.height * 3),
-                                at: Int64(photo) * Int64(cellBytes))
-            states.setOnDisk(photo)
-        }
-        states[photo] = .spilled
-        slotPhoto[victim] = -1
-        return victim
     }
 }
 
@@ -349,4 +399,53 @@ private struct PhotoStates {
     func onDisk(_ index: Int) -> Bool { words[index] & Self.onDiskBit != 0 }
 
     mutating func setOnDisk(_ index: Int) { words[index] |= Self.onDiskBit }
+
+    mutating func clearOnDisk(_ index: Int) { words[index] &= ~Self.onDiskBit }
+}
+
+/// Places in the cell cache's memory: first fit among the free ranges, which are kept sorted and
+/// merged. Cells of one size (a grid's) take the places fixed slots would.
+struct CellArena {
+    /// Free ranges as (offset, length), sorted by offset, none touching another.
+    private(set) var free: [(offset: Int, length: Int)]
+
+    init(bytes: Int) { free = bytes > 0 ? [(0, bytes)] : [] }
+
+    /// `bytes` rounded up to the arena's unit (64 bytes, a cache line).
+    static func rounded(_ bytes: Int) -> Int { (max(bytes, 1) + 63) & ~63 }
+
+    /// The offset of `length` bytes taken from the first free range that holds them, or nil.
+    mutating func take(_ length: Int) -> Int? {
+        guard let index = free.firstIndex(where: { $0.length >= length }) else { return nil }
+        let offset = free[index].offset
+        if free[index].length == length {
+            free.remove(at: index)
+        } else {
+            free[index] = (offset + length, free[index].length - length)
+        }
+        return offset
+    }
+
+    /// Gives back `length` bytes at `offset` (taken with `take`), merging with the free
+    /// ranges either side.
+    mutating func free(offset: Int, length: Int) {
+        var low = 0, high = free.count
+        while low < high {
+            let middle = (low + high) / 2
+            if free[middle].offset < offset { low = middle + 1 } else { high = middle }
+        }
+        let joinsBefore = low > 0 && free[low - 1].offset + free[low - 1].length == offset
+        let joinsAfter = low < free.count && offset + length == free[low].offset
+        switch (joinsBefore, joinsAfter) {
+        case (true, true):
+            free[low - 1].length += length + free[low].length
+            free.remove(at: low)
+        case (true, false):
+            free[low - 1].length += length
+        case (false, true):
+            free[low] = (offset, length + free[low].length)
+        case (false, false):
+            free.insert((offset, length), at: low)
+        }
+    }
 }

@@ -127,6 +127,35 @@ public struct FramedCells: Equatable, Sendable {
         return rows
     }
 
+    /// The most bytes the cell cache's spill file can hold at once for this layout: a drawing's
+    /// copy there is dropped once its last row is drawn (CellCache's `forgetSpillLocked`), so
+    /// what it holds are drawings whose rows, from first to last, cross a stretch of `reach`
+    /// canvas rows (the stripes in flight) together. Three times that: a shard's band leaves
+    /// undrawn the rows of the drawings across its top and bottom edges, whose copies stay.
+    func mostSpilledBytes(reach: Int) -> Int64 {
+        var top = [Int32](repeating: .max, count: drawings.count), bottom = [Int32](repeating: 0, count: drawings.count)
+        for (index, frame) in frames.enumerated() where drawingOfFrame[index] >= 0 {
+            let drawing = Int(drawingOfFrame[index])
+            top[drawing] = min(top[drawing], frame.y)
+            bottom[drawing] = max(bottom[drawing], Int32(frame.bottom))
+        }
+        var changes: [(row: Int, bytes: Int64)] = []
+        changes.reserveCapacity(2 * drawings.count)
+        for (index, drawing) in drawings.enumerated() {
+            let bytes = Int64(drawing.width) * Int64(drawing.height) * 3
+            changes.append((Int(top[index]) - reach, bytes))
+            changes.append((Int(bottom[index]), -bytes))
+        }
+        // At one row, the drawings that end there go before those that start.
+        changes.sort { ($0.row, $0.bytes) < ($1.row, $1.bytes) }
+        var live: Int64 = 0, most: Int64 = 0
+        for change in changes {
+            live += change.bytes
+            most = max(most, live)
+        }
+        return 3 * most
+    }
+
     /// The indices of the frames that may cross canvas rows `rows` (those starting above
     /// `rows.lowerBound - tallest` cannot): check each one's rows.
     func candidates(crossing rows: Range<Int>) -> Range<Int> {
@@ -184,4 +213,10 @@ struct CellDrawings: Sendable {
 
     /// The most bytes a key's cell takes.
     var largestBytes: Int { (framed?.largestArea ?? cellWidth * cellHeight) * 3 }
+
+    /// The fewest bytes a key's cell takes (a loop over a layout's drawings).
+    var smallestBytes: Int {
+        guard let framed, !framed.drawings.isEmpty else { return cellWidth * cellHeight * 3 }
+        return framed.drawings.reduce(Int.max) { min($0, Int($1.width) * Int($1.height)) } * 3
+    }
 }

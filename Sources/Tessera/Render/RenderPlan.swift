@@ -259,7 +259,10 @@ public struct RenderPlan: Equatable, Sendable {
         // The smallest cell cache (two cells a worker) can still not fit: refuse, as the budget
         // promises, rather than plan past it.
         guard estimatedPeak <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: estimatedPeak) }
-        let spillBytes: Int64 = cache.slots < distinct ? Int64(distinct) * Int64(cellBytes) : 0
+        // A layout of frames gives back each drawing's spilled copy when it is drawn.
+        let everyCellBytes = Int64(distinct) * Int64(cellBytes)
+        let spillBytes: Int64 = cache.slots >= distinct ? 0
+            : layout.framed.map { min(everyCellBytes, $0.mostSpilledBytes(reach: window * stripeHeight)) } ?? everyCellBytes
         let pageRounded = Int64((stripeBytes + pageSize - 1) / pageSize * pageSize)
         var plan = RenderPlan(
             geometry: StripeGeometry(width: width, height: height, stripeHeight: stripeHeight),

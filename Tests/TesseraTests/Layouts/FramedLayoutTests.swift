@@ -152,6 +152,85 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         }
     }
 
+    /// A drawing spilled with rows still to draw, then drawn to its last row: its copy in the
+    /// spill file is dropped (the hole punched), so asked for again it is decoded again, not
+    /// read back; one with rows left is still read from the spill file.
+    @Test func aSpilledDrawingDrawnToItsEndLeavesTheSpillFile() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let (cache, _) = try fiveFrameCache(in: scratch)
+        // The arena holds two of the largest (58 x 40); drawings 0-2 (30, 37 and 44 px wide) fit
+        // at once, and 3 and 4 evict them.
+        for key in 0..<5 {
+            guard case .cell(_, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
+                Issue.record("drawing \(key) not decoded")
+                return
+            }
+            cache.release(slot: slot)
+        }
+        guard case .onDisk = try cache.acquire(photo: 0, wait: true, partial: true) else {
+            Issue.record("drawing 0 is not in the spill file")
+            return
+        }
+        cache.drew(0, rows: 40)
+        #expect(cache.decodedCount == 5)
+        guard case .cell(_, let slot) = try cache.acquire(photo: 0, wait: true, partial: true) else {
+            Issue.record("drawing 0, drawn to its last row, came back from the spill file")
+            return
+        }
+        cache.release(slot: slot)
+        #expect(cache.decodedCount == 6)
+        guard case .onDisk = try cache.acquire(photo: 1, wait: true, partial: true) else {
+            Issue.record("drawing 1, with rows to draw, is not in the spill file")
+            return
+        }
+    }
+
+    /// The cell cache's arena: first fit, and what is given back merged with its free
+    /// neighbours, so cells of many sizes share the memory fixed slots of the largest wasted.
+    @Test func theArenaTakesTheFirstFitAndMergesWhatComesBack() {
+        var arena = CellArena(bytes: 1000)
+        #expect(arena.take(300) == 0)
+        #expect(arena.take(300) == 300)
+        #expect(arena.take(300) == 600)
+        #expect(arena.take(200) == nil)
+        arena.free(offset: 300, length: 300)
+        #expect(arena.take(400) == nil, "300 and 100 bytes apart are not 400")
+        arena.free(offset: 600, length: 300)
+        #expect(arena.free.map(\.offset) == [300] && arena.free.map(\.length) == [700])
+        #expect(arena.take(650) == 300)
+        #expect(arena.take(40) == 950)
+        arena.free(offset: 0, length: 300)
+        #expect(arena.take(10) == 0)
+        arena.free(offset: 300, length: 650)
+        arena.free(offset: 0, length: 10)
+        arena.free(offset: 950, length: 40)
+        #expect(arena.free.map(\.offset) == [0] && arena.free.map(\.length) == [1000])
+        #expect(CellArena.rounded(1) == 64 && CellArena.rounded(64) == 64 && CellArena.rounded(65) == 128)
+    }
+
+    /// The spill file's bound: the bytes of the drawings whose rows, first to last, cross a
+    /// stretch of `reach` rows together, three times (a shard's edges).
+    @Test func theSpillHoldsOnlyTheDrawingsLiveTogether() {
+        // Three rows of two 10 x 10 cells (300 bytes each), the first photo again at the end.
+        var frames: [CellFrame] = []
+        for row in 0..<3 {
+            for column in 0..<2 { frames.append(CellFrame(x: column * 10, y: row * 10, width: 10, height: 10, photo: row * 2 + column)) }
+        }
+        let separate = CellLayout(width: 20, height: 30, cells: frames).framed!
+        #expect(separate.mostSpilledBytes(reach: 0) == 3 * 600)
+        #expect(separate.mostSpilledBytes(reach: 5) == 3 * 1200)
+        frames[5].photo = 0
+        let reused = CellLayout(width: 20, height: 30, cells: frames).framed!
+        // Photo 0 is live from the first row to the last: three drawings in the middle row.
+        #expect(reused.mostSpilledBytes(reach: 0) == 3 * 900)
+        #expect(reused.mostSpilledBytes(reach: 5) == 3 * 1200)
+        // Photo 0 in every row (one drawing): two live in each.
+        frames[3].photo = 0
+        let twice = CellLayout(width: 20, height: 30, cells: frames).framed!
+        #expect(twice.mostSpilledBytes(reach: 0) == 3 * 600)
+    }
+
     /// Cells evicted from a cache too small for them are read back a band of rows at a time
     /// from the spill file, and those rows are the cell's.
     @Test func evictedCellsAreReadBackRowsAtATime() throws {
