@@ -69,4 +69,56 @@ import TesseraTestSupport
         }
         #expect(outcomes.rendered >= 1 && outcomes.refused >= 1, "\(outcomes)")
     }
+
+    /// A layout of frames at the smallest budget that plans it, its cache a few cells where a row
+    /// holds hundreds: almost every cell goes through the spill file. Each one's copy is punched
+    /// out once drawn, so the spill file needs only what the pre-flight counts (a small part of
+    /// every cell's size), and a tmpfs of that much draws the picture the roomy render draws.
+    @Test func aCollageSpillsNoMoreThanThePreflightCounts() throws {
+        guard mayMount() else { return }
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let library = try PhotoLibrary.scan(Self.photos)
+        // 32 rows 100 to 131 px tall, 6,000 px wide, of cells 150 to 209 px wide: a photo at a
+        // size of its own almost every time (about 1,050 drawings).
+        var frames: [CellFrame] = []
+        var y = 0
+        for row in 0..<32 {
+            var x = 0, k = 0
+            while x < 6_000 {
+                let width = min(6_000 - x, 150 + (row * 7 + k * 13) % 60)
+                frames.append(CellFrame(x: x, y: y, width: width, height: 100 + row, photo: (row + k) % library.photos.count))
+                x += width
+                k += 1
+            }
+            y += 100 + row
+        }
+        let layout = CellLayout(width: 6_000, height: y, cells: frames)
+        var roomy = RenderSettings()
+        roomy.encoder = .serial
+        roomy.stripeHeight = 16
+        roomy.workers = 2
+        roomy.temporaryDirectory = scratch.path
+        var tight = roomy
+        tight.maxMemoryBytes = try #require(RenderPlan.smallestBudget(from: 8 << 20) { bytes in
+            var trial = roomy
+            trial.maxMemoryBytes = bytes
+            return (try? RenderPlan.make(layout: layout, settings: trial)) != nil
+        })
+        let plan = try RenderPlan.make(layout: layout, settings: tight)
+        let everyCell = Int64(layout.distinctDrawingCount) * Int64(plan.cellBytes)
+        #expect(plan.cellSlots * plan.cellBytes < 6_000 * 100 * 3, "the cache holds a row: nothing would spill")
+        #expect(plan.spillDiskBytes > 0 && plan.spillDiskBytes * 5 < everyCell, "spill counted \(plan.spillDiskBytes) of \(everyCell)")
+
+        _ = try StripeRenderer(photos: library.photos, layout: layout, settings: roomy, jpeg: scratch.file("roomy.jpg")).render()
+        let kib = (plan.temporaryDiskBytes + 65_535) / 65_536 * 64
+        guard let temporary = mountTmpfs(size: "\(kib)k", in: scratch, name: "spill") else { return }
+        defer { _ = system("umount '\(temporary)'") }
+        tight.temporaryDirectory = temporary
+        let renderer = try StripeRenderer(photos: library.photos, layout: layout, settings: tight, jpeg: scratch.file("tight.jpg"))
+        try DiskPreflight.check(plan: renderer.plan, outputPath: scratch.file("tight.jpg"))
+        _ = try renderer.render()
+        #expect(readBytes(scratch.file("tight.jpg")) == readBytes(scratch.file("roomy.jpg")))
+        #expect(listNames(temporary).isEmpty)
+    }
 }
