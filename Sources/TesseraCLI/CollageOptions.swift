@@ -120,13 +120,20 @@ public enum CollageCommand {
             // h * h * sum(aspects) / W tall, square when W = h * sqrt(sum). Gaps and odd shapes
             // move that: a few steps toward the square (W to the mean of W and the height the
             // rows then make), each the exact layout's height.
+            // Never wider than every photo side by side at the row height: a wider row would
+            // draw them taller than it (a single portrait went from 225 x 300 to 461 x 614, a
+            // phone screenshot to 1066 x 2487, as each step widened the one row). Photos that
+            // make less than two rows' worth are that one row.
             let total = aspects.reduce(0, +)
             let widest = Int((Double(rowHeight) * (aspects.max() ?? 1)).rounded()) + 2 * gap
             let least = max(widest, 2 * gap + 1)
-            var width = min(sideLimit, max(Int((Double(rowHeight) * total.squareRoot()).rounded()) + 2 * gap, least))
+            let oneRow = Int((Double(rowHeight) * total).rounded()) + gap * (aspects.count + 1)
+            let most = min(sideLimit, max(least, oneRow))
+            if total < 2.25 { return (.rows(rowHeight: rowHeight), most) }
+            var width = min(most, max(Int((Double(rowHeight) * total.squareRoot()).rounded()) + 2 * gap, least))
             for _ in 0..<4 {
                 let height = CollageLayout.height(aspects: aspects, width: width, rowHeight: rowHeight, gap: gap)
-                let next = min(sideLimit, max(least, Int((Double(width) * Double(height)).squareRoot().rounded())))
+                let next = min(most, max(least, Int((Double(width) * Double(height)).squareRoot().rounded())))
                 if abs(next - width) <= width / 50 { break }
                 width = next
             }
@@ -139,7 +146,11 @@ public enum CollageCommand {
                 columns = max(1, min(aspects.count, width / (CollageOptions.defaultColumnWidth + gap)))
             } else {
                 // Each photo adds width / aspect to its column: square when columns^2 = sum(1 / aspect).
-                columns = max(1, Int(aspects.reduce(0) { $0 + 1 / $1 }.squareRoot().rounded()))
+                // No more columns than photos, nor than the widest picture holds at the default
+                // column width (tall photos asked for 2 columns of 1 photo; wide gaps for more
+                // than 65,500 px).
+                let square = Int(aspects.reduce(0) { $0 + 1 / $1 }.squareRoot().rounded())
+                columns = max(1, min(square, aspects.count, (sideLimit - gap) / (CollageOptions.defaultColumnWidth + gap)))
             }
             let width = collage.width ?? min(sideLimit, columns * (CollageOptions.defaultColumnWidth + gap) + gap)
             return (.columns(count: columns), width)

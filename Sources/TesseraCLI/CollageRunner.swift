@@ -34,7 +34,26 @@ extension Runner {
                 ? "--width \(shape.width) is wider than a JPEG can be (\(formatCount(jpegMaxDimension)) px): give --width \(jpegMaxDimension) or less, or write only pyramids (--dzi, --szi, --tiff), which may be up to \(formatCount(RenderPlan.maxDeepZoomSide)) px"
                 : "--width \(shape.width) is wider than any picture tessera writes (\(formatCount(sideLimit)) px): give --width \(sideLimit) or less")
         }
-        return try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
-                                      heightLimit: sideLimit)
+        let layout = try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
+                                            heightLimit: sideLimit)
+        if let warning = Self.misshapen(layout, aspects: aspects) { console.warning(warning) }
+        return layout
+    }
+
+    /// A warning when some photos are drawn too small to keep their shape within a pixel (a
+    /// collage a few pixels wide: a square drawn 2 x 1), or nil.
+    static func misshapen(_ layout: CellLayout, aspects: [Double]) -> String? {
+        guard let framed = layout.framed else { return nil }
+        var count = 0
+        var smallest: CellFrame?
+        for frame in framed.frames where frame.photo >= 0 {
+            let aspect = aspects[Int(frame.photo)], width = Double(frame.width), height = Double(frame.height)
+            guard abs(width - height * aspect) > 1 && abs(height - width / aspect) > 1 else { continue }
+            count += 1
+            if smallest.map({ Int(frame.width) * Int(frame.height) < Int($0.width) * Int($0.height) }) ?? true { smallest = frame }
+        }
+        guard count > 0, let smallest else { return nil }
+        return "\(formatCount(count)) of \(formatCount(framed.frames.count)) photo(s) are drawn too small to keep their shape within a pixel "
+            + "(one is \(smallest.width) x \(smallest.height) px): give a larger --width, --row-height or fewer --columns"
     }
 }

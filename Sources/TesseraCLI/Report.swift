@@ -274,9 +274,13 @@ public enum Report {
         var help: [String] = []
         if unmet.underUsed > 0 { help.append("lower --min-distance or --min-uses, or ask for more cells (--cells)") }
         if unmet.tooClose > 0 {
-            let fits = max(0, (Int(Double(pictures).squareRoot()) - 1) / 2)
+            // An adaptive mosaic's distance is in pixels (its smallest cells' block).
+            let smallest = prepared.adaptive.map { (width: max(1, $0.largestWidth >> $0.levels), height: max(1, $0.largestHeight >> $0.levels)) }
+            let cellsFit = MosaicJob.keepableDistance(pictures: pictures, smallestCell: nil)
+            let fits = MosaicJob.keepableDistance(pictures: pictures, smallestCell: smallest)
+            let block = "\(2 * cellsFit + 1) x \(2 * cellsFit + 1) block" + (smallest.map { " of \($0.width) x \($0.height) px cells" } ?? "")
             help.append(minDistance > fits
-                ? "lower --min-distance to \(fits) (\(pictures) pictures hold a \(2 * fits + 1) x \(2 * fits + 1) block without repeats)"
+                ? "lower --min-distance to \(fits)\(smallest == nil ? "" : " px") (\(pictures) pictures hold a \(block) without repeats)"
                 : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
         }
         if unmet.overUsed > 0 { help.append("raise --max-uses to at least \((cells + pictures - 1) / pictures), or add photos") }

@@ -46,6 +46,65 @@ import Tessera
         #expect(!CollageCommand.help.contains("\n  --tile-size"))
     }
 
+    /// The default shape: about a square, but never rows wider than every photo side by side
+    /// at the row height (a phone screenshot alone came out 1066 x 2487 px, two 1:10 and 1:16
+    /// photos 4579 x 28179), and masonry's default columns no more than the photos, nor than a
+    /// JPEG's width holds at the default column width.
+    @Test func theDefaultShapeDrawsFewTallPhotosAtTheRowHeight() throws {
+        let rows = try CollageCommand.parse(["p", "-o", "o.jpg"])
+        func width(_ aspects: [Double]) -> Int { CollageCommand.shape(rows, aspects: aspects, sideLimit: 65_500).width }
+        #expect(width([1080.0 / 2520]) == 129)
+        #expect(width([0.75]) == 225)
+        #expect(width([0.1, 0.0625]) == 49)
+        #expect(width([4.0 / 3, 3.0 / 4]) == 625)  // one row, both at 300 px
+        // Many photos: about a square (rows of 300 px, the height within a row of the width).
+        let many = [Double](repeating: 1.5, count: 400)
+        let manyWidth = width(many)
+        let height = CollageLayout.height(aspects: many, width: manyWidth, rowHeight: 300, gap: 0)
+        #expect(abs(manyWidth - height) * 10 <= manyWidth, "\(manyWidth) x \(height)")
+
+        let columns = try CollageCommand.parse(["p", "-o", "o.jpg", "--layout", "columns"])
+        func count(_ aspects: [Double], _ options: CollageOptions = columns) -> Int {
+            guard case .columns(let count) = CollageCommand.shape(options, aspects: aspects, sideLimit: 65_500).style else { return -1 }
+            return count
+        }
+        #expect(count([1080.0 / 2520]) == 1)
+        #expect(count([0.1, 0.0625]) == 2)
+        #expect(count([Double](repeating: 0.2, count: 40)) == 14)
+        let gapped = try CollageCommand.parse(["p", "-o", "o.jpg", "--layout", "columns", "--gap", "1000"])
+        let wide = CollageCommand.shape(gapped, aspects: [Double](repeating: 0.75, count: 20_000), sideLimit: 65_500)
+        #expect(wide.width <= 65_500)
+        #expect(count([Double](repeating: 0.75, count: 20_000), gapped) == 49)
+    }
+
+    /// Photos drawn too small to keep their shape within a pixel (a collage 7 px wide) are
+    /// told, with what would help; a collage of ordinary size says nothing.
+    @Test func photosTooSmallToKeepTheirShapeAreTold() throws {
+        // The shapes of ten photos a fuzzer drew at --width 7 --row-height 5 (a 4:3 one in 4 x 5).
+        let aspects = [1.0, 1.0 / 3, 0.5625, 3.0, 0.5625, 16.0, 1.0 / 16, 1.0 / 16, 4.0 / 3, 1.0 / 16]
+        let tiny = try CollageLayout.make(aspects: aspects, sequence: (0..<10).map { Int32($0) }, width: 7, style: .rows(rowHeight: 5), gap: 0,
+                                          heightLimit: 65_500)
+        let warning = Runner.misshapen(tiny, aspects: aspects)
+        #expect(warning?.contains("too small to keep their shape") == true && warning?.contains("--width") == true, "\(warning ?? "none")")
+        let ordinary = try CollageLayout.make(aspects: aspects, sequence: (0..<10).map { Int32($0) }, width: 1200, style: .rows(rowHeight: 200), gap: 4,
+                                              heightLimit: 65_500)
+        #expect(Runner.misshapen(ordinary, aspects: aspects) == nil)
+    }
+
+    /// A $TMPDIR that names no folder is refused before any work, as --temp-dir is (exit 2),
+    /// naming TMPDIR, where it was "stat failed", exit 1.
+    @Test func aMissingTMPDIRIsRefusedByName() {
+        let directory = folder("tmpdir")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let capture = directory + "/output.txt"
+        let status = system("TMPDIR='\(directory)/missing' '\(toolPath())' collage '\(fixtures)' -o '\(directory)/c.jpg' --no-progress "
+                            + ">'\(capture)' 2>&1 </dev/null")
+        let output = String(decoding: readFile(capture), as: UTF8.self)
+        #expect(status >> 8 == 2, "\(output)")
+        #expect(output.contains("TMPDIR") && output.contains(directory + "/missing"), "\(output)")
+        #expect(access(directory + "/c.jpg", F_OK) != 0)
+    }
+
     /// A collage of the fixtures (landscapes and portraits, each in all eight EXIF
     /// orientations): the manifest's cells are every photo once, upright shapes, rows exactly
     /// the width; the JPEG is the canvas they make; the viewer knows each cell's rectangle;

@@ -164,4 +164,19 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         #expect(access(folder + "/out.jpg", F_OK) != 0)
         #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
     }
+
+    /// A mosaic of 6,000 columns of 10 px (about 27 million cells, fixed or adaptive): refused
+    /// for its budget (exit 4) inside it. Its plan used to be made on a table of every cell,
+    /// 4 bytes each, made before the budget was checked: 108 MB, OOM-killed in a 64 MiB cgroup.
+    @Test(arguments: [false, true])
+    func aMosaicOfMillionsOfCellsIsRefusedInsideTheBudget(adaptive: Bool) throws {
+        let samples = repositoryRoot + "/Samples"
+        let run = runMeasured(["mosaic", "--target", samples + "/target/chelsea.jpg", samples + "/library", "-o", testRoot + "/millions.jpg",
+                               "--columns", "6000", "--tile-size", "10", "--max-memory", "64M", "--dry-run", "--no-progress"]
+                              + (adaptive ? ["--adaptive"] : []))
+        print("a mosaic of millions of cells\(adaptive ? ", adaptive" : ""): exit \(run.exitCode), peak \(run.peakMiB) MiB")
+        #expect(run.exitCode == 4, "\(run.output)")
+        #expect(run.output.contains("too small"), "\(run.output)")
+        #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
+    }
 }

@@ -21,6 +21,9 @@ public struct CellLayout: Equatable, Sendable {
     private let inOrder: Int
     /// A layout of rectangles of any size (FramedCells.swift), or nil for a grid of equal cells.
     public let framed: FramedCells?
+    /// Counted as a mosaic's table (4 bytes a cell) though cell i holds i mod `inOrder`: the
+    /// layout a mosaic plans with before it is matched.
+    private var countsTable = false
 
     /// A layout with one photo index (or -1) per cell, row-major.
     public init(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, photoIndices: [Int32]) {
@@ -60,6 +63,16 @@ public struct CellLayout: Equatable, Sendable {
         sequence = []
         inOrder = photoCount
         framed = nil
+    }
+
+    /// The layout a mosaic of `columns` x `rows` cells is planned with before it is matched:
+    /// cell i holds photo i mod `photoCount` (the most distinct photos it can draw), and its
+    /// memory is counted as the table the matched mosaic will have (4 bytes a cell), though none
+    /// is made (a 6,000-column mosaic's would be 100 MB).
+    public static func mosaicPlan(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int, photoCount: Int) -> CellLayout {
+        var layout = CellLayout(columns: columns, rows: rows, cellWidth: cellWidth, cellHeight: cellHeight, inOrder: photoCount)
+        layout.countsTable = true
+        return layout
     }
 
     /// A layout of `cells`: rectangles of any size on a `width` x `height` canvas, each holding
@@ -146,7 +159,7 @@ public struct CellLayout: Equatable, Sendable {
     public var photoIndices: [Int32] { table ?? (0..<cellCount).map { Int32(photo(at: $0)) } }
 
     /// Memory the layout holds: 4 bytes a cell for a mosaic, a grid's sequence otherwise.
-    public var storedBytes: Int { framed?.storedBytes ?? 4 * (table?.count ?? sequence.count) }
+    public var storedBytes: Int { framed?.storedBytes ?? 4 * (countsTable ? cellCount : table?.count ?? sequence.count) }
 
     /// The photo index in cell `index` (row-major), or -1.
     @inline(__always)

@@ -6,7 +6,7 @@
 // mean in linear light (as a photo's sub-cells are: MosaicAnalysis.subCellMeans). A cell's
 // detail is what its sub-cells cannot show: the squared Oklab distance of every sample to its
 // sub-cell's colour, summed (its local contrast, weighted by area). The cell with the most detail
-// is split first (ties: larger cells, then top, then left), until the mosaic has the cells asked
+// is split first (ties: larger cells, then spread evenly over the picture), until the mosaic has the cells asked
 // for. (Not the gain of one split: detail finer than a cell's quarters' sub-cells gains nothing
 // from the first split, yet is only shown by splitting.) Every cell keeps the largest cell's shape, so a
 // photo's features (its centre crop to that shape) serve every size.
@@ -256,7 +256,7 @@ public struct AdaptiveCells: Equatable, Sendable {
         }
     }
 
-    /// A max-heap of cells by split gain; equal gains: the larger cell, then the top, then the left.
+    /// A max-heap of cells by split gain; equal gains: the larger cell, then `spread`'s order.
     struct SplitHeap {
         private var entries: [(gain: Float, cell: Cell)] = []
 
@@ -265,7 +265,24 @@ public struct AdaptiveCells: Equatable, Sendable {
         private static func before(_ a: (gain: Float, cell: Cell), _ b: (gain: Float, cell: Cell)) -> Bool {
             if a.gain != b.gain { return a.gain > b.gain }
             if a.cell.side != b.cell.side { return a.cell.side > b.cell.side }
+            let (spreadA, spreadB) = (spread(a.cell), spread(b.cell))
+            if spreadA != spreadB { return spreadA < spreadB }
             return (a.cell.y, a.cell.x) < (b.cell.y, b.cell.x)
+        }
+
+        /// Equal cells of one size are split in this order: their place (in cells of their size)
+        /// interleaved bit by bit and read backwards, so that any number of them taken first are
+        /// spread evenly over the picture (a flat target's last, partial level of splits was a
+        /// band across the top: all 8,000 of its small cells in the top fifth).
+        static func spread(_ cell: Cell) -> UInt64 {
+            let side = UInt64(max(1, cell.side))
+            let column = UInt64(max(0, cell.x)) / side, row = UInt64(max(0, cell.y)) / side
+            var backwards: UInt64 = 0
+            for bit in 0..<32 {
+                backwards |= ((column >> UInt64(bit)) & 1) << UInt64(63 - 2 * bit)
+                backwards |= ((row >> UInt64(bit)) & 1) << UInt64(62 - 2 * bit)
+            }
+            return backwards
         }
 
         mutating func push(_ cell: Cell, gain: Float) {

@@ -39,6 +39,8 @@ public struct MosaicSettings: Equatable, Sendable {
     /// (the smallest cell: the largest halved `adaptiveLevels` times); 0: a grid. An adaptive
     /// mosaic's `minDistance` is in pixels: the gap between copies of a photo.
     public var adaptiveLevels = 0
+    /// The smallest cell in pixels (the largest halved `adaptiveLevels` times).
+    public var smallestCell: (width: Int, height: Int) { (max(1, cellWidth >> adaptiveLevels), max(1, cellHeight >> adaptiveLevels)) }
     /// The cells of an adaptive mosaic; nil: AdaptiveCells.defaultCount.
     public var adaptiveCells: Int?
 
@@ -252,9 +254,8 @@ public enum MosaicJob {
         // mosaic should render. The largest D whose (2D+1) x (2D+1) block the pictures fill.
         var mosaic = mosaic
         var minDistanceLowered: Int?
-        let keepable = max(0, (Int(Double(pictures.photos.count).squareRoot()) - 1) / 2)
-        // (An adaptive mosaic's distance in pixels: that many smallest cells.)
-        let keepableDistance = adaptive ? keepable * (mosaic.cellWidth >> mosaic.adaptiveLevels) : keepable
+        let keepableDistance = Self.keepableDistance(pictures: pictures.photos.count,
+                                                     smallestCell: adaptive ? mosaic.smallestCell : nil)
         if mosaic.minDistanceIsDefault && mosaic.minDistance > keepableDistance {
             mosaic.minDistance = keepableDistance
             minDistanceLowered = keepableDistance
@@ -318,6 +319,17 @@ public enum MosaicJob {
     /// refused with the smallest budget that fits both, not found out after minutes of
     /// analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
     /// where does not change what it needs.) Returns what preparing holds, and that layout.
+    /// The largest --min-distance `pictures` distinct pictures can keep everywhere: D cells of
+    /// a grid, where they fill a (2D+1) x (2D+1) block; for an adaptive mosaic (`smallestCell`,
+    /// its smallest cell in pixels), in pixels, where copies are kept apart by the gap between
+    /// their rectangles: a gap of D px or less parts them, so D cells of the smallest size are
+    /// one pixel less than D of them side by side (64 px asked 7 x 7 blocks of 32 px cells).
+    public static func keepableDistance(pictures: Int, smallestCell: (width: Int, height: Int)?) -> Int {
+        let cells = max(0, (Int(Double(max(0, pictures)).squareRoot()) - 1) / 2)
+        guard let smallestCell else { return cells }
+        return cells == 0 ? 0 : cells * max(1, min(smallestCell.width, smallestCell.height)) - 1
+    }
+
     static func checkBudget(_ mosaic: MosaicSettings, rows: Int, matched: (columns: Int, rows: Int), photoCount: Int,
                             settings: RenderSettings, outputs: [RenderOutput],
                             beforeAnalysis: ((RenderPlan) throws(TesseraError) -> Void)?) throws(TesseraError) -> (Int, CellLayout) {
@@ -328,8 +340,8 @@ public enum MosaicJob {
         // Every photo in turn (which photo goes where changes nothing the plan counts but the
         // distinct photos, taken as all of them).
         let distinct = max(1, min(photoCount, columns * rows))
-        let provisional = CellLayout(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
-                                     photoIndices: (0..<(columns * rows)).map { Int32($0 % distinct) })
+        let provisional = CellLayout.mosaicPlan(columns: columns, rows: rows, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
+                                                photoCount: distinct)
         func fits(_ budget: Int) -> Bool {
             var trial = settings
             trial.maxMemoryBytes = budget

@@ -203,10 +203,13 @@ public struct RenderRequest: Sendable {
         }.map { [$0.tileSize, $0.overlap, $0.quality] }).count <= 1 else {
             throw .invalidSettings("a Deep Zoom folder and an SZI in one render share their tiles: give them the same tile size, overlap and quality")
         }
-        if let temporaryDirectory {
-            guard case .success(let info) = fileStatus(temporaryDirectory), (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw .unusableOutput(path: temporaryDirectory, reason: "not an existing folder (create it first)")
-            }
+        // The default ($TMPDIR, else /tmp) too: a $TMPDIR naming no folder failed later, exit 1,
+        // as "stat failed".
+        let temporary = temporaryDirectory ?? defaultTemporaryDirectory()
+        guard case .success(let info) = fileStatus(temporary), (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw .unusableOutput(path: temporary, reason: temporaryDirectory == nil
+                ? "not an existing folder, and $TMPDIR names it as the temporary folder (create it, or unset TMPDIR)"
+                : "not an existing folder (create it first)")
         }
         let files = outputs.flatMap(\.files) + extra
         var probed = Set<String>()  // (a pyramid's descriptor, viewer and tiles share one folder)

@@ -54,6 +54,35 @@ import TesseraTestSupport
                                     count: 192).cells == cells)
     }
 
+    /// A flat target: every split is worth the same, so the cells split first are spread over
+    /// the picture, not a band across its top (a flat red target had all 8,000 of its small
+    /// cells in the top fifth). Each quarter of the canvas gets about a quarter of them.
+    @Test func aFlatTargetSpreadsItsSmallCellsEvenly() {
+        let columns = 16, rows = 12, levels = 1, k = 3
+        let pixels = [UInt8](repeating: 0, count: (columns << levels) * k * (rows << levels) * k * 3).enumerated().map { $0.offset % 3 == 0 ? UInt8(200) : UInt8(30) }
+        // 48 of the 192 largest cells split in four.
+        let split = AdaptiveCells.split(pixels: pixels, columns: columns, rows: rows, largestWidth: 40, largestHeight: 40, levels: levels,
+                                        subCells: k, count: 192 + 48 * 3)
+        let small = split.cells.cells.filter { $0.side == 1 }
+        #expect(small.count == 48 * 4)
+        #expect(Self.tiles(split.cells))
+        for (top, left) in [(true, true), (true, false), (false, true), (false, false)] {
+            let quarter = small.filter { (Int($0.y) < rows) == top && (Int($0.x) < columns) == left }.count
+            #expect((40...56).contains(quarter), "\(quarter) small cells in the \(top ? "top" : "bottom") \(left ? "left" : "right") quarter")
+        }
+    }
+
+    /// The largest --min-distance a library keeps everywhere: in cells for a grid; in pixels
+    /// for an adaptive mosaic, one less than that many smallest cells (a gap of D px parts two
+    /// copies, so 64 px between 32 px cells asks a 7 x 7 block where 63 asks 5 x 5).
+    @Test func theDistanceALibraryKeepsIsInPixelsForAdaptiveMosaics() {
+        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: nil) == 2)
+        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (32, 32)) == 63)
+        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (48, 32)) == 63)
+        #expect(MosaicJob.keepableDistance(pictures: 8, smallestCell: (32, 32)) == 0)
+        #expect(MosaicJob.keepableDistance(pictures: 9, smallestCell: (16, 24)) == 15)
+    }
+
     @Test func theCountIsWhatSplitsInFourReach() {
         #expect(AdaptiveCells.reachableCount(560, roots: 280, levels: 1) == 559)
         #expect(AdaptiveCells.reachableCount(1120, roots: 280, levels: 2) == 1120)
