@@ -348,8 +348,10 @@ public struct RenderPlan: Equatable, Sendable {
     static func pyramidWriterBytes(_ deepZoom: DeepZoomGeometry, rowBytes: Int) -> Int {
         let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
         let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
+        // (And the tiles waiting for the thread that writes the folder's files, which the plan
+        // missed: a masonry collage of panoramas with --dzi peaked at 68.5 MiB, planned 62.3.)
         return tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
-            + 2 * rowBytes
+            + 2 * rowBytes + TileFileQueue.defaultLimitBytes + tileSide * tileSide * 3
     }
 
     /// What the TIFF's writer holds besides the rows it averages (counted with the stripes): its

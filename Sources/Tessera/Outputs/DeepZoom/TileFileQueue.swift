@@ -25,7 +25,10 @@ final class TileFileQueue: @unchecked Sendable {
     private var written = 0
     private var writtenBytes: Int64 = 0
 
-    init(limitBytes: Int = 4 << 20) throws(TesseraError) {
+    /// What the queue holds at most by default (tiles waiting past it block their encoder).
+    static let defaultLimitBytes = 4 << 20
+
+    init(limitBytes: Int = TileFileQueue.defaultLimitBytes) throws(TesseraError) {
         self.limitBytes = limitBytes
         changed = Condition(lock)
         thread = try JoinableThread { [unowned self] in self.writeLoop() }
