@@ -38,7 +38,7 @@ public enum CollageCommand {
 
     /// The collage's own options.
     static let ownTable: [Option<Parse>] = [
-        Option("--width", value: "PX", help: "The picture's width in pixels (default: about as wide as the collage is tall, at most a JPEG's \(formatCount(jpegMaxDimension)) px). The height follows from the photos.") { state, given throws(CommandLineError) in
+        Option("--width", value: "PX", help: "The picture's width in pixels (default: about as wide as the collage is tall, at most a JPEG's \(formatCount(jpegMaxDimension)) px, and never wider than the photos side by side at the row height). The height follows from the photos.") { state, given throws(CommandLineError) in
             state.collage.width = try given.integer(1...RenderPlan.maxDeepZoomSide)
         },
         Option("--row-height", value: "PX", help: "The height rows are made about (default \(CollageOptions.defaultRowHeight)): photos fill each row at one height, scaled so the row is exactly --width wide, and rows break where every row comes nearest this height.") { state, given throws(CommandLineError) in

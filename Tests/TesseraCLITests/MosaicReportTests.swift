@@ -155,4 +155,23 @@ private func number(after prefix: String, in text: String) -> Double? {
         #expect((figures["mean_delta_e2000"] as? Double ?? 0) > 0)
         #expect(run.standardOutput.contains("likeness: SSIM not measured: only a Deep Zoom pyramid"), "\(run.standardOutput)")
     }
+
+    /// A $XDG_CACHE_HOME that does not exist yet is made (0700, as the XDG spec asks), and the
+    /// feature index saved in it: every mosaic warned "cannot save the feature index" and read
+    /// its photos again.
+    @Test func aMissingXDGCacheHomeIsMade() throws {
+        let directory = testRoot + "/xdg-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(directory, 0o755)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let samples = repositoryRoot + "/Samples"
+        let capture = directory + "/output.txt"
+        let status = system("XDG_CACHE_HOME='\(directory)/cache' '\(toolPath())' mosaic --target '\(samples)/target/chelsea.jpg' "
+                            + "'\(samples)/library' -o '\(directory)/m.jpg' --grid 20x14 --tile-size 16 --no-progress >'\(capture)' 2>&1 </dev/null")
+        let output = String(decoding: readFile(capture), as: UTF8.self)
+        #expect(status == 0, "\(output)")
+        #expect(!output.contains("cannot save"), "\(output)")
+        var info = stat()
+        #expect(stat(directory + "/cache/tessera", &info) == 0, "\(output)")
+        #expect(stat(directory + "/cache", &info) == 0 && info.st_mode & 0o777 == 0o700)
+    }
 }

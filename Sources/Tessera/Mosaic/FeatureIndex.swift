@@ -291,7 +291,13 @@ public final class FeatureIndex: @unchecked Sendable {
 
 /// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera, else /tmp/tessera-cache.
 public func defaultCacheDirectory() -> String {
-    if let value = getenv("XDG_CACHE_HOME"), value.pointee != 0 { return String(cString: value) + "/tessera" }
+    if let value = getenv("XDG_CACHE_HOME"), value.pointee != 0 {
+        // Made if missing, as the XDG spec asks (0700): a $XDG_CACHE_HOME that did not exist
+        // lost every index, with a warning at every mosaic.
+        let cache = String(cString: value)
+        try? makeDirectory(cache, mode: 0o700)
+        return cache + "/tessera"
+    }
     if let home = getenv("HOME"), home.pointee != 0 {
         let cache = String(cString: home) + "/.cache"
         try? makeDirectory(cache)
