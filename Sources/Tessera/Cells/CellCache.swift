@@ -13,7 +13,7 @@
 //
 // Memory: `slotCount` of the largest cells (the budget the plan gave), as one arena that each
 // cell takes its own size of (`CellArena`): a collage's cells average less than half its
-// largest, and fixed slots of the largest held 24 of a row's 75 where the arena holds ARENACELLS.
+// largest, and fixed slots of the largest held 24 of a row's 75 where the arena holds about 55.
 // When a library has more distinct photos than fit, an evicted cell is first written to an
 // anonymous spill file (pwrite, page cache only, not in the process's RSS) and read back with
 // pread when needed again, so no photo is decoded twice.
@@ -279,7 +279,7 @@ final class CellCache: @unchecked Sendable {
 
     /// Drops a drawn key's copy in the spill file: its pages would otherwise stay dirty in the
     /// page cache until written back to the disk, though never read again (a collage of 10,000
-    /// photos at 64 MiB spilled SPILLED a run, and the kernel's writeback of it made run times
+    /// photos at 64 MiB spilled 2.6 GB a run, and the kernel's writeback of it made run times
     /// vary from 7 to 17 s). Every read of it is done: `drew` follows each one. Called with
     /// `lock` held, so that no new copy is written while the hole is punched.
     private func forgetSpillLocked(_ index: Int) {
