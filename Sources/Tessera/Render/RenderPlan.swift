@@ -236,7 +236,10 @@ public struct RenderPlan: Equatable, Sendable {
         // the cell cache's state a photo, StripeRenderer.photoBytes).
         let fixed = processAllowanceBytes + (writesJPEG ? encoderBytes(compression, workers: workers, rowBytes: rowBytes) : 0)
             + decodePool + layout.storedBytes + photoBytes + deepZoomBytes + tiffBytes
-        let minimumCells = workers * 2
+        // Two cells a worker, so that pinned cells leave room to decode; but no more than the
+        // distinct drawings, which then all stay (one 8,000 px cell was planned four times: 855 MiB
+        // asked for a render that peaks at 223).
+        let minimumCells = min(workers * 2, max(distinct, 1))
 
         // Each pyramid's averaged rows for the levels below: a third of a stripe, counted as part
         // of each stripe's cost (only one stripe is averaged at a time; this is generous).
