@@ -370,7 +370,7 @@ extension MosaicSize {
         let tile = width == height ? "\(width) px" : "\(width) x \(height) px"
         guard !allowed.isEmpty else {
             throw .invalidSettings("--adaptive splits cells in four, but cells of \(tile) do not halve evenly into cells of at least \(smallestCell) px: "
-                                   + "give an even --tile-size (like 100, which allows --min-cell 50 or 25)")
+                                   + "give a --tile-size whose sides halve to at least \(smallestCell) px (like 100, which allows --min-cell 50 or 25)")
         }
         guard let minCell else { return min(2, allowed.count) }
         guard let levels = AdaptiveCells.levels(largestWidth: width, largestHeight: height, smallestWidth: minCell, smallestSide: smallestCell) else {

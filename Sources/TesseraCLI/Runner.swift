@@ -146,16 +146,20 @@ public struct Runner {
                 if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count) }
             }
             let renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
-            guard let summary = try render(renderer, options: options, photoCount: prepared.photoCount,
+            guard let rendered = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
                 console.result(Report.mosaic(prepared))
                 return .success
             }
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
-                                                                                          placeholders: summary.failedPhotos))
+                                                                                          placeholders: rendered.failedPhotos))
             }
-            let similarity = likeness(prepared, summary: summary, options: options, target: settings.targetPath)
+            let similarity = likeness(prepared, summary: rendered, options: options, target: settings.targetPath)
+            // The likeness is measured after the render: the peak it reaches is the run's too
+            // (the report said 20.9 MiB of a run that peaked at 27).
+            var summary = rendered
+            summary.peakResidentBytes = max(summary.peakResidentBytes, peakResidentBytes())
             let runSeconds = monotonicSeconds() - runStarted
             // The quality first, the line naming what was written last, where a person looks.
             console.result(Report.mosaic(prepared, similarity: similarity))
