@@ -152,6 +152,16 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         }
     }
 
+    /// Acquires `key` in `cache` (decoding it) and releases it; false, recorded, if it failed.
+    private func decodedAndReleased(_ cache: CellCache, _ key: Int) throws -> Bool {
+        guard case .cell(_, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
+            Issue.record("drawing \(key) not decoded")
+            return false
+        }
+        cache.release(slot: slot)
+        return true
+    }
+
     /// A drawing spilled with rows still to draw, then drawn to its last row: its copy in the
     /// spill file is dropped (the hole punched), so asked for again it is decoded again, not
     /// read back; one with rows left is still read from the spill file.
@@ -161,13 +171,7 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         let (cache, _) = try fiveFrameCache(in: scratch)
         // The arena holds two of the largest (58 x 40); drawings 0-2 (30, 37 and 44 px wide) fit
         // at once, and 3 and 4 evict them.
-        for key in 0..<5 {
-            guard case .cell(_, let slot) = try cache.acquire(photo: key, wait: true, partial: true) else {
-                Issue.record("drawing \(key) not decoded")
-                return
-            }
-            cache.release(slot: slot)
-        }
+        for key in 0..<5 where !(try decodedAndReleased(cache, key)) { return }
         guard case .onDisk = try cache.acquire(photo: 0, wait: true, partial: true) else {
             Issue.record("drawing 0 is not in the spill file")
             return
