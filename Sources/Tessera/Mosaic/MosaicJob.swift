@@ -319,7 +319,7 @@ public enum MosaicJob {
     /// refused with the smallest budget that fits both, not found out after minutes of
     /// analysis. (The render is planned on a layout of the mosaic's shape; which photo goes
     /// where does not change what it needs.) Returns what preparing holds, and that layout.
-    /// The largest --min-distance `pictures` distinct pictures can keep everywhere: D cells of
+    /// The largest minimum distance `pictures` distinct pictures can keep everywhere: D cells of
     /// a grid, where they fill a (2D+1) x (2D+1) block; for an adaptive mosaic (`smallestCell`,
     /// its smallest cell in pixels), in pixels, where copies are kept apart by the gap between
     /// their rectangles: a gap of D px or less parts them, so D cells of the smallest size are

@@ -352,7 +352,7 @@ public struct RenderPlan: Equatable, Sendable {
         let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
         let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
         // (And the tiles waiting for the thread that writes the folder's files, which the plan
-        // missed: a masonry collage of panoramas with --dzi peaked at 68.5 MiB, planned 62.3.)
+        // missed: a masonry collage of panoramas, pyramid only, peaked at 68.5 MiB, planned 62.3.)
         return tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
             + 2 * rowBytes + TileFileQueue.defaultLimitBytes + tileSide * tileSide * 3
     }
