@@ -63,13 +63,13 @@ final class CellCache: @unchecked Sendable {
     private let changed: Condition
     // Protected by `lock`:
     private var states: PhotoStates
-    // A slot is a handle on a cell in the arena: at `slotOffset`, `slotLength` bytes.
+    // A slot is a handle on a cell in the arena, at `slotOffset` (its length follows from its
+    // key). 24 bytes a slot, as the fixed slots took (a grid of 8 px cells has 100,000 of them).
     private var arena: CellArena
-    private var slotPhoto: [Int]
-    private var slotPins: [Int]
+    private var slotPhoto: [Int32]
+    private var slotPins: [Int32]
     private var slotLastUse: [UInt64]
     private var slotOffset: [Int]
-    private var slotLength: [Int]
     private var freeSlots: [Int]
     private var clock: UInt64 = 0
     private var spill: FileDescriptor?
@@ -88,7 +88,7 @@ final class CellCache: @unchecked Sendable {
     /// Bytes the cache keeps a photo, drawn or not (its state).
     static var bytesPerPhoto: Int { PhotoStates.bytesPerPhoto }
 
-    /// At most this many cells at once beyond `slotCount` (five words each: 160 KiB).
+    /// At most this many cells at once beyond `slotCount` (24 bytes each: 96 KiB).
     static let mostHandles = 4096
 
     /// `drawings` says what each key of `acquire` is; nil: photo i at the decoder's cell size.
@@ -102,7 +102,7 @@ final class CellCache: @unchecked Sendable {
         cellBytes = self.drawings.largestBytes
         self.slotCount = slotCount
         self.spillDirectory = spillDirectory
-        let arenaBytes = CellArena.rounded(cellBytes) * slotCount
+        let arenaBytes = Self.placeBytes(cellBytes, framed: self.drawings.framed != nil) * slotCount
         // Reserved, not touched: pages become resident only as cells fill them (the lowest
         // free place first).
         memory = .allocate(byteCount: arenaBytes, alignment: 64)
@@ -110,12 +110,11 @@ final class CellCache: @unchecked Sendable {
         changed = Condition(lock)
         states = PhotoStates(count: self.drawings.count)
         // As many handles as the arena holds of the smallest cells, within reason.
-        let handles = max(slotCount, min(self.drawings.count, Self.mostHandles, arenaBytes / CellArena.rounded(self.drawings.smallestBytes)))
+        let handles = max(slotCount, min(self.drawings.count, Self.mostHandles, arenaBytes / Self.placeBytes(self.drawings.smallestBytes, framed: self.drawings.framed != nil)))
         slotPhoto = Array(repeating: -1, count: handles)
         slotPins = Array(repeating: 0, count: handles)
         slotLastUse = Array(repeating: 0, count: handles)
         slotOffset = Array(repeating: 0, count: handles)
-        slotLength = Array(repeating: 0, count: handles)
         freeSlots = Array((0..<handles).reversed())
         rowsLeft = self.drawings.framed?.rowsDrawn() ?? []
     }
@@ -164,7 +163,7 @@ final class CellCache: @unchecked Sendable {
                     place = slotOffset[free]
                     fromDisk = states.onDisk(index)
                     states[index] = fromDisk ? .loading : .decoding
-                    slotPhoto[slot] = index
+                    slotPhoto[slot] = Int32(index)
                     slotPins[slot] = 1
                 }
                 break
@@ -258,7 +257,7 @@ final class CellCache: @unchecked Sendable {
         lock.withLock {
             slotPins[slot] -= 1
             guard slotPins[slot] == 0 else { return }
-            if !rowsLeft.isEmpty, slotPhoto[slot] >= 0, rowsLeft[slotPhoto[slot]] <= 0 { freeLocked(slot: slot) }
+            if !rowsLeft.isEmpty, slotPhoto[slot] >= 0, rowsLeft[Int(slotPhoto[slot])] <= 0 { freeLocked(slot: slot) }
             changed.broadcast()
         }
     }
@@ -296,15 +295,23 @@ final class CellCache: @unchecked Sendable {
     /// Empties unpinned `slot`, whose key is drawn: it is read from the spill file or decoded
     /// again if asked for once more. Called with `lock` held.
     private func freeLocked(slot: Int) {
-        let key = slotPhoto[slot]
+        let key = Int(slotPhoto[slot])
         states[key] = states.onDisk(key) ? .spilled : .absent
         emptyLocked(slot: slot)
     }
 
+    /// The arena bytes a cell of `bytes` takes: a grid's cells (one size) side by side, as its
+    /// slots were (7 x 7 px cells rounded to a cache line would take a third more than planned);
+    /// a layout of frames' at whole cache lines.
+    private func placeBytes(_ bytes: Int) -> Int { Self.placeBytes(bytes, framed: drawings.framed != nil) }
+
+    private static func placeBytes(_ bytes: Int, framed: Bool) -> Int { framed ? CellArena.rounded(bytes) : max(bytes, 1) }
+
     /// Gives `slot`'s place in the arena back, and the handle. Called with `lock` held.
     private func emptyLocked(slot: Int) {
+        let size = drawings.size(Int(slotPhoto[slot]))
         slotPhoto[slot] = -1
-        arena.free(offset: slotOffset[slot], length: slotLength[slot])
+        arena.free(offset: slotOffset[slot], length: placeBytes(size.width * size.height * 3))
         freeSlots.append(slot)
     }
 
@@ -325,24 +332,23 @@ final class CellCache: @unchecked Sendable {
     /// each to disk first if it has no copy there) until there is a place that large. nil when
     /// the pinned cells leave none. Called with `lock` held.
     private func takeSlotLocked(bytes: Int) throws(TesseraError) -> Int? {
-        let length = CellArena.rounded(bytes)
+        let length = placeBytes(bytes)
         while true {
             if !freeSlots.isEmpty, let offset = arena.take(length) {
                 let slot = freeSlots.removeLast()
                 slotOffset[slot] = offset
-                slotLength[slot] = length
                 return slot
             }
             var victim = -1
             var oldest = UInt64.max
             for slot in slotPhoto.indices where slotPhoto[slot] >= 0 && slotPins[slot] == 0 && slotLastUse[slot] < oldest {
-                if case .resident = states[slotPhoto[slot]] {
+                if case .resident = states[Int(slotPhoto[slot])] {
                     oldest = slotLastUse[slot]
                     victim = slot
                 }
             }
             guard victim >= 0 else { return nil }
-            let photo = slotPhoto[victim]
+            let photo = Int(slotPhoto[victim])
             if !states.onDisk(photo) {
                 // Under the lock: kept simple.
                 if spill == nil { spill = try FileDescriptor.openAnonymousTemporary(in: spillDirectory) }
