@@ -137,7 +137,22 @@ public enum CollageCommand {
                 if abs(next - width) <= width / 50 { break }
                 width = next
             }
-            return (.rows(rowHeight: rowHeight), width)
+            // With few rows a step can overshoot the square (18 photos of 4:3 made 1290 x 1980,
+            // three to a row): also the widths of a whole number of rows near the square, and
+            // whichever comes nearest it.
+            func skew(_ width: Int) -> Double {
+                let height = Double(max(1, CollageLayout.height(aspects: aspects, width: width, rowHeight: rowHeight, gap: gap)))
+                return max(Double(width) / height, height / Double(width))
+            }
+            var best = (width: width, skew: skew(width))
+            let square = Int(total.squareRoot().rounded())
+            for rows in max(1, square - 2)...(square + 2) {
+                let perRow = Double(aspects.count) / Double(rows)
+                let candidate = min(most, max(least, Int((Double(rowHeight) * total / Double(rows) + Double(gap) * (perRow + 1)).rounded())))
+                let candidateSkew = skew(candidate)
+                if candidateSkew < best.skew { best = (candidate, candidateSkew) }
+            }
+            return (.rows(rowHeight: rowHeight), best.width)
         case .columns:
             let columns: Int
             if let given = collage.render.columns {

@@ -62,6 +62,11 @@ import Tessera
         let manyWidth = width(many)
         let height = CollageLayout.height(aspects: many, width: manyWidth, rowHeight: 300, gap: 0)
         #expect(abs(manyWidth - height) * 10 <= manyWidth, "\(manyWidth) x \(height)")
+        // A few rows: 18 photos of 4:3 came out 1290 x 1980 (three to a row).
+        let few = [Double](repeating: 4.0 / 3, count: 18)
+        let fewWidth = width(few)
+        let fewHeight = CollageLayout.height(aspects: few, width: fewWidth, rowHeight: 300, gap: 0)
+        #expect(abs(fewWidth - fewHeight) * 4 <= fewWidth, "\(fewWidth) x \(fewHeight)")
 
         let columns = try CollageCommand.parse(["p", "-o", "o.jpg", "--layout", "columns"])
         func count(_ aspects: [Double], _ options: CollageOptions = columns) -> Int {
