@@ -58,6 +58,15 @@ final class ChunkReader {
         validEnd = start
     }
 
+    /// Reads on from `offset` (clamped to the file's range): the next chunk read is the first
+    /// that checks out at or after it. For a search among a sorted file's blocks.
+    func reposition(to offset: Int64) {
+        next = min(max(offset, start), end)
+    }
+
+    /// The chunks read, each checked (a measure of a search's work, for tests).
+    private(set) var chunksRead = 0
+
     /// The next chunk that checks out, or nil at the end (or at a read error: `failure`).
     func read() -> (payload: UnsafeRawBufferPointer, count: Int, last: UnsafeRawBufferPointer?)? {
         let headerBytes = Int64(RecordFormat.chunkHeaderBytes)
@@ -94,6 +103,7 @@ final class ChunkReader {
             }
             next += headerBytes + Int64(length)
             validEnd = next
+            chunksRead += 1
             return (UnsafeRawBufferPointer(payload), Int(count), check.last)
         }
         return nil
@@ -166,14 +176,21 @@ final class BlockFileSource: RecordSource {
 
     var heldBytes: Int { reader.heldBytes + previousLast.capacity }
     var failure: TesseraError? { reader.failure }
+    /// The blocks read so far, each checked (for tests).
+    var blocksRead: Int { reader.chunksRead }
 
     private func loadBlock() {
-        current = nil
         if let last = blockLast {
             previousLast.removeAll(keepingCapacity: true)
             previousLast.append(contentsOf: last)
             hasPrevious = true
         }
+        readBlock()
+    }
+
+    /// The next block that checks out, its first record above `previousLast` made current.
+    private func readBlock() {
+        current = nil
         blockLast = nil
         while let chunk = reader.read() {
             payload = chunk.payload
@@ -202,15 +219,72 @@ final class BlockFileSource: RecordSource {
     }
 
     func seek(_ key: UnsafeRawBufferPointer) {
+        var passed = 0
         while let record = current {
-            // A whole block below the key is passed without visiting its records.
+            // A whole block below the key is passed without visiting its records; past the
+            // second, the blocks ahead are searched instead of read one by one.
             if let last = blockLast, compareKeys(last, key) < 0 {
-                loadBlock()
+                passed += 1
+                if passed > 2 { skipBlocks(below: key) } else { loadBlock() }
                 continue
             }
             if compareKeys(record.key, key) >= 0 { return }
             advance()
         }
+    }
+
+    /// The first block and offset at or after `offset` that checks out: its start, its end and
+    /// whether its last key is below `key` (nil: none before the end).
+    private func probe(at offset: Int64, below key: UnsafeRawBufferPointer) -> (start: Int64, end: Int64, below: Bool)? {
+        reader.reposition(to: offset)
+        guard let chunk = reader.read(), let last = chunk.last else { return nil }
+        let start = reader.next - Int64(RecordFormat.chunkHeaderBytes) - Int64(chunk.payload.count)
+        let below = compareKeys(last, key) < 0
+        if below {
+            previousLast.removeAll(keepingCapacity: true)
+            previousLast.append(contentsOf: last)
+        }
+        return (start, reader.next, below)
+    }
+
+    /// Moves past the blocks whose keys are all below `key` (the current block is one, and so
+    /// were the two before it): a gallop over doubling strides, then halving, so a key far ahead
+    /// in a store of millions of records costs a few dozen blocks rather than every block
+    /// between. The blocks are sorted, so every block this skips is below the key; the last
+    /// stretch is read block by block, as a damaged block found by a probe is skipped as in a
+    /// plain read.
+    private func skipBlocks(below key: UnsafeRawBufferPointer) {
+        let block = Int64(RecordFormat.blockTargetBytes)
+        if let last = blockLast {
+            previousLast.removeAll(keepingCapacity: true)
+            previousLast.append(contentsOf: last)
+            hasPrevious = true
+        }
+        // Every block ending at or before `low` is below the key; the first block that checks
+        // out at or after `high` is not (or there is none).
+        var low = reader.next, high = reader.end, stride = 2 * block
+        while low + stride < high {
+            guard let found = probe(at: low + stride, below: key) else {
+                high = low + stride
+                break
+            }
+            guard found.below else {
+                high = found.start
+                break
+            }
+            low = found.end
+            stride *= 2
+        }
+        while high - low > 2 * block {
+            let middle = low + (high - low) / 2
+            guard let found = probe(at: middle, below: key), found.start < high else {
+                high = middle
+                continue
+            }
+            if found.below { low = found.end } else { high = found.start }
+        }
+        reader.reposition(to: low)
+        readBlock()
     }
 
     func rewind() {

@@ -336,4 +336,57 @@ private func flip(_ path: String, at offset: Int) {
         #expect(most < 1 << 20, "\(most) bytes held")
         #expect(store.mainBytes > 16 << 20)
     }
+
+    /// A few keys far apart in a store of 400,000 records (some 200 blocks): each is found by
+    /// searching the blocks ahead, reading a few dozen of them; with bytes damaged anywhere, a
+    /// lookup finds exactly the records a full read of the file keeps, with their values.
+    @Test func aFarLookupSearchesTheBlocksAhead() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let store = RecordStore(directory: scratch.path, stem: "far", schema: 1)
+        let count = 400_000
+        func key(_ number: Int) -> String { "photo-\(1_000_000 + number)" }
+        let output = try AtomicOutputFile(destination: store.mainPath)
+        try RecordFormat.fileHeader(magic: RecordFormat.mainMagic, schema: 1).withUnsafeBytes { try output.append($0) }
+        let writer = BlockWriter { bytes throws(TesseraError) in try output.append(bytes) }
+        for number in 0..<count {
+            try bytes(key(number)).withUnsafeBytes { key in try bytes("value-\(number)").withUnsafeBytes { try writer.add(key: key, value: $0) } }
+        }
+        try writer.finish()
+        try output.commit()
+        let blocks = Int(store.mainBytes) / RecordFormat.blockTargetBytes
+        #expect(blocks > 150)
+        // Present keys far apart (the first, the middle, the last) and absent keys beside them.
+        let wanted = [3, count / 2, count - 1].map(key)
+        let asked = (wanted + wanted.map { $0 + "x" }).sorted { bytes($0).lexicographicallyPrecedes(bytes($1)) }
+        func expectAnswers(_ sources: [any RecordSource], _ expected: (String) -> String?) {
+            let cursor = RecordCursor(sources: sources)
+            for name in asked {
+                let answer = cursor.value(bytes(name)).map { String(decoding: $0, as: UTF8.self) }
+                #expect(answer == expected(name), "\(name)")
+            }
+        }
+        let sources = store.openSources()
+        expectAnswers(sources) { name in
+            name.hasSuffix("x") ? nil : "value-\(Int(name.dropFirst(6))! - 1_000_000)"
+        }
+        let read = sources.compactMap { $0 as? BlockFileSource }.reduce(0) { $0 + $1.blocksRead }
+        #expect(read > 0 && read < blocks / 6, "\(read) of \(blocks) blocks read")
+
+        let main = readBytes(store.mainPath)
+        var random = SplitMix64(seed: 11)
+        for _ in 0..<5 {
+            var damaged = main
+            for _ in 0..<6 { damaged[24 + Int(random.next() % UInt64(main.count - 24))] ^= UInt8(1 + random.next() % 255) }
+            // Most damage where the searches land: around the keys asked.
+            for place in [main.count / 2, main.count - 100] { damaged[place + Int(random.next() % 64)] ^= 0xA5 }
+            writeBytes(damaged, to: store.mainPath)
+            var kept: [String: String] = [:]
+            try? mergeRecords(store.openSources()) { key, value in
+                let name = String(decoding: key, as: UTF8.self)
+                if asked.contains(name) { kept[name] = String(decoding: value, as: UTF8.self) }
+            }
+            expectAnswers(store.openSources()) { kept[$0] }
+        }
+    }
 }
