@@ -9,7 +9,8 @@ import Testing
 
 /// An HTTP server for `root` on 127.0.0.1, on a free port the system picks. It answers a Range
 /// request (bytes=A-B, A-, -N) with 206 and Content-Range, or 416; a path under /norange/ is the
-/// same file answered whole with 200, as Python's own http.server does. It logs each request
+/// same file answered whole with 200, as Python's own http.server does, and under /nolength/
+/// answered whole without a Content-Length (the end of the body is the connection's). It logs each request
 /// ("path range") and stops by itself after `seconds`; `stop()` ends it sooner.
 final class RangeServer {
     let port: Int
@@ -26,8 +27,9 @@ final class RangeServer {
         def log_message(self, *args): pass
         def do_GET(self):
             path = self.path.split("?")[0].split("#")[0]
-            ranges = not path.startswith("/norange/")
-            if not ranges: path = path[len("/norange"):]
+            ranges = not path.startswith("/norange/") and not path.startswith("/nolength/")
+            length = not path.startswith("/nolength/")
+            if not ranges: path = path[len("/norange"):] if length else path[len("/nolength"):]
             local = os.path.join(root, unquote(path).lstrip("/"))
             header = self.headers.get("Range")
             log.write("%s %s\n" % (path, header))
@@ -49,7 +51,7 @@ final class RangeServer {
                 start, end = 0, size - 1
                 self.send_response(200)
             self.send_header("Content-Type", "text/html" if local.endswith(".html") else "application/octet-stream")
-            self.send_header("Content-Length", str(end - start + 1))
+            if length: self.send_header("Content-Length", str(end - start + 1))
             self.end_headers()
             with open(local, "rb") as f:
                 f.seek(start); left = end - start + 1

@@ -382,9 +382,16 @@ import Testing
         #expect(whole["state"] == "ready" && whole["problem"] == "null" && whole["range"] == "whole" && (Int(whole["drawn"] ?? "") ?? 0) >= 2,
                 "\(whole)")
         #expect(server.requests.contains { $0.path == "/site/w.szi" && $0.range.hasPrefix("bytes=-") }, "the page asked for a range first")
+        // Nor its length: read whole up to the limit all the same.
+        let unsized = browse(server.url("nolength/site/w.html"), steps: steps, in: directory)
+        #expect(unsized["state"] == "ready" && unsized["problem"] == "null" && unsized["range"] == "whole" && (Int(unsized["drawn"] ?? "") ?? 0) >= 2,
+                "\(unsized)")
         let limited = browse(server.url("norange/site/limited.html"), steps: steps, in: directory)
         #expect(limited["state"] == "error" && limited["problem"] == "no-range", "\(limited)")
         #expect(limited["message"]?.contains("does not answer range requests") == true && limited["message"]?.contains("too large") == true, "\(limited)")
+        let unsizedLimited = browse(server.url("nolength/site/limited.html"), steps: steps, in: directory)
+        #expect(unsizedLimited["state"] == "error" && unsizedLimited["problem"] == "no-range"
+                && unsizedLimited["message"]?.contains("more than") == true, "\(unsizedLimited)")
     }
 
     /// --dzi and --szi of one NAME in one folder write one page, and the archive holds the
@@ -550,6 +557,7 @@ import Testing
             (["-o", directory + "/w.jpg", "--previews", "256"], "--previews are shown by the Deep Zoom viewer: add --dzi"),
             (["--iiif", directory + "/iiif", "--iiif-id", "https://example.org/w", "--previews", "256"], "which --iiif does not have"),
             (["--dzi", directory + "/w.dzi", "--no-viewer", "--previews", "256"], "--previews is for the viewer, and --no-viewer leaves it out"),
+            (["--dzi", directory + "/w.dzi", "--viewer-labels", "none", "--previews", "256"], "--viewer-labels none leaves out which photo"),
             (["--dzi", directory + "/w.dzi", "--previews", "32"], "--previews"),
             (["--dzi", directory + "/w.dzi", "--previews", "5000"], "--previews"),
         ]
@@ -569,6 +577,120 @@ import Testing
         #expect(line.contains("up to 12 photo previews of 1024 px"), "\(line)")
         // The 12 photos drawn at up to 1024 x 1024 x 0.6 bytes each: about 7.2 MiB more.
         #expect(with - without > 7 * 1024 && with - without < 7.5 * 1024, "\(without) KiB without previews, \(with) KiB with")
+    }
+
+    /// An address cut short or mistyped (a zoom of "abc", a broken percent escape) shows the
+    /// whole picture, not a blank page; one far out is held to the limits.
+    @Test func aBrokenAddressShowsTheWholePicture() throws {
+        let directory = folder("address")
+        defer { _ = system("rm -rf '\(directory)'") }
+        try render(directory, ["--dzi", directory + "/site/w.dzi"])
+        let page = "file://" + directory + "/site/w.html"
+        let steps = Self.settled + [
+            .read(bodyAttribute("data-state"), as: "state"),
+            .read(bodyAttribute("data-view"), as: "view"),
+            .read("String(document.getElementById('tessera-message').hidden)", as: "quiet"),
+            .run("document.getElementById('tessera-home').click()"),
+            .read(bodyAttribute("data-view"), as: "home"),
+        ]
+        for address in ["#z=abc&x=1&y=1", "#z=%E0&x=1&y=1", "#z=5&x=NaN&y=3", "#z=-40&x=-9000&y=99999"] {
+            let results = browse(page + address, steps: steps, in: directory)
+            #expect(results["failure"] == nil && results.keys.allSatisfy { !$0.hasPrefix("timeout") }, "\(address): \(results)")
+            #expect(results["state"] == "ready" && results["quiet"] == "true", "\(address): \(results)")
+            let shown = try #require(view(results["view"]), "\(address): \(results)"), home = try #require(view(results["home"]))
+            if address.hasPrefix("#z=-40") {
+                #expect(shown.zoom >= home.zoom - 1 - 1e-9 && shown.x >= 0 && shown.y <= 960, "held to the limits: \(results)")
+            } else {
+                #expect(shown == home, "\(address): the whole picture: \(results)")
+            }
+        }
+    }
+
+    /// The keys work as soon as the page is up and after a button is clicked (no click on the
+    /// picture first), and zooming out stops at half the whole picture's fitted size.
+    @Test func theKeysWorkAtOnceAndZoomingOutStops() throws {
+        let directory = folder("keys")
+        defer { _ = system("rm -rf '\(directory)'") }
+        try render(directory, ["--dzi", directory + "/site/w.dzi"])
+        let zoomIn = BrowserStep.clickAt("(function () { var r = document.getElementById('tessera-zoom-in').getBoundingClientRect(); "
+                                         + "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        let results = browse("file://" + directory + "/site/w.html", steps: Self.settled + [
+            .read(bodyAttribute("data-view"), as: "fitted"),
+            .key("+", code: "Equal", keyCode: 187),
+            .sleep(0.5),
+            .read(bodyAttribute("data-view"), as: "keyed"),
+            zoomIn,
+            .sleep(0.5),
+            .read(bodyAttribute("data-view"), as: "button"),
+            .key("0", code: "Digit0", keyCode: 48),
+            .sleep(0.5),
+            .read(bodyAttribute("data-view"), as: "home"),
+        ] + Array(repeating: [BrowserStep.wheel(x: 500, y: 350, deltaY: 400), .sleep(0.15)], count: 12).flatMap { $0 } + [
+            .sleep(0.8),
+            .read(bodyAttribute("data-view"), as: "out"),
+            .read("document.getElementById('tessera-zoom-out').className", as: "zoomOutClass"),
+            .key("-", code: "Minus", keyCode: 189),
+            .sleep(0.5),
+            .read(bodyAttribute("data-view"), as: "outKey"),
+        ], in: directory)
+        #expect(results["failure"] == nil && results.keys.allSatisfy { !$0.hasPrefix("timeout") }, "\(results)")
+        let fitted = try #require(view(results["fitted"]), "\(results)")
+        let keyed = try #require(view(results["keyed"])), button = try #require(view(results["button"]))
+        // (+ and - step half a level, a button a level. The whole picture fits a little
+        // differently with the navigator shown before: the help line beside it takes two lines.)
+        #expect(keyed.zoom > fitted.zoom + 0.49, "+ right after the page is up: \(results)")
+        #expect(button.zoom > keyed.zoom + 0.99, "\(results)")
+        let home = try #require(view(results["home"]))
+        #expect(abs(home.zoom - fitted.zoom) < 0.05, "0 after a button: \(results)")
+        let out = try #require(view(results["out"]))
+        #expect(abs(out.zoom - (home.zoom - 1)) < 0.05, "zooming out stops at half the fitted size: \(results)")
+        #expect(results["zoomOutClass"]?.contains("leaflet-disabled") == true, "\(results)")
+        #expect(view(results["outKey"])?.zoom == out.zoom, "\(results)")
+    }
+
+    /// On a phone, a photo's long name (two lines at most) does not take the tap meant for the
+    /// cell under it: tapping the bottom cell, where the name of the cell shows, opens that
+    /// cell's photo.
+    @Test func aLongNameDoesNotTakeTheTapOnTheCellUnderIt() throws {
+        let directory = folder("long-names")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photos = directory + "/photos"
+        mkdir(photos, 0o755)
+        let long = String(repeating: "a long holiday name with many words ", count: 5)
+        let names = ["a", "b", "c"].map { $0 + " " + long + ".jpg" }
+        for (name, fixture) in zip(names, ["Landscape_1", "Portrait_6", "Landscape_8"]) {
+            #expect(system("cp '\(fixtures)/\(fixture).jpg' '\(photos)/\(name)'") == 0)
+        }
+        let run = runTessera(["grid", photos, "--grid", "1x3", "--tile-size", "120", "--no-progress", "--temp-dir", directory,
+                              "--previews", "200", "--dzi", directory + "/site/w.dzi"])
+        try #require(run.status == 0, "\(run.output)")
+        let preview = "document.getElementById('tessera-preview')"
+        let shown = "(function () { var b = \(preview); return b ? b.getAttribute('data-state') : 'none'; })()"
+        // 2 px above the picture's bottom edge: inside the bottom cell, under its name.
+        let bottom = "(function () { var r = document.body.getAttribute('data-picture').split(',').map(Number); return [r[0] + r[2] / 2, r[1] + r[3] - 2]; })()"
+        let moveThere = "(function () { var p = \(bottom); var e = document.elementFromPoint(p[0], p[1]); "
+            + "e.dispatchEvent(new MouseEvent('mousemove', { clientX: p[0], clientY: p[1], bubbles: true })); })()"
+        let underLabel = "(function () { var p = \(bottom), r = document.getElementById('tessera-label').getBoundingClientRect(); "
+            + "return String(p[1] >= r.top && p[1] <= r.bottom); })()"
+        let page = "file://" + directory + "/site/w.html"
+        let steps: [BrowserStep] = Self.settled + [
+            .run(moveThere),
+            .sleep(0.2),
+            .read("document.getElementById('tessera-label').textContent", as: "label"),
+            .read("document.getElementById('tessera-label').getBoundingClientRect().height", as: "labelHeight"),
+            .read(underLabel, as: "underLabel"),
+            .clickAt(bottom),
+            .wait("\(shown) !== 'loading' && \(shown) !== 'none'", seconds: 10),
+            .read(shown, as: "state"),
+            .read("document.getElementById('tessera-preview-name').textContent", as: "caption"),
+        ]
+        let results = browse(page, viewport: (390, 844, 3), mobile: true, steps: steps, in: directory)
+        #expect(results["failure"] == nil && results.keys.allSatisfy { !$0.hasPrefix("timeout") }, "\(results)")
+        #expect(results["label"] == names[2], "\(results)")
+        let twoLines: Double = 2 * 14 * 1.4 + 8 + 1
+        #expect((Double(results["labelHeight"] ?? "") ?? 99) <= twoLines, "two lines at most: \(results)")
+        #expect(results["underLabel"] == "true", "the tap is under the name: \(results)")
+        #expect(results["state"] == "shown" && results["caption"] == names[2], "\(results)")
     }
 
     /// An SZI rewritten by Python's zipfile with an extended-timestamp extra field on every

@@ -254,6 +254,9 @@ enum RenderingOptions {
             .first(where: { $0.1 })?.0 {
             throw CommandLineError("\(useless) is for the viewer, and --no-viewer leaves it out: give one of them")
         }
+        if deepZoom.labels == ViewerLabels.none && deepZoom.previews > 0 {
+            throw CommandLineError("--previews shows a clicked cell's photo, and --viewer-labels none leaves out which photo each cell is: give one of them")
+        }
         if options.iiifPath != nil {
             guard let identifier = state.iiifIdentifier else {
                 throw CommandLineError("--iiif needs --iiif-id URL: the address the folder will be served at (info.json's id), like https://example.org/iiif/\(options.iiifPath!.split(separator: "/").last.map(String.init) ?? "wall")")

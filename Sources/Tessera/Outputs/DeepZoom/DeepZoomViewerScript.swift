@@ -55,9 +55,11 @@ enum DeepZoomViewerScript {
       .leaflet-bar.tessera-buttons a.leaflet-disabled svg { opacity: .35; }
       /* The bottom row: the photo's name when one is pointed at or tapped, else the help line. */
       .leaflet-bottom.leaflet-left { right: 0; }
-      #tessera-status { max-width: calc(100% - 20px); box-sizing: border-box; }
+      /* Neither line takes the pointer: a tap on a cell under a long name reaches the cell. */
+      #tessera-status { max-width: calc(100% - 20px); box-sizing: border-box; pointer-events: none; }
       #tessera-label { font: 14px/1.4 system-ui, sans-serif; background: rgba(0,0,0,.72); color: #fff;
-                       padding: 4px 8px; border-radius: 4px; overflow-wrap: anywhere; }
+                       padding: 4px 8px; border-radius: 4px; overflow-wrap: anywhere;
+                       display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; overflow: hidden; }
       #tessera-label:empty { display: none; }
       #tessera-help { font: 12px/1.4 system-ui, sans-serif; color: #bbb; background: rgba(0,0,0,.6); padding: 2px 6px; }
       #tessera-navigator { position: relative; background: #000; border: 1px solid #888; cursor: pointer; line-height: 0; }
@@ -339,7 +341,16 @@ enum DeepZoomViewerScript {
         // too small for the picture, gets the whole picture fitted again. A window that only
         // grows keeps its view, as Leaflet keeps it.)
         var fitted = false, fitting = false, landscape = window.innerWidth >= window.innerHeight;
+        // Zooming out stops at half the whole picture's fitted size (it would shrink to a dot).
+        function limitZoomOut() {
+          var room = pictureRoom();
+          var whole = map.getBoundsZoom(bounds, false, L.point(0, room.top + room.bottom));
+          // (The option itself: setMinZoom would also zoom a view below it, an animated move
+          // that lands after a turned phone's view is fitted again.)
+          if (isFinite(whole)) map.options.minZoom = Math.max(0, Math.min(whole, maxLevel) - 1);
+        }
         function home() {
+          limitZoomOut();
           var room = pictureRoom();
           fitting = true;
           map.fitBounds(bounds, { paddingTopLeft: [0, room.top], paddingBottomRight: [0, room.bottom], animate: false });
@@ -348,6 +359,7 @@ enum DeepZoomViewerScript {
         }
         map.on("movestart zoomstart", function () { if (!fitting) fitted = false; });
         map.on("resize", function () {
+          limitZoomOut();
           var turned = (window.innerWidth >= window.innerHeight) !== landscape;
           landscape = window.innerWidth >= window.innerHeight;
           if (!fitted) return;
@@ -374,7 +386,10 @@ enum DeepZoomViewerScript {
             a.setAttribute("role", "button");
             a.setAttribute("aria-label", label);
             a.href = "#";
-            L.DomEvent.on(a, "click", function (e) { L.DomEvent.preventDefault(e); L.DomEvent.stopPropagation(e); action(); });
+            // (The keys go back to the map: a focused button would keep them.)
+            L.DomEvent.on(a, "click", function (e) {
+              L.DomEvent.preventDefault(e); L.DomEvent.stopPropagation(e); action(); mapElement.focus({ preventScroll: true });
+            });
           }
           button("tessera-zoom-in", '<path d="M2 8 H14 M8 2 V14"/>', "Zoom in (+)", function () { map.zoomIn(1); });
           button("tessera-zoom-out", '<path d="M2 8 H14"/>', "Zoom out (-)", function () { map.zoomOut(1); });
@@ -587,7 +602,8 @@ enum DeepZoomViewerScript {
           var values = {};
           location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
             var kv = pair.split("=");
-            if (kv.length === 2) values[kv[0]] = decodeURIComponent(kv[1]);
+            if (kv.length !== 2) return;
+            try { values[kv[0]] = decodeURIComponent(kv[1]); } catch (e) { /* not an address this page wrote */ }
           });
           return values;
         }
@@ -596,10 +612,12 @@ enum DeepZoomViewerScript {
           history.replaceState(null, "", "#z=" + map.getZoom().toFixed(2) + "&x=" + Math.round(c.x) + "&y=" + Math.round(c.y));
         }
         function viewFromAddress() {
-          var view = readHash();
-          if (view.z !== undefined && view.x !== undefined && view.y !== undefined) {
+          var view = readHash(), z = parseFloat(view.z), x = parseFloat(view.x), y = parseFloat(view.y);
+          // (A cut or mistyped address is the whole picture, not a blank page.)
+          if (isFinite(z) && isFinite(x) && isFinite(y)) {
             // (setView keeps the zoom within minZoom...maxZoom; the address then says the view shown.)
-            map.setView(point(parseFloat(view.x), parseFloat(view.y)), parseFloat(view.z), { animate: false });
+            limitZoomOut();
+            map.setView(point(Math.min(Math.max(x, 0), T.width), Math.min(Math.max(y, 0), T.height)), z, { animate: false });
             writeAddress();
           } else {
             home();
@@ -626,6 +644,8 @@ enum DeepZoomViewerScript {
         markZoomLimits();
         map.on("moveend resize", recordView);
         map.on("moveend", writeAddress);
+        // The keys (+, -, 0, f, arrows) work from the start, without a click on the picture first.
+        mapElement.focus({ preventScroll: true });
         body.setAttribute("data-state", "ready");
         document.dispatchEvent(new Event("tesseraready"));
       }

@@ -39,21 +39,48 @@ enum ViewerArchiveReader {
         function discard(response) {
           if (response.body) response.body.cancel().catch(function () {});
         }
-        // The server sent the whole file: kept, if it is small enough to hold.
+        // The server sent the whole file: kept, if it is small enough to hold. A server that
+        // does not say its length (no Content-Length) is read up to the limit and no further.
+        function noRange(length) {
+          return new ArchiveProblem("no-range", "The server sent " + label + " whole (HTTP 200) when the page asked for a part of it: "
+            + "it does not answer range requests, which this page needs to read the archive's tiles one by one"
+            + (length > 0 ? ", and at " + (isFinite(length) ? megabytes(length) : "more than " + megabytes(wholeLimit))
+               + " the file is too large to load at once (at most " + megabytes(wholeLimit) + ")" : "")
+            + ". Serve it from a server that answers range requests (nginx, Apache, Caddy, and most static hosts and object stores do; "
+            + "Python's http.server does not), or open the Deep Zoom folder's page instead.");
+        }
+        function readAtMost(response, limit) {
+          if (!response.body || !response.body.getReader) {
+            return response.arrayBuffer().then(function (buffer) { return buffer.byteLength <= limit ? new Uint8Array(buffer) : null; });
+          }
+          var reader = response.body.getReader(), parts = [], total = 0;
+          function pump() {
+            return reader.read().then(function (step) {
+              if (step.done) {
+                var out = new Uint8Array(total), at = 0;
+                parts.forEach(function (part) { out.set(part, at); at += part.length; });
+                return out;
+              }
+              total += step.value.length;
+              if (total > limit) { reader.cancel().catch(function () {}); return null; }
+              parts.push(step.value);
+              return pump();
+            });
+          }
+          return pump();
+        }
         function takeWhole(response) {
-          var length = parseInt(response.headers.get("Content-Length") || "", 10);
-          if (!(length <= wholeLimit)) {
+          var given = response.headers.get("Content-Length"), length = given === null ? NaN : parseInt(given, 10);
+          if (length > wholeLimit) {
             discard(response);
-            throw new ArchiveProblem("no-range", "The server sent " + label + " whole (HTTP 200) when the page asked for a part of it: "
-              + "it does not answer range requests, which this page needs to read the archive's tiles one by one"
-              + (length > 0 ? ", and at " + megabytes(length) + " the file is too large to load at once (at most " + megabytes(wholeLimit) + ")" : "")
-              + ". Serve it from a server that answers range requests (nginx, Apache, Caddy, and most static hosts and object stores do; "
-              + "Python's http.server does not), or open the Deep Zoom folder's page instead.");
+            throw noRange(length);
           }
           document.body.setAttribute("data-range", "whole");
-          notice("This server does not answer range requests: loading " + label + " whole (" + megabytes(length) + ") before the first tile…");
-          return response.arrayBuffer().then(function (buffer) {
-            whole = new Uint8Array(buffer);
+          notice("This server does not answer range requests: loading " + label + " whole"
+            + (isFinite(length) ? " (" + megabytes(length) + ")" : "") + " before the first tile…");
+          return readAtMost(response, wholeLimit).then(function (bytes) {
+            if (!bytes) throw noRange(Infinity);
+            whole = bytes;
             size = whole.length;
             notice("");
           });
