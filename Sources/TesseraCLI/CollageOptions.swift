@@ -183,9 +183,10 @@ public enum CollageCommand {
         (upright, from its EXIF orientation): in justified rows (the default) each row holds
         consecutive photos at one height, scaled to fill --width exactly, and rows break where
         every row comes nearest --row-height; in masonry columns (--layout columns) each photo
-        goes, at its own height, to the shortest of --columns columns. The height follows. Each
-        photo is decoded at the size it is drawn; rendering is tessera grid's: stripes on all
-        cores, flat memory, atomic output, Deep Zoom, TIFF and shards.
+        goes, at its own height, to the shortest of --columns columns. The height follows. Shapes
+        beyond 16:1 (a banner, a long screenshot) are centre-cropped to 16:1. Each photo is
+        decoded at the size it is drawn; rendering is tessera grid's: stripes on all cores, flat
+        memory, atomic output, Deep Zoom, TIFF and shards.
 
         COLLAGE OPTIONS
 

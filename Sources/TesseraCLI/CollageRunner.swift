@@ -12,16 +12,19 @@ extension Runner {
     /// The collage's layout: every photo once in the order asked, its shape from its header;
     /// refused before anything is drawn when the picture is larger than the outputs hold.
     func collageLayout(_ collage: CollageOptions, options: GridOptions, photos: PhotoTable) throws(TesseraError) -> CellLayout {
-        let kinds = options.plannedOutputs.map(\.kind)
-        let sideLimit = kinds.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+        // A preview alone shapes the default collage as a JPEG would hold it (what the render it
+        // previews will be), but a larger picture asked for is only refused by what a pyramid
+        // holds: its preview is drawn small, and the full picture is never written.
+        let defaultLimit = options.plannedOutputs.contains { $0.kind == .jpeg } ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+        let sideLimit = options.outputs.isEmpty ? RenderPlan.maxDeepZoomSide : defaultLimit
         var aspects: [Double] = []
         aspects.reserveCapacity(photos.count)
         for photo in photos { aspects.append(CollageLayout.aspect(of: photo.header)) }
-        let shape = CollageCommand.shape(collage, aspects: aspects, sideLimit: sideLimit)
+        let shape = CollageCommand.shape(collage, aspects: aspects, sideLimit: defaultLimit)
         if case .columns(let count) = shape.style {
             // Columns past the photo count would stay empty.
             if count > photos.count {
-                throw .invalidSettings("--columns \(count) is more columns than the \(photos.count) photos can fill: give --columns \(photos.count) or fewer")
+                throw .invalidSettings("--columns \(count) is more columns than \(photos.count == 1 ? "one photo" : "the \(photos.count) photos") can fill: give --columns \(photos.count) or fewer")
             }
             if shape.width < count + collage.gap * (count + 1) {
                 throw .invalidSettings("a collage \(shape.width) px wide has no room for \(count) columns with gaps of \(collage.gap) px: give a larger --width or fewer --columns")

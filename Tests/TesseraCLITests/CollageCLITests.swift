@@ -110,6 +110,21 @@ import Tessera
         #expect(access(directory + "/c.jpg", F_OK) != 0)
     }
 
+    /// A collage taller than a JPEG can be: `-o` is refused by the JPEG's limit, a preview alone
+    /// is written (small), since the full picture is never written.
+    @Test func aPreviewAloneOfACollageTallerThanAJPEG() {
+        let directory = folder("tall-preview")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let shape = ["--layout", "columns", "--columns", "2", "--width", "20000", "--no-progress", "--temp-dir", directory]
+        let full = runTessera(["collage", fixtures, "-o", directory + "/c.jpg"] + shape)
+        #expect(full.status == 2 && full.output.contains("a JPEG side is limited to 65500 px"), "\(full.output)")
+        let preview = runTessera(["collage", fixtures, "--preview", directory + "/p.jpg"] + shape)
+        #expect(preview.status == 0, "\(preview.output)")
+        let size = jpegSize(directory + "/p.jpg")
+        #expect(size.map { $0.width <= 2000 && $0.height == 2000 } == true, "\(String(describing: size))")
+        #expect(access(directory + "/c.jpg", F_OK) != 0)
+    }
+
     /// A collage of the fixtures (landscapes and portraits, each in all eight EXIF
     /// orientations): the manifest's cells are every photo once, upright shapes, rows exactly
     /// the width; the JPEG is the canvas they make; the viewer knows each cell's rectangle;

@@ -355,7 +355,7 @@ public enum MosaicMatcher {
             throw .invalidSettings("a minimum distance of \(minDistance) needs at least \(window) different pictures (a \(2 * minDistance + 1) x \(2 * minDistance + 1) block holds no repeat; copies of one picture count once), found \(n): a distance of \(max(0, (Int(Double(n).squareRoot()) - 1) / 2)) fits them, or add pictures")
         }
         if let maxUses, maxUses * n < cells {
-            throw .invalidSettings("at most \(maxUses) uses of each of \(n) photos fill at most \(maxUses * n) of \(cells) cells: "
+            throw .invalidSettings("at most \(maxUses) \(maxUses == 1 ? "use" : "uses") of each of \(n) \(n == 1 ? "photo" : "photos") fill at most \(maxUses * n) of \(cells) cells: "
                                    + "\((cells + n - 1) / n) uses each would fill them")
         }
     }
