@@ -46,7 +46,7 @@ public enum Report {
             "memory      about \(formatBytes(Int64(max(render, preparationBytes, scan)))) peak (budget \(formatBytes(Int64(settings.maxMemoryBytes)))\(budgetRule(settings, plan: plan)))"
                 + (preparationBytes > 0 ? "; the mosaic's analysis, target and matching about \(formatBytes(Int64(preparationBytes))), the render about \(formatBytes(Int64(render)))" : "")
                 + (scan > max(render, preparationBytes) ? "; the library's scan about \(formatBytes(Int64(scan))), the render about \(formatBytes(Int64(render)))" : ""),
-            "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at most \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px), " : "")
+            "disk        " + (plan.writesJPEG ? "jpeg about \(formatBytes(plan.estimatedOutputBytes)) (at \(formatDecimal(RenderPlan.bytesPerPixel(quality: settings.quality, subsampling: settings.subsampling), places: 2)) B/px, generous for photos), " : "")
                 + "stripes \(formatBytes(plan.stripeDiskBytes)) in \(plan.stripeDirectory)" + (plan.spillDiskBytes > 0 ? ", cell spill \(formatBytes(plan.spillDiskBytes)) in \(plan.temporaryDirectory)" : ""),
         ]
         if let deepZoom = plan.deepZoom, let zoom = plan.deepZoomSettings {

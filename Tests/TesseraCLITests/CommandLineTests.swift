@@ -322,7 +322,9 @@ func spawnTessera(_ arguments: [String]) -> pid_t {
     posix_spawn_file_actions_init(&actions)
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+    var environment = testEnvironment()
+    defer { freeEnvironment(environment) }
+    #expect(posix_spawn(&pid, tool, &actions, nil, &argv, &environment) == 0)
     return pid
 }
 
@@ -345,7 +347,7 @@ func runTessera(_ arguments: [String]) -> (status: Int32, output: String) {
     let capture = "\(testRoot)/tessera-cli-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt"
     defer { unlink(capture) }
     let command = ([tool] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-    let status = system(command + " >" + capture + " 2>&1 </dev/null")
+    let status = system(testCacheAssignment + " " + command + " >" + capture + " 2>&1 </dev/null")
     var text = ""
     if let file = fopen(capture, "r") {
         var line = [CChar](repeating: 0, count: 4096)
@@ -425,6 +427,29 @@ let testRoot: String = {
     return path
 }()
 nonisolated(unsafe) private var testRootToRemove: UnsafeMutablePointer<CChar>?
+
+/// The tool's default cache folder ($XDG_CACHE_HOME/tessera) for the runs the tests start, in
+/// the test root: a test run's libraries (hundreds of thousands of photos) must not grow the
+/// user's own header index, which every later scan then reads and every compaction rewrites.
+/// A test that passes --cache-dir or its own XDG_CACHE_HOME still gets its own.
+let testCacheHome: String = testRoot + "/xdg-cache"
+
+/// `XDG_CACHE_HOME='...'`, to put before a shell command.
+var testCacheAssignment: String { "XDG_CACHE_HOME='\(testCacheHome)'" }
+
+/// This process's environment with XDG_CACHE_HOME set to `testCacheHome`, for posix_spawn
+/// (free with `freeEnvironment`).
+func testEnvironment() -> [UnsafeMutablePointer<CChar>?] {
+    var entries: [UnsafeMutablePointer<CChar>?] = []
+    var at = environ
+    while let entry = at.pointee {
+        if strncmp(entry, "XDG_CACHE_HOME=", 15) != 0 { entries.append(strdup(entry)) }
+        at += 1
+    }
+    return entries + [strdup("XDG_CACHE_HOME=" + testCacheHome), nil]
+}
+
+func freeEnvironment(_ entries: [UnsafeMutablePointer<CChar>?]) { entries.forEach { free($0) } }
 
 private extension String {
     /// How many pieces `separator` cuts the string into.
@@ -611,7 +636,9 @@ let fixtures: String = {
         posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
         posix_spawn_file_actions_addclose(&actions, ends[0])
         var pid: pid_t = 0
-        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        var environment = testEnvironment()
+        defer { freeEnvironment(environment) }
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, &environment) == 0)
         close(ends[1])
         close(ends[0])  // no reader left: every write of the tool's fails with EPIPE
         var status: Int32 = 0
@@ -744,7 +771,9 @@ let fixtures: String = {
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0)
+        var environment = testEnvironment()
+        defer { freeEnvironment(environment) }
+        #expect(posix_spawn(&pid, tool, &actions, nil, &argv, &environment) == 0)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         #expect((status >> 8) & 0xFF == 2)

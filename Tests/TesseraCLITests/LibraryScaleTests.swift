@@ -164,7 +164,9 @@ func runWatched(_ arguments: [String], decide: (Substring) -> Int32? = { _ in ni
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
     posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, tool, &actions, nil, &argv, environ)
+    var environment = testEnvironment()
+    defer { freeEnvironment(environment) }
+    let spawned = posix_spawn(&pid, tool, &actions, nil, &argv, &environment)
     close(fds[1])
     defer { close(fds[0]) }
     guard spawned == 0 else { return (ChildRun(status: -1, output: "spawn failed", peakBytes: 0), nil) }

@@ -74,7 +74,9 @@ func runMeasured(_ arguments: [String]) -> ChildRun {
     posix_spawn_file_actions_addopen(&actions, 1, capture, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var pid: pid_t = 0
-    guard posix_spawn(&pid, tool, &actions, nil, &argv, environ) == 0 else { return ChildRun(status: -1, output: "spawn failed", peakBytes: 0) }
+    var environment = testEnvironment()
+    defer { freeEnvironment(environment) }
+    guard posix_spawn(&pid, tool, &actions, nil, &argv, &environment) == 0 else { return ChildRun(status: -1, output: "spawn failed", peakBytes: 0) }
     var status: Int32 = 0, peak = 0
     while true {
         peak = max(peak, highWaterMark(pid))
