@@ -92,6 +92,8 @@ public struct GridOptions: Equatable, Sendable {
     /// The flag that names `path` (an output, a file an output writes, or the temporary folder),
     /// for messages; nil when none does.
     public func flag(naming path: String) -> String? {
+        // First: a temporary folder that is also an output's name is refused as the temporary folder.
+        if path == settings.temporaryDirectory { return "--temp-dir" }
         if path == jpegPath { return "-o" }
         if path == previewPath { return "--preview" }
         if let deepZoomPath, let deepZoom,
@@ -100,7 +102,6 @@ public struct GridOptions: Equatable, Sendable {
            RenderOutput.deepZoomArchive(path: deepZoomArchivePath, settings: deepZoom).files.contains(where: { $0.path == path }) { return "--szi" }
         if path == iiifPath { return "--iiif" }
         if path == tiffPath { return "--tiff" }
-        if path == settings.temporaryDirectory { return "--temp-dir" }
         if let shard, path == shard.partPath || path == shard.directory { return "--shard-dir" }
         return nil
     }

@@ -366,6 +366,7 @@ public enum Report {
                 ("jpeg_bytes", "\(summary.outputBytes)"), ("dzi_tiles", "\(summary.deepZoomTiles)"),
                 ("dzi_bytes", "\(summary.deepZoomBytes)"), ("szi_bytes", "\(summary.archiveBytes)"),
                 ("tiff_bytes", "\(summary.tiffBytes)"), ("tiff_levels", "\(summary.tiffPages)"), ("previews", "\(summary.previews)"),
+                ("previews_missed", "\(summary.previewsMissed.count)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
                 ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]

@@ -324,7 +324,7 @@ public struct Runner {
         try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: shardShare)
         console.phase(.render)
         let started = monotonicSeconds()
-        return try renderer.render { event in
+        let summary = try renderer.render { event in
             switch event {
             case .progress(let done, let total):
                 console.progress(.render, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: renderer.layout.width)
@@ -336,6 +336,22 @@ public struct Runner {
                 console.photoWarning(path, message)
             }
         }
+        if let warning = Self.missedPreviews(summary.previewsMissed, previewSide: options.deepZoom?.previews ?? 0) {
+            console.warning(warning)
+        }
+        return summary
+    }
+
+    /// The warning for photos drawn that have no preview (their decode at the preview's size
+    /// failed): how many, the first one's reason, a few names, and what would make them.
+    static func missedPreviews(_ missed: [SkippedPhoto], previewSide: Int) -> String? {
+        guard let first = missed.first else { return nil }
+        let names = missed.prefix(3).map(\.path).joined(separator: ", ") + (missed.count > 3 ? " and \(formatCount(missed.count - 3)) more" : "")
+        let most = missed.compactMap(\.budgetToDrawBytes).max()
+        let advice = most.map { "--max-memory \(($0 + (1 << 20) - 1) >> 20)M or a smaller --previews would make them" }
+            ?? "a smaller --previews may make them"
+        return "\(formatCount(missed.count)) \(missed.count == 1 ? "photo has" : "photos have") no \(previewSide) px preview in the viewer, "
+            + "though \(missed.count == 1 ? "its cell is" : "their cells are") drawn (\(first.reason)): \(names); \(advice)"
     }
 
     /// The summary line of a render, or of a shard's part.

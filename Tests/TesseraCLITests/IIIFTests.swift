@@ -142,5 +142,36 @@ import Testing
         }
         #expect(access(directory + "/w/info.json", F_OK) == 0 && access(directory + "/w/full/max/0/default.jpg", F_OK) == 0)
         #expect(listNames(directory).filter { $0.hasPrefix(".") }.isEmpty, "\(listNames(directory))")
+        // The folder published holds its marker and the service, not the staging lock.
+        #expect(listNames(directory + "/w").filter { $0.hasPrefix(".") } == [".tessera-iiif"], "\(listNames(directory + "/w"))")
+    }
+
+    /// An output, or the temporary folder, inside a folder another output replaces whole (the
+    /// IIIF folder, the Deep Zoom tiles) is refused before anything is written: it would go with
+    /// the old folder (after a run that said it wrote it), or the swap would fail half done.
+    @Test func nothingIsWrittenInsideAFolderTheRenderReplaces() {
+        let directory = folder("nested")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let grid = ["grid", fixtures, "--grid", "3x2", "--tile-size", "60", "--no-progress"]
+        let iiif = ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"]
+        #expect(runTessera(grid + iiif).status == 0)
+        #expect(runTessera(grid + ["--dzi", directory + "/z.dzi"]).status == 0)
+        let before = listNames(directory + "/w"), tilesBefore = listNames(directory + "/z_files")
+        let refusals: [(arguments: [String], words: String)] = [
+            (iiif + ["--dzi", directory + "/w/z.dzi"], "inside the IIIF folder (\(directory)/w), which the render replaces whole: put the Deep Zoom descriptor elsewhere"),
+            (iiif + ["--szi", directory + "/w/s.szi"], "inside the IIIF folder"),
+            (iiif + ["-o", directory + "/w/x.jpg"], "inside the IIIF folder"),
+            (iiif + ["--tiff", directory + "/w/x.tif"], "inside the IIIF folder"),
+            (["--dzi", directory + "/z.dzi", "--iiif", directory + "/z_files/iiif", "--iiif-id", "https://e.org/i"],
+             "inside the Deep Zoom tiles (\(directory)/z_files)"),
+            (["--dzi", directory + "/z.dzi", "--manifest", directory + "/z_files/m.csv"], "put the manifest elsewhere"),
+            (["--dzi", directory + "/z.dzi", "--temp-dir", directory + "/z_files"],
+             "--temp-dir \(directory)/z_files: the temporary folder is inside the Deep Zoom tiles"),
+        ]
+        for refusal in refusals {
+            let run = runTessera(grid + refusal.arguments)
+            #expect(run.status == 2 && run.output.contains(refusal.words), "\(refusal.arguments): \(run.status) \(run.output)")
+        }
+        #expect(listNames(directory + "/w") == before && listNames(directory + "/z_files") == tilesBefore)
     }
 }

@@ -693,6 +693,33 @@ import Testing
         #expect(results["state"] == "shown" && results["caption"] == names[2], "\(results)")
     }
 
+    /// A photo whose cell is drawn but whose preview needs more memory than the budget gives
+    /// (a 4000 x 4000 PNG previewed at 2048 px inside 100 MiB) is named in a warning with the
+    /// budget that makes it, and that budget does.
+    @Test func aPreviewTheBudgetCannotMakeIsNamed() throws {
+        let directory = folder("preview-budget")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/photos", 0o755)
+        let made = python("""
+        import sys
+        from PIL import Image
+        Image.linear_gradient("L").resize((4000, 4000)).convert("RGB").save(sys.argv[1])
+        """, [directory + "/photos/big.png"], in: directory)
+        try #require(made.status == 0, "\(made.output)")
+        let base = ["grid", directory + "/photos", "--grid", "1x1", "--tile-size", "200", "--no-progress", "--temp-dir", directory,
+                    "--dzi", directory + "/site/w.dzi", "--previews", "2048"]
+        let tight = runTessera(base + ["--max-memory", "100M"])
+        #expect(tight.status == 0, "\(tight.output)")
+        #expect(tight.output.contains("1 photo has no 2048 px preview in the viewer, though its cell is drawn")
+                && tight.output.contains("/photos/big.png"), "\(tight.output)")
+        #expect(access(directory + "/site/w_files/viewer/previews/0.jpg", F_OK) != 0)
+        let words = tight.output.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let advice = try #require(words.firstIndex(of: "--max-memory").map { String(words[$0 + 1]) }, "\(tight.output)")
+        let roomy = runTessera(base + ["--max-memory", advice])
+        #expect(roomy.status == 0 && !roomy.output.contains("no 2048 px preview"), "\(advice): \(roomy.output)")
+        #expect(access(directory + "/site/w_files/viewer/previews/0.jpg", F_OK) == 0, "\(roomy.output)")
+    }
+
     /// An SZI rewritten by Python's zipfile with an extended-timestamp extra field on every
     /// entry (in its local header as in the directory) and 65,536 empty entries more, so its end
     /// records are ZIP64, and without the viewer's cells.js (as another program writes it): the

@@ -265,6 +265,7 @@ public struct RenderRequest: Sendable {
             }
             try settings.validate()
         }
+        try checkNothingInsideReplacedFolders(files, temporary: temporary)
         var seen: [String: OutputFile] = [:]
         for file in files {
             let canonical = OutputDestination.canonicalPath(file.path)
@@ -275,6 +276,31 @@ public struct RenderRequest: Sendable {
                                       + "each output needs a name of its own")
             }
             seen[canonical] = file
+        }
+    }
+
+    /// Refuses a file or folder written inside a folder another output replaces whole (the Deep
+    /// Zoom tiles, an IIIF folder), and the temporary folder there: the new folder is made
+    /// beside the old and swapped in, so what another output had put in the old one would go
+    /// with it (after a run that said it was written), or a folder moved away under a run
+    /// would fail it half done.
+    static func checkNothingInsideReplacedFolders(_ files: [OutputFile], temporary: String) throws(TesseraError) {
+        for folder in files where folder.isFolder {
+            // As named, and as the link it may be resolves.
+            var prefixes = [OutputDestination.canonicalPath(folder.path)]
+            if let resolved = resolvedPath(folder.path) { prefixes.append(resolved) }
+            func isInside(_ path: String) -> Bool {
+                let canonical = OutputDestination.canonicalPath(path)
+                return prefixes.contains { canonical.hasPrefix($0 == "/" ? "/" : $0 + "/") }
+            }
+            for file in files where file != folder && isInside(file.path) {
+                throw .unusableOutput(path: file.path, reason: "it is inside \(folder.role) (\(folder.path)), which the render replaces "
+                                      + "whole: put \(file.role) elsewhere")
+            }
+            if isInside(temporary + "/x") {
+                throw .unusableOutput(path: temporary, reason: "the temporary folder is inside \(folder.role) (\(folder.path)), which "
+                                      + "the render replaces whole: choose another temporary folder")
+            }
         }
     }
 

@@ -96,6 +96,9 @@ public struct RenderSummary: Equatable, Sendable {
     public var cellsShared = 0
     /// The viewer's previews written (DeepZoomSettings.previews), one a distinct photo drawn that could be read.
     public var previews = 0
+    /// Photos drawn in the render that have no preview all the same (the decode at the preview's
+    /// size failed, for want of memory most often), with why.
+    public var previewsMissed: [SkippedPhoto] = []
 
     public var megapixels: Double { Double(width) * Double(height) / 1e6 }
     public var megapixelsPerSecond: Double { seconds > 0 ? megapixels / seconds : 0 }

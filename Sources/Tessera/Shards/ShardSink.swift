@@ -44,6 +44,7 @@ final class ShardSink: StripeSink, PreviewSink {
     /// The previews' long side (0: none).
     private let previewSide: Int
     private var previewsMade = 0
+    private var previewsMissed: [SkippedPhoto] = []
 
     init(target: ShardTarget, band: ShardBand, plan: RenderPlan, request: RenderRequest, fingerprint: String) throws(TesseraError) {
         self.band = band
@@ -197,7 +198,9 @@ final class ShardSink: StripeSink, PreviewSink {
         try tiff?.finish()
         if let previews {
             let part = self.part
-            previewsMade = try previews.make { index, bytes throws(TesseraError) in try part.append(.preview, a: index, bytes: bytes) }.made
+            let made = try previews.make { index, bytes throws(TesseraError) in try part.append(.preview, a: index, bytes: bytes) }
+            previewsMade = made.made
+            previewsMissed = made.missed
         }
         if writesCells, let geometry = plan.deepZoom {
             var piece = 0
@@ -223,6 +226,7 @@ final class ShardSink: StripeSink, PreviewSink {
         summary.deepZoomTiles = zoom?.tilesWritten ?? 0
         summary.deepZoomBytes = zoom?.bytesWritten ?? 0
         summary.previews = previewsMade
+        summary.previewsMissed = previewsMissed
     }
 
     private func encode(_ stripe: StripeView) throws(TesseraError) -> EncodedStripe {

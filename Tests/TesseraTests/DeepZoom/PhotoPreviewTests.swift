@@ -7,7 +7,7 @@ import Testing
 @Suite struct PhotoPreviewTests {
     /// Three readable photos and one truncated file, in a grid that draws each twice.
     private func previews(in scratch: ScratchDirectory, failedInRender: @escaping @Sendable (Int) -> Bool) throws
-        -> (made: [Int], counts: (made: Int, unreadable: Int)) {
+        -> (made: [Int], counts: (made: Int, unreadable: Int, missed: [SkippedPhoto])) {
         var photos = try PhotoLibrary.scan(["Landscape_1", "Portrait_3", "Landscape_6"].map { "\(fixturesDirectory)/orientation/\($0).jpg" })
             .photos.map { $0 }
         let broken = scratch.file("broken.jpg")
@@ -32,6 +32,9 @@ import Testing
         let result = try previews(in: scratch) { _ in false }
         #expect(result.made == [0, 1, 2])
         #expect(result.counts.made == 3 && result.counts.unreadable == 1)
+        // The broken photo, which the render (here) drew: named, with why.
+        #expect(result.counts.missed.map(\.path) == [scratch.path + "/broken.jpg"] && result.counts.missed[0].reason.isEmpty == false,
+                "\(result.counts.missed)")
     }
 
     /// A photo the render failed to read is not decoded again: here a readable one marked so
@@ -42,5 +45,6 @@ import Testing
         let result = try previews(in: scratch) { $0 == 1 || $0 == 3 }
         #expect(result.made == [0, 2])
         #expect(result.counts.made == 2 && result.counts.unreadable == 2)
+        #expect(result.counts.missed.isEmpty, "a photo the render named is not named again")
     }
 }

@@ -262,6 +262,8 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
     var previews: PhotoPreviews?
     /// How many previews were written, and how many photos had none (unreadable).
     private(set) var previewCounts = (made: 0, unreadable: 0)
+    /// Photos drawn whose preview could not be made (PhotoPreviews.make).
+    private(set) var previewsMissed: [SkippedPhoto] = []
 
     /// Whether the archive carries the viewer's files (its page reads them from it).
     private var archiveHasViewer: Bool { archive != nil && (archivePagePath != nil || pageReadsArchive) }
@@ -272,6 +274,7 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         guard let previews, (viewer && staging != nil) || archiveHasViewer else { return }
         let made = try previews.make { index, bytes throws(TesseraError) in try addPreview(index: index, bytes: bytes) }
         previewCounts.unreadable = made.unreadable
+        previewsMissed = made.missed
     }
 
     /// Photo `index`'s preview (a JPEG), into the folder's viewer/previews and the archive's:
@@ -370,6 +373,7 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         summary.deepZoomBytes = bytesWritten
         summary.archiveBytes = archive?.bytesWritten ?? 0
         summary.previews = previewCounts.made
+        summary.previewsMissed = previewsMissed
     }
 }
 

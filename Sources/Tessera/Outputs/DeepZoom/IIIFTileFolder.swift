@@ -156,6 +156,9 @@ final class IIIFTileFolder: @unchecked Sendable {
     /// Moves the folder into place: swapped with one tessera wrote, or renamed in.
     func commit() throws(TesseraError) {
         try IIIFTileFolder.checkReplaceable(destination)
+        // The staging lock is the folder's own file: it is not published. (The lock stays held
+        // on the open file; a sweep of stale temporaries meanwhile sees this process alive.)
+        _ = system_unlink(staging + "/" + StaleTemporaries.lockName)
         var existing = stat()
         if system_lstat(destination, &existing) == 0 {
             try exchangePaths(staging, destination)

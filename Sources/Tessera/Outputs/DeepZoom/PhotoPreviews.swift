@@ -8,7 +8,9 @@
 // with the render's decoder (the same budget, colour handling and cancellation) at the preview's
 // size, and encodes it; the files are handed to the output one at a time, in the order they are
 // done. A photo that cannot be read has no preview (the render drew its cell as a placeholder
-// and named it already); the viewer says so when its cell is clicked. A photo the render
+// and named it already); the viewer says so when its cell is clicked. A photo whose cell was
+// drawn but whose preview could not be made (at the preview's size it needs more memory than the
+// budget gives a decode) is returned with its reason, for the caller to name. A photo the render
 // already failed to read is not tried again (`failedInRender`): a file that takes long to
 // fail (a hostile one, or one over the budget) costs that time once.
 //
@@ -75,9 +77,11 @@ struct PhotoPreviews: Sendable {
     }
 
     /// Makes every preview and hands each to `emit` (photo number, JPEG bytes), one call at a
-    /// time. Returns how many were made and how many photos could not be read. Throws what
-    /// `emit` throws, `.cancelled`, or an encoder's failure.
-    func make(_ emit: (Int, UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) -> (made: Int, unreadable: Int) {
+    /// time. Returns how many were made, how many photos could not be read, and the photos
+    /// drawn in the render that have no preview all the same, with why. Throws what `emit`
+    /// throws, `.cancelled`, or an encoder's failure.
+    func make(_ emit: (Int, UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError)
+        -> (made: Int, unreadable: Int, missed: [SkippedPhoto]) {
         let drawn = drawnPhotos()
         let list = share.count == 1 ? drawn : stride(from: share.index, to: drawn.count, by: share.count).map { drawn[$0] }
         let next = AtomicCounter(), tally = Tally()
@@ -97,8 +101,9 @@ struct PhotoPreviews: Sendable {
                     }
                     do throws(TesseraError) {
                         guard let encoder else { throw TesseraError.encodeFailed(path: "a preview", reason: "out of memory creating an encoder") }
-                        guard let bytes = try preview(of: index, pixels: &pixels, encoder: encoder) else {
-                            tally.unreadable()
+                        let made = try preview(of: index, pixels: &pixels, encoder: encoder)
+                        guard case .success(let bytes) = made else {
+                            if case .failure(let error) = made { tally.missed(SkippedPhoto(path: photos[index].path, error: error)) }
                             continue
                         }
                         try tally.emit { () throws(TesseraError) in try shared.value(index, bytes) }
@@ -117,9 +122,16 @@ struct PhotoPreviews: Sendable {
     private final class Tally: @unchecked Sendable {
         private let lock = Mutex()
         private var made = 0, unreadableCount = 0  // protected by `lock`
+        private var missedPhotos: [SkippedPhoto] = []  // protected by `lock`
         private var failure: TesseraError?  // protected by `lock`
         var failed: Bool { lock.withLock { failure != nil } }
         func unreadable() { lock.withLock { unreadableCount += 1 } }
+        func missed(_ photo: SkippedPhoto) {
+            lock.withLock {
+                unreadableCount += 1
+                missedPhotos.append(photo)
+            }
+        }
         func fail(_ error: TesseraError) { lock.withLock { if failure == nil { failure = error } } }
         func emit(_ body: () throws(TesseraError) -> Void) throws(TesseraError) {
             lock.lock()
@@ -128,16 +140,17 @@ struct PhotoPreviews: Sendable {
             try body()
             made += 1
         }
-        func result() throws(TesseraError) -> (made: Int, unreadable: Int) {
-            let (made, unreadable, failure) = lock.withLock { (self.made, unreadableCount, self.failure) }
+        func result() throws(TesseraError) -> (made: Int, unreadable: Int, missed: [SkippedPhoto]) {
+            let (made, unreadable, missed, failure) = lock.withLock { (self.made, unreadableCount, missedPhotos, self.failure) }
             if let failure { throw failure }
-            return (made, unreadable)
+            return (made, unreadable, missed.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) })
         }
     }
 
-    /// Photo `index`'s preview as JPEG bytes (valid until `encoder` is used again), or nil when
-    /// the photo cannot be read.
-    private func preview(of index: Int, pixels: inout [UInt8], encoder: OpaquePointer) throws(TesseraError) -> UnsafeRawBufferPointer? {
+    /// Photo `index`'s preview as JPEG bytes (valid until `encoder` is used again), or why the
+    /// photo could not be read at the preview's size.
+    private func preview(of index: Int, pixels: inout [UInt8], encoder: OpaquePointer) throws(TesseraError)
+        -> Result<UnsafeRawBufferPointer, TesseraError> {
         let photo = photos[index]
         let size = Self.size(width: photo.header.width, height: photo.header.height,
                              exifOrientation: photo.header.exifOrientation, longSide: longSide)
@@ -149,7 +162,7 @@ struct PhotoPreviews: Sendable {
             }.get()
         } catch {
             if case .cancelled = error { throw error }
-            return nil
+            return .failure(error)
         }
         let factors = subsampling.lumaFactors
         func check(_ status: Int32) throws(TesseraError) {
@@ -168,6 +181,6 @@ struct PhotoPreviews: Sendable {
         try check(tessera_jpeg_encoder_finish(encoder))
         var bytes: UnsafePointer<UInt8>?
         let length = tessera_jpeg_encoder_memory_output(encoder, &bytes)
-        return UnsafeRawBufferPointer(start: bytes, count: length)
+        return .success(UnsafeRawBufferPointer(start: bytes, count: length))
     }
 }
