@@ -553,6 +553,55 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         expectRefused(folder, saying: ["part-0001-of-0003.tessera-part", "444 sampling"])
     }
 
+    /// What the viewer runs and the JPEG's data, edited and resealed: part 1's cells.js made to
+    /// run code (its start, a key, an expression where a number stands) or to give another
+    /// size; a marker inside a stripe's entropy-coded segment (an end of image, which makes the
+    /// JPEG end there); a preview of a photo the cells do not name. Each is refused (exit 3),
+    /// naming the part, with nothing written.
+    @Test func theViewerCellsTheSegmentsAndThePreviewsAreChecked() throws {
+        let folder = copyOfBase("cells")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        let cells = try #require(original[0].firstRecord(kind: 5), "part 1 holds no cells")
+        let start = Int(original[0].record64(cells, 16)), length = Int(original[0].record64(cells, 24))
+        let text = Array(original[0].bytes[start..<(start + length)])
+        func place(of words: String) throws -> Int {
+            let needle = Array(words.utf8)
+            return try #require((0...(text.count - needle.count)).first { Array(text[$0..<($0 + needle.count)]) == needle },
+                                "no '\(words)' in cells.js") + start
+        }
+        for (words, replacement, said) in [("window.TE", "alert(1);", "it does not begin as tessera's does"),
+                                           ("name:", "eval:", "a key tessera does not write (eval)"),
+                                           ("width: 4", "width:(4", "where a value belongs"),
+                                           ("width: 4", "width: 9", "it gives width 9")] {
+            var edited = original[0]
+            let at = try place(of: words)
+            for (i, byte) in replacement.utf8.enumerated() { edited.bytes[at + i] = byte }
+            edited.reseal()
+            edited.write(to: part(folder, 1))
+            expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's viewer cells (cells.js) are not what tessera writes", said])
+        }
+        original[0].write(to: part(folder, 1))
+
+        let k = try #require((1...3).first { original[$0 - 1].firstRecord(kind: 2) != nil })
+        var marked = original[k - 1]
+        let segment = marked.firstRecord(kind: 2)!
+        let middle = Int(marked.record64(segment, 16) + marked.record64(segment, 24) / 2)
+        marked.bytes[middle] = 0xFF
+        marked.bytes[middle + 1] = 0xD9
+        marked.reseal()
+        marked.write(to: part(folder, k))
+        expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part's segment of stripe", "holds a marker (0xFF 0xD9)"])
+        original[k - 1].write(to: part(folder, k))
+
+        let p = try #require((1...3).first { original[$0 - 1].firstRecord(kind: 8) != nil })
+        var stray = original[p - 1]
+        stray.setRecord32(stray.firstRecord(kind: 8)!, 4, 99_999)
+        stray.reseal()
+        stray.write(to: part(folder, p))
+        expectRefused(folder, saying: ["part-000\(p)-of-0003.tessera-part holds a preview of photo 99999, but the render's cells name"])
+    }
+
     /// Parts edited to name a photo of the render, another part, or a path in the shard folder
     /// as the JPEG (every part alike, checksums recomputed): only the destination checks stand
     /// in the way, and they refuse (exit 2) with nothing replaced.

@@ -72,6 +72,9 @@ enum PartFormat {
     static let maxHeaderBytes: UInt64 = 1 << 20
     /// The most a JPEG header record may hold (tables and markers: under 1 KB).
     static let maxJPEGHeaderBytes: UInt64 = 1 << 20
+    /// The most a piece of the viewer's cells.js may hold (the writer cuts them at 64 KiB, plus
+    /// at most one photo's name).
+    static let maxCellsPieceBytes = 1 << 20
 }
 
 final class PartWriter: @unchecked Sendable {

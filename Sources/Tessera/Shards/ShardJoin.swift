@@ -298,6 +298,12 @@ private struct Joiner {
     private var previewSide = 0
     private var previewPhotos = Set<UInt32>()
     private var previewBytes: Int64 = 0
+    /// Part 1's cells.js: its bytes, and the photo names it gives (a preview is of one of them).
+    private var cellsBytes: Int64 = 0
+    private var photoNames = 0
+    /// The most bytes a JPEG stripe's segment can hold (a stripe's pixels at the worst case of
+    /// baseline JPEG, as a tile's bound).
+    private var maxSegmentBytes: UInt64 = 0
     // The outputs, once begun.
     private var jpegOutput: AtomicOutputFile?
     private var zoomOutput: DeepZoomOutput?
@@ -356,6 +362,9 @@ private struct Joiner {
         stripeCount = Int(header["stripe-count"] ?? "") ?? 0
         if summary.jpegPath != nil {
             guard stripeCount > 0, stripeCount <= height else { throw bad("\(name) gives \(stripeCount) stripes for \(height) rows") }
+            let stripeHeight = Int(header["stripe-height"] ?? "") ?? 0
+            guard stripeHeight > 0, stripeHeight <= height else { throw bad("\(name) gives stripes of \(stripeHeight) rows for \(height) rows") }
+            maxSegmentBytes = UInt64(width) * UInt64(stripeHeight) * 24 + (1 << 20)
         }
         zoomPath = namedZoom
         if zoomPath != nil {
@@ -546,6 +555,10 @@ private struct Joiner {
                     }
                 } else {
                     let stripe = Int(record.a)
+                    guard record.length <= maxSegmentBytes else {
+                        throw bad("\(name) holds a segment of stripe \(stripe) of \(record.length) bytes, more than a stripe of this picture can be: "
+                                  + "it is damaged or not a part")
+                    }
                     guard stripe >= owned.0, stripe < owned.1 else {
                         throw bad("\(name) holds stripe \(stripe), outside its own band (stripes \(owned.0)..<\(owned.1)): it is damaged or not a part")
                     }
@@ -560,6 +573,8 @@ private struct Joiner {
                 throw bad("\(name) holds stripes up to \(checkedStripes), not all of \(owned.0)..<\(owned.1): run its shard again")
             }
         }
+        // (After the JPEG's header, whose frame says the picture's size first.)
+        if part.header["shard"] == "1" && firstHasCells { try checkCells(part) }
         let directory = self.directory
         let bad = { (why: String) -> TesseraError in .unusableParts(directory: directory, reason: why) }
         try zoomShare?.checkBand(of: part, bad: bad)
@@ -585,10 +600,41 @@ private struct Joiner {
         }
     }
 
+    /// Part 1's cells.js (which the viewer runs as a script): its pieces in order, each no longer
+    /// than the writer makes them, and together what tessera writes for this render
+    /// (CellsScriptCheck), read through once before anything is written.
+    private mutating func checkCells(_ part: PartReader) throws(TesseraError) {
+        let name = ShardJoin.name(part)
+        guard let geometry = zoomShare?.geometry, zoomSettings.viewer else {
+            throw bad("\(name) holds the viewer's cells, but its render wrote no viewer")
+        }
+        var check = CellsScriptCheck(expected: ["width": summary.width, "height": summary.height, "tileSize": geometry.tileSize,
+                                                "overlap": geometry.overlap, "maxLevel": geometry.maxLevel, "previews": previewSide])
+        var piece: UInt32 = 0
+        if buffer.count < 1 << 20 { buffer = [UInt8](repeating: 0, count: 1 << 20) }
+        for record in part.records where record.kind == .cellsScript {
+            guard record.a == piece, record.length <= UInt64(PartFormat.maxCellsPieceBytes) else {
+                throw bad("\(name) holds \(PartReader.describe(record)) of \(record.length) bytes where piece \(piece) of at most "
+                          + "\(PartFormat.maxCellsPieceBytes) was due: it is damaged or not a part")
+            }
+            piece += 1
+            cellsBytes += Int64(record.length)
+            try part.copy(record, using: &buffer) { (bytes) throws(TesseraError) in check.feed(bytes) }
+            if let why = check.failure { throw bad("\(name)'s viewer cells (cells.js) are not what tessera writes: \(why)") }
+        }
+        guard check.finish() else {
+            throw bad("\(name)'s viewer cells (cells.js) are not what tessera writes: \(check.failure ?? "")")
+        }
+        photoNames = check.nameCount
+    }
+
     /// A preview: asked for, of a photo no other record gave, no longer than a JPEG of its size
     /// can be (as a tile's bound) and a quarter of the budget (it is copied whole).
     private mutating func checkPreview(_ record: PartRecord, of name: String) throws(TesseraError) {
         guard previewSide > 0 else { throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no previews") }
+        guard Int(record.a) < photoNames else {
+            throw bad("\(name) holds a preview of photo \(record.a), but the render's cells name \(photoNames) photos: it is damaged or not a part")
+        }
         guard previewPhotos.insert(record.a).inserted else { throw bad("\(name) holds a second preview of photo \(record.a)") }
         let most = UInt64(previewSide * previewSide) * 24 + (1 << 20)
         guard record.length >= 4, record.length <= most else {
@@ -627,7 +673,7 @@ private struct Joiner {
             for (path, perTile) in [(zoomPath, Int64(0)), (archivePath, Int64(0)), (iiif?.path, Int64(3 * 4096))] {
                 guard let path else { continue }
                 needs[parentDirectory(of: path), default: 0] += pyramidBytes + Int64(share.tileCount) * perTile
-                    + (path == iiif?.path ? 0 : previewBytes + Int64(previewPhotos.count) * 4096)
+                    + (path == iiif?.path ? 0 : previewBytes + Int64(previewPhotos.count) * 4096 + cellsBytes)
             }
         }
         // A TIFF: the top page once, the smaller pages twice (spooled beside it, then copied in),
@@ -665,7 +711,10 @@ private struct Joiner {
                 for path in [zoomPath, archivePath] {
                     if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 4096 }
                 }
-            case .cellsScript: break
+            case .cellsScript:
+                for path in [zoomPath, archivePath] {
+                    if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) }
+                }
             }
         }
         for (folder, bytes) in needs {
@@ -684,8 +733,11 @@ private struct Joiner {
             }
             let output = jpegOutput!
             for record in part.records where record.kind == .jpegHeader || record.kind == .jpegSegment {
-                try copy(part, record, to: output)
-                guard record.kind == .jpegSegment else { continue }
+                guard record.kind == .jpegSegment else {
+                    try copy(part, record, to: output)
+                    continue
+                }
+                try copySegment(part, record, to: output)
                 let marker = RestartMarkerJPEGSink.trailer(afterStripe: writtenStripes, of: stripeCount)
                 try marker.withUnsafeBytes { raw in Result { () throws(TesseraError) in try output.append(raw) } }.get()
                 writtenStripes += 1
@@ -829,6 +881,29 @@ private struct Joiner {
         guard share.isTile(buffer, of: record, subsampling: subsampling) else {
             throw bad("\(part.name) holds \(PartReader.describe(record)), which is not a JPEG of that tile's size and "
                       + "\(subsampling.rawValue) sampling: it is damaged or not a part")
+        }
+    }
+
+    /// A stripe's entropy-coded segment, checked as it is copied as a tile's is (JPEGFrame): every
+    /// 0xFF stuffed with a 0x00, none last, so no marker of the part's comes between the join's
+    /// restart markers (a second frame, an end of image, data after it).
+    private mutating func copySegment(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
+        if buffer.count < 4 << 20 { buffer = [UInt8](repeating: 0, count: 4 << 20) }
+        var afterFF = false
+        let directory = self.directory
+        try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in
+            for byte in piece {
+                if afterFF && byte != 0 {
+                    throw .unusableParts(directory: directory, reason: "\(part.name)'s segment of stripe \(record.a) holds a marker "
+                                         + "(0xFF 0x\(String(byte, radix: 16, uppercase: true))) where tessera's encoder writes only entropy-coded data: "
+                                         + "it is damaged or not a part")
+                }
+                afterFF = byte == 0xFF
+            }
+            try output.append(piece)
+        }
+        guard !afterFF else {
+            throw bad("\(part.name)'s segment of stripe \(record.a) ends in 0xFF, which tessera's encoder never writes: it is damaged or not a part")
         }
     }
 
