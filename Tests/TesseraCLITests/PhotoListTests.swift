@@ -13,7 +13,7 @@ func runTessera(_ arguments: [String], input: String) -> (status: Int32, standar
     let base = "\(testRoot)/tessera-list-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     defer { unlink(base + ".out"); unlink(base + ".err") }
     let command = ([toolPath()] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-    let status = system(command + " >'\(base).out' 2>'\(base).err' <'\(input)'")
+    let status = system(testCacheAssignment + " " + command + " >'\(base).out' 2>'\(base).err' <'\(input)'")
     return ((status >> 8) & 0xFF, String(decoding: readFile(base + ".out"), as: UTF8.self),
             String(decoding: readFile(base + ".err"), as: UTF8.self))
 }

@@ -13,7 +13,7 @@ func runTesseraSplit(_ arguments: [String]) -> (status: Int32, standardOutput: S
     let base = "\(testRoot)/tessera-split-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     defer { unlink(base + ".out"); unlink(base + ".err") }
     let command = ([tool] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-    let status = system(command + " >'\(base).out' 2>'\(base).err' </dev/null")
+    let status = system(testCacheAssignment + " " + command + " >'\(base).out' 2>'\(base).err' </dev/null")
     return ((status >> 8) & 0xFF, String(decoding: readFile(base + ".out"), as: UTF8.self),
             String(decoding: readFile(base + ".err"), as: UTF8.self))
 }
