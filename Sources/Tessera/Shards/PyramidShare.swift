@@ -174,6 +174,36 @@ struct PyramidShare {
     }
 }
 
+/// Entropy-coded data checked as tessera's encoder writes it, in pieces: every 0xFF is stuffed
+/// (0xFF00), or is a restart marker where `restarts` allows them; so no other marker (a frame,
+/// an end of image) is inside. The 0xFF bytes are found with memchr: entropy-coded data has
+/// about one in 256.
+struct EntropyCodedData {
+    let restarts: Bool
+    /// The last piece ended on a 0xFF whose pair is the next piece's first byte (data that ends
+    /// so is not whole).
+    private(set) var endsOnFF = false
+
+    /// Checks the next piece; the byte after an unstuffed 0xFF if there is one (nil: it passes).
+    mutating func take(_ piece: UnsafeRawBufferPointer) -> UInt8? {
+        guard let base = piece.baseAddress, !piece.isEmpty else { return nil }
+        func allowed(_ byte: UInt8) -> Bool { byte == 0x00 || (restarts && (0xD0...0xD7).contains(byte)) }
+        if endsOnFF && !allowed(piece[0]) { return piece[0] }
+        var at = endsOnFF ? 1 : 0
+        endsOnFF = false
+        while at < piece.count, let found = memchr(base + at, 0xFF, piece.count - at) {
+            let index = base.distance(to: UnsafeRawPointer(found))
+            guard index + 1 < piece.count else {
+                endsOnFF = true
+                return nil
+            }
+            if !allowed(piece[index + 1]) { return piece[index + 1] }
+            at = index + 2
+        }
+        return nil
+    }
+}
+
 /// What a JPEG Tessera encoded says of itself, read from its bytes without decoding, and whether
 /// it is made as Tessera's encoder makes one (`init` is nil otherwise): SOI; then only APP0 and
 /// COM (any APPn in a `header`), 8-bit quantisation tables, Huffman tables that a decoder can
@@ -284,13 +314,9 @@ struct JPEGFrame {
                 }
                 // The entropy-coded data, then EOI as the last two bytes and nowhere before.
                 guard count >= end + 2, b[count - 2] == 0xFF, b[count - 1] == 0xD9 else { return nil }
-                let base = b.baseAddress!, limit = count - 2
-                var p = end
-                while p < limit, let found = memchr(base + p, 0xFF, limit - p) {
-                    p = UnsafeRawPointer(found) - UnsafeRawPointer(base)
-                    guard p + 1 < limit, b[p + 1] == 0x00 || (restarts && (0xD0...0xD7).contains(b[p + 1])) else { return nil }
-                    p += 2
-                }
+                var scan = EntropyCodedData(restarts: restarts)
+                guard scan.take(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[end..<(count - 2)])) == nil,
+                      !scan.endsOnFF else { return nil }
                 return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: true)
             default:
                 return nil

@@ -889,32 +889,17 @@ private struct Joiner {
     /// restart markers (a second frame, an end of image, data after it).
     private mutating func copySegment(_ part: PartReader, _ record: PartRecord, to output: AtomicOutputFile) throws(TesseraError) {
         if buffer.count < 4 << 20 { buffer = [UInt8](repeating: 0, count: 4 << 20) }
-        var afterFF = false
+        var scan = EntropyCodedData(restarts: false)
         let directory = self.directory
         try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in
-            guard let base = piece.baseAddress, !piece.isEmpty else { return }
-            func marker(_ byte: UInt8) -> TesseraError {
-                .unusableParts(directory: directory, reason: "\(part.name)'s segment of stripe \(record.a) holds a marker "
-                               + "(0xFF 0x\(String(byte, radix: 16, uppercase: true))) where tessera's encoder writes only entropy-coded data: "
-                               + "it is damaged or not a part")
-            }
-            // (A 0xFF at the end of the piece before: its pair is this one's first byte.)
-            if afterFF && piece[0] != 0 { throw marker(piece[0]) }
-            // Each 0xFF found by memchr (about one byte in 256 of entropy-coded data).
-            var at = afterFF ? 1 : 0
-            afterFF = false
-            while at < piece.count, let found = memchr(base + at, 0xFF, piece.count - at) {
-                let index = base.distance(to: UnsafeRawPointer(found))
-                guard index + 1 < piece.count else {
-                    afterFF = true
-                    break
-                }
-                if piece[index + 1] != 0 { throw marker(piece[index + 1]) }
-                at = index + 2
+            if let byte = scan.take(piece) {
+                throw .unusableParts(directory: directory, reason: "\(part.name)'s segment of stripe \(record.a) holds a marker "
+                                     + "(0xFF 0x\(String(byte, radix: 16, uppercase: true))) where tessera's encoder writes only entropy-coded data: "
+                                     + "it is damaged or not a part")
             }
             try output.append(piece)
         }
-        guard !afterFF else {
+        guard !scan.endsOnFF else {
             throw bad("\(part.name)'s segment of stripe \(record.a) ends in 0xFF, which tessera's encoder never writes: it is damaged or not a part")
         }
     }
