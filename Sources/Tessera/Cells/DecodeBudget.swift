@@ -107,6 +107,8 @@ public final class DecodeBudget: @unchecked Sendable {
     /// The budget that lifts a one-decode limit of `limitBytes` under `budgetBytes` to `bytes`.
     /// Also the mosaic's rule for the photos its render would draw grey (it has the plan).
     static func budgetToDraw(bytes: Int64, budgetBytes: Int64, limitBytes: Int64) -> Int64 {
+        // Clamped to 2^50 (1 PiB) first, so that no header's figure can overflow the sum.
+        let (bytes, budgetBytes, limitBytes) = (clampedBytes(bytes), clampedBytes(budgetBytes), clampedBytes(limitBytes))
         let needed = budgetBytes + max(0, bytes - limitBytes) + (8 << 20)
         return ((needed + (1 << 20) - 1) >> 20) << 20
     }
@@ -117,9 +119,12 @@ public final class DecodeBudget: @unchecked Sendable {
     /// is the budget less its steady state, which at such a budget is smaller than a third of a
     /// camera photo's decode).
     static func budgetToDraw(bytes: Int64) -> Int64 {
+        let bytes = clampedBytes(bytes)
         let needed = bytes + bytes / 3 + (16 << 20)
         return ((needed + (1 << 20) - 1) >> 20) << 20
     }
+
+    private static func clampedBytes(_ bytes: Int64) -> Int64 { min(max(bytes, 0), 1 << 50) }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
     func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {

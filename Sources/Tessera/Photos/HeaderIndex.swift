@@ -1,10 +1,12 @@
 // HeaderIndex.swift — what each scanned file was (its header, or not an image, or a video),
 // kept between runs on disk, so a warm scan answers an unchanged file (same path, size and
-// mtime) without opening it (the ScanCache of Photos/ScanCache.swift).
+// mtime, change time, device and inode: FileStamp) without opening it (the ScanCache of
+// Photos/ScanCache.swift).
 //
 // One record store (System/RecordJournal.swift) in the cache directory: `headers-v1.idx`, sorted
 // by path bytes, and `headers-v1.journal`, which each scan batch is appended to. A record: key =
-// the path's bytes; value = size i64, mtime (ns) i64, kind u8 (0 photo, 1 not an image,
+// the path's bytes; value = size i64, mtime (ns) i64, change time (ns) i64, device u64, inode
+// u64 (since version 3), kind u8 (0 photo, 1 not an image,
 // 2 video), then for a photo every PhotoHeader field: width, height i64, colour model u8, flags
 // u8 (progressive 1, Adobe inverted 2, arithmetic 4, stored RGB 8, alpha 16, colour tag present
 // 32), EXIF orientation, minimum data bytes, coefficient bytes, DC decoder bytes, whole-image
@@ -15,14 +17,25 @@
 //
 // A damaged or unreadable file is an empty cache, never an error: a file it cannot answer for
 // is simply read again. An entry that does not decode to a header this Tessera could have made
-// (a format it does not read, a size out of range) is likewise not answered.
+// (a format it does not read, a size out of range, a byte count past `largestByteCount`) is
+// likewise not answered.
+//
+// What the cache is trusted with: an entry is taken as the file's header only when the file's
+// stamp is the one recorded, and every value is one a real header could have; but a forger who
+// can write the cache directory and recompute its checksums can make a photo look like another
+// size or date (what a layout or an order uses), just as one who can write the photos can. The
+// pixels drawn always come from decoding the photo itself.
 //
 // Threading: any thread may call the methods; a reader is used by one thread.
 import Glibc
 
 public final class HeaderIndex: ScanCache, @unchecked Sendable {
     /// Raised whenever header parsing changes what it finds: old entries are then ignored.
-    public static let headerParsingVersion: UInt32 = 2
+    public static let headerParsingVersion: UInt32 = 3
+    /// The largest byte count an entry may give (minimum data, coefficients, DC decoder, whole
+    /// image): 1 TiB, far past any image a header can describe (65,535 px square at 16 bytes a
+    /// pixel is 64 GiB), and small enough that sums of a few cannot overflow.
+    static let largestByteCount: Int64 = 1 << 40
     /// The journal is compacted at `finish` when larger than this, or than half the main file.
     static let compactJournalBytes: Int64 = 1 << 20
     /// The main file.
@@ -68,12 +81,11 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
         let cursor: RecordCursor
         init(cursor: RecordCursor) { self.cursor = cursor }
 
-        func lookup(_ path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64) throws(TesseraError) -> ScanCacheKind? {
+        func lookup(_ path: PathBytes, stamp: FileStamp) throws(TesseraError) -> ScanCacheKind? {
             var kind: ScanCacheKind?
             _ = path.bytes.withUnsafeBytes { key in
                 cursor.visit(key) { value in
-                    guard let entry = HeaderIndex.decode(value), entry.fileBytes == fileBytes,
-                          entry.modifiedNanoseconds == modifiedNanoseconds else { return false }
+                    guard let entry = HeaderIndex.decode(value), entry.stamp == stamp else { return false }
                     kind = entry.kind
                     return true
                 }
@@ -83,8 +95,11 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     }
 
     static func encode(_ entry: ScanCacheEntry, into value: inout [UInt8]) {
-        value.appendLittleEndian(entry.fileBytes)
-        value.appendLittleEndian(entry.modifiedNanoseconds)
+        value.appendLittleEndian(entry.stamp.fileBytes)
+        value.appendLittleEndian(entry.stamp.modifiedNanoseconds)
+        value.appendLittleEndian(entry.stamp.changedNanoseconds)
+        value.appendLittleEndian(entry.stamp.device)
+        value.appendLittleEndian(entry.stamp.inode)
         switch entry.kind {
         case .notAnImage: value.append(1)
         case .video: value.append(2)
@@ -116,27 +131,32 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     /// A value read back, every field checked: nil when it is not one `encode` could have written
     /// for a header this Tessera finds.
     static func decode(_ value: UnsafeRawBufferPointer) -> ScanCacheEntry? {
-        guard value.count >= 17 else { return nil }
-        let fileBytes = value.loadLittleEndian(0, as: Int64.self), mtime = value.loadLittleEndian(8, as: Int64.self)
+        let kindAt = 40
+        guard value.count > kindAt else { return nil }
+        let stamp = FileStamp(fileBytes: value.loadLittleEndian(0, as: Int64.self), modifiedNanoseconds: value.loadLittleEndian(8, as: Int64.self),
+                              changedNanoseconds: value.loadLittleEndian(16, as: Int64.self), device: value.loadLittleEndian(24, as: UInt64.self),
+                              inode: value.loadLittleEndian(32, as: UInt64.self))
         let empty = PathBytes([UInt8]())
-        switch value[16] {
-        case 1: return value.count == 17 ? ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .notAnImage) : nil
-        case 2: return value.count == 17 ? ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .video) : nil
+        switch value[kindAt] {
+        case 1: return value.count == kindAt + 1 ? ScanCacheEntry(path: empty, stamp: stamp, kind: .notAnImage) : nil
+        case 2: return value.count == kindAt + 1 ? ScanCacheEntry(path: empty, stamp: stamp, kind: .video) : nil
         case 0: break
         default: return nil
         }
-        let fixed = 17 + 16 + 2 + 7 * 8 + 8 + 8 + 1
+        let at = kindAt + 1
+        let fixed = at + 16 + 2 + 7 * 8 + 8 + 8 + 1
         guard value.count >= fixed, value.count == fixed + Int(value[fixed - 1]) else { return nil }
-        let width = value.loadLittleEndian(17, as: Int64.self), height = value.loadLittleEndian(25, as: Int64.self)
-        let model = value[33], flags = value[34]
+        let width = value.loadLittleEndian(at, as: Int64.self), height = value.loadLittleEndian(at + 8, as: Int64.self)
+        let model = value[at + 16], flags = value[at + 17]
         var numbers: [Int64] = []
-        for index in 0..<7 { numbers.append(value.loadLittleEndian(35 + 8 * index, as: Int64.self)) }
-        let tag = value.loadLittleEndian(91, as: UInt64.self)
-        let taken = value.loadLittleEndian(99, as: Int64.self)
+        for index in 0..<7 { numbers.append(value.loadLittleEndian(at + 18 + 8 * index, as: Int64.self)) }
+        let tag = value.loadLittleEndian(at + 74, as: UInt64.self)
+        let taken = value.loadLittleEndian(at + 82, as: Int64.self)
         let name = String(decoding: UnsafeRawBufferPointer(rebasing: value[fixed...]), as: UTF8.self)
         let limit = Int64(Int32.max)
         guard (1...limit).contains(width), (1...limit).contains(height), model <= 2, flags < 64, (0...8).contains(numbers[0]),
-              numbers[1...].allSatisfy({ $0 >= 0 }), numbers[5] <= limit, numbers[6] <= limit, (0...9999_12_31_23_59_60).contains(taken),
+              numbers[1...4].allSatisfy({ (0...largestByteCount).contains($0) }), (0...limit).contains(numbers[5]),
+              (0...limit).contains(numbers[6]), (0...9999_12_31_23_59_60).contains(taken),
               Formats.all.contains(where: { $0.format.rawValue == name }) else { return nil }
         var header = PhotoHeader(width: Int(width), height: Int(height), colorModel: model == 0 ? .gray : model == 1 ? .rgb : .cmyk,
                                  isProgressive: flags & 1 != 0, exifOrientation: Int(numbers[0]), adobeInverted: flags & 2 != 0,
@@ -149,6 +169,6 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
         header.colorTag = flags & 32 != 0 ? tag : nil
         header.format = ImageFormat(rawValue: name)
         header.dateTaken = taken
-        return ScanCacheEntry(path: empty, fileBytes: fileBytes, modifiedNanoseconds: mtime, kind: .photo(header))
+        return ScanCacheEntry(path: empty, stamp: stamp, kind: .photo(header))
     }
 }

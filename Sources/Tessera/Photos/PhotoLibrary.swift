@@ -222,16 +222,24 @@ public struct PhotoLibrary: Sendable {
     }
 
     /// One file the walk found: its path and what its stat said, as the sorter carries it
-    /// (payload: named, regular, then size, mtime, device and inode as little-endian 64 bits).
+    /// (payload: named, regular, then size, mtime, device, inode and ctime as little-endian 64
+    /// bits).
     private struct Candidate {
         var path: PathBytes
         var named: Bool
         var regular: Bool
         var fileBytes: Int64
         var modifiedNanoseconds: Int64
+        var changedNanoseconds: Int64
         var identity: OutputDestination.Identity
 
-        static let payloadBytes = 34
+        static let payloadBytes = 42
+
+        /// What the header index compares.
+        var stamp: FileStamp {
+            FileStamp(fileBytes: fileBytes, modifiedNanoseconds: modifiedNanoseconds, changedNanoseconds: changedNanoseconds,
+                      device: identity.device, inode: identity.inode)
+        }
 
         init(path: PathBytes, named: Bool, info: stat) {
             self.path = path
@@ -239,6 +247,7 @@ public struct PhotoLibrary: Sendable {
             regular = (info.st_mode & S_IFMT) == S_IFREG
             fileBytes = Int64(info.st_size)
             modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+            changedNanoseconds = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
             identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         }
 
@@ -253,12 +262,14 @@ public struct PhotoLibrary: Sendable {
             fileBytes = integer(0)
             modifiedNanoseconds = integer(1)
             identity = OutputDestination.Identity(device: UInt64(bitPattern: integer(2)), inode: UInt64(bitPattern: integer(3)))
+            changedNanoseconds = integer(4)
         }
 
         var payload: [UInt8] {
             var bytes: [UInt8] = [named ? 1 : 0, regular ? 1 : 0]
             bytes.reserveCapacity(Self.payloadBytes)
-            for value in [fileBytes, modifiedNanoseconds, Int64(bitPattern: identity.device), Int64(bitPattern: identity.inode)] {
+            for value in [fileBytes, modifiedNanoseconds, Int64(bitPattern: identity.device), Int64(bitPattern: identity.inode),
+                          changedNanoseconds] {
                 withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
             }
             return bytes
@@ -401,8 +412,7 @@ public struct PhotoLibrary: Sendable {
             if let cacheReader {
                 do throws(TesseraError) {
                     for (index, candidate) in batch.enumerated() where candidate.regular {
-                        known[index] = try cacheReader.lookup(candidate.path, fileBytes: candidate.fileBytes,
-                                                              modifiedNanoseconds: candidate.modifiedNanoseconds)
+                        known[index] = try cacheReader.lookup(candidate.path, stamp: candidate.stamp)
                     }
                 } catch {
                     known = [ScanCacheKind?](repeating: nil, count: batch.count)
@@ -465,8 +475,7 @@ public struct PhotoLibrary: Sendable {
             case .success(.video): kind = .video
             default: return nil
             }
-            return ScanCacheEntry(path: candidate.path, fileBytes: candidate.fileBytes,
-                                  modifiedNanoseconds: candidate.modifiedNanoseconds, kind: kind)
+            return ScanCacheEntry(path: candidate.path, stamp: candidate.stamp, kind: kind)
         }
 
         /// Keeps the photo (with the walk's stat) or the warning.
@@ -571,6 +580,12 @@ public struct PhotoLibrary: Sendable {
         func emit() throws(TesseraError) {
             defer { pending.removeAll(keepingCapacity: true) }
             if !list.nulSeparated && pending.last == UInt8(ascii: "\r") { pending.removeLast() }
+            // No path holds a NUL byte: a line that does is a NUL-separated list read as lines
+            // (find -print0 without -0), whose first path would otherwise stand for all of them.
+            if !list.nulSeparated && pending.contains(0) {
+                throw .invalidSettings("the list \(list.path == "-" ? "on standard input" : list.path) holds NUL bytes, which no path can: "
+                                       + "it is separated by NUL bytes (find -print0); give -0 to read it so")
+            }
             if !pending.isEmpty { try body(pending) }
         }
         while true {

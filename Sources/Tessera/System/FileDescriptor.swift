@@ -290,28 +290,58 @@ public func readWholeFile(_ path: String) throws(TesseraError) -> [UInt8] {
     }
 }
 
+/// Whether a file's stat says most of its length is not stored: a sparse file, whose holes read
+/// as zeros for as long as it claims. Files of tessera's own (its caches) are never written so; a
+/// filesystem that compresses may store a few times less than the length, never 32 times less
+/// for such data, and small files are exempt (their bytes may be kept inline, with no blocks).
+func isMostlyUnstored(_ info: stat) -> Bool {
+    let length = Int64(info.st_size)
+    return length > 16 << 20 && Int64(info.st_blocks) * 512 < length / 32
+}
+
 /// Calls `body` with each line of the regular file at `path` (without its newline), reading 64 KiB
-/// at a time: a large file is never held whole.
-func forEachLine(of path: String, _ body: (Substring) -> Void) throws(TesseraError) {
-    let (file, _) = try FileDescriptor.openRegularFileForReading(path)
+/// at a time: a large file is never held whole. A line longer than `maxLineBytes` is skipped
+/// whole (never held), and a sparse file (isMostlyUnstored) is refused.
+func forEachLine(of path: String, maxLineBytes: Int = 1 << 20, _ body: (Substring) -> Void) throws(TesseraError) {
+    let (file, info) = try FileDescriptor.openRegularFileForReading(path)
     defer { file.close() }
+    guard !isMostlyUnstored(info) else {
+        throw TesseraError.unusableOutput(path: path, reason: "a sparse file (\(formatBytes(Int64(info.st_size))) long, almost none of it stored)")
+    }
     var pending: [UInt8] = []
+    var overlong = false
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    func take(_ piece: ArraySlice<UInt8>) {
+        guard !overlong else { return }
+        if pending.count + piece.count > maxLineBytes {
+            overlong = true
+            pending.removeAll()
+        } else {
+            pending.append(contentsOf: piece)
+        }
+    }
     while true {
         let count = try chunk.withUnsafeMutableBytes { buffer in
             Result { () throws(TesseraError) in try file.read(into: buffer) }
         }.get()
         if count == 0 { break }
         var start = 0
-        for i in 0..<count where chunk[i] == 10 {
-            pending.append(contentsOf: chunk[start..<i])
-            body(Substring(String(decoding: pending, as: UTF8.self)))
+        while start < count {
+            let newline: Int? = chunk.withUnsafeBytes { raw in
+                memchr(raw.baseAddress! + start, 10, count - start).map { raw.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+            }
+            guard let newline else {
+                take(chunk[start..<count])
+                break
+            }
+            take(chunk[start..<newline])
+            if !overlong { body(Substring(String(decoding: pending, as: UTF8.self))) }
             pending.removeAll(keepingCapacity: true)
-            start = i + 1
+            overlong = false
+            start = newline + 1
         }
-        pending.append(contentsOf: chunk[start..<count])
     }
-    if !pending.isEmpty { body(Substring(String(decoding: pending, as: UTF8.self))) }
+    if !pending.isEmpty && !overlong { body(Substring(String(decoding: pending, as: UTF8.self))) }
 }
 
 /// Raises the soft limit on open files to the hard limit (commonly 1,024 to 524,288 or more): a

@@ -127,8 +127,17 @@ final class ChunkReader {
                 return
             }
             guard got >= 4 else { break }
+            // Candidates are found by their first byte with memchr (a run of zeros passes at its
+            // speed, not a byte at a time).
+            let first = UInt8(truncatingIfNeeded: magic)
             let found: Int? = scratch.withUnsafeBytes { raw in
-                (0...(got - 4)).first { raw.loadLittleEndian($0, as: UInt32.self) == magic }
+                var from = 0
+                while from <= got - 4, let hit = memchr(raw.baseAddress! + from, Int32(first), got - 3 - from) {
+                    let index = raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
+                    if raw.loadLittleEndian(index, as: UInt32.self) == magic { return index }
+                    from = index + 1
+                }
+                return nil
             }
             if let found {
                 next = at + Int64(found)
@@ -161,6 +170,10 @@ final class BlockFileSource: RecordSource {
     /// The main file at `path`, or nil when it is missing, unreadable or not of this `schema`.
     static func open(main path: String, schema: UInt32) -> BlockFileSource? {
         guard let (file, info) = try? FileDescriptor.openRegularFileForReading(path) else { return nil }
+        guard !isMostlyUnstored(info) else {
+            file.close()
+            return nil
+        }
         var header = [UInt8](repeating: 0, count: RecordFormat.fileHeaderBytes)
         let ok = Int64(info.st_size) >= Int64(RecordFormat.fileHeaderBytes) && header.withUnsafeMutableBytes { raw in
             (try? file.readAll(into: raw, at: 0)) != nil

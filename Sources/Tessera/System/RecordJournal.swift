@@ -15,7 +15,10 @@
 // skipped: its records are missing, and reading resumes at the next magic that checks out. A
 // file whose header is damaged or has another schema (the caller's format of its values) is an
 // empty store. Every length read from a file is checked against the file's size and fixed limits
-// before anything is allocated for it, so a hostile file costs at most one chunk limit.
+// before anything is allocated for it, so a hostile file costs at most one chunk limit (2 MiB:
+// an append cuts a batch into frames of at most that, each record whole). A file that is mostly
+// holes (isMostlyUnstored: a sparse file, which would read as gigabytes of zeros) is damaged
+// whole: a main file is not read (and the next compaction replaces it), a journal is cut off.
 //
 // Durability: an append writes its whole frame with one pwrite at the journal's valid end, then
 // fdatasync: once `append` returns, the batch survives SIGKILL or power loss. A frame torn by a
@@ -51,8 +54,9 @@ enum RecordFormat {
     static let chunkHeaderBytes = 16
     /// A block of the main file is cut once its payload reaches this.
     static let blockTargetBytes = 64 << 10
-    /// The largest block or frame payload read (a batch larger than this is refused on append).
-    static let maxChunkBytes = 64 << 20
+    /// The largest block or frame payload read or written: any one record fits (a batch is cut
+    /// into frames of at most this on append).
+    static let maxChunkBytes = 2 << 20
     static let maxKeyBytes = 1 << 16
     static let maxValueBytes = 1 << 20
     static let recordHeaderBytes = 8
@@ -175,6 +179,29 @@ struct RecordBatch {
         }
         count += 1
         return true
+    }
+
+    /// The records cut into runs of at most `limit` bytes, each record whole (one larger than the
+    /// limit, which the format's key and value limits rule out, would be a run of its own): the
+    /// byte range and record count of each, for a frame apiece.
+    func frames(limit: Int) -> [(range: Range<Int>, count: Int)] {
+        var frames: [(range: Range<Int>, count: Int)] = []
+        var start = 0, at = 0, records = 0
+        bytes.withUnsafeBytes { raw in
+            while at < raw.count {
+                let length = RecordFormat.recordHeaderBytes + Int(raw.loadLittleEndian(at, as: UInt32.self))
+                    + Int(raw.loadLittleEndian(at + 4, as: UInt32.self))
+                if records > 0 && at + length - start > limit {
+                    frames.append((start..<at, records))
+                    start = at
+                    records = 0
+                }
+                at += length
+                records += 1
+            }
+        }
+        if records > 0 { frames.append((start..<at, records)) }
+        return frames
     }
 
     mutating func add(key: [UInt8], value: [UInt8]) {
@@ -315,9 +342,10 @@ final class RecordStore: @unchecked Sendable {
         self.sortChunkBytes = sortChunkBytes
     }
 
+    /// The length of the regular file at `path`; 0 for one that is mostly holes (damaged whole).
     static func fileBytes(_ path: String) -> Int64? {
         guard case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
+        return isMostlyUnstored(info) ? 0 : Int64(info.st_size)
     }
 
     var mainBytes: Int64 { Self.fileBytes(mainPath) ?? 0 }
@@ -342,6 +370,12 @@ final class RecordStore: @unchecked Sendable {
                 file.close()
                 throw .unusableOutput(path: journalPath, reason: "it is not a regular file; the index's journal is written only as a file of its own")
             }
+            // Nor through a hard link: the appends, and the cut of a torn tail, would change the
+            // other name's file too (a cache copied with `cp -al`, or a planted link).
+            if let info = try? file.status(), info.st_nlink > 1 {
+                file.close()
+                throw .unusableOutput(path: journalPath, reason: "it has \(info.st_nlink) names (hard links); the index's journal is written only as a file of its own")
+            }
             var locked: stat?
             do throws(TesseraError) {
                 _ = try valueOrErrno("flock", path: journalPath) { system_flock(file.rawValue, LOCK_EX) }.get("flock", path: journalPath)
@@ -354,11 +388,16 @@ final class RecordStore: @unchecked Sendable {
                 file.close()
                 throw error
             }
-            guard let info = locked else {
+            guard var info = locked else {
                 file.close()
                 continue
             }
             defer { file.close() }
+            if isMostlyUnstored(info) {
+                // Damaged whole (see the file's note): cut off, so no read wades through its holes.
+                try file.truncate(to: 0)
+                info.st_size = 0
+            }
             return try body(file, info)
         }
     }
@@ -382,9 +421,6 @@ final class RecordStore: @unchecked Sendable {
     /// the journal is cut back to where it was: every earlier batch stays.
     func append(_ batch: RecordBatch) throws(TesseraError) {
         guard !batch.isEmpty else { return }
-        guard batch.bytes.count <= RecordFormat.maxChunkBytes else {
-            throw TesseraError.system(operation: "write", errno: EFBIG, path: journalPath)
-        }
         try withJournalLock { file, info throws(TesseraError) in
             let size = Int64(info.st_size)
             let end: Int64
@@ -397,8 +433,13 @@ final class RecordStore: @unchecked Sendable {
             // A torn frame (a crash mid-append) or a damaged tail is cut off first.
             if end < size { try file.truncate(to: end) }
             var frame = end == 0 ? RecordFormat.fileHeader(magic: RecordFormat.journalMagic, schema: schema) : []
-            frame += batch.bytes.withUnsafeBytes { RecordFormat.chunkHeader(magic: RecordFormat.frameMagic, payload: $0, count: batch.count) }
-            frame += batch.bytes
+            batch.bytes.withUnsafeBytes { bytes in
+                for (range, count) in batch.frames(limit: RecordFormat.maxChunkBytes) {
+                    let payload = UnsafeRawBufferPointer(rebasing: bytes[range])
+                    frame += RecordFormat.chunkHeader(magic: RecordFormat.frameMagic, payload: payload, count: count)
+                    frame += payload
+                }
+            }
             do throws(TesseraError) {
                 try frame.withUnsafeBytes { bytes in Result { () throws(TesseraError) in try file.writeAll(bytes, at: end) } }.get()
                 try syncData(file)
@@ -462,7 +503,7 @@ final class RecordStore: @unchecked Sendable {
         guard let (file, info) = try? FileDescriptor.openRegularFileForReading(journalPath) else { return nil }
         defer { file.close() }
         let size = Int64(info.st_size)
-        guard size <= journalHeldLimit else { return nil }
+        guard size <= journalHeldLimit, !isMostlyUnstored(info) else { return nil }
         let held = HeldRecords(capacity: Int(size))
         _ = try? scanJournal(file, size: size) { payload in held.append(payload: payload) }
         held.sort()

@@ -199,6 +199,33 @@ private func look(_ index: FeatureIndex, _ photos: [Photo]) throws -> (found: [I
         #expect(try again.lookup(PathBytes("/a/zzz"), fileBytes: 1, modifiedNanoseconds: 1) == nil)
     }
 
+    /// An entry answers only for the file it was made from: another change time, device or inode
+    /// (an edit with the mtime put back; another folder's `in/p.jpg` of the same size and time) is
+    /// a miss. An entry whose byte counts no header could have (a forged one) is not answered.
+    @Test func anEntryAnswersOnlyForItsOwnFile() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var header = PhotoHeader(width: 40, height: 30, colorModel: .rgb, isProgressive: false, exifOrientation: 1, adobeInverted: false)
+        header.format = .jpeg
+        let stamp = FileStamp(fileBytes: 100, modifiedNanoseconds: 5, changedNanoseconds: 6, device: 7, inode: 8)
+        let cache = HeaderIndex(directory: scratch.file("cache"))
+        var forged = header
+        forged.wholeImageBytes = 0x7FFF_FFFF_F000_0000
+        try cache.record([ScanCacheEntry(path: PathBytes("in/p.jpg"), stamp: stamp, kind: .photo(header)),
+                          ScanCacheEntry(path: PathBytes("in/q.jpg"), stamp: stamp, kind: .photo(forged))])
+        #expect(try cache.makeReader().lookup(PathBytes("in/p.jpg"), stamp: stamp) == .photo(header))
+        for other in [FileStamp(fileBytes: 100, modifiedNanoseconds: 5, changedNanoseconds: 9, device: 7, inode: 8),
+                      FileStamp(fileBytes: 100, modifiedNanoseconds: 5, changedNanoseconds: 6, device: 7, inode: 9),
+                      FileStamp(fileBytes: 100, modifiedNanoseconds: 5, changedNanoseconds: 6, device: 1, inode: 8)] {
+            #expect(try cache.makeReader().lookup(PathBytes("in/p.jpg"), stamp: other) == nil)
+        }
+        #expect(try cache.makeReader().lookup(PathBytes("in/q.jpg"), stamp: stamp) == nil)
+        // At the limit it is still a header.
+        forged.wholeImageBytes = HeaderIndex.largestByteCount
+        try cache.record([ScanCacheEntry(path: PathBytes("in/q.jpg"), stamp: stamp, kind: .photo(forged))])
+        #expect(try cache.makeReader().lookup(PathBytes("in/q.jpg"), stamp: stamp) == .photo(forged))
+    }
+
     /// A cache file that is garbage, or of another parsing version, is an empty cache.
     @Test func aDamagedOrForeignCacheIsEmpty() throws {
         let scratch = ScratchDirectory()

@@ -17,10 +17,10 @@ final class FakeScanCache: ScanCache, @unchecked Sendable {
         let cache: FakeScanCache
         init(cache: FakeScanCache) { self.cache = cache }
 
-        func lookup(_ path: PathBytes, fileBytes: Int64, modifiedNanoseconds: Int64) throws(TesseraError) -> ScanCacheKind? {
+        func lookup(_ path: PathBytes, stamp: FileStamp) throws(TesseraError) -> ScanCacheKind? {
             cache.lock.withLock {
                 cache.lookups.append(path)
-                guard let entry = cache.entries[path], entry.fileBytes == fileBytes, entry.modifiedNanoseconds == modifiedNanoseconds else {
+                guard let entry = cache.entries[path], entry.stamp == stamp else {
                     return nil
                 }
                 return entry.kind
@@ -43,6 +43,9 @@ final class FakeScanCache: ScanCache, @unchecked Sendable {
     func finish() throws(TesseraError) { lock.withLock { finishedCount += 1 } }
 
     func entry(_ path: String) -> ScanCacheEntry? { lock.withLock { entries[PathBytes(path)] } }
+
+    /// Changes what the cache says a file is (its stamp kept).
+    func replaceKind(_ path: String, with kind: ScanCacheKind) { lock.withLock { entries[PathBytes(path)]?.kind = kind } }
 }
 
 /// Creates a file whose name is any bytes (not UTF-8 too).
@@ -142,9 +145,10 @@ private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
         #expect(throws: TesseraError.self) { try PhotoLibrary.scan([], lists: [PhotoList(path: scratch.file("nope.txt"))]) }
     }
 
-    /// A file the cache knows unchanged (same size and mtime) is not opened: its content replaced
-    /// by garbage of the same size, mtime restored, the scan still gives the cached header.
-    @Test func aCacheHitIsNotOpened() throws {
+    /// A file the cache knows unchanged (same FileStamp) is not opened: the cache's answer is
+    /// taken as it is. A file edited in place with its mtime put back (as exiftool -P does) has
+    /// a new change time, so it is read again.
+    @Test func aCacheHitIsNotOpenedAndAnEditInPlaceIsAMiss() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let jpeg = readBytes(baseJPEG)
@@ -156,36 +160,33 @@ private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
         #expect(cache.recordedCount == 4)  // three photos and the sidecar
         #expect(cache.finishedCount == 1)
         #expect(cache.entry(scratch.file("a.xmp"))?.kind == .notAnImage)
-        let header = first.photos[1].header
+        var info = stat()
+        #expect(stat(scratch.file("b.jpg"), &info) == 0)
+        let stamp = try #require(cache.entry(scratch.file("b.jpg"))?.stamp)
+        #expect(stamp.inode == UInt64(info.st_ino) && stamp.device == UInt64(info.st_dev))
+        #expect(stamp.changedNanoseconds == Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
 
-        var before = stat()
-        #expect(stat(scratch.file("b.jpg"), &before) == 0)
-        writeBytes([UInt8](repeating: 0x41, count: jpeg.count), to: scratch.file("b.jpg"))
-        var times = [before.st_atim, before.st_mtim]
-        #expect(utimensat(AT_FDCWD, scratch.file("b.jpg"), &times, 0) == 0)
-        // Without the cache the file is what it now is: not an image.
-        let uncached = try PhotoLibrary.scan([scratch.path])
-        #expect(uncached.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("c.jpg")])
-        #expect(uncached.skipped.map(\.path) == [scratch.file("b.jpg")])
-
+        // The cache says b.jpg is a photo of another size: a warm scan says so too (not opened).
+        var claimed = first.photos[1].header
+        claimed.width += 1
+        cache.replaceKind(scratch.file("b.jpg"), with: .photo(claimed))
         let warm = try PhotoLibrary.scan([scratch.path], cache: cache)
         #expect(warm.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("b.jpg"), scratch.file("c.jpg")])
-        #expect(warm.photos[1].header == header)
-        #expect(warm.skipped.isEmpty)
+        #expect(warm.photos[1].header == claimed)
         #expect(warm.ignoredNonJPEGCount == 1)
         #expect(cache.recordedCount == 4)  // nothing new read
         #expect(cache.lookups == cache.lookups.sorted())
         #expect(cache.lookups.count == 4)
 
-        // A changed mtime is a miss: read again, and recorded as what it now is.
-        writeBytes([UInt8](repeating: 0x41, count: jpeg.count), to: scratch.file("c.jpg"))
-        var changed = [before.st_atim, timespec(tv_sec: before.st_mtim.tv_sec - 100, tv_nsec: 5)]
-        #expect(utimensat(AT_FDCWD, scratch.file("c.jpg"), &changed, 0) == 0)
-        let third = try PhotoLibrary.scan([scratch.path], cache: cache)
-        #expect(third.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("b.jpg")])
-        #expect(third.skipped.map(\.path) == [scratch.file("c.jpg")])
+        // Edited in place, size and mtime put back: the change time differs, so it is read again.
+        writeBytes([UInt8](repeating: 0x41, count: jpeg.count), to: scratch.file("b.jpg"))
+        var times = [info.st_atim, info.st_mtim]
+        #expect(utimensat(AT_FDCWD, scratch.file("b.jpg"), &times, 0) == 0)
+        let edited = try PhotoLibrary.scan([scratch.path], cache: cache)
+        #expect(edited.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("c.jpg")])
+        #expect(edited.skipped.map(\.path) == [scratch.file("b.jpg")])
         #expect(cache.recordedCount == 5)
-        #expect(cache.entry(scratch.file("c.jpg"))?.kind == .notAnImage)
+        #expect(cache.entry(scratch.file("b.jpg"))?.kind == .notAnImage)
     }
 
     /// More broken photos than are held: the first thousand kept (sorted), all counted, each

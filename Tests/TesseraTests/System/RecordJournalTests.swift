@@ -179,6 +179,64 @@ private func flip(_ path: String, at offset: Int) {
 
     /// Lengths and counts of 2^32-1 in a frame or block, with or without a matching CRC, are
     /// refused before anything is allocated for them; a wrong schema is an empty store.
+    /// A journal with another name (a hard link: a cache copied with `cp -al`, or planted) is not
+    /// appended to, so the other name's file is kept.
+    @Test func aJournalWithAnotherNameIsRefusedAndTheOtherKept() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        writeBytes(Array("precious".utf8), to: scratch.file("victim"))
+        #expect(link(scratch.file("victim"), scratch.file("l.journal")) == 0)
+        let store = RecordStore(directory: scratch.path, stem: "l", schema: 1)
+        #expect(throws: TesseraError.self) { try store.append(batch([("a", "1")])) }
+        #expect(readBytes(scratch.file("victim")) == Array("precious".utf8))
+    }
+
+    /// Files that are mostly holes: a main file is not read (and compaction replaces it), a
+    /// journal is cut off at the next append; neither is waded through.
+    @Test func sparseFilesAreDamagedWhole() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let store = RecordStore(directory: scratch.path, stem: "s", schema: 1)
+        try store.append(batch([("a", "1")]))
+        try store.compact()
+        let main = readBytes(store.mainPath)
+        // The good main file, then a hole of 1 GiB, then the same blocks again.
+        func sparse(_ path: String, head: [UInt8], tail: [UInt8]) {
+            writeBytes(head, to: path)
+            let fd = open(path, O_WRONLY)
+            _ = tail.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(1 << 30)) }
+            close(fd)
+        }
+        sparse(store.mainPath, head: main, tail: Array(main[RecordFormat.fileHeaderBytes...]))
+        #expect(contents(store.openSources()).isEmpty)
+        try store.append(batch([("b", "2")]))
+        try store.compact()
+        #expect(contents(store.openSources()).map(\.0) == ["b"])
+        #expect(RecordStore.fileBytes(store.mainPath)! < 1 << 20)
+        // A sparse journal: cut off at the next append, which then stands alone.
+        let journal = RecordFormat.fileHeader(magic: RecordFormat.journalMagic, schema: 1)
+        sparse(store.journalPath, head: journal, tail: [1, 2, 3])
+        try store.append(batch([("c", "3")]))
+        #expect(RecordStore.fileBytes(store.journalPath)! < 1 << 20)
+        #expect(contents(store.openSources()).map(\.0) == ["b", "c"])
+    }
+
+    /// A batch larger than a frame may be is cut into frames, each record whole; all are read back.
+    @Test func aLargeBatchIsCutIntoFrames() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let store = RecordStore(directory: scratch.path, stem: "f", schema: 1, journalHeldLimit: 64 << 20)
+        var big = RecordBatch()
+        let value = [UInt8](repeating: 7, count: 300_000)
+        for index in 0..<20 { big.add(key: bytes("k\(100 + index)"), value: value) }
+        let frames = big.frames(limit: RecordFormat.maxChunkBytes)
+        #expect(frames.map(\.count) == [6, 6, 6, 2])
+        #expect(frames.allSatisfy { $0.range.count <= RecordFormat.maxChunkBytes })
+        #expect(frames.reduce(0) { $0 + $1.count } == 20 && frames.last!.range.upperBound == big.bytes.count)
+        try store.append(big)
+        #expect(contents(store.openSources()).map(\.0) == (0..<20).map { "k\(100 + $0)" })
+    }
+
     @Test func hostileLengthsAreRefused() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
