@@ -204,7 +204,7 @@ public enum CollageCommand {
           tessera collage ~/Pictures -o wall.jpg --layout columns --columns 40 --gap 8 --background ffffff --order shuffle
 
           # ten thousand photos as a pyramid to explore, with a page naming the photo under the mouse
-          tessera collage ~/Pictures --dzi zoom/wall.dzi --width 30000 --row-height 240
+          tessera collage ~/Pictures --dzi wall.dzi --width 30000 --row-height 240
 
           # what would it take? (size, memory, disk), without rendering
           tessera collage ~/Pictures -o wall.jpg --width 30000 --dry-run

@@ -82,7 +82,7 @@ public enum Distribution {
         lines += [".B tessera help", "[\\fICOMMAND\\fR]", ".br", ".B tessera man", ".br",
                   ".B tessera completions", "\\fBbash\\fR|\\fBzsh\\fR|\\fBfish\\fR", ".br", ".B tessera \\-\\-version", "[\\fB\\-\\-json\\fR]"]
         lines += [".SH DESCRIPTION",
-                  roff("tessera renders photo grids and photo mosaics of a billion pixels and more into one baseline JPEG and/or a Deep Zoom pyramid with a viewer. The canvas is never held in memory: it is rendered in horizontal stripes of a temporary file, filled and JPEG-compressed by all cores, and joined in order with restart markers. Photos may be JPEG, PNG, WebP or HEIF/HEIC (and AVIF), recognised by content; each is decoded at the size it is drawn, turned upright from its EXIF orientation and converted to sRGB from its colour profile."),
+                  roff("tessera renders photo grids and photo mosaics of a billion pixels and more into one baseline JPEG and/or a Deep Zoom pyramid with a viewer. The canvas is never held in memory: it is rendered in horizontal stripes of a temporary file, filled and JPEG-compressed by all cores, and joined in order with restart markers. Photos may be JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, TIFF or the preview in a camera RAW file, recognised by content; each is decoded at the size it is drawn, turned upright from its EXIF orientation and converted to sRGB from its colour profile."),
                   ".SH COMMANDS"]
         for command in commands {
             lines += [".TP", "\\fBtessera \(command.name)\\fR", roff(command.summary)]
@@ -104,7 +104,7 @@ public enum Distribution {
         lines += [".SH EXAMPLES", ".nf",
                   roff("tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150"),
                   roff("tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm"),
-                  roff("tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150"),
+                  roff("tessera grid ~/Pictures -o wall.jpg --dzi wall.dzi --grid 200x267 --tile-size 150"),
                   ".fi",
                   ".SH \"SEE ALSO\"",
                   roff("djpeg(1), vips(1). The README (/usr/share/doc/tessera/README.md.gz where installed) says how it works and what it was measured at."),

@@ -135,9 +135,9 @@ public enum GridCommand {
         USAGE
           tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... (--grid CxR | --columns C) --tile-size N [options]
 
-        PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP and
-        HEIF/HEIC (and AVIF) are read, recognised by content, not extension; other images (GIF,
-        TIFF, camera RAW) are named in a warning. Hidden files and folders and thumbnail folders
+        PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP,
+        HEIF/HEIC, AVIF, GIF, TIFF and the previews inside camera RAW files are read, recognised
+        by content, not extension; other files named like photos are named in a warning. Hidden files and folders and thumbnail folders
         (@eaDir, .thumbnails...) are left out (see --include-hidden, --exclude). Photos fill the grid row by row and repeat when
         there are more cells than photos. Each photo is turned upright from its EXIF orientation
         (a HEIC's own rotation counts once), converted to sRGB from its colour profile (Display P3,
@@ -162,8 +162,8 @@ public enum GridCommand {
               tessera grid --photos-from - -0 ~/Pictures/best -o year.jpg --columns 300 --tile-size 100
 
           # the same picture as a Deep Zoom pyramid to explore in a browser, in the same pass
-          tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150
-          xdg-open zoom/wall.html
+          tessera grid ~/Pictures -o wall.jpg --dzi wall.dzi --grid 200x267 --tile-size 150
+          xdg-open wall.html
 
           # 150,000 x 150,000 px: too big for one JPEG, fine as a pyramid (its rows need more memory)
           tessera grid ~/Pictures --dzi huge/wall.dzi --grid 1000x1000 --tile-size 150 --max-memory 192M

@@ -142,6 +142,7 @@ public enum JoinCommand {
 
     EXAMPLES
       # 8 shards on this machine, 2 at a time (GNU parallel), then the join
+      mkdir -p parts
       parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 \\
           --shard {}/8 --shard-dir parts ::: 1 2 3 4 5 6 7 8
       tessera join parts

@@ -52,7 +52,7 @@ public enum MosaicCommand {
 
     /// The mosaic's own options.
     static let ownTable: [Option<MosaicOptions>] = [
-        Option("--target", value: "PICTURE", help: "The picture the mosaic rebuilds (required): a JPEG, PNG, WebP or HEIF, turned upright from its EXIF orientation and centre-cropped to the mosaic's shape.") { mosaic, given in mosaic.targetPath = given.value },
+        Option("--target", value: "PICTURE", help: "The picture the mosaic rebuilds (required): an image tessera reads (JPEG, PNG, WebP, HEIF, AVIF, GIF, TIFF), turned upright from its EXIF orientation and centre-cropped to the mosaic's shape.") { mosaic, given in mosaic.targetPath = given.value },
         Option("--min-distance", value: "D", help: "No identical photos within D cells of each other, counted like a chess king's moves (default 1: identical photos never touch; 0: no rule). Needs at least (2D+1)^2 photos. With --adaptive, D is in pixels: the gap between two copies' rectangles (default: the smallest cell's width; 1 only keeps copies from touching). Photos that show the same picture (a copy, an edit, a HEIC and its JPEG export, the same photo turned) count as one photo, here and for --max-uses; --dry-run lists them.") { mosaic, given throws(CommandLineError) in
             mosaic.minDistance = try given.integer(0...MosaicSize.largestPixelDistance)
             mosaic.minDistanceGiven = true

@@ -97,12 +97,12 @@ public enum Report {
         }
         if let deepZoomPath {
             names.append(deepZoomPath)
-            sizes.append("\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes))")
+            sizes.append("\(summary.deepZoomTiles) tiles (\(formatBytes(summary.deepZoomBytes)) in all)")
         }
         if let archivePath {
             names.append(archivePath)
-            sizes.append(deepZoomPath == nil ? "\(summary.deepZoomTiles) tiles in \(formatBytes(summary.archiveBytes))"
-                                             : "the same tiles in \(formatBytes(summary.archiveBytes))")
+            sizes.append(deepZoomPath == nil ? "\(summary.deepZoomTiles) tiles in one file of \(formatBytes(summary.archiveBytes))"
+                                             : "the same tiles in one file of \(formatBytes(summary.archiveBytes))")
         }
         if let iiifPath {
             names.append(iiifPath)
@@ -152,7 +152,7 @@ public enum Report {
     public static func join(_ summary: JoinSummary, directory: String) -> String {
         var names: [String] = []
         if let path = summary.jpegPath { names.append("\(path) (\(formatBytes(summary.jpegBytes)))") }
-        if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles of \(formatBytes(summary.deepZoomBytes)))") }
+        if let path = summary.deepZoomPath { names.append("\(path) (\(summary.deepZoomTiles) tiles, \(formatBytes(summary.deepZoomBytes)) in all)") }
         if let path = summary.archivePath { names.append("\(path) (\(formatBytes(summary.archiveBytes)))") }
         if let path = summary.iiifPath { names.append(path) }
         if summary.previews > 0 { names.append("\(summary.previews) photo preview\(summary.previews == 1 ? "" : "s") for the viewer") }

@@ -125,6 +125,12 @@ public struct Runner {
                 settings.minDistance = lowered
                 console.warning("only \(prepared.photoCount) distinct picture(s): identical photos may touch (the default --min-distance \(asked)\(mosaic.adaptive ? " px" : "") needs 9, "
                                 + "a 3 x 3 block without repeats)\(mosaic.adaptive ? ", lowered to \(lowered) px" : ""); add photos, or give --min-distance 0 to say so")
+                if options.strict {
+                    // The rule was the default's, but it is still a rule the mosaic breaks.
+                    console.message("--strict: only \(prepared.photoCount) distinct picture(s), too few for the default --min-distance \(asked)"
+                                    + "\(mosaic.adaptive ? " px" : ""); nothing rendered")
+                    return .badInput
+                }
             }
             // Cells that broke a rule are known after matching: --strict refuses them before
             // anything is written.

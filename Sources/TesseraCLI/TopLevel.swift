@@ -178,15 +178,16 @@ public enum TopLevel {
     of temporary space. With --dzi the same stripes also feed a Deep Zoom pyramid, level by
     level, with a viewer (NAME.html) that opens from the disk; about 55 MB for that grid.
 
-    Photos may be JPEG, PNG, WebP or HEIF/HEIC (and AVIF), recognised by content; each is
-    decoded at the size it is drawn, turned upright and converted to sRGB from its colour profile.
+    Photos may be JPEG, PNG, WebP, HEIF/HEIC, AVIF, GIF, TIFF or the preview in a camera RAW
+    file, recognised by content; each is decoded at the size it is drawn, turned upright and
+    converted to sRGB from its colour profile.
 
     EXAMPLES
       tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
       tessera mosaic --target portrait.jpg ~/Pictures -o mosaic.jpg --size 60x90cm
       tessera collage ~/Pictures -o wall.jpg --width 30000 --row-height 300
-      tessera grid ~/Pictures -o wall.jpg --dzi zoom/wall.dzi --grid 200x267 --tile-size 150   # + zoom/wall.html
-      parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
+      tessera grid ~/Pictures -o wall.jpg --dzi wall.dzi --grid 200x267 --tile-size 150   # + wall.html
+      mkdir -p parts; parallel -j2 tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150 --shard {}/8 --shard-dir parts ::: $(seq 8)
       tessera join parts                                      # the same wall.jpg, from 8 shards
 
     EXIT CODES

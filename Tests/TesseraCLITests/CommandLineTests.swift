@@ -60,6 +60,15 @@ import Tessera
         #expect(throws: CommandLineError("--dzi-quality needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (or --iiif DIR)")) {
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5", "--dzi-quality", "70"])
         }
+        // The viewer's flags need a viewer: not offered --iiif, and refused beside it alone.
+        #expect(throws: CommandLineError("--title needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi")) {
+            try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "5", "--title", "Hello"])
+        }
+        for flag in [["--title", "Hello"], ["--no-viewer"], ["--viewer-labels", "path"]] {
+            #expect {
+                try GridCommand.parse(["p", "--iiif", "ii", "--iiif-id", "https://x.org/a", "--grid", "2x2", "--tile-size", "5"] + flag)
+            } throws: { ($0 as? CommandLineError)?.message.hasPrefix("\(flag[0]) is for the viewer page of --dzi or --szi") == true }
+        }
         #expect {
             try GridCommand.parse(["p", "--dzi", "wall.html", "--grid", "2x2", "--tile-size", "5"])
         } throws: { ($0 as? CommandLineError)?.message == "--dzi expects a path ending in NAME.dzi, like out/wall.dzi, got 'wall.html'" }

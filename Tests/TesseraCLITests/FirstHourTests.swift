@@ -37,6 +37,10 @@ private func scratch(_ name: String) -> String {
         let given = runTesseraSplit(base + ["-o", directory + "/n.jpg", "--min-distance", "1"])
         #expect(given.status == 2 && given.standardError.contains("needs at least 9 different pictures"), "\(given.standardError)")
         #expect(access(directory + "/n.jpg", F_OK) != 0)
+        // --strict holds the default rule too: refused before anything is written.
+        let strict = runTesseraSplit(base + ["-o", directory + "/s.jpg", "--strict"])
+        #expect(strict.status == 3 && strict.standardError.contains("--strict: only 2 distinct picture(s)"), "\(strict.standardError)")
+        #expect(access(directory + "/s.jpg", F_OK) != 0)
     }
 
     /// --preview alone writes only the preview, about 2,000 px on its longer side; with -o it

@@ -103,7 +103,8 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(dry.output.contains("photos      18 usable"), "\(dry.output)")
     }
 
-    /// A path holding a newline is one path in a NUL-separated list, and two missing ones by lines.
+    /// A path holding a newline is one path in a NUL-separated list; read by lines, the list is
+    /// refused at its NUL byte.
     @Test func nulSeparatedListsTakeAnyName() {
         let directory = scratchFolder("nul-names")
         defer { _ = system("rm -rf '\(directory)'") }
@@ -114,9 +115,18 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
                          "--no-progress"]
         let nul = runTessera(arguments + ["-0"])
         #expect(nul.status == 0 && !nul.output.contains("warning"), "\(nul.output)")
+        // Read by lines, its first line is a missing path, and its second holds the NUL: refused.
         let byLines = runTessera(arguments)
         #expect(byLines.status == 3, "\(byLines.output)")
-        #expect(byLines.output.contains("warning: skipping 2 files: no such file or folder: \(directory)/two, lines.jpg"), "\(byLines.output)")
+        #expect(byLines.output.contains("warning: skipping \(directory)/two: no such file or folder")
+                && byLines.output.contains("holds NUL bytes"), "\(byLines.output)")
+        // Two paths (find -print0) read as lines: one line holding a NUL, which no path can. It
+        // is refused, naming -0, rather than drawn as its first path alone.
+        write(Array("\(fixturePhotos[0])\0\(fixturePhotos[1])\0".utf8), to: directory + "/printed")
+        let printed = runTessera(["grid", "--photos-from", directory + "/printed", "-o", directory + "/p.jpg", "--columns", "2",
+                                  "--tile-size", "8", "--no-progress"])
+        #expect(printed.status == 3 && printed.output.contains("holds NUL bytes") && printed.output.contains("give -0"), "\(printed.output)")
+        #expect(access(directory + "/p.jpg", F_OK) != 0)
     }
 
     /// A list that cannot be read is exit 2 naming --photos-from and the path, before any photo

@@ -178,10 +178,10 @@ int tessera_jpeg_encoder_finish(tessera_jpeg_encoder *e);
 /// The message of the last error, never NULL.
 const char *tessera_jpeg_encoder_message(const tessera_jpeg_encoder *e);
 
-/// 1 when the last error came from the sink refusing bytes (a write error) rather than libjpeg.
 /// Memory output (created with a NULL sink): the last finished image, valid until the next start.
 size_t tessera_jpeg_encoder_memory_output(const tessera_jpeg_encoder *e, const uint8_t **bytes);
 
+/// 1 when the last error came from the sink refusing bytes (a write error) rather than libjpeg.
 int tessera_jpeg_encoder_sink_failed(const tessera_jpeg_encoder *e);
 
 void tessera_jpeg_encoder_destroy(tessera_jpeg_encoder *e);

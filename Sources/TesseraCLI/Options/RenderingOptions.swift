@@ -277,7 +277,15 @@ enum RenderingOptions {
             }
             options.deepZoom = deepZoom
         } else if let given = state.deepZoomOptionGiven {
-            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi (or --iiif DIR)")
+            let viewer = ["--title", "--no-viewer", "--viewer-labels"].contains(given)
+            throw CommandLineError("\(given) needs --dzi DIR/NAME.dzi or --szi DIR/NAME.szi\(viewer ? "" : " (or --iiif DIR)")")
+        }
+        // The viewer's flags do nothing for an IIIF folder alone (it has no viewer page).
+        if options.deepZoomPath == nil && options.deepZoomArchivePath == nil && options.iiifPath != nil,
+           let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", state.viewerLabelsGiven), ("--no-viewer", !deepZoom.viewer)]
+            .first(where: { $0.1 })?.0 {
+            throw CommandLineError("\(useless) is for the viewer page of --dzi or --szi, which an IIIF folder does not have: "
+                                   + "add --dzi DIR/NAME.dzi or --szi DIR/NAME.szi, or drop \(useless)")
         }
         try PhotoSourceOptions.finish(&options)
         var problems: [String] = []

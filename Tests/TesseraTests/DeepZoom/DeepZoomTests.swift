@@ -270,6 +270,15 @@ extension RenderTests {
         try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 2, rows: 2,
                           cellWidth: 40, cellHeight: 40, settings: settings)
         #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
+        // An empty folder made ready for it is taken (it holds nothing to lose); so for IIIF.
+        mkdir(scratch.file("ready_files"), 0o755)
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("ready.dzi"), columns: 2, rows: 2,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(access(scratch.file("ready_files/.tessera-pyramid"), F_OK) == 0)
+        mkdir(scratch.file("iiif"), 0o755)
+        try IIIFTileFolder.checkReplaceable(scratch.file("iiif"))
+        writeBytes(Array("x".utf8), to: scratch.file("iiif/x"))
+        #expect(throws: TesseraError.self) { try IIIFTileFolder.checkReplaceable(scratch.file("iiif")) }
     }
 
     /// A folder the user put at NAME_files while the render ran (after its first check) is

@@ -74,6 +74,8 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         }
         if access(tiles + "/" + marker, F_OK) == 0 { return }
         let entries = (try? listDirectory(tiles)) ?? []
+        // An empty folder (made ready for the pyramid) holds nothing to lose.
+        if (try? listDirectoryBytes(PathBytes(tiles)))?.isEmpty == true { return }
         let looksLikeOurs = access(destination, F_OK) == 0
             && entries.allSatisfy { $0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber)) }
         guard looksLikeOurs else {

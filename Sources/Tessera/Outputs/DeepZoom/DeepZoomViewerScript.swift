@@ -252,8 +252,8 @@ enum DeepZoomViewerScript {
             : "This page shows " + archiveName + ", which can be read only over HTTP: ";
           fail("file-protocol", [why + "a browser does not let a page opened from a file read another file. Serve this folder and open "
               + "the page from there: for example, run ", { code: "python3 -m http.server" }, " in this folder and open ",
-            { code: "http://localhost:8000/" + encodeURIComponent(page) }, ". Or open the Deep Zoom folder's page (" + page + " beside the folder " + folderName
-              + "), which works from the disk."]);
+            { code: "http://localhost:8000/" + encodeURIComponent(page) }, folder ? ". Or open the Deep Zoom folder's page (" + page + " beside the folder "
+              + folderName + "), which works from the disk." : "."]);
           return;
         }
         notice("Opening " + archiveName + "…");
