@@ -14,6 +14,24 @@ private func scratch(_ name: String) -> String {
 }
 
 @Suite struct FirstHourTests {
+    /// A photo whose header reads but whose data ends early is found only while it is drawn:
+    /// by default a placeholder and a warning; with --strict the render fails and writes nothing.
+    @Test func strictRefusesAPhotoThatBreaksWhileDrawn() throws {
+        let directory = scratch("strict-draw")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/in", 0o755)
+        let whole = readFile(fixtures + "/Landscape_1.jpg")
+        writeFile(Array(whole.prefix(whole.count * 6 / 10)), to: directory + "/in/cut.jpg")
+        #expect(system("cp '\(fixtures)/Portrait_1.jpg' '\(directory)/in/'") == 0)
+        let shape = ["grid", directory + "/in", "--columns", "2", "--tile-size", "40", "--no-progress"]
+        let plain = runTessera(shape + ["-o", directory + "/o.jpg"])
+        #expect(plain.status == 0 && plain.output.contains("1 photo(s) drawn as placeholders"), "\(plain.output)")
+        let strict = runTessera(shape + ["-o", directory + "/s.jpg", "--strict"])
+        #expect(strict.status == 3 && strict.output.contains("cut.jpg") && strict.output.contains("--strict: no placeholder is drawn"),
+                "\(strict.output)")
+        #expect(access(directory + "/s.jpg", F_OK) != 0)
+    }
+
     /// The fixtures hold two distinct pictures, too few for the default distance of 1: with no
     /// flag the mosaic renders all the same, says why identical photos touch, and its last line
     /// names the output and the whole run's time. Asking for the distance keeps it a refusal.

@@ -90,6 +90,8 @@ final class CellCache: @unchecked Sendable {
 
     /// At most this many cells at once beyond `slotCount` (24 bytes each: 96 KiB).
     static let mostHandles = 4096
+    /// A photo that fails to decode is an error, not a placeholder (RenderSettings.failOnPlaceholder).
+    var failOnPlaceholder = false
 
     /// `drawings` says what each key of `acquire` is; nil: photo i at the decoder's cell size.
     init(photos: PhotoTable, decoder: CellDecoder, slotCount: Int, spillDirectory: String, source: (any CellSource)? = nil,
@@ -232,6 +234,10 @@ final class CellCache: @unchecked Sendable {
                 throw error
             }
             states[index] = .failed
+            if failOnPlaceholder {
+                throw TesseraError.unreadablePhoto(path: photos[photo].path, reason: "\(SkippedPhoto(path: "", error: error).reason) "
+                                                   + "(--strict: no placeholder is drawn; nothing written)")
+            }
             if reportedFailures.insert(photo).inserted {
                 let skipped = SkippedPhoto(path: photos[photo].path, error: error)
                 failedPhotos.append(skipped)

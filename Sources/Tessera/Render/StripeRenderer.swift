@@ -92,6 +92,7 @@ public final class StripeRenderer: Sendable {
                                                    cancellation: cancellation, background: settings.background),
                               slotCount: plan.cellSlots, spillDirectory: plan.temporaryDirectory, source: source,
                               drawings: CellDrawings(layout: layout, photoCount: photos.count))
+        cache.failOnPlaceholder = settings.failOnPlaceholder
         // The viewer's previews, made with the cells' decoder after the last stripe (a part's
         // share of them, by a part of the render).
         if let zoom = plan.deepZoomSettings, zoom.previews > 0, zoom.viewer {

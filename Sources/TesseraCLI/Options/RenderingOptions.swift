@@ -213,7 +213,10 @@ enum RenderingOptions {
             }
             state.options.settings.background = colour
         },
-        Option(flag: "--strict", help: "Fail before rendering (exit 3) if any photo would be skipped; for a mosaic, also if any cell could not meet --min-distance and --max-uses.") { state, _ in state.options.strict = true },
+        Option(flag: "--strict", help: "Fail before rendering (exit 3) if any photo would be skipped; for a mosaic, also if any cell could not meet --min-distance and --max-uses. A photo found broken only while it is drawn (a truncated file) fails the render too, and nothing is written.") { state, _ in
+            state.options.strict = true
+            state.options.settings.failOnPlaceholder = true
+        },
         Option("--manifest", value: "FILE", help: "Also write where every photo went: CSV (column,row,photo), or JSON when FILE ends in .json. Checked before any photo is read; written atomically after the picture.") { state, given in state.options.manifestPath = given.value },
         Option("--cache-dir", value: "DIR", help: "Where Tessera keeps what it learnt about the photos, so the next run need not read them again: every photo's header (a warm scan opens no unchanged file) and a mosaic's analysed features (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera). An analysis that is interrupted keeps every photo it finished.") { state, given in state.options.cacheDirectory = given.value },
         Option("--exclude", value: "GLOB", help: "Leave out files and folders whose name or path matches this shell pattern (repeatable), e.g. --exclude '*.png' --exclude '*/drafts'. A folder left out is not searched.") { state, given throws(CommandLineError) in
