@@ -50,7 +50,7 @@ func runAdaptiveComparison() {
                                         "--min-distance", String(distance)]
                                      : ["--grid", "\(columns)x\(2 * rows)", "--tile-size", String(cell), "--min-distance", "1"]
                 let result = run([tessera, "mosaic", "--target", target, library, "-o", out, "--quality", "90", "--no-progress",
-                                  "--cache-dir", cache, "--seed", "1"] + shape, stdout: report)
+                                  "--cache-dir", cache] + (adaptive ? ["--seed", "1"] : []) + shape, stdout: report)
                 guard result.status == 0 else {
                     print("    \(adaptive ? "adaptive" : "fixed   "): failed (status \(result.status))")
                     for line in fileLines(report) { print("    | " + line) }

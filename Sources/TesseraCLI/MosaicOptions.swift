@@ -143,6 +143,10 @@ public enum MosaicCommand {
         if !mosaic.adaptive && mosaic.minDistance > 100 {
             problems.append("--min-distance \(mosaic.minDistance) is in cells, at most 100 (with --adaptive it is in pixels)")
         }
+        if state.render.seedPosition != nil && !mosaic.adaptive && mosaic.minDistance <= 1 && mosaic.maxUses == nil && mosaic.minUses == 0 {
+            problems.append("--seed orders the placing only with --min-distance above 1, --max-uses, --min-uses or --adaptive: "
+                            + "at these rules every seed gives the same mosaic, so drop --seed")
+        }
         problems += MosaicSize.problems(request, sideLimit: given.outputPath.isEmpty ? RenderPlan.maxDeepZoomSide : jpegMaxDimension)
         mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg",
                                                     requiresShape: false, dpiConverts: request.size?.isPhysical == true,
@@ -166,8 +170,10 @@ public enum MosaicCommand {
         Every photo is analysed once (its k x k mean Oklab colours, cached on disk), the target is
         cut into the same sub-cells, and each cell gets the photo that matches it best, with no
         identical photos within --min-distance cells and at most --max-uses uses of one photo.
-        Cells are matched in a random order fixed by --seed, so repeats spread evenly and the same
-        seed gives the same mosaic. --columns alone takes the rows from the target's shape.
+        With --min-distance above 1, --max-uses, --min-uses or --adaptive, cells are matched in a
+        random order fixed by --seed, so repeats spread evenly and the same seed gives the same
+        mosaic (else rows are placed from the top). --columns alone takes the rows from the
+        target's shape.
         Rendering is tessera grid's: stripes on all cores, flat memory, atomic output.
 
         SIZE

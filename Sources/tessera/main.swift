@@ -70,7 +70,15 @@ let invocation: Invocation
 do {
     invocation = try TopLevel.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
-    printError(error.description)
+    // A script that asked for JSON reads every line of standard error as JSON, this one too.
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    let json = arguments.contains("--progress=json")
+        || zip(arguments, arguments.dropFirst()).contains { $0.0 == "--progress" && $0.1 == "json" }
+    if json {
+        writeStandardError("{\"event\": \"error\", \"message\": \(jsonStringLiteral(error.description))}\n")
+    } else {
+        printError(error.description)
+    }
     exit(ExitCode.usage.rawValue)
 }
 

@@ -130,7 +130,12 @@ import Tessera
         // What stays allowed: --seed with a shuffle (either order), --exclude repeated, a mosaic's --seed.
         #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4", "--order", "shuffle"]) == nil)
         #expect(message(["p", "-o", "a.jpg", "--columns", "2", "--tile-size", "5", "--exclude", "x", "--exclude", "y"]) == nil)
-        _ = try MosaicCommand.parse(["p", "--target", "t.jpg", "-o", "m.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4"])
+        _ = try MosaicCommand.parse(["p", "--target", "t.jpg", "-o", "m.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4",
+                                     "--min-distance", "2"])
+        // At the default rules a mosaic's placing is not random: a seed would change nothing.
+        #expect {
+            try MosaicCommand.parse(["p", "--target", "t.jpg", "-o", "m.jpg", "--columns", "2", "--tile-size", "5", "--seed", "4"])
+        } throws: { ($0 as? CommandLineError)?.message.contains("every seed gives the same mosaic") == true }
         #expect(throws: CommandLineError("no help for 'foo': the commands are grid, mosaic, collage, join and analyse (try 'tessera help grid')", argumentIndex: 2)) {
             try TopLevel.parse(["help", "foo"])
         }

@@ -99,6 +99,7 @@ func markdownTables(header: String, in document: String) -> [[String]] {
             // --columns replaces --grid; --cells sets the count --grid would.
             if ["--columns", "--cells"].contains(spec.names[0]) { arguments.removeSubrange(5...6) }
             if spec.names[0] == "--min-cell" { arguments += ["--adaptive"] }
+            if spec.names[0] == "--seed" { arguments += ["--min-distance", "2"] }
             do {
                 _ = try MosaicCommand.parse(arguments)
             } catch {

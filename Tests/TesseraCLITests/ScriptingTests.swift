@@ -78,6 +78,11 @@ func jsonLines(_ text: String) -> [[String: Any]] {
         #expect(failed.status == 2)
         let errors = jsonLines(failed.standardError)
         #expect(errors.last?["event"] as? String == "error" && (errors.last?["message"] as? String ?? "").contains("/proc"), "\(errors)")
+        // So is a mistyped flag, found before the options are whole.
+        let typo = runTesseraSplit(["grid", "--progress", "json", fixtures, "-o", directory + "/t.jpg", "--colums", "2", "--tile-size", "8"])
+        let typoErrors = jsonLines(typo.standardError)
+        #expect(typo.status == 2 && typoErrors.count == 1 && typoErrors.first?["event"] as? String == "error"
+                && (typoErrors.first?["message"] as? String ?? "").contains("--colums"), "\(typo.standardError)")
     }
 
     @Test func quietPrintsOnlyErrors() {
