@@ -202,6 +202,7 @@ public enum Report {
     /// "colour match: mean ΔE2000 4.1 (1 = just noticeable; under 10 looks close at cell size)".
     static func colourMatch(_ colour: ColourDifference) -> String {
         var line = "colour match: mean ΔE2000 \(formatDecimal(colour.meanDeltaE2000, places: 1)) against the target "
+        if colour.tint > 0 { line += "with the \(Int((colour.tint * 100).rounded()))% tint " }
         line += "(1 = just noticeable side by side; under \(Int(MosaicQuality.farDeltaE)) looks close at cell size)"
         if colour.subCells > 0 {
             line += ", \(formatDecimal(colour.farShare * 100, places: 1))% of the sub-cells over \(Int(MosaicQuality.farDeltaE))"

@@ -412,7 +412,7 @@ public enum MosaicJob {
                         mosaic: MosaicSettings, neighbours: CellNeighbours? = nil) throws(TesseraError) -> (ColourDifference, TooSmallPhotos, UnmetConstraints) {
         let order = MosaicQuality.cellsByPhoto(match.assignment)
         let colour = try MosaicQuality.colourDifference(target: target, assignment: match.assignment, order: order, store: pictures.store,
-                                                        subCells: mosaic.subCells)
+                                                        subCells: mosaic.subCells, tint: Float(mosaic.tintPercent) / 100)
         let tooSmall = MosaicQuality.tooSmallPhotos(pictures.photos, cellWidth: mosaic.cellWidth, cellHeight: mosaic.cellHeight,
                                                     assignment: match.assignment, order: order)
         var unmet = MosaicQuality.unmetConstraints(assignment: match.assignment, columns: match.columns, order: order,

@@ -22,10 +22,13 @@ public struct ColourDifference: Equatable, Sendable {
     public var farShare: Double
     /// Sub-cells compared.
     public var subCells: Int
-    public init(meanDeltaE2000: Double, farShare: Double, subCells: Int) {
+    /// The tint the placed colours were moved by first (0...1; 0: none).
+    public var tint: Float
+    public init(meanDeltaE2000: Double, farShare: Double, subCells: Int, tint: Float = 0) {
         self.meanDeltaE2000 = meanDeltaE2000
         self.farShare = farShare
         self.subCells = subCells
+        self.tint = tint
     }
 }
 
@@ -190,8 +193,10 @@ public enum MosaicQuality {
     /// CIEDE2000 between each cell's target sub-cells (`target`: cells x k x k Oklab triples,
     /// row-major) and its photo's (`store`, by `assignment`), over every sub-cell. `order` is
     /// `cellsByPhoto(assignment)`. Cells without a photo (a negative index) are left out.
+    /// `tint` (0...1): each photo sub-cell is first moved that far toward the target's in Oklab,
+    /// as CellTint draws it (its rounding to whole sRGB steps and clamping aside).
     static func colourDifference(target: [Float], assignment: [Int32], order: [Int32], store: FeatureStore,
-                                 subCells k: Int) throws(TesseraError) -> ColourDifference {
+                                 subCells k: Int, tint: Float = 0) throws(TesseraError) -> ColourDifference {
         let d = k * k * 3
         precondition(target.count == assignment.count * d && order.count == assignment.count)
         var photo = [Float](repeating: 0, count: d)
@@ -209,8 +214,10 @@ public enum MosaicQuality {
             let base = Int(cell) * d
             for s in 0..<(k * k) {
                 let i = s * 3
-                let wanted = cielab(OklabColor(l: target[base + i], a: target[base + i + 1], b: target[base + i + 2]))
-                let placed = cielab(OklabColor(l: photo[i], a: photo[i + 1], b: photo[i + 2]))
+                let goal = OklabColor(l: target[base + i], a: target[base + i + 1], b: target[base + i + 2])
+                let wanted = cielab(goal)
+                let placed = cielab(OklabColor(l: photo[i] + tint * (goal.l - photo[i]), a: photo[i + 1] + tint * (goal.a - photo[i + 1]),
+                                               b: photo[i + 2] + tint * (goal.b - photo[i + 2])))
                 let difference = deltaE2000(wanted, placed)
                 sum += difference
                 if difference > farDeltaE { far += 1 }
@@ -218,7 +225,7 @@ public enum MosaicQuality {
             }
         }
         return ColourDifference(meanDeltaE2000: count > 0 ? sum / Double(count) : 0,
-                                farShare: count > 0 ? Double(far) / Double(count) : 0, subCells: count)
+                                farShare: count > 0 ? Double(far) / Double(count) : 0, subCells: count, tint: tint)
     }
 
     // MARK: Rules

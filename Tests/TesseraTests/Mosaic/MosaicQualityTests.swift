@@ -76,6 +76,13 @@ import TesseraTestSupport
         #expect(result.subCells == 27)
         #expect(abs(result.meanDeltaE2000 - apart / 3) < 1e-6, "\(result.meanDeltaE2000) vs \(apart / 3)")
         #expect(abs(result.farShare - 1.0 / 3) < 1e-9)
+        // With a tint the placed colours are first moved toward the target's, as drawn: all the
+        // way, no difference; half way, less than none.
+        let order = MosaicQuality.cellsByPhoto(assignment)
+        let full = try MosaicQuality.colourDifference(target: target, assignment: assignment, order: order, store: store, subCells: k, tint: 1)
+        let half = try MosaicQuality.colourDifference(target: target, assignment: assignment, order: order, store: store, subCells: k, tint: 0.5)
+        #expect(full.meanDeltaE2000 < 1e-4 && full.tint == 1)
+        #expect(half.meanDeltaE2000 > 0.1 && half.meanDeltaE2000 < result.meanDeltaE2000)
     }
 
     @Test func ssimIsOneForTheSamePictureAndLowerForAnother() throws {
