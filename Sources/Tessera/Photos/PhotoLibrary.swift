@@ -306,7 +306,9 @@ public struct PhotoLibrary: Sendable {
 
         /// A path named on the command line or in a list: a file is a named file, a folder is
         /// walked, a missing one is skipped.
-        mutating func named(_ path: PathBytes) throws(TesseraError) {
+        mutating func named(_ given: PathBytes) throws(TesseraError) {
+            // One spelling per file: "./in/a.jpg" beside "in" is the same photo, counted once.
+            let path = given.lexicallyNormal
             let text = path.display
             let last = path.bytes.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? text
             if selection.excludes(name: last, path: text) {

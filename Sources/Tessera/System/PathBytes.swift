@@ -21,6 +21,22 @@ public struct PathBytes: Hashable, Sendable, Comparable {
         PathBytes(bytes.last == UInt8(ascii: "/") ? bytes + name : bytes + [UInt8(ascii: "/")] + name)
     }
 
+    /// The same path without what names nothing: repeated slashes, `.` segments and a trailing
+    /// slash ("./in//a/./b.jpg" → "in/a/b.jpg"; "/" and "." stay). `..` is kept: past a symbolic
+    /// link it is not the lexical parent.
+    var lexicallyNormal: PathBytes {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let absolute = bytes.first == slash
+        let parts = bytes.split(separator: slash, omittingEmptySubsequences: true).filter { !($0.count == 1 && $0.first == dot) }
+        var out: [UInt8] = absolute ? [slash] : []
+        for (index, part) in parts.enumerated() {
+            if index > 0 { out.append(slash) }
+            out.append(contentsOf: part)
+        }
+        if out.isEmpty { out = [dot] }
+        return PathBytes(out)
+    }
+
     /// Runs `body` with the path as a NUL-terminated C string.
     func withCString<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
         let terminated = bytes.map { CChar(bitPattern: $0) } + [0]

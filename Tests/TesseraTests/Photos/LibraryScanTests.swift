@@ -145,6 +145,20 @@ private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
         #expect(throws: TesseraError.self) { try PhotoLibrary.scan([], lists: [PhotoList(path: scratch.file("nope.txt"))]) }
     }
 
+    /// A file named in several spellings ("/./", "//", a trailing slash on its folder) beside the
+    /// folder that holds it is one photo.
+    @Test func aFileInSeveralSpellingsCountsOnce() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = readBytes(baseJPEG)
+        for name in ["a.jpg", "b.jpg"] { writeBytes(jpeg, to: scratch.file(name)) }
+        let library = try PhotoLibrary.scan([scratch.path + "/", scratch.path + "/./a.jpg", scratch.path + "//a.jpg", scratch.file("b.jpg")])
+        #expect(library.photos.map(\.path) == [scratch.file("a.jpg"), scratch.file("b.jpg")])
+        #expect(PathBytes("./in//a/./b.jpg").lexicallyNormal == PathBytes("in/a/b.jpg"))
+        #expect(PathBytes("/").lexicallyNormal == PathBytes("/") && PathBytes("./").lexicallyNormal == PathBytes("."))
+        #expect(PathBytes("../x/..").lexicallyNormal == PathBytes("../x/.."))
+    }
+
     /// A file the cache knows unchanged (same FileStamp) is not opened: the cache's answer is
     /// taken as it is. A file edited in place with its mtime put back (as exiftool -P does) has
     /// a new change time, so it is read again.
