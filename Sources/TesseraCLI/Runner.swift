@@ -21,6 +21,12 @@ public struct Runner {
         runLayout(options) { library, options throws(TesseraError) in
             let columns = options.columns!
             let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
+            if columns * rows < library.photos.count {
+                // Not an error (a sample of a library is a fair wish), but not silent either.
+                console.result("note        the grid's \(formatCount(columns * rows)) cells show \(formatCount(columns * rows)) of the "
+                               + "\(formatCount(library.photos.count)) photos found; the other \(formatCount(library.photos.count - columns * rows)) "
+                               + "are left out (--columns \(columns) alone takes the rows every photo needs)")
+            }
             try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
                                           outputs: options.outputs.map(\.kind))
             return GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
@@ -400,7 +406,15 @@ public struct Runner {
 
     /// A budget given by size that the memory cgroup cannot hold: the kernel would kill the
     /// render that used it, so say so before the work (and what auto would choose).
-    func warnIfOverCgroup(_ settings: RenderSettings, given: Bool, limitBytes: Int64? = cgroupMemoryLimitBytes) {
+    func warnIfOverCgroup(_ settings: RenderSettings, given: Bool, limitBytes: Int64? = cgroupMemoryLimitBytes,
+                          machineBytes: Int64 = Int64(sysconf(Int32(_SC_PHYS_PAGES))) * Int64(sysconf(Int32(_SC_PAGESIZE)))) {
+        // More than the machine has at all (64G typed for 64M): planned for, never there.
+        if given, machineBytes > 0, Int64(settings.maxMemoryBytes) > machineBytes, limitBytes.map({ $0 >= machineBytes }) ?? true {
+            console.warning("--max-memory \(formatBytes(Int64(settings.maxMemoryBytes))) is more than this machine's memory of "
+                            + "\(formatBytes(machineBytes)): the plan counts on memory that is not there; leave --max-memory out "
+                            + "(auto: \(formatBytes(Int64(MemoryBudget.automatic().bytes)))) or give less")
+            return
+        }
         guard given, let limit = limitBytes, Int64(settings.maxMemoryBytes) > limit else { return }
         console.warning("--max-memory \(formatBytes(Int64(settings.maxMemoryBytes))) is more than this memory cgroup's limit of "
                         + "\(formatBytes(limit)): a render that uses it is killed by the kernel; leave --max-memory out "

@@ -14,6 +14,34 @@ private func scratch(_ name: String) -> String {
 }
 
 @Suite struct FirstHourTests {
+    /// A --cache-dir whose folders are missing is made, as the default cache is: the mosaic
+    /// saves its index there without a warning, and the grid its header index.
+    @Test func aMissingCacheDirIsMade() {
+        let directory = scratch("cache-dir")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let mosaic = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", directory + "/m.jpg", "--columns", "6",
+                                 "--tile-size", "8", "--min-distance", "0", "--cache-dir", directory + "/new/deeper", "--no-progress"])
+        #expect(mosaic.status == 0 && !mosaic.output.contains("cannot save"), "\(mosaic.output)")
+        #expect(!listNames(directory + "/new/deeper").filter { $0.hasPrefix("features") }.isEmpty)
+        let grid = runTessera(["grid", fixtures, "-o", directory + "/g.jpg", "--columns", "6", "--tile-size", "8",
+                               "--cache-dir", directory + "/other/deeper", "--no-progress"])
+        #expect(grid.status == 0 && listNames(directory + "/other/deeper").contains { $0.hasPrefix("headers") }, "\(grid.output)")
+    }
+
+    /// A grid with fewer cells than photos says how many it leaves out.
+    @Test func aGridSmallerThanTheLibraryNamesWhatItLeavesOut() {
+        let run = runTessera(["grid", fixtures, "-o", "\(testRoot)/never.jpg", "--grid", "2x2", "--tile-size", "20", "--dry-run"])
+        #expect(run.status == 0 && run.output.contains("the grid's 4 cells show 4 of the 18 photos found; the other 14 are left out"),
+                "\(run.output)")
+    }
+
+    /// A budget past the machine's memory (2T typed for 2G) is planned for, so it is named.
+    @Test func aBudgetPastTheMachinesMemoryIsNamed() {
+        let run = runTessera(["grid", fixtures, "-o", "\(testRoot)/never.jpg", "--columns", "3", "--tile-size", "20",
+                              "--max-memory", "1000T", "--dry-run"])
+        #expect(run.status == 0 && run.output.contains("--max-memory 1000.0 TiB is more than this machine's memory"), "\(run.output)")
+    }
+
     /// A photo whose header reads but whose data ends early is found only while it is drawn:
     /// by default a placeholder and a warning; with --strict the render fails and writes nothing.
     @Test func strictRefusesAPhotoThatBreaksWhileDrawn() throws {

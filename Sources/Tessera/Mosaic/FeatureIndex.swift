@@ -55,7 +55,7 @@ public final class FeatureIndex: @unchecked Sendable {
     /// `only`: the photo paths the per-photo `lookup(_:decoded:)` may ask about (nil: all).
     /// `shard`: append into this shard's own files (see the file's note), not the main ones.
     public init(directory: String, subCells k: Int, cellAspect: Double, only: Set<String>? = nil, shard: ShardSpec? = nil) {
-        try? makeDirectory(directory)  // (an existing one is fine; a failure shows when saving)
+        makeDirectories(directory)  // (an existing one is fine; a failure shows when saving)
         let stem = "features-k\(k)-a\(formatDecimal(cellAspect, places: 4))"
         valuesPerPhoto = k * k * 3
         self.only = only
@@ -295,7 +295,7 @@ public func defaultCacheDirectory() -> String {
         // Made if missing, as the XDG spec asks (0700): a $XDG_CACHE_HOME that did not exist
         // lost every index, with a warning at every mosaic.
         let cache = String(cString: value)
-        try? makeDirectory(cache, mode: 0o700)
+        makeDirectories(cache, mode: 0o700)
         return cache + "/tessera"
     }
     if let home = getenv("HOME"), home.pointee != 0 {

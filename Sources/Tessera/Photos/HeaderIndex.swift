@@ -46,7 +46,7 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     private let directory: String
 
     public init(directory: String) {
-        try? makeDirectory(directory)
+        makeDirectories(directory)
         self.directory = directory
         // A scan has less room than an analysis: its journal is held, and sorted, a MiB at a time.
         store = RecordStore(directory: directory, stem: "headers-v1", schema: 0x4844_0000 | Self.headerParsingVersion,

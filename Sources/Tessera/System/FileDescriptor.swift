@@ -232,6 +232,16 @@ func makeDirectory(_ path: String, mode: mode_t = 0o755) throws(TesseraError) {
     _ = try valueOrErrno("mkdir", path: path) { system_mkdir(path, mode) }.get("mkdir", path: path)
 }
 
+/// Makes `path` and any folder above it that is missing (mkdir -p), for a cache's folder: a
+/// `--cache-dir` two levels deep lost every index, with a warning at every mosaic and a silent
+/// rescan at every grid. Best effort: what cannot be made shows when the cache is written.
+func makeDirectories(_ path: String, mode: mode_t = 0o755) {
+    if case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) == S_IFDIR { return }
+    let parent = parentDirectory(of: path)
+    if parent != path && parent != "." && parent != "/" { makeDirectories(parent, mode: mode) }
+    _ = try? makeDirectory(path, mode: mode)
+}
+
 /// Writes `bytes` to a new file at `path` (O_EXCL: never over an existing one).
 func writeNewFile(_ path: String, _ bytes: UnsafeRawBufferPointer, mode: mode_t = 0o644) throws(TesseraError) {
     let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode)
