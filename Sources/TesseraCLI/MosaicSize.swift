@@ -284,10 +284,13 @@ public enum MosaicSize {
         }
         // The default count, in cells no smaller than a photo can be recognised at (a small
         // canvas gets fewer cells rather than cells of a few pixels).
-        let side = max(Int((Double(width) * Double(height) / Double(defaultCount)).squareRoot().rounded()),
-                       min(recognisableCell, width, height))
-        return MosaicShape(columns: nearestCells(width, side), rows: nearestCells(height, side), cellWidth: side, cellHeight: side,
-                           reason: asked + ", about \(formatCount(defaultCount)) cells (\(rule))")
+        let fitted = Int((Double(width) * Double(height) / Double(defaultCount)).squareRoot().rounded())
+        let side = max(fitted, min(recognisableCell, width, height))
+        let columns = nearestCells(width, side), rows = nearestCells(height, side)
+        // Say when the smallest recognisable cell, not the count, decided the grid.
+        let capped = side > fitted ? "; fewer, \(formatCount(columns * rows)), since cells under \(side) px would not show a photo" : ""
+        return MosaicShape(columns: columns, rows: rows, cellWidth: side, cellHeight: side,
+                           reason: asked + ", about \(formatCount(defaultCount)) cells (\(rule))" + capped)
     }
 
     /// The report line of a shape the flags did not give whole: the grid, the canvas, and its

@@ -159,7 +159,7 @@ public enum TopLevel {
 
     USAGE
       tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
-      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|in] | --cells N | --grid CxR] [options]
+      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR] [options]
       tessera collage PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--width PX] [--row-height PX] [options]
       tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
       tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead

@@ -28,7 +28,7 @@ struct RenderingParse: Sendable {
 enum RenderingOptions {
     /// The outputs: -o and the pyramid's.
     static let outputs: [Option<RenderingParse>] = [
-        Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless --dzi is given). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
+        Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless another output is given: --dzi, --szi, --iiif, --tiff, or --preview alone). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
             // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
             let lower = given.value.lowercased()
             if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
@@ -382,7 +382,7 @@ enum PhotoSourceOptions {
     /// --photos-from, -0 and --verbose, for any command whose options are `PhotoSources`.
     static func table<Options: PhotoSources>() -> [Option<Options>] {
         [
-            Option("--photos-from", value: "FILE", help: "Also take the photos and folders listed in FILE, one path per line (empty lines skipped; relative paths from the current folder), or - for standard input; repeatable, and combined with PHOTOS. An entry is searched like a path named on the command line: one missing or unreadable is skipped with a warning (--strict refuses it), a folder is searched. The list is read as the scan goes, so a list of a million paths needs no more memory than the photos it names. A list that cannot be read is exit 2, before any photo is read.") { options, given throws(CommandLineError) in
+            Option("--photos-from", value: "FILE", help: "Also take the photos and folders listed in FILE, one path per line (empty lines skipped; relative paths from the current folder), or - for standard input; repeatable, and combined with PHOTOS. An entry is searched like a path named on the command line: one missing or unreadable is skipped with a warning (a render's --strict refuses it), a folder is searched. The list is read as the scan goes, so a list of a million paths needs no more memory than the photos it names. A list that cannot be read is exit 2, before any photo is read.") { options, given throws(CommandLineError) in
                 guard !given.value.isEmpty else { throw given.refusal("--photos-from expects a file listing photos, or - for standard input") }
                 if readsStandardInput(given.value), let earlier = options.photoLists.first(where: { readsStandardInput($0.path) }) {
                     throw given.refusal("--photos-from \(given.value): standard input is read once, and --photos-from \(earlier.path) reads it already")
