@@ -78,8 +78,9 @@ func checksum(_ folder: String, _ names: [String]) -> String {
         // times): since duplicates count as one photo (issue 11) the mosaics are made of those
         // two, so no minimum distance and uses enough for every cell; their sums were recorded
         // again then.
-        ("mosaic, fixed seed, min-distance, tint, manifest", ["-o", "m.jpg", "--manifest", "m.csv", "--target", "TARGET",
-                                                               "--columns", "24", "--tile-size", "16", "--seed", "7",
+        // (Its --seed 7 changed nothing at these rules, and is refused since 0.6.6: the same bytes without it.)
+        ("mosaic, min-distance, tint, manifest", ["-o", "m.jpg", "--manifest", "m.csv", "--target", "TARGET",
+                                                               "--columns", "24", "--tile-size", "16",
                                                                "--min-distance", "0", "--tint", "20", "--cache-dir", "cache"],
          ["m.jpg", "m.csv"], "177749a75ff3557d"),
         ("mosaic with Deep Zoom, max-uses", ["-o", "m.jpg", "--dzi", "m.dzi", "--no-viewer", "--target", "TARGET", "--columns", "20",

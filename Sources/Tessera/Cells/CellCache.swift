@@ -236,7 +236,7 @@ final class CellCache: @unchecked Sendable {
             states[index] = .failed
             if failOnPlaceholder {
                 throw TesseraError.unreadablePhoto(path: photos[photo].path, reason: "\(SkippedPhoto(path: "", error: error).reason) "
-                                                   + "(--strict: no placeholder is drawn; nothing written)")
+                                                   + "(a strict run draws no placeholder: nothing is written)")
             }
             if reportedFailures.insert(photo).inserted {
                 let skipped = SkippedPhoto(path: photos[photo].path, error: error)

@@ -42,7 +42,7 @@ public struct RenderSettings: Equatable, Sendable {
     /// Colour of empty cells and of cells whose photo failed to decode.
     public var background = RGB(red: 0x80, green: 0x80, blue: 0x80)
     /// A photo that cannot be drawn fails the render (no output is written) instead of being
-    /// drawn as a placeholder in `background` (--strict).
+    /// drawn as a placeholder in `background` (the command line's strict mode).
     public var failOnPlaceholder = false
 
     public init() {}

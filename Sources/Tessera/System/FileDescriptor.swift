@@ -233,7 +233,7 @@ func makeDirectory(_ path: String, mode: mode_t = 0o755) throws(TesseraError) {
 }
 
 /// Makes `path` and any folder above it that is missing (mkdir -p), for a cache's folder: a
-/// `--cache-dir` two levels deep lost every index, with a warning at every mosaic and a silent
+/// cache folder given two levels deep lost every index, with a warning at every mosaic and a silent
 /// rescan at every grid. Best effort: what cannot be made shows when the cache is written.
 func makeDirectories(_ path: String, mode: mode_t = 0o755) {
     if case .success(let info) = fileStatus(path), (info.st_mode & S_IFMT) == S_IFDIR { return }

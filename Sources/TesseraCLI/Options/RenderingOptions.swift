@@ -28,7 +28,7 @@ struct RenderingParse: Sendable {
 enum RenderingOptions {
     /// The outputs: -o and the pyramid's.
     static let outputs: [Option<RenderingParse>] = [
-        Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless another output is given: --dzi, --szi, --iiif, --tiff, or --preview alone). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
+        Option("-o", "--output", value: "OUT.jpg", help: "Where to write the JPEG (required unless another output is given: a pyramid, or a preview alone). It appears only when complete; an existing file is replaced then, and left untouched if the render fails.") { state, given throws(CommandLineError) in
             // A JPEG is what -o writes: a name saying another format would mislead whoever opens it.
             let lower = given.value.lowercased()
             if let other = Formats.imageSuffixes(except: .jpeg).first(where: lower.hasSuffix) {
