@@ -204,7 +204,7 @@ enum RenderingOptions {
     /// The picture's density, the placeholder colour, --strict, the manifest, the photo search,
     /// the shards and the dry run.
     static let rest: [Option<RenderingParse>] = [
-        Option("--dpi", value: "N", help: "Write N dots per inch into the JPEG (JFIF density), so a print shop or a layout program sizes it: 30,000 px at --dpi 300 print 254 cm wide. Default: none (1:1 aspect).") { state, given throws(CommandLineError) in
+        Option("--dpi", value: "N", help: "Write N dots per inch into the JPEG (JFIF density), so a print shop or a layout program sizes it: 30,000 px at --dpi 300 print 254 cm wide. Only the JPEG carries it (a --tiff has no resolution tags). Default: none (1:1 aspect).") { state, given throws(CommandLineError) in
             state.options.settings.dotsPerInch = try given.integer(1...65_535)
         },
         Option("--background", value: "RRGGBB", help: "Colour of cells whose photo cannot be decoded (default 808080).") { state, given throws(CommandLineError) in
