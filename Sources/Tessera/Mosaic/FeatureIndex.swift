@@ -54,6 +54,9 @@ public final class FeatureIndex: @unchecked Sendable {
     /// damaged file is an empty index (damaged blocks are just missing entries).
     /// `only`: the photo paths the per-photo `lookup(_:decoded:)` may ask about (nil: all).
     /// `shard`: append into this shard's own files (see the file's note), not the main ones.
+    /// The most shard stores read beside the main one (see `init`).
+    static let mostShardFiles = 64
+
     public init(directory: String, subCells k: Int, cellAspect: Double, only: Set<String>? = nil, shard: ShardSpec? = nil) {
         makeDirectories(directory)  // (an existing one is fine; a failure shows when saving)
         let stem = "features-k\(k)-a\(formatDecimal(cellAspect, places: 4))"
@@ -65,10 +68,14 @@ public final class FeatureIndex: @unchecked Sendable {
         for name in (try? listDirectory(directory)) ?? [] where name.hasPrefix(stem + ".shard-") {
             for suffix in [".idx", ".journal", ".tsv"] where name.hasSuffix(suffix) { shardStems.insert(String(name.dropLast(suffix.count))) }
         }
-        if shard != nil { shardStems.insert(ownStem) }
+        // A lookup holds a block of every store at once, so their number is bounded: the first
+        // `mostShardFiles` in name order are read (and this shard's own); the photos of any
+        // others are analysed again and land in the store written now.
+        var shardNames = Array(shardStems.sorted().prefix(Self.mostShardFiles))
+        if shard != nil && !shardNames.contains(ownStem) { shardNames.append(ownStem) }
         // A lookup holds every store's journal (when small): together at most 4 MiB, so with
         // many shards each is compacted sooner.
-        let stems = [stem] + shardStems.sorted()
+        let stems = [stem] + shardNames
         let held = max(Int64(64 << 10), Int64(4 << 20) / Int64(stems.count))
         let stores = stems.map { RecordStore(directory: directory, stem: $0, schema: schema, journalHeldLimit: held) }
         readStores = stores

@@ -74,7 +74,7 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
 
     public func finish() throws(TesseraError) {
         let journal = store.journalBytes
-        if journal > Self.compactJournalBytes || journal > store.mainBytes / 2 { try store.compact() }
+        if journal > Self.compactJournalBytes || journal > store.mainBytes / 2 || store.mainDamaged { try store.compact() }
     }
 
     private final class Reader: ScanCacheReader {

@@ -38,6 +38,16 @@ final class ChunkReader {
     private(set) var failure: TesseraError?
     /// The end offset of the last chunk that checked out (`start` before any).
     private(set) var validEnd: Int64
+    /// Whether any chunk failed its checks (the file is worth rewriting).
+    private(set) var damaged = false
+    /// Called once, at the first damage found.
+    var onDamage: (() -> Void)?
+    /// Bytes read for chunks that then failed their checks, and how many may be: a file sprayed
+    /// with chunk headers that each claim 2 MiB (one every 8 bytes) would otherwise cost 2 MiB
+    /// read and summed per 8 bytes of file, quadratic. Past the budget (16 MiB, or twice the
+    /// file) the rest of the file is left unread, as damaged.
+    private(set) var failedBytes: Int64 = 0
+    private let failedBudget: Int64
 
     init(file: FileDescriptor, magic: UInt32, sorted: Bool, start: Int64, end: Int64) {
         self.file = file
@@ -47,6 +57,22 @@ final class ChunkReader {
         self.end = end
         next = start
         validEnd = start
+        failedBudget = max(16 << 20, 2 * (end - start))
+    }
+
+    /// A chunk failed its checks: counted, the buffer it needed let go when large (a damaged file
+    /// holds no more than a sound one), and the reading given up past the budget.
+    private func failed(readBytes: Int) {
+        if !damaged {
+            damaged = true
+            onDamage?()
+        }
+        failedBytes += Int64(readBytes)
+        if buffer.count > 256 << 10 {
+            buffer.deallocate()
+            buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+        }
+        if failedBytes > failedBudget { next = end } else { resynchronise() }
     }
 
     deinit { buffer.deallocate() }
@@ -81,9 +107,10 @@ final class ChunkReader {
                 return nil
             }
             let length = Int(UInt32(littleEndian: header.1)), count = UInt32(littleEndian: header.2)
+            // A record takes at least its 8-byte header: more records than that is no chunk.
             guard UInt32(littleEndian: header.0) == magic, length <= RecordFormat.maxChunkBytes,
-                  Int64(length) <= end - next - headerBytes else {
-                resynchronise()
+                  Int64(length) <= end - next - headerBytes, Int(count) <= length / RecordFormat.recordHeaderBytes else {
+                failed(readBytes: 0)
                 continue
             }
             if buffer.count < length {
@@ -98,7 +125,7 @@ final class ChunkReader {
             let check = RecordFormat.validate(payload: UnsafeRawBufferPointer(payload), count: count,
                                               crc: UInt32(littleEndian: header.3), sorted: sorted)
             guard check.ok else {
-                resynchronise()
+                failed(readBytes: length)
                 continue
             }
             next += headerBytes + Int64(length)
@@ -161,14 +188,15 @@ final class BlockFileSource: RecordSource {
     private var blockLast: UnsafeRawBufferPointer?
     private(set) var current: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
 
-    init(file: FileDescriptor, start: Int64, end: Int64, ownsFile: Bool) {
+    init(file: FileDescriptor, start: Int64, end: Int64, ownsFile: Bool, onDamage: (() -> Void)? = nil) {
         reader = ChunkReader(file: file, magic: RecordFormat.blockMagic, sorted: true, start: start, end: end)
+        reader.onDamage = onDamage
         self.ownsFile = ownsFile
         loadBlock()
     }
 
     /// The main file at `path`, or nil when it is missing, unreadable or not of this `schema`.
-    static func open(main path: String, schema: UInt32) -> BlockFileSource? {
+    static func open(main path: String, schema: UInt32, onDamage: (() -> Void)? = nil) -> BlockFileSource? {
         guard let (file, info) = try? FileDescriptor.openRegularFileForReading(path) else { return nil }
         guard !isMostlyUnstored(info) else {
             file.close()
@@ -182,13 +210,17 @@ final class BlockFileSource: RecordSource {
             file.close()
             return nil
         }
-        return BlockFileSource(file: file, start: Int64(RecordFormat.fileHeaderBytes), end: Int64(info.st_size), ownsFile: true)
+        let source = BlockFileSource(file: file, start: Int64(RecordFormat.fileHeaderBytes), end: Int64(info.st_size), ownsFile: true,
+                                     onDamage: onDamage)
+        return source
     }
 
     deinit { if ownsFile { reader.file.close() } }
 
     var heldBytes: Int { reader.heldBytes + previousLast.capacity }
     var failure: TesseraError? { reader.failure }
+    /// Bytes read for blocks that failed their checks (for tests).
+    var failedBytes: Int64 { reader.failedBytes }
     /// The blocks read so far, each checked (for tests).
     var blocksRead: Int { reader.chunksRead }
 

@@ -332,6 +332,12 @@ final class RecordStore: @unchecked Sendable {
     private let stateLock = Mutex()
     /// Where this process's last append ended, so the next need not scan the journal again.
     private var appended: (device: UInt64, inode: UInt64, end: Int64)?  // protected by `stateLock`
+    private let damageLock = Mutex()
+    private var damageFound = false  // protected by `damageLock`
+    private var compactionFailed = false  // protected by `damageLock`
+    /// Whether a read of the main file since this store was made met a damaged block: worth a
+    /// compaction, which rewrites it without the damage (else every run pays to skip it again).
+    var mainDamaged: Bool { damageLock.withLock { damageFound } }
 
     init(directory: String, stem: String, schema: UInt32, journalHeldLimit: Int64 = 4 << 20, sortChunkBytes: Int = 4 << 20) {
         self.directory = directory
@@ -421,6 +427,12 @@ final class RecordStore: @unchecked Sendable {
     /// the journal is cut back to where it was: every earlier batch stays.
     func append(_ batch: RecordBatch) throws(TesseraError) {
         guard !batch.isEmpty else { return }
+        // A journal past what a reader holds is compacted before it is read; once that has failed
+        // (the main file's name taken, the disk too full to write it) the journal is never read,
+        // so adding to it would only grow it, run after run, without bound.
+        if damageLock.withLock({ compactionFailed }) && journalBytes > journalHeldLimit {
+            throw TesseraError.unusableOutput(path: journalPath, reason: "it is past \(formatBytes(journalHeldLimit)) and could not be folded into \(mainPath)")
+        }
         try withJournalLock { file, info throws(TesseraError) in
             let size = Int64(info.st_size)
             let end: Int64
@@ -456,6 +468,15 @@ final class RecordStore: @unchecked Sendable {
     /// `importing`: records from elsewhere (an old format) to start from instead of the main
     /// file, older than the journal's; only done while there is no main file.
     func compact(importing: ((RunSorter) throws(TesseraError) -> Void)? = nil) throws(TesseraError) {
+        do throws(TesseraError) {
+            try compactOnce(importing: importing)
+        } catch {
+            damageLock.withLock { compactionFailed = true }
+            throw error
+        }
+    }
+
+    private func compactOnce(importing: ((RunSorter) throws(TesseraError) -> Void)?) throws(TesseraError) {
         if importing == nil && Self.fileBytes(journalPath) == nil { return }
         try withJournalLock { journal, info throws(TesseraError) in
             if importing != nil && mainExists { return }  // another process imported first
@@ -494,7 +515,9 @@ final class RecordStore: @unchecked Sendable {
             held = loadJournal()
         }
         var sources: [any RecordSource] = []
-        if let main = BlockFileSource.open(main: mainPath, schema: schema) { sources.append(main) }
+        if let main = BlockFileSource.open(main: mainPath, schema: schema, onDamage: { [weak self] in
+            self?.damageLock.withLock { self?.damageFound = true }
+        }) { sources.append(main) }
         if let held, held.count > 0 { sources.append(held) }
         return sources
     }

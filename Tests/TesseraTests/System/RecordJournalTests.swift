@@ -221,6 +221,47 @@ private func flip(_ path: String, at offset: Int) {
         #expect(contents(store.openSources()).map(\.0) == ["b", "c"])
     }
 
+    /// A main file sprayed with chunk headers that each claim 2 MiB (every 16 bytes, each with a
+    /// plausible record count) costs a bounded read, not 2 MiB per 16 bytes; the store knows it is
+    /// damaged, and compaction rewrites it without the damage.
+    @Test func aSprayedFileCostsABoundedRead() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let store = RecordStore(directory: scratch.path, stem: "y", schema: 1)
+        var main = RecordFormat.fileHeader(magic: RecordFormat.mainMagic, schema: 1)
+        for _ in 0..<(3 << 20) / 16 {
+            main.appendLittleEndian(RecordFormat.blockMagic)
+            main.appendLittleEndian(UInt32(RecordFormat.maxChunkBytes))
+            main.appendLittleEndian(UInt32(1))
+            main.appendLittleEndian(UInt32(0))
+        }
+        writeBytes(main, to: store.mainPath)
+        let source = try #require(BlockFileSource.open(main: store.mainPath, schema: 1))
+        #expect(source.current == nil)
+        #expect(source.failedBytes > 0 && source.failedBytes <= (16 << 20) + Int64(RecordFormat.maxChunkBytes), "\(source.failedBytes)")
+        #expect(contents(store.openSources()).isEmpty && store.mainDamaged)
+        try store.append(batch([("a", "1")]))
+        try store.compact()
+        #expect(RecordStore.fileBytes(store.mainPath)! < 4096)
+        let again = RecordStore(directory: scratch.path, stem: "y", schema: 1)
+        #expect(contents(again.openSources()).map(\.0) == ["a"] && !again.mainDamaged)
+    }
+
+    /// A journal that could not be folded into the main file (its name taken by a folder) is
+    /// never read once past the held limit, so appends to it stop there instead of growing it.
+    @Test func aJournalThatCannotBeCompactedStopsGrowing() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let store = RecordStore(directory: scratch.path, stem: "g", schema: 1, journalHeldLimit: 1024)
+        mkdir(store.mainPath, 0o755)
+        for index in 0..<20 { try store.append(batch([("k\(index)", String(repeating: "v", count: 100))])) }
+        #expect(store.journalBytes > 1024)
+        _ = store.openSources()  // tries to compact, and cannot
+        let size = store.journalBytes
+        #expect(throws: TesseraError.self) { try store.append(batch([("more", "1")])) }
+        #expect(store.journalBytes == size)
+    }
+
     /// A batch larger than a frame may be is cut into frames, each record whole; all are read back.
     @Test func aLargeBatchIsCutIntoFrames() throws {
         let scratch = ScratchDirectory()
