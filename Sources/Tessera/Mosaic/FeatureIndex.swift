@@ -4,10 +4,14 @@
 // aspect), in a cache directory: `features-k<k>-a<aspect>.idx`, sorted by path, and its journal
 // `.journal`, which every batch of analysed photos is appended to durably (an interrupted
 // analysis keeps every batch appended; the next run analyses only the rest). A record: key = the
-// photo's path bytes; value = size i64, mtime (ns) i64, the decode key (`decodeKey`: format,
-// colour profile, decoder version) as a u8 length and its bytes, then k*k*3 Float32, all
-// little-endian. An entry counts only while the file's size and mtime are unchanged, it would be
-// decoded the same way, and every value is a finite number within ±2 (Oklab from sRGB stays
+// photo's path bytes; value = size i64, mtime (ns) i64, a change time slot i64 (0: the scan
+// keeps no change time, and a stat a photo to read one would cost a warm run), device u64, inode
+// u64 (since schema 2), the decode key (`decodeKey`: format, colour profile, decoder version) as
+// a u8 length and its bytes, then k*k*3 Float32, all little-endian. An entry counts only while
+// the file's size, mtime, device and inode are unchanged (another folder's photo of the same
+// relative path, size and time is another inode; an editor that rewrites a photo and renames it
+// over the old one makes a new inode), it would be decoded the same way, and every value is a
+// finite number within ±2 (Oklab from sRGB stays
 // within [0, 1] for L and about ±0.33 for a and b: anything else is a damaged cache, analysed
 // again).
 //
@@ -38,7 +42,7 @@ public final class FeatureIndex: @unchecked Sendable {
     private let readStores: [RecordStore]
     private let only: Set<String>?
     private let lock = Mutex()
-    private typealias Entry = (size: Int64, mtime: Int64, decoded: String, features: [Float])
+    private typealias Entry = (stamp: FileStamp, decoded: String, features: [Float])
     private var held: [String: Entry]?  // protected by `lock`; the old API's entries, loaded on first use
     private var pending: [(path: String, entry: Entry)] = []  // protected by `lock`
     private var hitCount = 0  // protected by `lock`
@@ -62,7 +66,7 @@ public final class FeatureIndex: @unchecked Sendable {
         let stem = "features-k\(k)-a\(formatDecimal(cellAspect, places: 4))"
         valuesPerPhoto = k * k * 3
         self.only = only
-        let schema = UInt32(0x0100_0000) | UInt32(truncatingIfNeeded: valuesPerPhoto)
+        let schema = UInt32(0x0200_0000) | UInt32(truncatingIfNeeded: valuesPerPhoto)
         let ownStem = shard.map { stem + ".shard-\($0.number)-of-\($0.count)" } ?? stem
         var shardStems = Set<String>()
         for name in (try? listDirectory(directory)) ?? [] where name.hasPrefix(stem + ".shard-") {
@@ -99,8 +103,16 @@ public final class FeatureIndex: @unchecked Sendable {
                 guard fields.count == 4 + count, let size = Int64(fields[1]), let mtime = Int64(fields[2]) else { return }
                 let values = fields[4...].compactMap { Float($0) }
                 guard values.count == count, Self.plausible(values) else { return }
+                // The old format knew size and mtime only: an entry whose file still has them is
+                // taken with the file's device and inode now, once; one whose file has changed is
+                // left out; one whose file is gone stays as a photo known by size and mtime alone.
+                var stamp = FileStamp(fileBytes: size, modifiedNanoseconds: mtime)
+                if case .success(let info) = fileStatus(String(fields[0])) {
+                    guard Self.stamp(info).fileBytes == size && Self.stamp(info).modifiedNanoseconds == mtime else { return }
+                    stamp = Self.stamp(info)
+                }
                 value.removeAll(keepingCapacity: true)
-                guard Self.encode(size: size, mtime: mtime, decoded: Array(fields[3].utf8), features: values, into: &value) else { return }
+                guard Self.encode(stamp: stamp, decoded: Array(fields[3].utf8), features: values, into: &value) else { return }
                 let key = Array(fields[0].utf8)
                 do throws(TesseraError) {
                     try key.withUnsafeBytes { key in
@@ -125,11 +137,14 @@ public final class FeatureIndex: @unchecked Sendable {
     }
 
     /// Appends a record's value; false when the decode key is too long to store.
-    private static func encode<C: Collection>(size: Int64, mtime: Int64, decoded: [UInt8], features: C,
+    private static func encode<C: Collection>(stamp: FileStamp, decoded: [UInt8], features: C,
                                               into value: inout [UInt8]) -> Bool where C.Element == Float {
         guard decoded.count <= 255 else { return false }
-        value.appendLittleEndian(size)
-        value.appendLittleEndian(mtime)
+        value.appendLittleEndian(stamp.fileBytes)
+        value.appendLittleEndian(stamp.modifiedNanoseconds)
+        value.appendLittleEndian(stamp.changedNanoseconds)
+        value.appendLittleEndian(stamp.device)
+        value.appendLittleEndian(stamp.inode)
         value.append(UInt8(decoded.count))
         value.append(contentsOf: decoded)
         for feature in features { value.appendLittleEndian(feature.bitPattern) }
@@ -137,12 +152,15 @@ public final class FeatureIndex: @unchecked Sendable {
     }
 
     /// A value's parts, bounds-checked: nil when it is not of this index's shape.
-    private func parse(_ value: UnsafeRawBufferPointer) -> (size: Int64, mtime: Int64, decoded: UnsafeRawBufferPointer, features: Int)? {
-        guard value.count >= 17 else { return nil }
-        let decodedCount = Int(value[16])
-        guard value.count == 17 + decodedCount + 4 * valuesPerPhoto else { return nil }
-        return (value.loadLittleEndian(0, as: Int64.self), value.loadLittleEndian(8, as: Int64.self),
-                UnsafeRawBufferPointer(rebasing: value[17..<17 + decodedCount]), 17 + decodedCount)
+    private func parse(_ value: UnsafeRawBufferPointer) -> (stamp: FileStamp, decoded: UnsafeRawBufferPointer, features: Int)? {
+        let at = 40
+        guard value.count > at else { return nil }
+        let decodedCount = Int(value[at])
+        guard value.count == at + 1 + decodedCount + 4 * valuesPerPhoto else { return nil }
+        let stamp = FileStamp(fileBytes: value.loadLittleEndian(0, as: Int64.self), modifiedNanoseconds: value.loadLittleEndian(8, as: Int64.self),
+                              changedNanoseconds: value.loadLittleEndian(16, as: Int64.self), device: value.loadLittleEndian(24, as: UInt64.self),
+                              inode: value.loadLittleEndian(32, as: UInt64.self))
+        return (stamp, UnsafeRawBufferPointer(rebasing: value[(at + 1)..<(at + 1 + decodedCount)]), at + 1 + decodedCount)
     }
 
     /// Copies a value's features into `out` if they are all plausible.
@@ -155,11 +173,21 @@ public final class FeatureIndex: @unchecked Sendable {
         return true
     }
 
-    /// A photo's size and mtime: as scanned, else by stat.
-    private static func identity(_ photo: Photo) -> (size: Int64, mtime: Int64)? {
-        if let size = photo.fileBytes, let mtime = photo.modifiedNanoseconds { return (size, mtime) }
+    /// A photo's stamp as the index compares it: size, mtime, device and inode, as scanned (a
+    /// photo made by hand: its size and mtime, device and inode 0), else by stat.
+    private static func identity(_ photo: Photo) -> FileStamp? {
+        if let size = photo.fileBytes, let mtime = photo.modifiedNanoseconds {
+            return FileStamp(fileBytes: size, modifiedNanoseconds: mtime, device: photo.identity?.device ?? 0, inode: photo.identity?.inode ?? 0)
+        }
         guard case .success(let info) = fileStatus(photo.file) else { return nil }
-        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+        return stamp(info)
+    }
+
+    /// What a stat gives the index (its change time left out, as the scan's photos have none).
+    private static func stamp(_ info: stat) -> FileStamp {
+        var stamp = FileStamp(info)
+        stamp.changedNanoseconds = 0
+        return stamp
     }
 
     /// Looks up `photos`, which must be sorted ascending by `file` (byte order; out of order still
@@ -176,14 +204,14 @@ public final class FeatureIndex: @unchecked Sendable {
         defer { lock.withLock { hitCount += reused } }
         for row in photos.indices {
             let photo = photos[row]
-            guard let (size, mtime) = Self.identity(photo) else {
+            guard let stamp = Self.identity(photo) else {
                 missing.append(Int32(row))
                 continue
             }
             let decoded = Array(Self.decodeKey(photo.header).utf8)
             let hit = photo.file.bytes.withUnsafeBytes { key in
                 cursor.visit(key) { value in
-                    guard let entry = parse(value), entry.size == size, entry.mtime == mtime,
+                    guard let entry = parse(value), entry.stamp == stamp,
                           decoded.withUnsafeBytes({ compareKeys($0, entry.decoded) }) == 0 else { return false }
                     return features(value, at: entry.features, into: out)
                 }
@@ -203,10 +231,10 @@ public final class FeatureIndex: @unchecked Sendable {
     public func append(_ entries: [(photo: Photo, features: [Float])]) throws(TesseraError) {
         var batch = RecordBatch()
         for (photo, features) in entries where features.count == valuesPerPhoto && Self.plausible(features) {
-            guard let (size, mtime) = Self.identity(photo) else { continue }
+            guard let stamp = Self.identity(photo) else { continue }
             let decoded = Array(Self.decodeKey(photo.header).utf8)
             photo.file.bytes.withUnsafeBytes { key in
-                _ = batch.add(key: key) { value in _ = Self.encode(size: size, mtime: mtime, decoded: decoded, features: features, into: &value) }
+                _ = batch.add(key: key) { value in _ = Self.encode(stamp: stamp, decoded: decoded, features: features, into: &value) }
             }
         }
         try store.append(batch)
@@ -228,7 +256,7 @@ public final class FeatureIndex: @unchecked Sendable {
         defer { out.deallocate() }
         func entry(_ value: UnsafeRawBufferPointer) -> Entry? {
             guard let parts = parse(value), features(value, at: parts.features, into: out) else { return nil }
-            return (parts.size, parts.mtime, String(decoding: parts.decoded, as: UTF8.self), Array(out))
+            return (parts.stamp, String(decoding: parts.decoded, as: UTF8.self), Array(out))
         }
         let sources = readStores.flatMap { $0.openSources() }
         if let only {
@@ -255,10 +283,8 @@ public final class FeatureIndex: @unchecked Sendable {
     /// decodes the same way (`decodeKey`).
     public func lookup(_ photoPath: String, decoded: String) -> [Float]? {
         guard case .success(let info) = fileStatus(photoPath) else { return nil }
-        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         return lock.withLock {
-            guard let entry = heldLocked()[photoPath], entry.size == Int64(info.st_size), entry.mtime == mtime,
-                  entry.decoded == decoded else { return nil }
+            guard let entry = heldLocked()[photoPath], entry.stamp == Self.stamp(info), entry.decoded == decoded else { return nil }
             hitCount += 1
             return entry.features
         }
@@ -267,8 +293,7 @@ public final class FeatureIndex: @unchecked Sendable {
     /// Records the features of `photoPath` as it is now (appended by `save`).
     public func store(_ photoPath: String, decoded: String, features: [Float]) {
         guard case .success(let info) = fileStatus(photoPath) else { return }
-        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        let entry: Entry = (Int64(info.st_size), mtime, decoded, features)
+        let entry: Entry = (Self.stamp(info), decoded, features)
         lock.withLock {
             held?[photoPath] = entry
             pending.append((photoPath, entry))
@@ -283,7 +308,7 @@ public final class FeatureIndex: @unchecked Sendable {
             for (photoPath, entry) in pending where entry.features.count == valuesPerPhoto && Self.plausible(entry.features) {
                 Array(photoPath.utf8).withUnsafeBytes { key in
                     _ = batch.add(key: key) { value in
-                        _ = Self.encode(size: entry.size, mtime: entry.mtime, decoded: Array(entry.decoded.utf8), features: entry.features, into: &value)
+                        _ = Self.encode(stamp: entry.stamp, decoded: Array(entry.decoded.utf8), features: entry.features, into: &value)
                     }
                 }
             }

@@ -8,6 +8,8 @@
 // merge pass, whatever its size, in memory that does not grow with it.
 
 /// What a file was when it was last read.
+import Glibc
+
 public enum ScanCacheKind: Equatable, Sendable {
     /// A photo Tessera reads, with its header.
     case photo(PhotoHeader)
@@ -34,6 +36,14 @@ public struct FileStamp: Equatable, Sendable {
         self.changedNanoseconds = changedNanoseconds
         self.device = device
         self.inode = inode
+    }
+
+    /// What `info` (a stat) says.
+    init(_ info: stat) {
+        self.init(fileBytes: Int64(info.st_size),
+                  modifiedNanoseconds: Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec),
+                  changedNanoseconds: Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec),
+                  device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 }
 

@@ -63,7 +63,7 @@ final class ChunkReader {
     /// A chunk failed its checks: counted, the buffer it needed let go when large (a damaged file
     /// holds no more than a sound one), and the reading given up past the budget.
     private func failed(readBytes: Int) {
-        if !damaged {
+        if !damaged && !seeking {
             damaged = true
             onDamage?()
         }
@@ -88,7 +88,11 @@ final class ChunkReader {
     /// that checks out at or after it. For a search among a sorted file's blocks.
     func reposition(to offset: Int64) {
         next = min(max(offset, start), end)
+        seeking = true
     }
+
+    /// Set by `reposition` until a chunk checks out: landing inside a block is no damage.
+    private var seeking = false
 
     /// The chunks read, each checked (a measure of a search's work, for tests).
     private(set) var chunksRead = 0
@@ -129,6 +133,7 @@ final class ChunkReader {
                 continue
             }
             next += headerBytes + Int64(length)
+            seeking = false
             validEnd = next
             chunksRead += 1
             return (UnsafeRawBufferPointer(payload), Int(count), check.last)

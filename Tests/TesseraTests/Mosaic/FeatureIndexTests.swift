@@ -38,6 +38,15 @@ private func look(_ index: FeatureIndex, _ photos: [Photo]) throws -> (found: [I
         let changed = [handMadePhoto("/library/p0.jpg", bytes: 1001), handMadePhoto("/library/p1.jpg", mtime: 6),
                        handMadePhoto("/library/p3.jpg", colorTag: 0xABC)]
         #expect(try look(reopened, changed).missing == [0, 1, 2])
+        // The same path, size and mtime in another file (another folder's in/p.jpg, run from
+        // there; a photo rewritten and renamed over the old one): another inode, analysed again.
+        let scanned = Photo(path: "in/p.jpg", header: photos[0].header, identity: OutputDestination.Identity(device: 7, inode: 8),
+                            fileBytes: 1000, modifiedNanoseconds: 5)
+        let elsewhere = Photo(path: "in/p.jpg", header: photos[0].header, identity: OutputDestination.Identity(device: 7, inode: 9),
+                              fileBytes: 1000, modifiedNanoseconds: 5)
+        try reopened.append([(scanned, features(4))])
+        #expect(try look(reopened, [scanned]).found == [0: features(4)])
+        #expect(try look(reopened, [elsewhere]).missing == [0])
         try reopened.compact()
         #expect(RecordStore.fileBytes(cache + "/features-k3-a1.0000.journal") == nil)
         #expect(try look(FeatureIndex(directory: cache, subCells: 3, cellAspect: 1), photos).found.count == 3)
@@ -58,12 +67,13 @@ private func look(_ index: FeatureIndex, _ photos: [Photo]) throws -> (found: [I
         let index = FeatureIndex(directory: cache, subCells: 3, cellAspect: 1)
         let photos = (0..<5).map { handMadePhoto("/library/p\($0).jpg") }
         try index.append(photos.map { ($0, features(1)) })
-        let raw = RecordStore(directory: cache, stem: "features-k3-a1.0000", schema: 0x0100_0000 | 27)
+        let raw = RecordStore(directory: cache, stem: "features-k3-a1.0000", schema: 0x0200_0000 | 27)
         var batch = RecordBatch()
         for (number, bad) in [Float.nan, .infinity, 12.5].enumerated() {
             var value: [UInt8] = []
             value.appendLittleEndian(Int64(1000))
             value.appendLittleEndian(Int64(5))
+            for _ in 0..<3 { value.appendLittleEndian(Int64(0)) }  // change time, device, inode
             let key = Array(FeatureIndex.decodeKey(photos[0].header).utf8)
             value.append(UInt8(key.count))
             value += key
