@@ -34,8 +34,9 @@ public enum Report {
         let render = renderPeak(plan, preparationBytes: preparationBytes), scan = PhotoLibrary.plannedScanBytes
         var lines = [
             "output      \(plan.width) x \(plan.height) px (\(formatDecimal(megapixels, places: 1)) MP), " + cellsDescription(layout),
-            layout.framed == nil ? "photos      \(photoCount) usable, \(plan.distinctPhotos) distinct in the grid"
-                : "photos      \(photoCount) usable, \(layout.distinctPhotoCount) drawn, \(plan.distinctPhotos) decodes (a photo at each size it is drawn)",
+            layout.framed == nil ? "photos      \(formatCount(photoCount)) usable, \(formatCount(plan.distinctPhotos)) distinct in the grid"
+                : "photos      \(formatCount(photoCount)) usable, \(formatCount(layout.distinctPhotoCount)) drawn, "
+                    + "\(formatCount(plan.distinctPhotos)) decodes (a photo at each size it is drawn)",
             plan.writesJPEG
                 ? "jpeg        quality \(settings.quality), \(settings.subsampling.rawValue) subsampling, baseline, \(plan.encoder.rawValue) encoder" + (plan.restartInterval > 0 ? ", restart interval \(plan.restartInterval) MCUs" : "")
                 : "jpeg        none (pyramids only)",

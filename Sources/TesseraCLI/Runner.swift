@@ -444,7 +444,9 @@ public struct Runner {
             let share = options.shard.map { "share \($0) of the photos: \(summary.photos) of \(summary.of)" } ?? "\(summary.photos) photos"
             console.result("analysed \(share), \(summary.analysed) now and \(summary.reused) already in the index"
                            + (summary.failed.isEmpty ? "" : ", \(summary.failed.count) unreadable")
-                           + ", into \(summary.indexPath) in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))")
+                           // Where they went only when something did (no file is made for nothing new).
+                           + (summary.analysed > 0 ? ", into \(summary.indexPath)" : "")
+                           + " in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))")
             console.finished([("photos", String(summary.photos)), ("of", String(summary.of)), ("analysed", String(summary.analysed)),
                               ("reused", String(summary.reused)), ("failed", String(summary.failed.count)),
                               ("index", jsonStringLiteral(summary.indexPath)), ("seconds", formatDecimal(summary.seconds, places: 3)),
