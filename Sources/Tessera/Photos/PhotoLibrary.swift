@@ -245,10 +245,11 @@ public struct PhotoLibrary: Sendable {
             self.path = path
             self.named = named
             regular = (info.st_mode & S_IFMT) == S_IFREG
-            fileBytes = Int64(info.st_size)
-            modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
-            changedNanoseconds = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
-            identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            let stamp = FileStamp(info)
+            fileBytes = stamp.fileBytes
+            modifiedNanoseconds = stamp.modifiedNanoseconds
+            changedNanoseconds = stamp.changedNanoseconds
+            identity = OutputDestination.Identity(device: stamp.device, inode: stamp.inode)
         }
 
         init(path: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) {
