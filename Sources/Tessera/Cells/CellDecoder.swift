@@ -173,6 +173,11 @@ public struct CellDecoder: Sendable {
                       into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) {
         let (storedCellWidth, storedCellHeight) = storedCell(orientation)
         let region = crop(width: scaled.width, height: scaled.height, orientation: orientation)
+        // A decoder may give less than its header said (a damaged HEIF decoded to 0 x 0): a
+        // photo that cannot be drawn, not a failed precondition.
+        guard scaled.width > 0, scaled.height > 0, region.width > 0, region.height > 0, storedCellWidth > 0, storedCellHeight > 0 else {
+            throw TesseraError.unreadablePhoto(path: path, reason: "it decodes to an empty image (\(scaled.width) x \(scaled.height) px)")
+        }
         var resampler = AreaResampler(inputWidth: scaled.width, cropX: region.x, cropY: region.y,
                                       cropWidth: region.width, cropHeight: region.height,
                                       outputWidth: storedCellWidth, outputHeight: storedCellHeight)
