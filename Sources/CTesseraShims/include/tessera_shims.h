@@ -224,6 +224,11 @@ void tessera_resample_accumulate(float *sums, const float *row, float weight, si
 void tessera_resample_horizontal(const uint8_t *pixels, const int32_t *first, int32_t taps, const float *weights,
                                  float *out, size_t output_width, size_t vector_end);
 
+/// Whether the three functions above take their AVX2 loops (where the processor has AVX2):
+/// `enabled` 0 keeps them to the baseline's, 1 lets them; returns whether AVX2 is now used.
+/// For the tests, which check that both give the same bytes.
+int tessera_resample_use_avx2(int enabled);
+
 // MARK: Colour (tessera_color.c, Little CMS)
 
 /// A transform from the ICC profile `icc` to sRGB (8-bit RGB in place), or NULL: with

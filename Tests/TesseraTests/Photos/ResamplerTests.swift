@@ -4,6 +4,7 @@
 // the edges of the row are where it could go wrong).
 import Glibc
 import Testing
+import CTesseraShims
 @testable import Tessera
 
 @Suite struct ResamplerTests {
@@ -97,5 +98,41 @@ import Testing
         }
         // Rounding to a byte is half a level; single precision adds a little.
         #expect(worst <= 0.51, "worst difference \(worst) for \(c)")
+    }
+
+    /// The AVX2 loops (tessera_resample.c) against the baseline's on the same rows: the same bytes,
+    /// for downscales, upscales, crops and widths that end inside and outside the 8-pixel steps.
+    /// (On a processor without AVX2 both runs take the baseline's loops, and agree trivially.)
+    @Test func theWideLoopsGiveTheBaselinesBytes() {
+        var random = SplitMix64(seed: 31)
+        func resample(_ input: [UInt8], _ c: (Int, Int, Double, Double, Double, Double, Int, Int)) -> [UInt8] {
+            var resampler = AreaResampler(inputWidth: c.0, cropX: c.2, cropY: c.3, cropWidth: c.4, cropHeight: c.5,
+                                          outputWidth: c.6, outputHeight: c.7)
+            var output = [UInt8](repeating: 0, count: c.6 * c.7 * 3)
+            let store = { (index: Int, out: UnsafeBufferPointer<UInt8>) in
+                for i in out.indices { output[index * c.6 * 3 + i] = out[i] }
+            }
+            input.withUnsafeBufferPointer { pixels in
+                for row in 0..<c.1 { resampler.push(row: row, pixels: pixels.baseAddress! + row * c.0 * 3, emit: store) }
+            }
+            resampler.finish(emit: store)
+            return output
+        }
+        var cases = Self.sizes
+        for _ in 0..<40 {
+            let width = 1 + Int(random.next() % 700), height = 1 + Int(random.next() % 40)
+            let cropX = Double(random.next() % UInt64(max(1, width / 4))), cropWidth = Double(width) - cropX * 2
+            cases.append((width, height, cropX, 0, max(1, cropWidth), Double(height), 1 + Int(random.next() % 900), 1 + Int(random.next() % 50)))
+        }
+        for c in cases {
+            var input = [UInt8](repeating: 0, count: c.0 * c.1 * 3)
+            for i in input.indices { input[i] = UInt8(truncatingIfNeeded: random.next()) }
+            _ = tessera_resample_use_avx2(0)
+            let baseline = resample(input, c)
+            _ = tessera_resample_use_avx2(1)
+            let wide = resample(input, c)
+            let differing = zip(baseline, wide).filter { $0 != $1 }.count
+            #expect(baseline.count == wide.count && differing == 0, "\(differing) of \(baseline.count) bytes differ for \(c)")
+        }
     }
 }
