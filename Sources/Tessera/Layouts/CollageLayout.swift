@@ -96,14 +96,43 @@ public enum CollageLayout {
     /// Where rows end (exclusive indices): the breaks whose rows' heights stray least from
     /// `rowHeight` in total (squared relative error), rows of up to a few times the photos
     /// that fit at that height.
+    ///
+    /// Each start weighs at most `mostEnds` ends. A row of photos past a thousand (a row height
+    /// of a few pixels on a wide canvas: 130,000 photos 1 px high took 40 s here, every start
+    /// weighing every end of three rows' worth) jumps, by a binary search of the running sums,
+    /// to the ends around its height's crossing of the target; rows of fewer photos weigh every
+    /// end, as before.
     static func rowBreaks(_ aspects: [Double], width: Int, rowHeight: Int, gap: Int) -> [Int] {
         let n = aspects.count, target = Double(rowHeight)
+        let mostEnds = 2048
         var cost = [Double](repeating: .infinity, count: n + 1)
         var from = [Int](repeating: 0, count: n + 1)
+        var prefix = [Double](repeating: 0, count: n + 1)
+        for i in 0..<n { prefix[i + 1] = prefix[i] + aspects[i] }
+        /// A row's height from the running sums (for the jump only).
+        func roughHeight(_ start: Int, _ end: Int) -> Double {
+            Double(width - gap * (end - start + 1)) / max(prefix[end] - prefix[start], .leastNonzeroMagnitude)
+        }
         cost[0] = 0
         for start in 0..<n where cost[start].isFinite {
             var sum = 0.0
-            for end in start + 1...n {
+            var end = start + 1
+            var weighed = 0
+            while end <= n && weighed < mostEnds {
+                if weighed == mostEnds / 2 && roughHeight(start, end) > target {
+                    // Half the ends weighed and the row still taller than the target: on to a
+                    // quarter of them before the first end where it is not.
+                    var low = end, high = n
+                    while low < high {
+                        let middle = (low + high) / 2
+                        if roughHeight(start, middle) > target { low = middle + 1 } else { high = middle }
+                    }
+                    let jump = max(end, low - mostEnds / 4)
+                    if jump > end {
+                        sum = prefix[jump - 1] - prefix[start]
+                        end = jump
+                    }
+                }
                 sum += aspects[end - 1]
                 let available = Double(width - gap * (end - start + 1))
                 guard available >= Double(end - start) else { break }
@@ -116,6 +145,8 @@ public enum CollageLayout {
                 }
                 // Rows past a third of the height only get worse.
                 if height < target / 3 { break }
+                weighed += 1
+                end += 1
             }
         }
         var breaks: [Int] = []

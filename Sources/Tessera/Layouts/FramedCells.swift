@@ -96,13 +96,37 @@ public struct FramedCells: Equatable, Sendable {
     }
 
     /// Whether `sorted` (by top, then left) covers the canvas exactly once: a skyline, each
-    /// column's filled height, must meet every cell's top edge along its whole width.
+    /// column's filled height, must meet every cell's top edge along its whole width. The
+    /// skyline is kept per span between neighbouring cell edges, not per pixel: a collage 16
+    /// million pixels wide held 64 MiB of skyline before its memory was checked.
     private static func tile(_ sorted: [CellFrame], width: Int, height: Int) -> Bool {
-        var skyline = [Int32](repeating: 0, count: width)
+        var edges: [Int32] = [0, Int32(width)]
+        edges.reserveCapacity(2 * sorted.count + 2)
         for frame in sorted {
-            for x in Int(frame.x)..<frame.right {
-                guard skyline[x] == frame.y else { return false }
-                skyline[x] = frame.y + frame.height
+            edges.append(frame.x)
+            edges.append(Int32(frame.right))
+        }
+        edges.sort()
+        var unique: [Int32] = []
+        unique.reserveCapacity(edges.count)
+        for edge in edges where unique.last != edge { unique.append(edge) }
+        edges = []
+        /// The span starting at `x` (an edge).
+        func span(_ x: Int32) -> Int {
+            var low = 0, high = unique.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if unique[middle] < x { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+        var skyline = [Int32](repeating: 0, count: unique.count - 1)
+        for frame in sorted {
+            var index = span(frame.x)
+            while index < skyline.count && unique[index] < Int32(frame.right) {
+                guard skyline[index] == frame.y else { return false }
+                skyline[index] = frame.y + frame.height
+                index += 1
             }
         }
         return skyline.allSatisfy { Int($0) == height }

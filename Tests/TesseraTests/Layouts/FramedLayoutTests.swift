@@ -310,6 +310,47 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         #expect(try JPEGFile.read(scratch.file("small.jpg")) == JPEGFile.read(scratch.file("reference.jpg")))
     }
 
+    /// `tiles` (a skyline over the spans between cell edges) against each pixel's count of cells
+    /// covering it: layouts that tile, then the same with a cell moved, shrunk, doubled or
+    /// dropped (an overlap or a hole), and a canvas far wider than its cells' pixels count.
+    @Test func tilingIsTheSameAsEveryPixelCoveredOnce() {
+        func covered(_ frames: [CellFrame], width: Int, height: Int) -> Bool {
+            var count = [Int](repeating: 0, count: width * height)
+            for f in frames { for y in Int(f.y)..<f.bottom { for x in Int(f.x)..<f.right { count[y * width + x] += 1 } } }
+            return count.allSatisfy { $0 == 1 }
+        }
+        var random = SplitMix64(seed: 5)
+        for seed in 0..<40 {
+            let tiled = mixedFrames(width: 96, height: 64, largest: 32, smallest: 4, photoCount: 5, seed: UInt64(seed), holes: false)
+            var variants = [tiled]
+            var i = Int(random.next() % UInt64(tiled.count))
+            var moved = tiled
+            moved[i] = CellFrame(x: Int(moved[i].x) + (moved[i].right < 96 ? 1 : -1), y: Int(moved[i].y), width: Int(moved[i].width),
+                                 height: Int(moved[i].height), photo: 0)
+            variants.append(moved)
+            var shrunk = tiled
+            shrunk[i] = CellFrame(x: Int(shrunk[i].x), y: Int(shrunk[i].y), width: Int(shrunk[i].width),
+                                  height: Int(shrunk[i].height) - 1 > 0 ? Int(shrunk[i].height) - 1 : 1, photo: 0)
+            variants.append(shrunk)
+            variants.append(tiled + [tiled[i]])
+            i = Int(random.next() % UInt64(tiled.count))
+            variants.append(tiled.enumerated().filter { $0.offset != i }.map(\.element))
+            for frames in variants {
+                let layout = CellLayout(width: 96, height: 64, cells: frames)
+                #expect(layout.framed!.tiles == covered(frames, width: 96, height: 64), "seed \(seed)")
+            }
+        }
+        #expect(CellLayout(width: 96, height: 64, cells: mixedFrames(width: 96, height: 64, largest: 32, smallest: 4, photoCount: 5,
+                                                                   seed: 1, holes: false)).framed!.tiles)
+        // Two cells across 16 million pixels: the check holds three spans, not a skyline per pixel.
+        let wide = CellLayout(width: 1 << 24, height: 10, cells: [CellFrame(x: 0, y: 0, width: 1 << 23, height: 10, photo: 0),
+                                                                 CellFrame(x: 1 << 23, y: 0, width: 1 << 23, height: 10, photo: 1)])
+        #expect(wide.framed!.tiles)
+        let gap = CellLayout(width: 1 << 24, height: 10, cells: [CellFrame(x: 0, y: 0, width: 1 << 23, height: 10, photo: 0),
+                                                                CellFrame(x: (1 << 23) + 1, y: 0, width: (1 << 23) - 1, height: 10, photo: 1)])
+        #expect(!gap.framed!.tiles)
+    }
+
     @Test func aPreviewScalesEveryEdgeSoCellsStillTouch() {
         let layout = CellLayout(width: 300, height: 200, cells: mixedFrames(width: 300, height: 200, largest: 40, smallest: 5,
                                                                              photoCount: 3, seed: 3, holes: false))
