@@ -37,10 +37,40 @@ extension Runner {
                 ? "--width \(shape.width) is wider than a JPEG can be (\(formatCount(jpegMaxDimension)) px): give --width \(jpegMaxDimension) or less, or write only pyramids (--dzi, --szi, --tiff), which may be up to \(formatCount(RenderPlan.maxDeepZoomSide)) px"
                 : "--width \(shape.width) is wider than any picture tessera writes (\(formatCount(sideLimit)) px): give --width \(sideLimit) or less")
         }
-        let layout = try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
+        let layout: CellLayout
+        do throws(TesseraError) {
+            layout = try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
                                             heightLimit: sideLimit)
+        } catch {
+            throw Self.tooTall(error, style: shape.style, sideLimit: sideLimit)
+        }
         if let warning = Self.misshapen(layout, aspects: aspects) { console.warning(warning) }
         return layout
+    }
+
+    /// A collage taller than its outputs hold, said with what makes it fit: shorter rows (the
+    /// height falls with them) or more columns, or pyramids alone, which hold a larger picture.
+    /// (Fifty thousand photos at the default row height made a JPEG 68,622 px tall, refused
+    /// with no way out named.) Any other error as it is.
+    static func tooTall(_ error: TesseraError, style: CollageStyle, sideLimit: Int) -> TesseraError {
+        guard case .outputTooLarge(let width, let height, let limit) = error, height > limit else { return error }
+        // A little under the proportion, as rows and gaps do not shrink exactly with it.
+        let scale = Double(limit) / Double(height) * 0.97
+        var fixes: [String]
+        switch style {
+        case .rows(let rowHeight):
+            let lower = Int(Double(rowHeight) * scale)
+            fixes = lower >= 1 ? ["give --row-height \(lower) or less"] : []
+        case .columns(let count):
+            fixes = ["give --columns \(Int((Double(count) / scale).rounded(.up))) or more"]
+        }
+        if sideLimit == jpegMaxDimension {
+            fixes.append("write only pyramids (--dzi, --szi, --tiff), which may be up to \(formatCount(RenderPlan.maxDeepZoomSide)) px")
+        }
+        fixes.append("use fewer photos")
+        return .invalidSettings("a collage of these photos \(formatCount(width)) px wide would be \(formatCount(height)) px tall, "
+                                + "more than \(sideLimit == jpegMaxDimension ? "a JPEG" : "any picture tessera writes") can be "
+                                + "(\(formatCount(limit)) px): " + fixes.joined(separator: ", or "))
     }
 
     /// A warning when some photos are drawn too small to keep their shape within a pixel (a

@@ -49,8 +49,9 @@ extension MinUsesConflict {
             let flag = minUses == 1 ? "--use-all" : "--min-uses \(minUses)"
             let each = minUses == 1 ? "" : " (\(minUses) each)"
             let fewer = largestMinUses > 0 ? "--min-uses \(largestMinUses)" : "leave out \(flag) (fewer cells than pictures)"
-            return "\(flag) needs at least \(fewestCells) cells for \(pictures) pictures\(each); this mosaic has \(cells): "
-                + "ask for --cells \(fewestCells) or more, or \(fewer)"
+            return "\(flag) needs at least \(formatCount(fewestCells)) cells for \(formatCount(pictures)) picture\(pictures == 1 ? "" : "s")\(each); "
+                + "this mosaic has \(formatCount(cells)): ask for \(formatCount(fewestCells)) cells or more (--cells, or a larger --columns or --grid), "
+                + "or \(fewer)"
         case let .aboveMaxUses(minUses, maxUses):
             return "--min-uses \(minUses) is more than --max-uses \(maxUses): give --max-uses \(minUses) or more, or --min-uses \(maxUses)"
         case let .minDistance(minUses, minDistance, columns, rows, mostUses, largestDistance):

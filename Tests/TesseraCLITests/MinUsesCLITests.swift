@@ -68,12 +68,19 @@ import Testing
         let small = runTessera(["mosaic", "--target", Self.target, Self.library, "-o", testRoot + "/never-min-uses.jpg",
                                 "--grid", "5x5", "--tile-size", "8", "--use-all", "--min-distance", "0", "--no-progress"])
         #expect(small.status == 2)
-        #expect(small.output.contains("--use-all needs at least 40 cells for 40 pictures; this mosaic has 25: ask for --cells 40 or more, "
-                                      + "or leave out --use-all"), "\(small.output)")
+        #expect(small.output.contains("--use-all needs at least 40 cells for 40 pictures; this mosaic has 25: ask for 40 cells or more "
+                                      + "(--cells, or a larger --columns or --grid), or leave out --use-all"), "\(small.output)")
         let many = Self.mosaic("many", ["--min-uses", "30"])
         #expect(many.status == 2)
-        #expect(many.output.contains("--min-uses 30 needs at least 1200 cells for 40 pictures (30 each); this mosaic has 1080: "
-                                     + "ask for --cells 1200 or more, or --min-uses 27"), "\(many.output)")
+        #expect(many.output.contains("--min-uses 30 needs at least 1,200 cells for 40 pictures (30 each); this mosaic has 1,080: "
+                                     + "ask for 1,200 cells or more (--cells, or a larger --columns or --grid), or --min-uses 27"), "\(many.output)")
+        // More uses than cells, refused before the pictures are counted: the photos found are
+        // named, and the minimum suggested is one they can meet.
+        let most40 = runTessera(["mosaic", "--target", Self.target, Self.library, "-o", testRoot + "/never-min-uses.jpg",
+                                 "--grid", "5x5", "--tile-size", "8", "--min-uses", "1000", "--min-distance", "0", "--no-progress"])
+        #expect(most40.status == 2)
+        #expect(most40.output.contains("for 40 pictures (1000 each); this mosaic has 25") && most40.output.contains("leave out --min-uses 1000"),
+                "\(most40.output)")
         // Known before any photo is read: refused the same with a library that does not matter.
         let most = runTessera(["mosaic", "--target", Self.target, Self.library, "-o", testRoot + "/never-min-uses.jpg",
                                "--grid", "40x27", "--tile-size", "8", "--min-uses", "5", "--max-uses", "3"])

@@ -80,9 +80,11 @@ public struct CellDecoder: Sendable {
 
     /// What one decode holds besides whole-image buffers, for output rows `outputWidth` px wide:
     /// libjpeg's row buffers (a few MCU rows of samples), ours (16 rows, the resampler's
-    /// accumulators, the cell in its stored orientation) and the file buffers.
-    func workingBytes(outputWidth: Int) -> Int {
-        outputWidth * 3 * 48 + cellBytes + (384 << 10)
+    /// accumulators, and the cell in its stored orientation when it is not upright: `draw`
+    /// resamples an upright photo straight into the cell it is given) and the file buffers. (A
+    /// mosaic's target is one cell of 30 MiB: counting it twice refused a 2 x 2 PNG target.)
+    func workingBytes(outputWidth: Int, orientation: OrientationTransform) -> Int {
+        outputWidth * 3 * 48 + (orientation == .identity ? 0 : cellBytes) + (384 << 10)
     }
 
     /// Decodes `path` into `cell` (`cellBytes` long), upright and centre-cropped to the cell.

@@ -97,7 +97,7 @@ extension CellDecoder {
         let width = Int(reader.info.width), height = Int(reader.info.height)
         // GIF has no EXIF and no colour profile Tessera reads: drawn as stored, as sRGB.
         let orientation = OrientationTransform(exifOrientation: 0)
-        let request = workingBytes(outputWidth: width) + width * 4 + reader.decoderBytes + Int(clamping: reader.frameBytes)
+        let request = workingBytes(outputWidth: width, orientation: orientation) + width * 4 + reader.decoderBytes + Int(clamping: reader.frameBytes)
         let interlaced = reader.info.interlaced != 0
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
                          what: "decoding this \(width) x \(height) GIF\(interlaced ? " (interlaced: its frame read whole)" : "")")

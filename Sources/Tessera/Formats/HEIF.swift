@@ -336,7 +336,7 @@ extension CellDecoder {
         let size = useThumbnail ? thumbnail : tiled ? (Int(reader.info.canvas_width), Int(reader.info.canvas_height))
                                                     : (Int(reader.info.width), Int(reader.info.height))
         let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits, av1: reader.isAV1) : fullBytes
-        let request = workingBytes(outputWidth: size.0) + Int(clamping: whole)
+        let request = workingBytes(outputWidth: size.0, orientation: orientation) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             if tiled {
                 // The tiles are the stored canvas: the grid's irot and imir still to apply (or,

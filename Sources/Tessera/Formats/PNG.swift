@@ -149,11 +149,11 @@ extension CellDecoder {
         // (its rows come pass by pass) or its rows are too wide for that to fit the pool: those
         // are binned as they come into the cell, or into the crop's own size when that is
         // smaller than the cell (then resampled up), so what is held is a row and the bins.
-        let streamedBytes = workingBytes(outputWidth: width) + width * 4 + reader.decoderBytes
+        let streamedBytes = workingBytes(outputWidth: width, orientation: orientation) + width * 4 + reader.decoderBytes
         let binned = interlaced || streamedBytes > budget.poolBytes
         let bins = (width: min(stored.width, max(1, Int(region.width))), height: min(stored.height, max(1, Int(region.height))))
         let binnedBytes = reader.decoderBytes + width * 4 + bins.width * bins.height * 16 + 2 * cellBytes
-            + (bins == stored ? 0 : workingBytes(outputWidth: bins.width))
+            + (bins == stored ? 0 : workingBytes(outputWidth: bins.width, orientation: orientation))
         let request = binned ? binnedBytes : streamedBytes
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
                          what: "decoding this \(width) x \(height) PNG\(interlaced ? " (Adam7)" : "") row by row")

@@ -121,7 +121,7 @@ extension CellDecoder {
         let orientation = OrientationTransform(exifOrientation: Int(reader.info.orientation))
         let conversion = reader.conversion
         defer { conversion.release() }
-        let request = workingBytes(outputWidth: width) + Int(clamping: reader.info.chunk_bytes)
+        let request = workingBytes(outputWidth: width, orientation: orientation) + Int(clamping: reader.info.chunk_bytes)
         let layout = reader.info.tiled != 0 ? "a row of tiles" : "a strip"
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
                          what: "decoding this \(width) x \(height) TIFF \(layout) (\(reader.info.chunk_rows) rows) at a time")

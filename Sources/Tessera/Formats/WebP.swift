@@ -106,7 +106,7 @@ extension CellDecoder {
         let scaled = (width: max(1, min(width, Int((Double(width) * factor).rounded(.up)))),
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
-        let request = workingBytes(outputWidth: scaled.width) + output + Int(clamping: reader.wholeImageBytes)
+        let request = workingBytes(outputWidth: scaled.width, orientation: orientation) + output + Int(clamping: reader.wholeImageBytes)
         let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole)"
             : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole)" : "WebP"
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path, what: "decoding this \(width) x \(height) \(kind)")

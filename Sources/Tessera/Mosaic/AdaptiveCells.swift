@@ -227,8 +227,16 @@ public struct AdaptiveCells: Equatable, Sendable {
         /// What splitting `cell` is worth: the detail its own sub-cells cannot show, the
         /// squared Oklab distance of every sample to its sub-cell's colour, summed (an area
         /// measure: a large cell of some detail can outweigh a small one of more).
+        ///
+        /// Rounded, per sample, to a millionth (a step of one sRGB level is about 1e-5 a sample):
+        /// the rounding error of summing a flat cell is not detail. Left unrounded, it made equal
+        /// cells of a one-colour target unequal, and the split went down to the smallest cells in
+        /// clumps wherever it happened to be largest.
         func splitGain(_ cell: Cell) -> Float {
-            (photos.isEmpty ? 0 : matchGain(cell)) + detail(cell)
+            let gain = (photos.isEmpty ? 0 : matchGain(cell)) + detail(cell)
+            let samples = Float(Int(cell.side) * Int(cell.side) * k * k)
+            let quantum: Float = 1e-6
+            return (gain / samples / quantum).rounded() * quantum * samples
         }
 
         func detail(_ cell: Cell) -> Float {

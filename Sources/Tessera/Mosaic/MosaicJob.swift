@@ -218,7 +218,8 @@ public enum MosaicJob {
         let adaptive = mosaic.adaptiveLevels > 0
         let matched = (columns: adaptive ? mosaic.adaptiveCellCount(rows: rows) : columns, rows: adaptive ? 1 : rows)
         // A minimum of uses that no count of pictures could meet is refused before any photo is read.
-        try MosaicMatcher.refuseImpossibleMinUses(columns: matched.columns, rows: matched.rows, pictures: nil, minUses: mosaic.minUses,
+        try MosaicMatcher.refuseImpossibleMinUses(columns: matched.columns, rows: matched.rows, pictures: nil,
+                                                  photoCount: library.photos.count, minUses: mosaic.minUses,
                                                   maxUses: mosaic.maxUses, minDistance: adaptive ? 0 : mosaic.minDistance)
         let (preparation, provisional) = try checkBudget(mosaic, rows: rows, matched: matched, photoCount: library.photos.count,
                                                          settings: settings, outputs: outputs, beforeAnalysis: beforeAnalysis)
@@ -321,13 +322,15 @@ public enum MosaicJob {
     /// where does not change what it needs.) Returns what preparing holds, and that layout.
     /// The largest minimum distance `pictures` distinct pictures can keep everywhere: D cells of
     /// a grid, where they fill a (2D+1) x (2D+1) block; for an adaptive mosaic (`smallestCell`,
-    /// its smallest cell in pixels), in pixels, where copies are kept apart by the gap between
-    /// their rectangles: a gap of D px or less parts them, so D cells of the smallest size are
-    /// one pixel less than D of them side by side (64 px asked 7 x 7 blocks of 32 px cells).
+    /// its smallest cell in pixels), in pixels, where copies may not stand less than D px apart
+    /// (CellNeighbours): D smallest cells' width, whose copies are then D cells apart as in the
+    /// grid (64 px between 32 px cells asks a 5 x 5 block, as 2 cells of a grid do). One pixel
+    /// less, as this said before, lowered a default that the library kept, and `--strict`
+    /// refused the mosaic.
     public static func keepableDistance(pictures: Int, smallestCell: (width: Int, height: Int)?) -> Int {
         let cells = max(0, (Int(Double(max(0, pictures)).squareRoot()) - 1) / 2)
         guard let smallestCell else { return cells }
-        return cells == 0 ? 0 : cells * max(1, min(smallestCell.width, smallestCell.height)) - 1
+        return cells * max(1, min(smallestCell.width, smallestCell.height))
     }
 
     static func checkBudget(_ mosaic: MosaicSettings, rows: Int, matched: (columns: Int, rows: Int), photoCount: Int,

@@ -364,8 +364,9 @@ public enum MosaicMatcher {
     /// picture fits on the grid at the minimum distance, or (once the distinct pictures are
     /// known: `pictures`) more uses in all than there are cells. Each refusal carries the nearest
     /// values that can be met. Cheap: a caller runs it before any photo is read (without
-    /// `pictures`) and again once they are counted.
-    public static func refuseImpossibleMinUses(columns: Int, rows: Int, pictures: Int?, minUses: Int, maxUses: Int?,
+    /// `pictures`; `photoCount`, the photos found, names the most there can be) and again once
+    /// they are counted.
+    public static func refuseImpossibleMinUses(columns: Int, rows: Int, pictures: Int?, photoCount: Int? = nil, minUses: Int, maxUses: Int?,
                                                minDistance: Int) throws(TesseraError) {
         guard minUses > 0 else { return }
         let cells = columns * rows
@@ -373,7 +374,9 @@ public enum MosaicMatcher {
             throw .minUsesImpossible(.tooFewCells(pictures: pictures, cells: cells, minUses: minUses))
         }
         if let maxUses, maxUses < minUses { throw .minUsesImpossible(.aboveMaxUses(minUses: minUses, maxUses: maxUses)) }
-        if minUses > cells { throw .minUsesImpossible(.tooFewCells(pictures: max(1, pictures ?? 1), cells: cells, minUses: minUses)) }
+        // (Before the pictures are counted: the photos found are the most there can be, so the
+        // message names them, and a minimum it suggests is one they could meet.)
+        if minUses > cells { throw .minUsesImpossible(.tooFewCells(pictures: max(1, pictures ?? photoCount ?? 1), cells: cells, minUses: minUses)) }
         let most = mostUses(columns: columns, rows: rows, minDistance: minDistance)
         if minUses > most {
             // (At distance 0 every cell can hold the picture, and minUses <= cells here.)

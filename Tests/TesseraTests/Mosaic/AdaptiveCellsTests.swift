@@ -73,14 +73,25 @@ import TesseraTestSupport
     }
 
     /// The largest --min-distance a library keeps everywhere: in cells for a grid; in pixels
-    /// for an adaptive mosaic, one less than that many smallest cells (a gap of D px parts two
-    /// copies, so 64 px between 32 px cells asks a 7 x 7 block where 63 asks 5 x 5).
+    /// for an adaptive mosaic, that many smallest cells (copies may not stand less than D px
+    /// apart, so 64 px between 32 px cells asks a 5 x 5 block, and 65 a 7 x 7 one). Checked
+    /// against the neighbours themselves: at the keepable distance, a smallest cell's
+    /// neighbourhood is the block the pictures fill, and one pixel more is a larger block.
     @Test func theDistanceALibraryKeepsIsInPixelsForAdaptiveMosaics() {
         #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: nil) == 2)
-        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (32, 32)) == 63)
-        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (48, 32)) == 63)
+        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (32, 32)) == 64)
+        #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (48, 32)) == 64)
         #expect(MosaicJob.keepableDistance(pictures: 8, smallestCell: (32, 32)) == 0)
-        #expect(MosaicJob.keepableDistance(pictures: 9, smallestCell: (16, 24)) == 15)
+        #expect(MosaicJob.keepableDistance(pictures: 9, smallestCell: (16, 24)) == 16)
+        // A canvas of 9 x 9 cells of 8 px, all of the smallest size: the middle cell's block.
+        let cells = (0..<81).map { AdaptiveCells.Cell(x: Int32($0 % 9), y: Int32($0 / 9), side: 1) }
+        let adaptive = AdaptiveCells(columns: 9, rows: 9, largestWidth: 8, largestHeight: 8, levels: 0, cells: cells)
+        for pictures in [9, 25, 49] {
+            let keepable = MosaicJob.keepableDistance(pictures: pictures, smallestCell: (8, 8))
+            let block = Int(Double(pictures).squareRoot())
+            #expect(CellNeighbours(adaptive, minDistance: keepable).of(40).count + 1 == block * block)
+            #expect(CellNeighbours(adaptive, minDistance: keepable + 1).of(40).count + 1 > block * block)
+        }
     }
 
     @Test func theCountIsWhatSplitsInFourReach() {

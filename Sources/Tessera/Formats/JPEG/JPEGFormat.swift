@@ -61,7 +61,7 @@ extension CellDecoder {
             numerator = candidate
             if scaled.width >= stored.width && scaled.height >= stored.height { break }
         }
-        let working = workingBytes(outputWidth: scaled.width)
+        let working = workingBytes(outputWidth: scaled.width, orientation: orientation)
         let inMemoryShare = budget.poolBytes / 2
         let blockRows = max(1, (header.height + 7) / 8)
         let draw = { (rows: (UnsafeMutableRawPointer, Int, Int) throws(TesseraError) -> Int, components: Int,
