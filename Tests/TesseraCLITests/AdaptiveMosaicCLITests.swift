@@ -108,6 +108,20 @@ import Testing
         #expect(access(testRoot + "/adaptive-dry.jpg", F_OK) != 0)
     }
 
+    /// A small PNG target of fine cells: the target is one cell of about 33 MiB, which the PNG
+    /// decoder counted twice (the stored cell a photo that is not upright needs, besides the cell
+    /// itself) and refused under 56 MiB, asking for 112 MiB, where a JPEG of it rendered.
+    @Test func aSmallPNGTargetOfFineCellsFitsTheBudget() {
+        let folder = testRoot + "/adaptive-png-target"
+        _ = system("rm -rf '\(folder)'; mkdir -p '\(folder)'")
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("convert -size 2x2 xc:'#336699' '\(folder)/t.png'") == 0)
+        let run = runTessera(["mosaic", "--target", folder + "/t.png", MinUsesCLITests.library, "-o", folder + "/m.jpg", "--adaptive",
+                              "--columns", "30", "--tile-size", "128", "--min-cell", "4", "--max-memory", "56M", "--min-distance", "0",
+                              "--cache-dir", testRoot + "/adaptive-cache", "--dry-run", "--no-progress"])
+        #expect(run.status == 0 && run.output.contains("3840 x 3840 px"), "\(run.output)")
+    }
+
     @Test func badFlagsAreRefusedClearly() {
         let base = ["mosaic", "--target", fixtures + "/Landscape_1.jpg", MinUsesCLITests.library, "-o", testRoot + "/adaptive-bad.jpg",
                     "--grid", "20x14", "--cache-dir", testRoot + "/adaptive-cache", "--no-progress"]

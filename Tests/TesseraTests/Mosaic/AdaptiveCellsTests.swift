@@ -72,6 +72,23 @@ import TesseraTestSupport
         }
     }
 
+    /// A one-colour target of a colour whose sums round (not 0 or 255): every cell is worth the
+    /// same, so with fewer splits than the largest cells' level holds, none is split twice (the
+    /// rounding of the sums made a few cells worth more, and the split went down to the smallest
+    /// cells in clumps there).
+    @Test func aFlatTargetOfAnyColourSplitsLevelByLevel() {
+        let columns = 6, rows = 4, levels = 3, k = 3
+        let colour: [UInt8] = [51, 102, 170]
+        let pixels = (0..<((columns << levels) * k * (rows << levels) * k * 3)).map { colour[$0 % 3] }
+        // Photos to match (as the command weighs splits by them): colours near the target's.
+        var random = SplitMix64(seed: 3)
+        let photos = (0..<(8 * k * k * 3)).map { _ in Float(random.next() % 1000) / 5000 }
+        let split = AdaptiveCells.split(pixels: pixels, columns: columns, rows: rows, largestWidth: 64, largestHeight: 64, levels: levels,
+                                        subCells: k, count: 24 + 20 * 3, photos: photos)
+        #expect(split.cells.cells.allSatisfy { $0.side >= 1 << (levels - 1) }, "\(split.cells.cells.map(\.side))")
+        #expect(split.cells.cells.filter { $0.side == 1 << (levels - 1) }.count == 20 * 4)
+    }
+
     /// The largest --min-distance a library keeps everywhere: in cells for a grid; in pixels
     /// for an adaptive mosaic, that many smallest cells (copies may not stand less than D px
     /// apart, so 64 px between 32 px cells asks a 5 x 5 block, and 65 a 7 x 7 one). Checked
