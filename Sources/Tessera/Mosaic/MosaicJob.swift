@@ -166,10 +166,13 @@ public enum MosaicJob {
     /// the shortfall, the decoder's own rule).
     static func drawablePhotos(_ photos: PhotoTable, layout: CellLayout, settings: RenderSettings,
                                outputs: [OutputKind]) throws(TesseraError) -> (photos: PhotoTable, leftOut: [SkippedPhoto]) {
-        var largest = 0
-        for photo in photos { largest = max(largest, photo.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight)) }
-        guard largest > 0,
-              let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: largest),
+        var needs = Set<Int>()
+        for photo in photos {
+            let need = photo.header.wholeImageBytes(cellWidth: layout.cellWidth, cellHeight: layout.cellHeight)
+            if need > 0 { needs.insert(need) }
+        }
+        guard let largest = needs.max(),
+              let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageNeeds: Array(needs)),
               largest > plan.wholeImageLimitBytes else { return (photos, []) }
         let kept = PhotoTable.Builder(temporaryDirectory: settings.temporaryDirectory)
         var leftOut: [SkippedPhoto] = []

@@ -183,6 +183,37 @@ public struct RenderPlan: Equatable, Sendable {
         }
     }
 
+    /// `make` for photos of which some must be decoded whole, needing `wholeImageNeeds` (any
+    /// order; 0 for the others): the plan leaves room for the largest of them that a plan within
+    /// the budget can hold, not only for the largest of all. (One 12 MP HEIC no plan in 56 MiB
+    /// could draw left no room at all, and the library's 3 MP HEICs, which fit beside smaller
+    /// stripes, were drawn grey with it.)
+    public static func make(layout: CellLayout, settings: RenderSettings, writing outputs: [OutputKind] = [.jpeg],
+                            wholeImageNeeds: [Int], multiScanBytes: Int = 0, photoBytes: Int = 0) throws(TesseraError) -> RenderPlan {
+        let needs = Array(Set(wholeImageNeeds.filter { $0 > 0 })).sorted()
+        func plan(_ need: Int) throws(TesseraError) -> RenderPlan {
+            try make(layout: layout, settings: settings, writing: outputs, wholeImageBytes: need, multiScanBytes: multiScanBytes,
+                     photoBytes: photoBytes)
+        }
+        let largest = try plan(needs.last ?? 0)
+        guard let last = needs.last, last > largest.wholeImageLimitBytes else { return largest }
+        // The largest need a plan holds: a plan for a larger need leaves more room, up to the
+        // smallest stripes, so the needs held are the ones up to some point.
+        var low = -1, high = needs.count - 1  // needs[high] is not held; needs[low] is (or none)
+        var best: RenderPlan?
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if let trial = try? plan(needs[middle]), needs[middle] <= trial.wholeImageLimitBytes {
+                low = middle
+                best = trial
+            } else {
+                high = middle
+            }
+        }
+        // (None held: the plan for the largest, which leaves the most room there is.)
+        return best ?? largest
+    }
+
     /// The smallest budget, in whole MiB, from `start` up, for which `fits` holds (assumed to
     /// hold for every larger budget once it holds); nil when none up to 1 TiB does.
     public static func smallestBudget(from start: Int, fits: (Int) -> Bool) -> Int? {
@@ -246,7 +277,8 @@ public struct RenderPlan: Equatable, Sendable {
         let stripeRowBytes = rowBytes + pyramids * (rowBytes / (3 * window) + 1)
         let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, pyramidsOnly: !writesJPEG, mcu: mcu,
                                             maxMcuRows: maxMcuRows, window: window, stripeRowBytes: stripeRowBytes, fixed: fixed,
-                                            smallestCacheBytes: minimumCells * cellBytes, budget: budget)
+                                            smallestCacheBytes: minimumCells * cellBytes, budget: budget,
+                                            wholeImageReserve: max(0, wholeImageBytes - decodePool))
         let restartInterval = try restartInterval(writesJPEG: writesJPEG, encoder: encoder, settings: settings, width: width,
                                                   stripeHeight: stripeHeight)
         let stripeBytes = stripeHeight * rowBytes
@@ -384,8 +416,13 @@ public struct RenderPlan: Equatable, Sendable {
     /// budget leaves beside `fixed` and the smallest cell cache, in whole MCU rows, at most the
     /// default, at least 16 rows (or the canvas). Refuses a budget that cannot hold the window
     /// of such stripes, `fixed` and the smallest cell cache.
+    /// `wholeImageReserve`: what the largest photo decoded whole needs past the decode pool.
+    /// Stripes chosen by the plan leave it room when the budget holds it beside the smallest
+    /// stripes: on a canvas 20,000 px wide, stripes of 64 rows took the room a phone's 3 MP
+    /// HEIC needed inside a 64 MiB container, and it was drawn grey (16-row stripes fit it).
     static func stripeHeight(requested: Int?, height: Int, encoder: EncoderMode, pyramidsOnly: Bool = false, mcu: Int, maxMcuRows: Int,
-                             window: Int, stripeRowBytes: Int, fixed: Int, smallestCacheBytes: Int, budget: Int) throws(TesseraError) -> Int {
+                             window: Int, stripeRowBytes: Int, fixed: Int, smallestCacheBytes: Int, budget: Int,
+                             wholeImageReserve: Int = 0) throws(TesseraError) -> Int {
         /// What the budget must hold with stripes of `rows` rows.
         func needed(forRows rows: Int) -> Int { fixed + window * rows * stripeRowBytes + smallestCacheBytes }
         var stripeHeight: Int
@@ -406,8 +443,13 @@ public struct RenderPlan: Equatable, Sendable {
             // a requested stripe height of 8, before it is refused.
             if minimumNeed > budget && pyramidsOnly && height > 8 && needed(forRows: 8) <= budget { return 8 }
             guard minimumNeed <= budget else { throw .budgetTooSmall(budgetBytes: budget, neededBytes: minimumNeed) }
-            // Half of what remains may go to stripes, in whole MCU rows, at most the default.
-            let forStripes = (budget - fixed - smallestCacheBytes) / 2
+            // Half of what remains may go to stripes, in whole MCU rows, at most the default
+            // (after the room for a photo decoded whole, when that leaves the smallest stripes).
+            // (Beside the reserve: the stripes, and the compressed segments waiting for the
+            // writer, up to a third of a stripe each.)
+            let reserve = minimumNeed + wholeImageReserve <= budget ? wholeImageReserve : 0
+            let half = (budget - fixed - smallestCacheBytes) / 2
+            let forStripes = reserve == 0 ? half : min(half, (budget - fixed - smallestCacheBytes - reserve) * 3 / 4)
             let fitting = forStripes / (window * stripeRowBytes) / mcu * mcu
             stripeHeight = min(height, max(min(16, height), min(defaultStripeHeight, fitting, maxMcuRows * mcu)))
         }

@@ -27,17 +27,17 @@ public final class StripeRenderer: Sendable {
         try request.validate()
         self.request = request
         self.cancellation = cancellation
-        // The largest whole decode and multi-scan buffer, in one pass over the photos (a table
-        // of a million is read, never copied).
-        var wholeImageBytes = 0, multiScanBytes = 0
+        // The whole decodes (their distinct sizes) and the largest multi-scan buffer, in one pass
+        // over the photos (a table of a million is read, never copied).
+        var wholeImageNeeds = Set<Int>(), multiScanBytes = 0
         for photo in request.photos {
-            wholeImageBytes = max(wholeImageBytes, photo.header.wholeImageBytes(cellWidth: request.layout.cellWidth,
-                                                                                cellHeight: request.layout.cellHeight))
+            let whole = photo.header.wholeImageBytes(cellWidth: request.layout.cellWidth, cellHeight: request.layout.cellHeight)
+            if whole > 0 { wholeImageNeeds.insert(whole) }
             multiScanBytes = max(multiScanBytes, photo.header.multiScanBytes(cellWidth: request.layout.cellWidth,
                                                                              cellHeight: request.layout.cellHeight))
         }
         let plan = try RenderPlan.make(layout: request.layout, settings: request.settings, writing: request.outputs.map(\.kind),
-                                       wholeImageBytes: wholeImageBytes, multiScanBytes: multiScanBytes,
+                                       wholeImageNeeds: Array(wholeImageNeeds), multiScanBytes: multiScanBytes,
                                        photoBytes: Self.photoBytes(request.photos))
         self.plan = plan
         part = try partChooser?.part(of: request, plan: plan)

@@ -145,6 +145,25 @@ private let meminfo = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\
         #expect(plan.estimatedPeakBytes < 256 << 20, "\(plan.estimatedPeakBytes >> 20) MiB")
     }
 
+    /// Inside a 64 MiB container (a budget of 56 MiB), a canvas 20,000 px wide: the stripes
+    /// shrink to leave a phone's 3 MP HEIC (21 MiB decoded whole) its room, where 64-row stripes
+    /// left it 18.5 MiB and it was drawn grey; and a 12 MP one that no plan there can hold does
+    /// not take that room from it.
+    @Test func wideStripesLeaveRoomForAWholeDecode() throws {
+        let layout = GridLayout.make(photoCount: 17, columns: 50, rows: 1, cellWidth: 400, cellHeight: 400, order: .name)
+        var settings = RenderSettings()
+        settings.workers = 2
+        settings.useMemoryBudget(MemoryBudget(bytes: 56 << 20, rule: .cgroup(version: 1, limitBytes: 64 << 20)))
+        let phone = 21 << 20, camera = 75 << 20
+        let without = try RenderPlan.make(layout: layout, settings: settings)
+        #expect(without.wholeImageLimitBytes < phone)  // what the 64-row stripes leave
+        let plan = try RenderPlan.make(layout: layout, settings: settings, wholeImageNeeds: [phone, 0, phone])
+        #expect(plan.wholeImageLimitBytes >= phone, "\(plan.wholeImageLimitBytes >> 20) MiB")
+        #expect(plan.geometry.stripeHeight < without.geometry.stripeHeight && plan.estimatedPeakBytes <= 56 << 20)
+        let both = try RenderPlan.make(layout: layout, settings: settings, wholeImageNeeds: [camera, phone])
+        #expect(both.wholeImageLimitBytes >= phone && both.wholeImageLimitBytes < camera)
+    }
+
     /// A steady state that needs more than 64 MiB (sixteen workers) takes the least that fits
     /// out of a larger automatic budget, not all of it (the decode pool is a share of it).
     @Test func aLargerSteadyStateTakesTheLeastThatFits() throws {
