@@ -177,7 +177,7 @@ public enum CollageCommand {
         tessera collage — every photo once, keeping its shape, in one (giant) picture
 
         USAGE
-          tessera collage PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... [--width PX] [--row-height PX | --layout columns [--columns N]] [options]
+          tessera collage PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif | --iiif DIR --iiif-id URL)... [--width PX] [--row-height PX | --layout columns [--columns N]] [options]
 
         Where a grid crops every photo to one cell shape, a collage keeps each photo's own shape
         (upright, from its EXIF orientation): in justified rows (the default) each row holds

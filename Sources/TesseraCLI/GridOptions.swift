@@ -133,7 +133,7 @@ public enum GridCommand {
         pyramidal TIFF, or any of them in one pass, in flat memory
 
         USAGE
-          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... (--grid CxR | --columns C) --tile-size N [options]
+          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif | --iiif DIR --iiif-id URL)... (--grid CxR | --columns C) --tile-size N [options]
 
         PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP,
         HEIF/HEIC, AVIF, GIF, TIFF and the previews inside camera RAW files are read, recognised

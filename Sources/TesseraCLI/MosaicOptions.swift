@@ -165,7 +165,7 @@ public enum MosaicCommand {
         tessera mosaic — rebuild a target picture out of your photos, at gigapixel size
 
         USAGE
-          tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]
+          tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif | --iiif DIR --iiif-id URL)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]
 
         Every photo is analysed once (its k x k mean Oklab colours, cached on disk), the target is
         cut into the same sub-cells, and each cell gets the photo that matches it best, with no

@@ -3,7 +3,7 @@ import Tessera
 
 /// The version: the one place it is written (the package, the manual and `--version` read it
 /// here; CHANGELOG.md's newest heading must name it, which a test checks).
-public let tesseraVersion = "0.6.6"
+public let tesseraVersion = "0.6.7"
 /// When this version was made, for the manual page's header.
 public let tesseraReleaseDate = "2026-12-01"
 
@@ -41,8 +41,10 @@ public enum ExitCode: Int32, Error, Sendable {
     public init(_ error: TesseraError) {
         switch error {
         case .invalidSettings, .minUsesImpossible, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
-        case .noPhotos, .unreadablePhoto, .photoNeedsMemory, .unusableParts, .noParts: self = .badInput
-        case .budgetTooSmall, .partIndexTooLarge, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
+        case .noPhotos, .unreadablePhoto, .unusableParts, .noParts: self = .badInput
+        // (A photo that reaches here needing more memory is a mosaic's target: the budget, not
+        // the file, is what is short, and the message names the budget that reads it.)
+        case .budgetTooSmall, .photoNeedsMemory, .partIndexTooLarge, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources
         case .cancelled: self = .interrupted
         case .system, .encodeFailed: self = .renderFailed
         }
@@ -83,19 +85,19 @@ public enum TopLevel {
     public static let commands: [Subcommand] = [
         Subcommand(description: CommandDescription(
                        name: "grid", summary: "lay photos out in a grid of equal cells, as one JPEG and/or a Deep Zoom pyramid",
-                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]",
+                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... (--grid CxR | --columns C) --tile-size N [options]",
                        options: GridCommand.options),
                    aliases: [], parse: { arguments throws(CommandLineError) in .grid(try GridCommand.parse(arguments)) },
                    help: .grid({ var options = GridOptions(); options.help = true; return options }())),
         Subcommand(description: CommandDescription(
                        name: "mosaic", summary: "rebuild a target picture out of the photos, matched by colour",
-                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]",
+                       synopsis: "--target PICTURE PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... [--size WxH[cm|mm|in] | --cells N | --grid CxR | --columns C] [--tile-size N] [options]",
                        options: MosaicCommand.options + MosaicCommand.renderingOptions),
                    aliases: [], parse: { arguments throws(CommandLineError) in .mosaic(try MosaicCommand.parse(arguments)) },
                    help: .mosaic({ var options = MosaicOptions(); options.render.help = true; return options }())),
         Subcommand(description: CommandDescription(
                        name: "collage", summary: "every photo once, keeping its shape, in justified rows or masonry columns",
-                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--width PX] [--row-height PX | --layout columns [--columns N]] [options]",
+                       synopsis: "PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... [--width PX] [--row-height PX | --layout columns [--columns N]] [options]",
                        options: CollageCommand.options + CollageCommand.renderingOptions),
                    aliases: [], parse: { arguments throws(CommandLineError) in .collage(try CollageCommand.parse(arguments)) },
                    help: .collage({ var options = CollageOptions(); options.render.help = true; return options }())),
@@ -158,9 +160,9 @@ public enum TopLevel {
     tessera \(tesseraVersion) — giant photo grids, mosaics and collages as one JPEG and/or a Deep Zoom pyramid, on all cores, in flat memory
 
     USAGE
-      tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... (--grid CxR | --columns C) --tile-size N [options]
-      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--size WxH[cm|mm|in] | --cells N | --grid CxR] [options]
-      tessera collage PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi)... [--width PX] [--row-height PX] [options]
+      tessera grid PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... (--grid CxR | --columns C) --tile-size N [options]
+      tessera mosaic --target PICTURE PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... [--size WxH[cm|mm|in] | --cells N | --grid CxR] [options]
+      tessera collage PHOTOS... (-o OUT.jpg | --dzi | --szi | --tiff | --iiif)... [--width PX] [--row-height PX] [options]
       tessera join DIR          the outputs of a render run as shards (--shard K/N --shard-dir DIR)
       tessera analyse PHOTOS... --tile-size N [--shard K/N]    fill a mosaic's feature index ahead
       tessera help grid         every option of grid, with examples

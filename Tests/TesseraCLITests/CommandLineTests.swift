@@ -213,6 +213,8 @@ import Tessera
         #expect(ExitCode(TesseraError.outputTooLarge(width: 70_000, height: 10, limit: 65_500)) == .usage)
         #expect(ExitCode(TesseraError.insufficientDiskSpace(directory: "/", neededBytes: 2, freeBytes: 1)) == .insufficientResources)
         #expect(ExitCode(TesseraError.noPhotos(searched: ["x"])) == .badInput)
+        // A mosaic's target too large for the budget: the budget is short, as the message says.
+        #expect(ExitCode(TesseraError.photoNeedsMemory(path: "t.heic", reason: "r", budgetToDrawBytes: 100 << 20)) == .insufficientResources)
         #expect(ExitCode(TesseraError.system(operation: "write", errno: EIO, path: "o")) == .renderFailed)
     }
 }

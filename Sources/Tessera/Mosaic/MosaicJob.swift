@@ -328,7 +328,7 @@ public enum MosaicJob {
     /// its smallest cell in pixels), in pixels, where copies may not stand less than D px apart
     /// (CellNeighbours): D smallest cells' width, whose copies are then D cells apart as in the
     /// grid (64 px between 32 px cells asks a 5 x 5 block, as 2 cells of a grid do). One pixel
-    /// less, as this said before, lowered a default that the library kept, and `--strict`
+    /// less, as this said before, lowered a default that the library kept, and the strict mode
     /// refused the mosaic.
     public static func keepableDistance(pictures: Int, smallestCell: (width: Int, height: Int)?) -> Int {
         let cells = max(0, (Int(Double(max(0, pictures)).squareRoot()) - 1) / 2)
