@@ -278,7 +278,7 @@ public struct RenderPlan: Equatable, Sendable {
         let stripeHeight = try stripeHeight(requested: settings.stripeHeight, height: height, encoder: encoder, pyramidsOnly: !writesJPEG, mcu: mcu,
                                             maxMcuRows: maxMcuRows, window: window, stripeRowBytes: stripeRowBytes, fixed: fixed,
                                             smallestCacheBytes: minimumCells * cellBytes, budget: budget,
-                                            wholeImageReserve: max(0, wholeImageBytes - decodePool))
+                                            wholeImageReserve: max(0, wholeImageBytes - decodePool - (settings.maxMemoryBytes - budget)))
         let restartInterval = try restartInterval(writesJPEG: writesJPEG, encoder: encoder, settings: settings, width: width,
                                                   stripeHeight: stripeHeight)
         let stripeBytes = stripeHeight * rowBytes
@@ -416,7 +416,9 @@ public struct RenderPlan: Equatable, Sendable {
     /// budget leaves beside `fixed` and the smallest cell cache, in whole MCU rows, at most the
     /// default, at least 16 rows (or the canvas). Refuses a budget that cannot hold the window
     /// of such stripes, `fixed` and the smallest cell cache.
-    /// `wholeImageReserve`: what the largest photo decoded whole needs past the decode pool.
+    /// `wholeImageReserve`: what the largest photo decoded whole needs past the decode pool and
+    /// past the budget beyond the steady state (an automatic budget of 2 GiB plans the steady
+    /// state for 64 MiB and keeps the rest for such a photo: its stripes need not shrink).
     /// Stripes chosen by the plan leave it room when the budget holds it beside the smallest
     /// stripes: on a canvas 20,000 px wide, stripes of 64 rows took the room a phone's 3 MP
     /// HEIC needed inside a 64 MiB container, and it was drawn grey (16-row stripes fit it).

@@ -162,6 +162,14 @@ private let meminfo = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\
         #expect(plan.geometry.stripeHeight < without.geometry.stripeHeight && plan.estimatedPeakBytes <= 56 << 20)
         let both = try RenderPlan.make(layout: layout, settings: settings, wholeImageNeeds: [camera, phone])
         #expect(both.wholeImageLimitBytes >= phone && both.wholeImageLimitBytes < camera)
+        // A budget that keeps room past its steady state (an automatic 2 GiB one plans the steady
+        // state for 64 MiB; here for the same 56 MiB): the stripes stay as they were.
+        var roomy = settings
+        roomy.maxMemoryBytes = 2 << 30
+        roomy.steadyStateBytes = 56 << 20
+        let free = try RenderPlan.make(layout: layout, settings: roomy)
+        let freeWhole = try RenderPlan.make(layout: layout, settings: roomy, wholeImageNeeds: [phone])
+        #expect(freeWhole.geometry == free.geometry && freeWhole.wholeImageLimitBytes >= phone)
     }
 
     /// A steady state that needs more than 64 MiB (sixteen workers) takes the least that fits
