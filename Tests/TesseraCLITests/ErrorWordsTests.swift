@@ -11,7 +11,7 @@ import Tessera
         #expect(!error.description.contains("--"))
         #expect(error.description.contains("a memory budget of 161.0 MiB or more would draw it"), "\(error.description)")
         #expect(error.commandLineDescription.hasSuffix("; give --max-memory 161.0 MiB or more to draw it"), "\(error.commandLineDescription)")
-        #expect(ExitCode(error) == .badInput)
+        #expect(ExitCode(error) == .insufficientResources)  // a mosaic's target: the budget is short
         let skipped = SkippedPhoto(path: "big.heic", error: error)
         #expect(skipped.budgetToDrawBytes == 161 << 20 && !skipped.reason.contains("--"))
         #expect(skipped.commandLineReason.hasSuffix("give --max-memory 161.0 MiB or more to draw it"))
