@@ -155,16 +155,26 @@ var iterations = 0
 // Watchdog: an input that takes over 10 s is a hang; keep it and stop with status 3.
 final class Progress: @unchecked Sendable {
     private let lock = Mutex()
-    private var iteration = 0, since = 0.0  // protected by `lock`
-    func started(_ number: Int) { lock.withLock { iteration = number; since = monotonicSeconds() } }
-    var stalled: (Int, Double)? { lock.withLock { monotonicSeconds() - since > 10 ? (iteration, monotonicSeconds() - since) : nil } }
+    private var iteration = 0, since = 0.0, mutating = false  // protected by `lock`
+    /// Input `number` is being made (`mutating`: the harness's own work) or exercised.
+    func started(_ number: Int, mutating: Bool = false) {
+        lock.withLock { iteration = number; since = monotonicSeconds(); self.mutating = mutating }
+    }
+    var stalled: (iteration: Int, seconds: Double, mutating: Bool)? {
+        lock.withLock { monotonicSeconds() - since > 10 ? (iteration, monotonicSeconds() - since, mutating) : nil }
+    }
 }
 let progress = Progress()
 let watchdog = DispatchSource.makeTimerSource(queue: .global())
 watchdog.schedule(deadline: .now() + 1, repeating: 1)
 let watchedFile = current, keptDirectory = workDirectory, watched = progress
 watchdog.setEventHandler { @Sendable in
-    if let (iteration, elapsed) = watched.stalled {
+    if let (iteration, elapsed, mutating) = watched.stalled {
+        if mutating {
+            // The file on disk is still the previous input, which is not what hung.
+            print("tessera-fuzz: making input \(iteration) has taken \(Int(elapsed)) s: the harness's own mutation is too slow (a bug in Fuzz/, not in Tessera)")
+            exit(3)
+        }
         let kept = keptDirectory + "/hang-\(iteration).jpg"
         rename(watchedFile, kept)
         print("tessera-fuzz: input \(iteration) has run \(Int(elapsed)) s: a hang; kept as \(kept)")
@@ -283,7 +293,7 @@ if let regressionDirectory {
 let start = monotonicSeconds()
 print("tessera-fuzz: \(seeds.count) photo seeds, \(partSeeds.count) part seeds, \(seconds) s, seed \(seedValue), targets \(targets.map(\.rawValue).joined(separator: ",")), work file \(current)")
 while monotonicSeconds() - start < seconds {
-    progress.started(iterations + 1)  // (a slow mutation would otherwise count against the last input)
+    progress.started(iterations + 1, mutating: true)  // (a slow mutation would otherwise count against the last input)
     let target = targets[(iterations + 1) % targets.count]
     let input = target == .part ? mutatePart(partSeeds[below(partSeeds.count)])
         : (target == .heif ? mutateHEIFBoxes(seeds) : nil) ?? mutate(seeds[below(seeds.count)])
