@@ -53,3 +53,7 @@ int tessera_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, byt
 int tessera_release_free_memory(void) {
     return malloc_trim(0);
 }
+
+int tessera_use_one_malloc_arena(void) {
+    return mallopt(M_ARENA_MAX, 1);
+}

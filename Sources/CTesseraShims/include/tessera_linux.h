@@ -29,6 +29,11 @@ int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait);
 /// counting in the resident set. Returns 1 when memory was released.
 int tessera_release_free_memory(void);
 
+/// mallopt(M_ARENA_MAX, 1): every thread allocates from the one main arena, so a buffer one
+/// thread frees is reused by the next allocation of any thread. Call before threads start.
+/// Returns 1 on success.
+int tessera_use_one_malloc_arena(void);
+
 /// mkostemp(3) with O_CLOEXEC.
 int tessera_mkostemp_cloexec(char *template_path);
 
