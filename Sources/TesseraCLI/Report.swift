@@ -73,7 +73,7 @@ public enum Report {
         switch settings.memoryRule {
         case .given: return ""
         case let .cgroup(version, limit):
-            rule = "auto: the memory cgroup's limit of \(formatBytes(limit)) (cgroup v\(version)) less an eighth, at least 8 MiB"
+            rule = "auto: the memory cgroup's limit of \(formatBytes(limit)) (cgroup v\(version)) less a sixteenth, at least 4 MiB"
         case let .machine(available):
             rule = "auto: half of the \(formatBytes(available)) this machine has available"
         case .fallback:

@@ -54,13 +54,13 @@ private func renderInside64MiB(_ photos: String, name: String, limitMiB: Int = 6
     }
 }
 
-/// With no memory flag inside a memory cgroup, the budget comes from the cgroup's limit (less an
-/// eighth, at least 8 MiB), the dry run says so, and the mixed library renders inside it:
+/// With no memory flag inside a memory cgroup, the budget comes from the cgroup's limit (less a
+/// sixteenth, at least 4 MiB), the dry run says so, and the mixed library renders inside it:
 /// never OOM-killed, every photo drawn.
 @Suite(.serialized) struct AutomaticBudgetCgroupTests {
     @Test(.enabled(if: geteuid() == 0 && access(memoryControllers + "/cgroup.procs", W_OK) == 0,
                    "needs root and a cgroup-v1 memory controller"),
-          arguments: [(64, "56.0 MiB"), (48, "40.0 MiB")])
+          arguments: [(64, "60.0 MiB"), (48, "44.0 MiB")])
     func theDefaultBudgetFitsTheCgroup(limitMiB: Int, budget: String) throws {
         let group = memoryControllers + "/tessera-test-auto-\(limitMiB)-\(getpid())"
         #expect(mkdir(group, 0o755) == 0)

@@ -93,10 +93,10 @@ public final class DecodeBudget: @unchecked Sendable {
     /// The memory budget that draws a photo whose decode holds `bytes` whole. With the process
     /// budget known: that budget and the shortfall (the limit grows with the budget byte for
     /// byte: the steady state is planned first and does not grow with it once the cell cache
-    /// is at its smallest, which a shortfall means), with 8 MiB to spare (the process measures
-    /// 17 MiB for a render of one tiny photo, against the plan's 12 MiB allowance, and a
-    /// decoder's real peak may be a little over its charge: a mosaic advised 4 MiB over peaked
-    /// 0.2 MiB over), in whole MiB.
+    /// is at its smallest, which a shortfall means), with 8 MiB to spare (the process measured
+    /// 17 MiB for a render of one tiny photo, against the plan's allowance, then 12 MiB, now
+    /// 16; and a decoder's real peak may be a little over its charge: a mosaic advised 4 MiB
+    /// over peaked 0.2 MiB over), in whole MiB.
     /// Without: `budgetToDraw(bytes:)`.
     func budgetToDraw(oneDecodeBytes bytes: Int) -> Int64 {
         guard let processBudgetBytes else { return DecodeBudget.budgetToDraw(bytes: Int64(bytes)) }

@@ -140,8 +140,7 @@ public struct PhotoLibrary: Sendable {
 
     /// What the process holds before it does any work (the Swift runtime, Foundation, the C
     /// libraries' code and data): the binary asked only its version peaks at 14.2-14.5 MiB on Debian bookworm.
-    /// RenderPlan.processAllowanceBytes is less (12 MiB); a render's plan has room to spare
-    /// elsewhere (its decoder pool), which a scan does not.
+    /// RenderPlan.processAllowanceBytes is a little more (16 MiB, what a render's peak measures).
     static let processBytes = 15 << 20
 
     /// The most a scan holds, whatever the number of files, as the dry run plans it: the process

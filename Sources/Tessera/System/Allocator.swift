@@ -25,7 +25,7 @@
 // And one arena for every thread (M_ARENA_MAX 1): what a thread frees below the threshold stays
 // in its own arena, for its own next allocations, and each arena's heap keeps its 2 MiB while
 // stripes run. With an arena per thread (libheif's and libde265's threads, the workers, the
-// writer), 120 phone HEICs (2016 x 1512, each decoded whole) in a grid under `--max-memory 64M`
+// writer), 120 phone HEICs (2016 x 1512, each decoded whole) in a grid under a 64 MiB budget
 // peaked at 68.3 MiB resident, 72.2 MiB with one worker, the plan's buffers all inside it; with
 // one arena, 60.0 and 63.0 MiB. The renderer allocates nothing per row or per pixel (pools and
 // buffers made once), so the shared lock costs nothing measurable: the 1.2-gigapixel grid took

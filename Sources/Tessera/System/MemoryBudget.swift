@@ -3,8 +3,11 @@
 //
 // The rule (docs/guarantees.md says it for users):
 // - In a memory cgroup with a limit (v2's memory.max, v1's memory.limit_in_bytes, the smallest
-//   along the cgroup's path: a container's or a job's), the limit less an eighth of it (at least
-//   8 MiB): the headroom is the kernel's page cache and what the estimates do not count.
+//   along the cgroup's path: a container's or a job's), the limit less a sixteenth of it (at
+//   least 4 MiB): the headroom is the kernel's page cache and what the estimates do not count.
+//   (An eighth, at least 8 MiB, until the process's allowance grew from 12 to 16 MiB to what
+//   it measures, RenderPlan.processAllowanceBytes: the room a plan has inside a 48 or 64 MiB
+//   cgroup is what it was.)
 // - Otherwise, half of the machine's available memory (MemAvailable): other programs live there.
 // - Never more than `capBytes`, and never more than half of what the machine has available.
 // - Nothing readable (no /proc): 64 MiB, the budget Tessera always had.
@@ -45,7 +48,7 @@ public struct MemoryBudget: Equatable, Sendable {
     /// when nothing can be read: the 1.2-gigapixel grid needs no more.
     public static let steadyStateBytes = 64 << 20
     /// The least headroom below a cgroup's limit.
-    public static let leastHeadroomBytes = 8 << 20
+    public static let leastHeadroomBytes = 4 << 20
 
     /// The budget for this process, from its cgroup and the machine. `root` prefixes every
     /// file read (tests give a folder laid out like /proc and /sys).
@@ -62,7 +65,7 @@ public struct MemoryBudget: Equatable, Sendable {
     public static func choose(cgroupLimit: (version: Int, bytes: Int64)?, availableBytes: Int64?) -> MemoryBudget {
         let halfAvailable = availableBytes.map { $0 / 2 }
         if let limit = cgroupLimit {
-            let room = limit.bytes - max(Int64(leastHeadroomBytes), limit.bytes / 8)
+            let room = limit.bytes - max(Int64(leastHeadroomBytes), limit.bytes / 16)
             let ceiling = min(Int64(capBytes), halfAvailable ?? Int64.max)
             return MemoryBudget(bytes: Int(max(1 << 20, min(room, ceiling))), rule: .cgroup(version: limit.version, limitBytes: limit.bytes),
                                 capped: room > ceiling)

@@ -211,6 +211,8 @@ extension RenderTests {
         defer { scratch.remove() }
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
+        // (A pyramid writer 66,000 px wide and the process's 16 MiB need 68 MiB: more than 64.)
+        settings.maxMemoryBytes = 80 << 20
         let layout = GridLayout.make(photoCount: 1, columns: 660, rows: 1, cellWidth: 100, cellHeight: 8, order: .name)
         #expect(throws: TesseraError.outputTooLarge(width: 66_000, height: 8, limit: jpegMaxDimension)) {
             try RenderPlan.make(layout: layout, settings: settings, writing: [.jpeg, .deepZoom(DeepZoomSettings())])

@@ -275,7 +275,7 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         #expect(cache.decodedCount == 5)
     }
 
-    /// A render whose cache holds far fewer cells than it draws (a budget of 20 MiB, cells of
+    /// A render whose cache holds far fewer cells than it draws (a budget of 24 MiB, cells of
     /// 48 KiB to 300 KiB): the spill path draws the same picture.
     @Test func aSmallCacheDrawsTheSamePicture() throws {
         let scratch = ScratchDirectory()
@@ -300,7 +300,7 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         settings.stripeHeight = 16
         settings.workers = 2
         settings.temporaryDirectory = scratch.path
-        settings.maxMemoryBytes = 20 << 20
+        settings.maxMemoryBytes = 24 << 20
         let request = RenderRequest(photos: photos, layout: layout, settings: settings, outputs: [.jpeg(path: scratch.file("small.jpg"))])
         let renderer = try StripeRenderer(request: request)
         #expect(renderer.plan.cellSlots < layout.distinctDrawingCount)
