@@ -27,10 +27,12 @@
 // stripes run. With an arena per thread (libheif's and libde265's threads, the workers, the
 // writer), 120 phone HEICs (2016 x 1512, each decoded whole) in a grid under a 64 MiB budget
 // peaked at 68.3 MiB resident, 72.2 MiB with one worker, the plan's buffers all inside it; with
-// one arena, 60.0 and 63.0 MiB. The renderer allocates nothing per row or per pixel (pools and
-// buffers made once), so the shared lock costs nothing measurable: the 1.2-gigapixel grid took
-// 2.42 and 2.36 s with an arena per thread, 2.35 and 2.34 s with one; the 10,000-photo collage
-// 6.94 and 6.19 s, and 6.43 and 6.57 s (docs/performance.md, 0.6.8).
+// one arena, 61.5 and 63.2 MiB (and 58.7 MiB with one worker once the process's allowance was
+// 16 MiB, RenderPlan.processAllowanceBytes). The renderer allocates nothing per row or per
+// pixel (pools and buffers made once), so the shared lock costs nothing measurable (glibc's
+// arena_max tunable on the 0.6.6 build): the 1.2-gigapixel grid took 2.42 and 2.36 s with an
+// arena per thread, 2.35 and 2.34 s with one; the 10,000-photo collage 6.94 and 6.19 s, and
+// 6.43 and 6.57 s (docs/performance.md, 0.6.8).
 import CTesseraShims
 
 /// Fixes glibc's mmap threshold at 1 MiB, so that every large buffer a decode frees goes back to
