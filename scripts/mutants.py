@@ -143,8 +143,11 @@ MUTANTS = [
      "let forCells = budget - fixed - averagedBytes - window * stripeBytes",
      "PlanBudget|PlanTests|MemoryTests", "the cell cache is sized without the waiting segments"),
     ("budget-allowance", "Sources/Tessera/Render/RenderPlan.swift",
-     "public static let processAllowanceBytes = 12 << 20", "public static let processAllowanceBytes = 2 << 20",
+     "public static let processAllowanceBytes = 16 << 20", "public static let processAllowanceBytes = 2 << 20",
      "PlanBudget|PlanTests|MemoryTests", "the process's own memory undercounted"),
+    ("one-arena", "Sources/Tessera/System/Allocator.swift",
+     "_ = tessera_use_one_malloc_arena()", "_ = 0",
+     "everyThreadAllocatesFromOneArena", "every thread allocates from an arena of its own"),
     # Scan and work limits.
     ("scan-limit", "Sources/CTesseraShims/tessera_jpeg.c",
      "if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {",
