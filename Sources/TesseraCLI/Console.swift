@@ -331,8 +331,8 @@ struct ReasonTally {
 
 /// What a reason says whatever the file: `path` and its name as FILE, and numbers as N (a
 /// truncated photo's "ends after 12 of 400 rows", the memory a photo needs), so one kind of
-/// failure is one group. Numbers inside words (AV1, H.264) stay. At most 200 characters: a
-/// message may quote a file's own bytes.
+/// failure is one group. Numbers inside words (AV1, H.264) stay. At most about 200 characters,
+/// cut between words and marked "...": a message may quote a file's own bytes.
 func reasonClass(_ reason: String, path: String) -> String {
     var text = String(reason.prefix(1000))
     if !path.isEmpty { text = text.replacingAll(path, with: "FILE") }
@@ -362,6 +362,10 @@ func reasonClass(_ reason: String, path: String) -> String {
             }
         }
         out.append("N")
+    }
+    // Cut at the last space before the limit, not inside a word ("... or more to dra").
+    if index < characters.count, let space = out.lastIndex(of: " ") {
+        out = String(out[..<space]) + " ..."
     }
     return out
 }

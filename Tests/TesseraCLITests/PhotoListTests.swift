@@ -280,6 +280,12 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(reasonClass("needs 4.02 GiB; give --max-memory 4.1 GiB or more", path: "") == "needs N GiB; give --max-memory N GiB or more")
         #expect(reasonClass("TIFF: IMG_0001.tif: Not a TIFF file", path: "/photos/IMG_0001.tif") == "TIFF: FILE: Not a TIFF file")
         #expect(reasonClass("an AV1 image of 12x400 px", path: "") == "an AV1 image of NxN px")
+        // A long reason is cut between words, not inside one (a helper saw "... or more to dra").
+        let long = reasonClass("the mosaic's render could only draw it grey: decoding this 8000 x 6000 HEIF whole takes about "
+                               + "137.3 MiB, more than the memory budget of 30.0 MiB leaves for one photo (14.1 MiB); give "
+                               + "--max-memory 131 MiB or more to draw it", path: "")
+        #expect(long.count <= 204 && long.hasSuffix(" ...") && long.hasPrefix("the mosaic's render could only draw it grey"), "\(long)")
+        #expect(!long.contains(" dra ..."), "\(long)")
         #expect(reasonClass("marker 0xd9 at 1,024. Then 3.", path: "") == "marker N at N. Then N.")
         #expect(reasonClass(String(repeating: "y", count: 10_000), path: "").count == 200)
         #expect(formatCount(9_997) == "9,997" && formatCount(1_000_000) == "1,000,000" && formatCount(12) == "12")
