@@ -349,6 +349,33 @@ let mixedFormatPhotos: String = {
         #expect(arenas == 0, "\(arenas) malloc arenas besides the main one")
     }
 
+    /// A mosaic at the smallest budget it accepts: its plan (the render's and the decoder pool
+    /// that preparing leaves resident under it) and its run inside that budget. The render was
+    /// planned for the whole budget, so the dry run showed a peak over it and the run followed:
+    /// a helper's mosaic of large photos peaked at 33.5 MiB under `--max-memory 30M`; a folder of
+    /// 32 large progressive photos, accepted at 28M, planned 31.9 MiB and peaked at 31.1.
+    @Test func aMosaicAtTheLeastBudgetItAcceptsStaysInsideIt() throws {
+        let folder = testRoot + "/memory-mosaic-least-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let arguments = ["mosaic", "--target", largeProgressivePhotos + "/photo-3.jpg", largeProgressivePhotos, fixtures,
+                         "-o", folder + "/m.jpg", "--dzi", folder + "/m.dzi", "--columns", "60", "--tile-size", "60",
+                         "--cache-dir", folder + "/cache", "--min-distance", "0", "--temp-dir", folder, "--no-progress"]
+        let refused = runTessera(arguments + ["--max-memory", "8M"])
+        #expect(refused.status == 4, "\(refused.output)")
+        let needed = try #require(Double(refused.output.components(separatedBy: "needs at least ").last?.split(separator: " ").first ?? ""),
+                                  "\(refused.output)")
+        let budget = Int(needed.rounded(.up))
+        let planned = try #require(plannedPeakBytes(arguments + ["--max-memory", "\(budget)M"]))
+        #expect(planned <= budget << 20, "planned \(Double(planned) / 1_048_576) MiB under a budget of \(budget) MiB")
+        // (The run's peak against the plan, not the budget: this debug build's code is about 2
+        // MiB larger than the release build's, which the process's allowance is measured on.
+        // Release, a folder of 32 large progressive photos: 31.1 MiB under 32M.)
+        let run = runMeasured(arguments + ["--max-memory", "\(budget)M"])
+        #expect(run.exitCode == 0, "\(run.output)")
+        expectPlanCovers(arguments + ["--max-memory", "\(budget)M"], peakBytes: run.peakBytes, "mosaic at \(budget) MiB")
+    }
+
     /// Deep Zoom alone and with the JPEG in the same pass.
     @Test(arguments: [false, true])
     func deepZoomStaysInsideTheBudget(withJPEG: Bool) throws {

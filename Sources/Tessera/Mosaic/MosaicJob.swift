@@ -157,6 +157,19 @@ public enum MosaicJob {
                                 otherBytes: photoCount * bytesPerPhoto + cells * k * k * 3 * 4)
     }
 
+    /// The settings a mosaic's render is planned with: its budget less what preparing the mosaic
+    /// leaves resident under the render, a decoder pool's worth (the analysis's and the target's
+    /// decoders; Report.renderPeak counts it on top of the render's plan). The render was planned
+    /// for the whole budget before: a helper's mosaic of large photos under a budget of 30
+    /// to 32 MiB peaked 3.3 MiB over it, its dry run already showing the plan over the budget.
+    public static func renderSettings(_ settings: RenderSettings) -> RenderSettings {
+        var render = settings
+        let workers = settings.workers ?? onlineCoreCount()
+        render.maxMemoryBytes = max(1 << 20, settings.maxMemoryBytes
+                                    - DecodeBudget.poolBytes(forBudget: settings.steadyStateBudgetBytes, workers: max(1, workers)))
+        return render
+    }
+
     /// The photos a render of `layout` can draw within `settings`' budget, and the others with
     /// why. A photo decoded whole (a HEIF without a thumbnail that covers the cell, a lossless
     /// WebP) needs its whole image in memory, and the render leaves room for one such photo
@@ -172,7 +185,8 @@ public enum MosaicJob {
             if need > 0 { needs.insert(need) }
         }
         guard let largest = needs.max(),
-              let plan = try? RenderPlan.make(layout: layout, settings: settings, writing: outputs, wholeImageNeeds: Array(needs)),
+              let plan = try? RenderPlan.make(layout: layout, settings: renderSettings(settings), writing: outputs,
+                                              wholeImageNeeds: Array(needs)),
               largest > plan.wholeImageLimitBytes else { return (photos, []) }
         let kept = PhotoTable.Builder(temporaryDirectory: settings.temporaryDirectory)
         var leftOut: [SkippedPhoto] = []
@@ -304,7 +318,8 @@ public enum MosaicJob {
         let tint = mosaic.tintPercent > 0
             ? CellTint(strength: Float(mosaic.tintPercent) / 100, subCells: k, target: target, features: used.features)
             : nil
-        var prepared = PreparedMosaic(request: RenderRequest(photos: used.photos, layout: layout, settings: settings, outputs: outputs, tint: tint),
+        var prepared = PreparedMosaic(request: RenderRequest(photos: used.photos, layout: layout, settings: renderSettings(settings),
+                                                             outputs: outputs, tint: tint),
                                       match: used.match, failed: drawable.leftOut + features.outcome.failed,
                                       analysed: features.outcome.analysed, reused: index.hits,
                                       analysisSeconds: analysisSeconds, targetSeconds: targetSeconds, matchSeconds: matchSeconds,
@@ -353,14 +368,15 @@ public enum MosaicJob {
             trial.maxMemoryBytes = budget
             return preparationBytes(columns: matched.columns, rows: matched.rows, photoCount: photoCount,
                                     subCells: mosaic.subCells, settings: trial, minUses: mosaic.minUses) + extra <= budget
-                && (try? RenderPlan.make(layout: provisional, settings: trial, writing: outputs.map(\.kind), wholeImageBytes: 0)) != nil
+                && (try? RenderPlan.make(layout: provisional, settings: renderSettings(trial), writing: outputs.map(\.kind),
+                                         wholeImageBytes: 0)) != nil
         }
         if !fits(settings.maxMemoryBytes) {
             throw TesseraError.budgetTooSmall(budgetBytes: settings.maxMemoryBytes,
                                               neededBytes: RenderPlan.smallestBudget(from: settings.maxMemoryBytes, fits: fits) ?? preparation)
         }
         // (The checks a caller makes before the work, free space for one.)
-        try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: settings, writing: outputs.map(\.kind)))
+        try beforeAnalysis?(RenderPlan.make(layout: provisional, settings: renderSettings(settings), writing: outputs.map(\.kind)))
         return (preparation, provisional)
     }
 
