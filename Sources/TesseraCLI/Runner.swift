@@ -157,15 +157,7 @@ public struct Runner {
                 let preview = try writePreview(of: prepared.request, to: path, dryRun: options.dryRun)
                 if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count) }
             }
-            // The render is planned for the budget less what preparing left resident
-            // (MosaicJob.renderSettings): a refusal names the budget given, and what it needs.
-            let renderer: StripeRenderer
-            do {
-                renderer = try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
-            } catch .budgetTooSmall(let budget, let needed) {
-                let residue = options.settings.maxMemoryBytes - budget
-                throw .budgetTooSmall(budgetBytes: options.settings.maxMemoryBytes, neededBytes: needed + max(0, residue))
-            }
+            let renderer = try mosaicRenderer(prepared, options: options)
             guard let rendered = try render(renderer, options: options, photoCount: prepared.photoCount,
                                            preparationBytes: prepared.preparationBytes) else {
                 console.result(Report.mosaic(prepared))
@@ -315,6 +307,17 @@ public struct Runner {
             return .failure(.badInput)
         }
         return .success(library)
+    }
+
+    /// A mosaic's renderer. Its render is planned for the budget less what preparing left
+    /// resident (MosaicJob.renderSettings): a refusal names the budget given, and what it needs.
+    func mosaicRenderer(_ prepared: PreparedMosaic, options: GridOptions) throws(TesseraError) -> StripeRenderer {
+        do {
+            return try StripeRenderer(request: prepared.request, cancellation: cancellation, shard: options.shard)
+        } catch .budgetTooSmall(let budget, let needed) {
+            let residue = options.settings.maxMemoryBytes - budget
+            throw .budgetTooSmall(budgetBytes: options.settings.maxMemoryBytes, neededBytes: needed + max(0, residue))
+        }
     }
 
     /// The shared end of grid and mosaic: dry run or pre-flight, then the render with progress
