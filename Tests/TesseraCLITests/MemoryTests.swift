@@ -376,6 +376,24 @@ let mixedFormatPhotos: String = {
         expectPlanCovers(arguments + ["--max-memory", "\(budget)M"], peakBytes: run.peakBytes, "mosaic at \(budget) MiB")
     }
 
+    /// A library of nothing but photos the render could only draw grey in the budget: refused
+    /// naming the budget that draws them (exit 4), where it said "no photos" in a folder of 120
+    /// phone HEICs (exit 3).
+    @Test func aMosaicOfOnlyPhotosTooLargeForTheBudgetNamesTheBudget() throws {
+        let folder = testRoot + "/memory-mosaic-none-drawable-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(system("mkdir -p '\(folder)/photos'") == 0)
+        defer { _ = system("rm -rf '\(folder)'") }
+        for index in 0..<3 {
+            #expect(symlink(mixedFormatPhotos + "/one-picture.heic", folder + "/photos/phone-\(index).heic") == 0)
+        }
+        let run = runTessera(["mosaic", "--target", fixtures + "/Portrait_1.jpg", folder + "/photos", "-o", folder + "/m.jpg",
+                              "--columns", "80", "--tile-size", "40", "--cache-dir", folder + "/cache", "--min-distance", "0",
+                              "--max-memory", "28M", "--temp-dir", folder, "--no-progress"])
+        #expect(run.status == 4 && run.output.contains("memory budget 28.0 MiB is too small"), "\(run.output)")
+        #expect(!run.output.contains("no photos"), "\(run.output)")
+        #expect(access(folder + "/m.jpg", F_OK) != 0)
+    }
+
     /// Deep Zoom alone and with the JPEG in the same pass.
     @Test(arguments: [false, true])
     func deepZoomStaysInsideTheBudget(withJPEG: Bool) throws {

@@ -255,6 +255,11 @@ public enum MosaicJob {
         // each would be a grey placeholder in the mosaic.
         let temporary = settings.temporaryDirectory ?? defaultTemporaryDirectory()
         let drawable = try drawablePhotos(library.photos, layout: provisional, settings: settings, outputs: outputs.map(\.kind))
+        // Every photo left out so: the budget is what is short, not the photos (a folder of 120
+        // phone HEICs at 28M said "no photos ... in" it).
+        if drawable.photos.count == 0, let least = drawable.leftOut.compactMap(\.budgetToDrawBytes).min() {
+            throw .budgetTooSmall(budgetBytes: settings.maxMemoryBytes, neededBytes: Int(least))
+        }
         var started = monotonicSeconds()
         let index = FeatureIndex(directory: mosaic.cacheDirectory ?? defaultCacheDirectory(), subCells: k, cellAspect: cellAspect)
         let features = try analysedFeatures(drawable.photos, index: index, subCells: k, cellAspect: cellAspect, workers: workers,
