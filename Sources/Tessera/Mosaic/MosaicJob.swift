@@ -162,7 +162,7 @@ public enum MosaicJob {
     /// decoders; Report.renderPeak counts it on top of the render's plan). The render was planned
     /// for the whole budget before: a helper's mosaic of large photos under a budget of 30
     /// to 32 MiB peaked 3.3 MiB over it, its dry run already showing the plan over the budget.
-    public static func renderSettings(_ settings: RenderSettings) -> RenderSettings {
+    static func renderSettings(_ settings: RenderSettings) -> RenderSettings {
         var render = settings
         let workers = settings.workers ?? onlineCoreCount()
         render.maxMemoryBytes = max(1 << 20, settings.maxMemoryBytes

@@ -36,10 +36,11 @@
 import CTesseraShims
 
 /// Fixes glibc's mmap threshold at 1 MiB, so that every large buffer a decode frees goes back to
-/// the system at once, makes every thread allocate from one arena, and lets renders keep a little freed memory while their stripes run
-/// rather than fault it in again. The `tessera` tool calls this first; a program that renders
-/// with the library under a memory budget should too (it changes the process's allocator, so
-/// the library does not do it on its own).
+/// the system at once; makes every thread allocate from one arena; and lets renders keep a
+/// little freed memory while their stripes run rather than fault it in again. The `tessera`
+/// tool calls this first; a program that renders with the library under a memory budget should
+/// too, before it starts any thread (it changes the process's allocator, so the library does
+/// not do it on its own).
 public func useBoundedMemoryAllocator() {
     _ = tessera_use_one_malloc_arena()
     _ = tessera_set_mmap_threshold(1 << 20)
