@@ -45,6 +45,6 @@ let package = Package(
         .executableTarget(name: "tessera-fuzz", dependencies: ["Tessera"], path: "Fuzz"),
         .testTarget(name: "TesseraTests", dependencies: ["Tessera", "CTesseraShims", "CTesseraCodec", "TesseraTestSupport", "CTesseraTestShims"], path: "Tests/TesseraTests",
                     exclude: ["Fixtures"]),
-        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "tessera-example", "CTesseraTestShims"], path: "Tests/TesseraCLITests"),
+        .testTarget(name: "TesseraCLITests", dependencies: ["TesseraCLI", "tessera", "tessera-example", "CTesseraTestShims", "TesseraTestSupport"], path: "Tests/TesseraCLITests"),
     ]
 )

@@ -148,6 +148,15 @@ MUTANTS = [
     ("one-arena", "Sources/Tessera/System/Allocator.swift",
      "_ = tessera_use_one_malloc_arena()", "_ = 0",
      "everyThreadAllocatesFromOneArena", "every thread allocates from an arena of its own"),
+    # A photo whose data ends early: drawn as far as it goes, and refused under --strict.
+    ("early-end", "Sources/Tessera/Formats/JPEG/JPEGFormat.swift",
+     "reader.allowEarlyEnd()", "_ = reader.endedEarly",
+     "truncatedBaselineJPEGIsDrawnAsFarAsItGoes|truncatedProgressivePhotoIsDrawnFromTheScansItHolds",
+     "a truncated JPEG is a grey placeholder"),
+    ("strict-incomplete", "Sources/Tessera/Cells/CellCache.swift",
+     "if failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",
+     "if !failOnPlaceholder && failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",
+     "strictRefusesAPhotoThatBreaksWhileDrawn", "--strict draws a truncated photo in part"),
     # Scan and work limits.
     ("scan-limit", "Sources/CTesseraShims/tessera_jpeg.c",
      "if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {",

@@ -24,7 +24,10 @@
 //
 // What libjpeg refuses is refused here too, with TESSERA_JPEG_ERROR (a placeholder, not a
 // fallback): progressive scan parameters out of range, an interleaved MCU over 10 blocks,
-// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has.
+// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has. Data that
+// ends early (a truncated file, a marker where data should be) is handed back to libjpeg
+// (TESSERA_JPEG_UNSUPPORTED), which draws such a photo as far as its data goes
+// (tessera_jpeg_decoder_allow_early_end), so that the two never differ on where it stops.
 //
 // Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
 // usual lookahead table plus per-length limits (T.81 F.2.2.3).
@@ -152,7 +155,7 @@ static inline int next_byte(tessera_dc_decoder *d) {
 
 static int required_byte(tessera_dc_decoder *d) {
     int byte = next_byte(d);
-    if (byte < 0) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+    if (byte < 0) unsupported(d, "file ends early (truncated JPEG)");
     return byte;
 }
 
@@ -163,7 +166,7 @@ static int required_u16(tessera_dc_decoder *d) {
 
 static void skip_bytes(tessera_dc_decoder *d, long count) {
     while (count > 0) {
-        if (d->position == d->length && !refill(d)) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+        if (d->position == d->length && !refill(d)) unsupported(d, "file ends early (truncated JPEG)");
         size_t here = d->length - d->position;
         if ((size_t)count < here) here = (size_t)count;
         d->position += here;
@@ -585,7 +588,7 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
             }
         }
     }
-    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    if (d->overrun) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
     reset_bits(d);
     if (d->marker == 0) d->marker = find_marker(d, 1);
 }
@@ -630,7 +633,7 @@ static inline void decode_block(tessera_dc_decoder *d, const scan_header *scan, 
 
 /// At a restart boundary: the data before it is complete, then an RSTn marker follows.
 static void restart(tessera_dc_decoder *d, const scan_header *scan) {
-    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    if (d->overrun) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
     reset_bits(d);
     if (d->marker == 0) d->marker = find_marker(d, 0);
     if (d->marker >= 0xD0 && d->marker <= 0xD7) {
@@ -698,7 +701,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
             }
         }
     }
-    if (d->overrun) fail_with(d, TESSERA_JPEG_ERROR, "image data ends early (truncated or corrupt JPEG)");
+    if (d->overrun) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
     reset_bits(d);
     // The next marker: found by the bit reader already, or after the scan's last bits.
     if (d->marker == 0) d->marker = find_marker(d, 1);
@@ -809,7 +812,7 @@ int tessera_dc_decode(tessera_dc_decoder *d) {
     for (;;) {
         int code = d->marker != 0 ? d->marker : find_marker(d, 0);
         d->marker = 0;
-        if (code < 0) fail_with(d, TESSERA_JPEG_ERROR, "file ends early (truncated JPEG)");
+        if (code < 0) unsupported(d, "file ends early (truncated JPEG)");
         switch (code) {
         case 0xC0: case 0xC1: read_frame(d, 0); break;
         case 0xC2: read_frame(d, 1); break;

@@ -15,6 +15,10 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+static tessera_jpeg_decoder *decoder_of(j_common_ptr cinfo) {
+    return (tessera_jpeg_decoder *)((char *)cinfo->client_data - offsetof(tessera_jpeg_decoder, client));
+}
+
 static void tessera_error_exit(j_common_ptr cinfo) {
     tessera_error *err = (tessera_error *)cinfo->err;
     if (!err->io_failed || err->message[0] == 0) {
@@ -28,8 +32,20 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
     if (msg_level < 0) {  // a warning: corrupt data libjpeg worked around
         if (cinfo->err->msg_code == JWRN_HIT_MARKER) {
             // The entropy-coded data stopped early (truncated, or a header claiming more rows
-            // than the file holds): libjpeg would go on emitting grey rows, up to 65,500 of
-            // them. An error instead, so the photo becomes a placeholder at once.
+            // than the file holds). A photo's decoder that allows it (tessera_jpeg_decoder_allow_
+            // early_end) goes on: libjpeg leaves every block after this one at zero, so a
+            // baseline photo's rest is grey and a progressive one's later scans are missing
+            // (the whole picture, less sharp), as image viewers and libvips show such a file.
+            // The cost is no more than a whole file's: the header's blocks are at most 8 a byte
+            // of the file (min_data_bytes) and a progressive file's scans are counted against
+            // its size (scan_limit_monitor). Any other decode fails at once.
+            if (cinfo->is_decompressor) {
+                tessera_jpeg_decoder *d = decoder_of(cinfo);
+                if (d->allow_early_end) {
+                    d->ended_early = 1;
+                    return;
+                }
+            }
             snprintf(err->message, sizeof err->message, "image data ends early (truncated or corrupt JPEG)");
             err->io_failed = 0;
             longjmp(err->jump, 1);
@@ -55,9 +71,6 @@ static void tessera_error_init(tessera_error *err) {
 
 // MARK: Decoder
 
-static tessera_jpeg_decoder *decoder_of(j_common_ptr cinfo) {
-    return (tessera_jpeg_decoder *)((char *)cinfo->client_data - offsetof(tessera_jpeg_decoder, client));
-}
 
 // The coefficient arrays' failures (a spill file that cannot be read or written, a limit
 // passed): the message is theirs, and error_exit keeps it.
@@ -80,8 +93,18 @@ static boolean src_fill(j_decompress_ptr cinfo) {
         ERREXIT(cinfo, JERR_FILE_READ);
     }
     if (n == 0) {
-        // libjpeg's own stdio source would pad with a fake EOI and warn, leaving the rest of
-        // the picture grey. A truncated photo is an error here: the caller draws a placeholder.
+        if (d->allow_early_end) {
+            // As libjpeg's own stdio source does: an end of image, after which the entropy
+            // decoder warns (JWRN_HIT_MARKER, above) and draws the rest grey. Asked for again
+            // (the end came inside a marker segment), it gives the same two bytes again.
+            d->ended_early = 1;
+            d->buffer[0] = 0xFF;
+            d->buffer[1] = JPEG_EOI;
+            d->src.next_input_byte = d->buffer;
+            d->src.bytes_in_buffer = 2;
+            return TRUE;
+        }
+        // Any other decode (a mosaic's target, a part's JPEG): a truncated file is an error.
         snprintf(d->err.message, sizeof d->err.message, "file ends early (truncated JPEG)");
         d->err.io_failed = 1;
         ERREXIT(cinfo, JERR_INPUT_EOF);
@@ -298,6 +321,10 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
 }
 
 void tessera_jpeg_decoder_set_cancel_flag(tessera_jpeg_decoder *d, const int *flag) { d->cancel_flag = flag; }
+
+void tessera_jpeg_decoder_allow_early_end(tessera_jpeg_decoder *d, int on) { d->allow_early_end = on != 0; }
+
+int tessera_jpeg_decoder_ended_early(const tessera_jpeg_decoder *d) { return d->ended_early; }
 
 void tessera_jpeg_decoder_set_work_limit(tessera_jpeg_decoder *d, uint64_t blocks) { d->work_limit_blocks = blocks; }
 

@@ -38,6 +38,8 @@ struct tessera_jpeg_decoder {
     uint64_t work_blocks;        // blocks the scans so far cover
     int counted_scan;            // the last scan counted
     const int *cancel_flag;      // NULL: none
+    int allow_early_end;         // data that ends early is drawn as far as it goes (see src_fill)
+    int ended_early;             // it did: the file ended, or a marker came where data should be
     int created;
     uint8_t *icc;                // the APP2 ICC profile, once asked for (malloc'd by libjpeg)
     unsigned int icc_length;

@@ -9,6 +9,7 @@
 // program (Python's zipfile, with extra fields) opens too.
 import Glibc
 import Testing
+import TesseraTestSupport
 
 @Suite(.serialized) struct ViewerTests {
     private func folder(_ name: String) -> String {
@@ -455,9 +456,8 @@ import Testing
         for name in ["Landscape_1", "Portrait_6", "Landscape_8"] {
             #expect(system("cp '\(fixtures)/\(name).jpg' '\(photos)/'") == 0)
         }
-        // Six tenths of a JPEG: its header reads, its picture does not (drawn as a placeholder).
-        let whole = readFile(fixtures + "/Landscape_2.jpg")
-        writeFile(Array(whole[0..<(whole.count * 6 / 10)]), to: photos + "/zz-broken.jpg")
+        // A JPEG whose header reads and whose data does not (drawn as a placeholder).
+        writeFile(JPEGFile.failingInItsScan(readFile(fixtures + "/Landscape_2.jpg")), to: photos + "/zz-broken.jpg")
         let output = archive ? ["--szi", directory + "/site/w.szi"] : ["--dzi", directory + "/site/w.dzi"]
         let run = runTessera(["grid", photos, "--grid", "4x2", "--tile-size", "150", "--no-progress", "--temp-dir", directory,
                               "--manifest", directory + "/m.csv", "--previews", "240"] + output)

@@ -89,3 +89,18 @@ public enum JPEGFile {
         return RGBImage(width: reader.width, height: reader.height, pixels: pixels)
     }
 }
+
+extension JPEGFile {
+    /// `jpeg` (a baseline JPEG's bytes) with its scan pointing at Huffman tables it never
+    /// defines: the header reads, so the folder's scan keeps it, and libjpeg refuses it when its
+    /// data starts to be decoded ("Huffman table 0x03 was not defined"). The test's photo that
+    /// fails while it is drawn (a truncated file no longer does: it is drawn as far as it goes).
+    public static func failingInItsScan(_ jpeg: [UInt8]) -> [UInt8] {
+        var bytes = jpeg
+        guard let sos = (2..<(bytes.count - 5)).first(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }) else {
+            preconditionFailure("no scan in the JPEG")
+        }
+        for component in 0..<Int(bytes[sos + 4]) { bytes[sos + 6 + 2 * component] = 0x33 }
+        return bytes
+    }
+}

@@ -90,6 +90,14 @@ void tessera_jpeg_decoder_set_coefficient_storage(tessera_jpeg_decoder *d, long 
 /// Makes the decode fail ("cancelled") soon after `flag` is raised (see tessera_flag_raise).
 void tessera_jpeg_decoder_set_cancel_flag(tessera_jpeg_decoder *d, const int *flag);
 
+/// With `on`, a file that ends early (or whose data stops at a marker before its last block)
+/// is decoded as far as its data goes, the rest grey (baseline) or less sharp (progressive),
+/// instead of failing; tessera_jpeg_decoder_ended_early then says it did. Set before the header.
+void tessera_jpeg_decoder_allow_early_end(tessera_jpeg_decoder *d, int on);
+
+/// Whether the data ended early (only with tessera_jpeg_decoder_allow_early_end).
+int tessera_jpeg_decoder_ended_early(const tessera_jpeg_decoder *d);
+
 /// Stops the decode (an error) when its scans together cover more than `blocks` blocks (each
 /// component's blocks, counted once per scan that holds it); 0: no limit. See
 /// tessera_work_limit_blocks.

@@ -202,6 +202,10 @@ final class CellCache: @unchecked Sendable {
                 outcome = .failure(error)
             }
         }
+        if failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {
+            // Drawn in part (a truncated file): a strict run wants every photo whole.
+            outcome = .failure(.unreadablePhoto(path: photos[photo].path, reason: missing))
+        }
         lock.lock()
         defer {
             changed.broadcast()
@@ -236,7 +240,7 @@ final class CellCache: @unchecked Sendable {
             states[index] = .failed
             if failOnPlaceholder {
                 throw TesseraError.unreadablePhoto(path: photos[photo].path, reason: "\(SkippedPhoto(path: "", error: error).reason) "
-                                                   + "(a strict run draws no placeholder: nothing is written)")
+                                                   + "(a strict run draws no placeholder or partial photo: nothing is written)")
             }
             if reportedFailures.insert(photo).inserted {
                 let skipped = SkippedPhoto(path: photos[photo].path, error: error)

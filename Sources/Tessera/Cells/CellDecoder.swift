@@ -31,6 +31,9 @@ public struct DecodeNotes: Equatable, Sendable {
     public var warningCount = 0
     public var firstWarning = ""
     public var method = DecodeMethod.streamed
+    /// What is missing when part of the picture's data is (a truncated file drawn as far as it
+    /// goes, the rest grey or transparent): drawn, with a warning, but a strict run fails on it.
+    public var incomplete: String?
 }
 
 public struct CellDecoder: Sendable {

@@ -120,6 +120,7 @@ extension CellDecoder {
             var notes = DecodeNotes(method: interlaced ? .wholeImage : .streamed)
             if let problem = reader.problem {
                 notes.warningCount = 1
+                notes.incomplete = problem
                 notes.firstWarning = problem + "; the rest drawn transparent"
             }
             return notes

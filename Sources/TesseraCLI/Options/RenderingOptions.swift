@@ -213,7 +213,7 @@ enum RenderingOptions {
             }
             state.options.settings.background = colour
         },
-        Option(flag: "--strict", help: "Fail before rendering (exit 3) if any photo would be skipped; for a mosaic, also if any cell could not meet --min-distance and --max-uses. A photo found broken only while it is drawn (a truncated file) fails the render too, and nothing is written.") { state, _ in
+        Option(flag: "--strict", help: "Fail before rendering (exit 3) if any photo would be skipped; for a mosaic, also if any cell could not meet --min-distance and --max-uses. A photo found broken only while it is drawn fails the render too, as does a truncated JPEG (drawn as far as it goes without --strict), and nothing is written.") { state, _ in
             state.options.strict = true
             state.options.settings.failOnPlaceholder = true
         },

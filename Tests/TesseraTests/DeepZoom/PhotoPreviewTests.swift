@@ -2,17 +2,18 @@
 // photo drawn, none for a photo that cannot be read, and none tried again for a photo the
 // render already failed to read (the viewer's side is ViewerTests, in headless Chromium).
 import Testing
+import TesseraTestSupport
 @testable import Tessera
 
 @Suite struct PhotoPreviewTests {
-    /// Three readable photos and one truncated file, in a grid that draws each twice.
+    /// Three readable photos and one that fails while it is drawn, in a grid that draws each twice.
     private func previews(in scratch: ScratchDirectory, failedInRender: @escaping @Sendable (Int) -> Bool) throws
         -> (made: [Int], counts: (made: Int, unreadable: Int, missed: [SkippedPhoto])) {
         var photos = try PhotoLibrary.scan(["Landscape_1", "Portrait_3", "Landscape_6"].map { "\(fixturesDirectory)/orientation/\($0).jpg" })
             .photos.map { $0 }
         let broken = scratch.file("broken.jpg")
         let bytes = readBytes(photos[0].path)
-        writeBytes(Array(bytes.prefix(bytes.count / 3)), to: broken)
+        writeBytes(JPEGFile.failingInItsScan(bytes), to: broken)
         photos.append(Photo(path: broken, header: photos[0].header))
         let layout = CellLayout(columns: 4, rows: 2, cellWidth: 20, cellHeight: 20, repeating: [0, 1, 2, 3])
         var previews = PhotoPreviews(photos: PhotoTable(photos), layout: layout, longSide: 96, quality: 80, subsampling: .s420,

@@ -65,7 +65,7 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         var photos = try PhotoLibrary.scan(Self.photoNames.map { "\(fixturesDirectory)/orientation/\($0).jpg" }).photos.map { $0 }
         let broken = scratch.file("broken.jpg")
         let bytes = readBytes(photos[0].path)
-        writeBytes(Array(bytes.prefix(bytes.count / 3)), to: broken)  // the header, then nothing
+        writeBytes(JPEGFile.failingInItsScan(bytes), to: broken)  // its header reads, its data does not
         photos.append(Photo(path: broken, header: photos[0].header))
         return PhotoTable(photos)
     }

@@ -29,25 +29,6 @@ private func writePPM(_ image: RGBImage, to path: String) {
     writeBytes(Array("P6\n\(image.width) \(image.height)\n255\n".utf8) + image.pixels, to: path)
 }
 
-/// A binary PPM as djpeg writes it (P6, maxval 255, no comments).
-private func readPPM(_ path: String) -> RGBImage? {
-    let bytes = readBytes(path)
-    var fields: [Int] = [], index = 2, number = -1
-    guard bytes.count > 2, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "6") else { return nil }
-    while fields.count < 3, index < bytes.count {
-        let byte = bytes[index]
-        if byte >= 48 && byte <= 57 {
-            number = max(number, 0) * 10 + Int(byte - 48)
-        } else if number >= 0 {
-            fields.append(number)
-            number = -1
-        }
-        index += 1
-    }
-    guard fields.count == 3, fields[2] == 255, bytes.count - index == fields[0] * fields[1] * 3 else { return nil }
-    return RGBImage(width: fields[0], height: fields[1], pixels: Array(bytes[index...]))
-}
-
 /// What the DC decoder makes of `path`: its 1/8 picture, or the reason it handed the file back.
 private func decodeWithDCDecoder(_ path: String) throws -> (image: RGBImage?, declined: String?) {
     let reader = try ScaledJPEGReader(path: path, decoderMemoryBytes: 64 << 20)

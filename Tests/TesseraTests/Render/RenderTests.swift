@@ -151,13 +151,16 @@ struct RenderTests {
 
     // MARK: Bad input
 
+    /// A photo whose header reads but whose data fails while it is drawn (a PNG cut in half:
+    /// libspng's rows stop) is a placeholder, named, and the render completes.
     @Test func photoFailingMidDecodeBecomesPlaceholder() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let good = "\(fixturesDirectory)/orientation/Landscape_1.jpg"
         let bytes = readBytes(good)
-        let truncated = scratch.file("b-truncated.jpg")
-        writeBytes(Array(bytes[0..<(bytes.count * 2 / 5)]), to: truncated)
+        let png = readBytes(formatFixtures.directory + "/rgb8.png")
+        let truncated = scratch.file("b-truncated.png")
+        writeBytes(Array(png[0..<(png.count / 2)]), to: truncated)
         let copy = scratch.file("a-good.jpg")
         writeBytes(bytes, to: copy)
         var settings = RenderSettings()
@@ -174,6 +177,40 @@ struct RenderTests {
         #expect(placeholder.red > 240 && placeholder.green < 15 && placeholder.blue > 240)
         let photo = crop(rendered, x: 0, y: 0, width: 48, height: 32)
         #expect(meanAbsoluteDifference(photo, referenceCell(try JPEGFile.read(good), width: 48, height: 32)) < 6)
+    }
+
+    /// A baseline JPEG cut off part way (a copy interrupted) is drawn as far as its data goes,
+    /// the rest grey, as libjpeg and image viewers show it, with a warning that names it; it is
+    /// not a placeholder. (djpeg of the cut file says where its picture stops.)
+    @Test func truncatedBaselineJPEGIsDrawnAsFarAsItGoes() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let good = "\(fixturesDirectory)/orientation/Landscape_1.jpg"
+        let bytes = readBytes(good)
+        let truncated = scratch.file("cut.jpg"), ppm = scratch.file("cut.ppm")
+        writeBytes(Array(bytes[0..<(bytes.count / 2)]), to: truncated)
+        #expect(runTool(["djpeg", "-ppm", truncated], stdout: ppm) == 2)
+        let oracle = try #require(readPPM(ppm))
+        var settings = RenderSettings()
+        settings.background = RGB(red: 255, green: 0, blue: 255)
+        settings.subsampling = .s444
+        var events: [RenderEvent] = []
+        let output = scratch.file("out.jpg")
+        let summary = try renderGrid([truncated], to: output, columns: 1, rows: 1, cellWidth: 90, cellHeight: 60,
+                                     settings: settings, events: { events.append($0) })
+        #expect(summary.failedPhotos.isEmpty, "\(summary.failedPhotos)")
+        #expect(events.contains {
+            if case .photoWarning(truncated, let message) = $0 { return message.contains("file ends early") && message.contains("the rest grey") }
+            return false
+        }, "\(events)")
+        let rendered = try JPEGFile.read(output)
+        // The oracle's picture, where the photo's data went and where it is grey.
+        #expect(meanAbsoluteDifference(rendered, referenceCell(oracle, width: 90, height: 60)) < 4)
+        let top = crop(rendered, x: 0, y: 0, width: 90, height: 10)
+        let whole = referenceCell(try JPEGFile.read(good), width: 90, height: 60)
+        #expect(meanAbsoluteDifference(top, crop(whole, x: 0, y: 0, width: 90, height: 10)) < 6)
+        let bottom = crop(rendered, x: 0, y: 55, width: 90, height: 5)
+        #expect(bottom.pixels.allSatisfy { $0 >= 118 && $0 <= 138 }, "the rest is libjpeg's grey")
     }
 
     @Test func scanSkipsWhatIsNotAPhoto() throws {

@@ -45,6 +45,25 @@ func writeBytes(_ bytes: [UInt8], to path: String) {
     fclose(file)
 }
 
+/// A binary PPM as djpeg writes it (P6, maxval 255, no comments).
+func readPPM(_ path: String) -> RGBImage? {
+    let bytes = readBytes(path)
+    var fields: [Int] = [], index = 2, number = -1
+    guard bytes.count > 2, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "6") else { return nil }
+    while fields.count < 3, index < bytes.count {
+        let byte = bytes[index]
+        if byte >= 48 && byte <= 57 {
+            number = max(number, 0) * 10 + Int(byte - 48)
+        } else if number >= 0 {
+            fields.append(number)
+            number = -1
+        }
+        index += 1
+    }
+    guard fields.count == 3, fields[2] == 255, bytes.count - index == fields[0] * fields[1] * 3 else { return nil }
+    return RGBImage(width: fields[0], height: fields[1], pixels: Array(bytes[index...]))
+}
+
 /// Reference for a cell: centre-crop `image` to the cell's aspect ratio and average each output
 /// pixel over the whole-pixel block it covers. Written plainly and independently of the
 /// renderer's AreaResampler (integer block bounds, no fractional weights), so agreement within

@@ -42,6 +42,7 @@ extension CellDecoder {
         if offset > 0 { try photo.seek(to: offset) }
         let reader = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: budget.poolBytes)
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
+        reader.allowEarlyEnd()
         let header = try reader.readHeader()
         let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile) : .none
         defer { conversion.release() }
@@ -100,9 +101,17 @@ extension CellDecoder {
                      reader.outputComponents, output)
             let warnings = reader.warnings
             var result = notes(conversion, method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
+            if reader.endedEarly {
+                // Drawn first: the warning the user sees for such a photo is this one.
+                let missing = "file ends early (truncated or damaged JPEG)"
+                result.incomplete = missing
+                result.warningCount += 1
+                result.firstWarning = missing + (header.isProgressive ? ": drawn from the part that was read, less sharp"
+                                                                      : ": drawn as far as it goes, the rest grey")
+            }
             if warnings.count > 0 {
                 result.warningCount += warnings.count
-                result.firstWarning = warnings.first
+                if result.firstWarning.isEmpty { result.firstWarning = warnings.first }
             }
             return result
         }

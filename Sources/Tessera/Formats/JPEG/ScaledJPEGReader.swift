@@ -113,6 +113,14 @@ final class ScaledJPEGReader {
         tessera_jpeg_decoder_set_coefficient_storage(decoder, memoryLimitBytes, &c)
     }
 
+    /// Draws a file whose data ends early as far as it goes (the rest grey, or a progressive
+    /// file's missing scans left out) instead of failing; `endedEarly` says whether it did.
+    /// Before `readHeader`.
+    func allowEarlyEnd() { tessera_jpeg_decoder_allow_early_end(decoder, 1) }
+
+    /// Whether the data ended before the picture did (with `allowEarlyEnd`).
+    var endedEarly: Bool { tessera_jpeg_decoder_ended_early(decoder) != 0 }
+
     /// Makes the decode fail soon after `flag` is raised (RenderCancellation.flag).
     func setCancelFlag(_ flag: UnsafeMutablePointer<Int32>) { tessera_jpeg_decoder_set_cancel_flag(decoder, flag) }
 
