@@ -37,11 +37,14 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
             // baseline photo's rest is grey and a progressive one's later scans are missing
             // (the whole picture, less sharp), as image viewers and libvips show such a file.
             // The cost is no more than a whole file's: the header's blocks are at most 8 a byte
-            // of the file (min_data_bytes) and a progressive file's scans are counted against
-            // its size (scan_limit_monitor). Any other decode fails at once.
+            // of the file (min_data_bytes). Once only: a cut file's data stops once (then the end
+            // of image), and a file whose scans stop early one after another is damaged past
+            // drawing (a fuzzed file of 500 such scans took 0.9 s, where failing took 0.01 s).
+            // Any other decode fails at once.
             if (cinfo->is_decompressor) {
                 tessera_jpeg_decoder *d = decoder_of(cinfo);
-                if (d->allow_early_end) {
+                if (d->allow_early_end && !d->stopped_early) {
+                    d->stopped_early = 1;
                     d->ended_early = 1;
                     return;
                 }

@@ -40,6 +40,7 @@ struct tessera_jpeg_decoder {
     const int *cancel_flag;      // NULL: none
     int allow_early_end;         // data that ends early is drawn as far as it goes (see src_fill)
     int ended_early;             // it did: the file ended, or a marker came where data should be
+    int stopped_early;           // a scan's data stopped at a marker (allowed once)
     int created;
     uint8_t *icc;                // the APP2 ICC profile, once asked for (malloc'd by libjpeg)
     unsigned int icc_length;

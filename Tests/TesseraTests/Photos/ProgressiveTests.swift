@@ -328,6 +328,39 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         #expect(library.skipped.first?.reason.contains("header claims 65500 x 65500 px") == true, "\(library.skipped)")
     }
 
+    /// A scan whose data stops at a marker is drawn past once (a cut file's last scan), but a
+    /// file whose scans stop so one after another is refused at the second, instead of each
+    /// costing a pass over the picture (a fuzzed 6 MB file of 500 such scans took 0.9 s to draw,
+    /// 0.01 s to refuse).
+    @Test func scansThatStopEarlyOneAfterAnotherAreRefused() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let bytes = readBytes(transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg"))
+        // The first AC scan's header, repeated with no data after it before the end of image.
+        var at = 2, header: [UInt8] = []
+        while at + 4 < bytes.count, header.isEmpty {
+            // (Inside a scan's data, FF 00 is a stuffed byte and FF D0-D7 a restart marker.)
+            guard bytes[at] == 0xFF, bytes[at + 1] != 0xFF, bytes[at + 1] != 0, !(0xD0...0xD7).contains(bytes[at + 1]) else { at += 1; continue }
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if bytes[at + 1] == 0xDA, bytes[at + 5 + 2 * Int(bytes[at + 4])] != 0 { header = Array(bytes[at..<(at + 2 + length)]) }
+            at += bytes[at + 1] == 0xD8 ? 2 : 2 + length
+        }
+        try #require(!header.isEmpty)
+        var damaged = Array(bytes[..<(bytes.count - 2)])
+        for _ in 0..<40 { damaged += header }
+        damaged += [0xFF, 0xD9]
+        let path = scratch.file("stops.jpg")
+        writeBytes(damaged, to: path)
+        for (width, height) in [(200, 140), (900, 600)] {
+            #expect {
+                _ = try tile(path, width: width, height: height)
+            } throws: { error in
+                guard case TesseraError.unreadablePhoto(path, let reason) = error else { return false }
+                return reason.contains("image data ends early")
+            }
+        }
+    }
+
     /// A progressive photo cut off after a third of its bytes (a copy interrupted) still holds
     /// every block's first scans: it is drawn whole from them, less sharp, as libjpeg draws it
     /// (djpeg of the same cut file is the oracle), with a warning, at 1/8 (where the DC decoder
