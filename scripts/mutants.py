@@ -157,6 +157,12 @@ MUTANTS = [
      "if failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",
      "if !failOnPlaceholder && failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",
      "strictRefusesAPhotoThatBreaksWhileDrawn", "--strict draws a truncated photo in part"),
+    ("early-end-once", "Sources/CTesseraShims/tessera_jpeg.c",
+     "if (d->allow_early_end && !d->stopped_early) {", "if (d->allow_early_end) {",
+     "scansThatStopEarlyOneAfterAnotherAreRefused", "scans that stop early one after another each cost a pass"),
+    ("cells-checksum", "Sources/Tessera/Shards/SharedCells.swift",
+     "return UInt32(littleEndian: trailer) == CRC32C.checksum(UnsafeRawBufferPointer(bytes))", "return true",
+     "cellsSomeoneElsePlacedAreNeverTrusted", "a shard draws a cell another job changed"),
     # Scan and work limits.
     ("scan-limit", "Sources/CTesseraShims/tessera_jpeg.c",
      "if (dinfo->input_scan_number > TESSERA_JPEG_MAX_SCANS) {",

@@ -12,6 +12,15 @@
 // on it: a lock that misbehaves (some network filesystems) costs a decode, never a result. The
 // join removes the folder.
 //
+// The shard folder is untrusted (often writable by other users and jobs), so the cells are too.
+// Every name is opened in the folder's own descriptor (openat: a folder swapped for a symlink
+// after it was checked is never followed), without following a symlink and without waiting (a
+// FIFO at a cell's name would hold its open forever, past SIGTERM); only a regular file of
+// exactly a cell and its CRC-32C is read, and one that is not is decoded again and replaced.
+// A `.cells-` folder that is a symlink, or not a folder, turns the sharing off. What a checksum
+// cannot stop: someone who can write the folder and recompute the checksums can change a
+// photo's pixels in the shards that read them, as they could in a part (shards.md).
+//
 // Threading: `load` and `store` are called from the render's workers, for different photos.
 import Glibc
 
@@ -19,6 +28,8 @@ final class SharedCells: CellSource, @unchecked Sendable {
     let directory: String
     /// Per photo (a grid) or drawing (a layout of frames): shown in another band too, so worth keeping.
     private let shared: [Bool]
+    /// The folder, opened once; every cell and lock is named relative to it.
+    private let folder: Int32
 
     /// The folder a render's shared cells go in, inside the shard folder.
     static func directory(shardDirectory: String, fingerprint: String) -> String {
@@ -62,9 +73,28 @@ final class SharedCells: CellSource, @unchecked Sendable {
         if mkdir(directory, 0o755) != 0 && errno != EEXIST {
             throw .system(operation: "mkdir", errno: errno, path: directory)
         }
+        // Not a folder of its own (a symlink to elsewhere, a file, a FIFO): share nothing
+        // rather than read or write through it; each photo is decoded.
+        folder = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard folder >= 0 else { return nil }
     }
 
-    private func path(_ photo: Int) -> String { directory + "/\(photo).rgb" }
+    deinit { close(folder) }
+
+    private func name(_ photo: Int) -> String { "\(photo).rgb" }
+
+    /// Opens `name` in the folder without following a symlink or waiting on a FIFO; only a
+    /// regular file is kept (its descriptor), anything else is closed: -1.
+    private func openRegular(_ name: String, _ flags: Int32, mode: mode_t = 0) -> (descriptor: Int32, bytes: Int) {
+        let descriptor = openat(folder, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { return (-1, 0) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            return (-1, 0)
+        }
+        return (descriptor, Int(info.st_size))
+    }
 
     /// Photo `photo`'s cell: read if another shard kept it; else decoded by `decode` (and kept,
     /// when shared). While one shard decodes a shared photo it holds an flock on
@@ -75,7 +105,7 @@ final class SharedCells: CellSource, @unchecked Sendable {
                decode: () throws(TesseraError) -> DecodeNotes) throws(TesseraError) -> (notes: DecodeNotes, read: Bool) {
         guard shared[photo] else { return (try decode(), false) }
         if read(photo, into: bytes) { return (DecodeNotes(), true) }
-        let lock = open(directory + "/.\(photo).lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let lock = openRegular(".\(photo).lock", O_RDWR | O_CREAT, mode: 0o644).descriptor
         defer { if lock >= 0 { close(lock) } }
         if lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) != 0 {
             // Another shard is decoding it: wait for its cell.
@@ -84,20 +114,43 @@ final class SharedCells: CellSource, @unchecked Sendable {
             if read(photo, into: bytes) { return (DecodeNotes(), true) }
         }
         let notes = try decode()
-        store(photo, UnsafeRawBufferPointer(bytes))
+        // A photo drawn with a warning (a truncated file drawn in part) is not kept: each
+        // shard that draws it decodes it and says so, and a strict shard refuses it.
+        if notes.warningCount == 0 { store(photo, UnsafeRawBufferPointer(bytes)) }
         return (notes, false)
     }
 
     /// How long a shard waits for another's decode of a photo before decoding it itself.
     static let waitLimit = 2.0
 
+    /// Reads a kept cell: a regular file of exactly the cell and its checksum, whose checksum
+    /// holds. Anything else is not read (the photo is decoded, and its cell kept anew).
     private func read(_ photo: Int, into bytes: UnsafeMutableRawBufferPointer) -> Bool {
-        let descriptor = open(path(photo), O_RDONLY | O_CLOEXEC)
+        let (descriptor, size) = openRegular(name(photo), O_RDONLY)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
+        guard size == bytes.count + 4 else { return false }
+        var trailer: UInt32 = 0
+        guard readAll(descriptor, bytes.baseAddress!, bytes.count),
+              withUnsafeMutableBytes(of: &trailer, { readAll(descriptor, $0.baseAddress!, 4) }) else { return false }
+        return UInt32(littleEndian: trailer) == CRC32C.checksum(UnsafeRawBufferPointer(bytes))
+    }
+
+    private func readAll(_ descriptor: Int32, _ start: UnsafeMutableRawPointer, _ count: Int) -> Bool {
+        var done = 0
+        while done < count {
+            let got = Glibc.read(descriptor, start + done, count - done)
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return false }
+            done += got
+        }
+        return true
+    }
+
+    private func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var done = 0
         while done < bytes.count {
-            let count = Glibc.read(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            let count = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return false }
             done += count
@@ -105,22 +158,16 @@ final class SharedCells: CellSource, @unchecked Sendable {
         return true
     }
 
-    /// Keeps a decoded cell for the other shards. A failure to write is not an error: the
-    /// cell is only an accelerator.
+    /// Keeps a decoded cell for the other shards, its CRC-32C after it, under a temporary name
+    /// renamed over the cell's (replacing one that could not be read). A failure to write is
+    /// not an error: the cell is only an accelerator.
     private func store(_ photo: Int, _ bytes: UnsafeRawBufferPointer) {
-        guard access(path(photo), F_OK) != 0 else { return }
-        let temporary = directory + "/.\(photo).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let temporary = ".\(photo).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
-        var done = 0
-        var failed = false
-        while done < bytes.count {
-            let count = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { failed = true; break }
-            done += count
-        }
+        var trailer = CRC32C.checksum(bytes).littleEndian
+        let written = writeAll(descriptor, bytes) && withUnsafeBytes(of: &trailer) { writeAll(descriptor, $0) }
         close(descriptor)
-        if failed || rename(temporary, path(photo)) != 0 { unlink(temporary) }
+        if !written || renameat(folder, temporary, folder, name(photo)) != 0 { unlinkat(folder, temporary, 0) }
     }
 }

@@ -521,6 +521,67 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         _ = try ShardJoin.join(directory: parts)
         #expect(!listNames(parts).contains { $0.hasPrefix(".cells-") })
     }
+
+    /// The shard folder is untrusted, and so are the cells shards leave in it. Shard 1 keeps
+    /// its cells; then someone else's files take their names: a FIFO (whose open would wait
+    /// forever), a symlink to /dev/zero, a cell with its pixels changed (the checksum no longer
+    /// holds), one cut short, and a FIFO at a lock's name. Shards 2 and 3 decode those photos
+    /// again, and the joined files are the single-process render's, byte for byte.
+    @Test func cellsSomeoneElsePlacedAreNeverTrusted() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
+        let folder = scratch.file("out"), parts = scratch.file("parts")
+        _ = removeTree(folder)
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        try renderShards(ShardCase(), numbers: [1], of: 3, parts: parts, folder: folder)
+        let cells = parts + "/" + (try #require(listNames(parts).first { $0.hasPrefix(".cells-") }))
+        let kept = listNames(cells).filter { $0.hasSuffix(".rgb") }
+        try #require(kept.count >= 5, "\(kept)")
+        unlink(cells + "/" + kept[0])
+        #expect(mkfifo(cells + "/" + kept[0], 0o644) == 0)
+        unlink(cells + "/" + kept[1])
+        #expect(symlink("/dev/zero", cells + "/" + kept[1]) == 0)
+        var changed = readBytes(cells + "/" + kept[2])
+        for i in 0..<300 { changed[i] = 255 - changed[i] }
+        writeBytes(changed, to: cells + "/" + kept[2])
+        let cut = readBytes(cells + "/" + kept[3])
+        writeBytes(Array(cut.prefix(cut.count / 2)), to: cells + "/" + kept[3])
+        let lock = cells + "/." + kept[4].replacingOccurrences(of: ".rgb", with: ".lock")
+        unlink(lock)
+        unlink(cells + "/" + kept[4])
+        #expect(mkfifo(lock, 0o644) == 0)
+        try renderShards(ShardCase(), numbers: [2, 3], of: 3, parts: parts, folder: folder)
+        _ = try ShardJoin.join(directory: parts)
+        let joined = treeContents(folder)
+        #expect(Set(joined.keys) == Set(whole.keys))
+        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+    }
+
+    /// A `.cells-` folder that is a symlink to another folder: nothing is read from it or
+    /// written into it, and the render is the same.
+    @Test func aCellsFolderThatIsASymlinkIsNotUsed() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
+        let folder = scratch.file("out"), parts = scratch.file("parts"), elsewhere = scratch.file("elsewhere")
+        _ = removeTree(folder)
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(parts)
+        try makeDirectory(elsewhere)
+        try renderShards(ShardCase(), numbers: [1], of: 3, parts: parts, folder: folder)
+        let cells = parts + "/" + (try #require(listNames(parts).first { $0.hasPrefix(".cells-") }))
+        #expect(removeTree(cells))
+        #expect(symlink(elsewhere, cells) == 0)
+        try renderShards(ShardCase(), numbers: [1, 2, 3], of: 3, parts: parts, folder: folder)
+        #expect(listNames(elsewhere).isEmpty, "\(listNames(elsewhere))")
+        _ = try ShardJoin.join(directory: parts)
+        let joined = treeContents(folder)
+        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+    }
 }
 
 /// What a test's helper thread returns.
