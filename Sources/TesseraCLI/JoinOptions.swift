@@ -77,7 +77,7 @@ public enum JoinCommand {
             }
             options.destinations.tiffPath = given.value
         },
-        Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear, each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
+        Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear (one still being copied in, once it ends), each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
             options.waitSeconds = Double(try given.integer(1...604_800))
         },
         Option("--workers", value: "N", help: "Threads encoding the pyramid's lowest levels, the join's only encoding (default: the number of cores).") { options, given throws(CommandLineError) in

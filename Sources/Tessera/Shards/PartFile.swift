@@ -297,6 +297,20 @@ final class PartReader {
 
     deinit { file.close() }
 
+    /// Whether `path` is a regular file that does not (yet) end as a part does: a part still
+    /// being copied in (cp or scp write it front to back; a shard's own appear whole, by
+    /// rename). A join that waits for parts waits for such a one to end.
+    static func lacksItsEnd(_ path: String) -> Bool {
+        guard let (file, info) = try? FileDescriptor.openRegularFileForReading(path) else { return false }
+        defer { file.close() }
+        let size = Int64(info.st_size), magic = PartFormat.endMagic
+        guard size >= Int64(magic.count) else { return true }
+        var end = [UInt8](repeating: 0, count: magic.count)
+        let read = end.withUnsafeMutableBytes { raw in Result { () throws(TesseraError) in try file.readAll(into: raw, at: size - Int64(magic.count)) } }
+        guard case .success = read else { return false }
+        return end != magic
+    }
+
     /// The start magic: a part of another format version is named as such.
     private static func checkMagic(_ file: FileDescriptor, _ bad: (String) -> TesseraError) throws(TesseraError) {
         var start = [UInt8](repeating: 0, count: 8)

@@ -157,13 +157,24 @@ public enum ShardJoin {
     private static func waitForPart(in directory: String, number: Int?, count: Int?, fingerprint: String?, seconds: Double,
                                     memoryBytes: Int, cancellation: RenderCancellation?) throws(TesseraError) -> (number: Int, part: PartReader) {
         let deadline = monotonicSeconds() + seconds
+        var unfinished: TesseraError?  // a part still being copied in, as it last stood
         while true {
             try checkFolder(directory)
             let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
+            unfinished = nil
             for name in names {
                 if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
-                let part = try PartReader(path: directory + "/" + name, directory: directory,
+                let part: PartReader
+                do throws(TesseraError) {
+                    part = try PartReader(path: directory + "/" + name, directory: directory,
                                           indexBudget: IndexBudget(budgetBytes: memoryBytes, fraction: 4, heldBytes: 0))
+                } catch {
+                    // Not whole yet (copied in front to back): waited for, up to the deadline,
+                    // then refused with what is wrong with it.
+                    guard PartReader.lacksItsEnd(directory + "/" + name) else { throw error }
+                    unfinished = error
+                    continue
+                }
                 if let fingerprint, part.header["fingerprint"] != fingerprint || part.header["shards"] != count.map(String.init) {
                     throw .unusableParts(directory: directory, reason: "\(name) is a part of another render (fingerprint "
                                          + "\(part.header["fingerprint"] ?? "none"), not \(fingerprint) like the parts before): "
@@ -177,6 +188,7 @@ public enum ShardJoin {
             }
             if cancellation?.isCancelled == true { throw .cancelled }
             guard monotonicSeconds() < deadline else {
+                if let unfinished { throw unfinished }
                 let what = number.map { "shard \($0) of \(count!) has no part" } ?? "no part appeared"
                 throw .unusableParts(directory: directory, reason: "\(what) after waiting \(formatDecimal(seconds, places: 0)) s: "
                                      + "did that shard fail? run it again, then join again")

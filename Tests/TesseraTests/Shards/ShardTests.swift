@@ -477,6 +477,49 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
     }
 
+    /// A part copied in by hand (cp, scp: front to back) is seen before it ends: a waiting join
+    /// waits for its end instead of refusing it as truncated, and joins the same files; one
+    /// that never ends is refused as truncated when the wait runs out, not as missing.
+    @Test func aWaitingJoinWaitsForAPartStillBeingCopiedIn() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
+        let folder = scratch.file("out"), made = scratch.file("made"), parts = scratch.file("waiting")
+        _ = removeTree(folder)
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        try makeDirectory(made)
+        try makeDirectory(parts)
+        try renderShards(ShardCase(), numbers: [1, 2, 3], of: 3, parts: made, folder: folder)
+        let names = listNames(made).filter { $0.hasSuffix(ShardSpec.partExtension) }
+        try #require(names.count == 3)
+        let outcome = ThreadOutcome()
+        let joiner = try JoinableThread {
+            do { outcome.set(try ShardJoin.join(directory: parts, waitSeconds: 60)) } catch { outcome.fail("\(error)") }
+        }
+        for name in names {
+            let bytes = readBytes(made + "/" + name)
+            writeBytes(Array(bytes.prefix(bytes.count / 2)), to: parts + "/" + name)   // the first half, for a while
+            usleep(400_000)
+            writeBytes(bytes, to: parts + "/" + name)
+        }
+        joiner.join()
+        #expect(outcome.failure == nil, "\(outcome.failure ?? "")")
+        let joined = treeContents(folder)
+        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+
+        let stuck = scratch.file("stuck")
+        try makeDirectory(stuck)
+        let bytes = readBytes(made + "/" + names[0])
+        writeBytes(Array(bytes.prefix(bytes.count / 2)), to: stuck + "/" + names[0])
+        #expect {
+            _ = try ShardJoin.join(directory: stuck, waitSeconds: 1)
+        } throws: { error in
+            guard case TesseraError.unusableParts(_, let reason) = error else { return false }
+            return reason.contains("is truncated or not a part")
+        }
+    }
+
     /// A column of distinct photos: each shard decodes only the photos of its own band.
     @Test func aShardDecodesOnlyThePhotosItsBandShows() throws {
         let scratch = try ScratchDirectory()
