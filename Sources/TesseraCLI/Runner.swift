@@ -106,7 +106,8 @@ public struct Runner {
             }
             let started = monotonicSeconds()
             let console = self.console
-            let prepared = try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.plannedOutputs,
+            let prepared = try explainingDistance(settings, given: mosaic.minDistanceGiven) { () throws(TesseraError) in
+                try MosaicJob.prepare(library: library, mosaic: settings, settings: options.settings, outputs: options.plannedOutputs,
                                                  cancellation: cancellation, beforeAnalysis: { plan throws(TesseraError) in
                 // Free space before analysis and matching, which can take minutes.
                 if !options.dryRun {
@@ -117,6 +118,7 @@ public struct Runner {
                 let phase: Phase = step == .analysis ? .analysis : step == .target ? .target : .matching
                 if done == 0 { console.phase(phase) }
                 console.progress(phase, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
+            }
             }
             for failed in prepared.failed { console.photo(failed, placeholder: false) }
             if let error = prepared.indexNotSaved { console.warning("cannot save the feature index: \(error)") }
@@ -307,6 +309,26 @@ public struct Runner {
             return .failure(.badInput)
         }
         return .success(library)
+    }
+
+    /// Runs `body` (an adaptive mosaic's preparation); a budget refusal that the neighbour lists
+    /// of a given --min-distance account for most of is first said to be theirs: the budget
+    /// alone ("needs at least 6.0 GiB") does not say that the distance asked for it.
+    func explainingDistance<T>(_ mosaic: MosaicSettings, given: Bool,
+                               _ body: () throws(TesseraError) -> T) throws(TesseraError) -> T {
+        do {
+            return try body()
+        } catch {
+            if case .budgetTooSmall(let budget, _) = error, given, mosaic.adaptiveLevels > 0 {
+                let lists = MosaicJob.neighbourListBytes(mosaic)
+                if lists > budget / 2 {
+                    console.message("--min-distance \(mosaic.minDistance) px: each cell of this adaptive mosaic lists every cell "
+                                    + "within \(mosaic.minDistance) px, \(formatBytes(Int64(lists))) in all; "
+                                    + "a smaller --min-distance or a larger --min-cell needs less")
+                }
+            }
+            throw error
+        }
     }
 
     /// A mosaic's renderer. Its render is planned for the budget less what preparing left

@@ -111,6 +111,21 @@ import Testing
     /// A small PNG target of fine cells: the target is one cell of about 33 MiB, which the PNG
     /// decoder counted twice (the stored cell a photo that is not upright needs, besides the cell
     /// itself) and refused under 56 MiB, asking for 112 MiB, where a JPEG of it rendered.
+    /// A distance that reaches past thousands of small cells needs gigabytes of neighbour
+    /// lists: the refusal (exit 4) says that the distance is what asks for it, before the
+    /// budget it would need, and nothing is written.
+    @Test func aDistanceTooFarForTheBudgetIsNamed() {
+        let output = testRoot + "/adaptive-far.jpg"
+        let run = runTessera(["mosaic", "--target", fixtures + "/Landscape_1.jpg", MinUsesCLITests.library, "-o", output,
+                              "--adaptive", "--grid", "50x50", "--tile-size", "64", "--min-cell", "4", "--min-distance", "500",
+                              "--max-memory", "256M", "--cache-dir", testRoot + "/adaptive-cache", "--no-progress"])
+        #expect(run.status == 4, "\(run.output)")
+        #expect(run.output.contains("--min-distance 500 px: each cell of this adaptive mosaic lists every cell within 500 px")
+                && run.output.contains("a smaller --min-distance or a larger --min-cell needs less")
+                && run.output.contains("memory budget 256.0 MiB is too small"), "\(run.output)")
+        #expect(access(output, F_OK) != 0)
+    }
+
     @Test func aSmallPNGTargetOfFineCellsFitsTheBudget() {
         let folder = testRoot + "/adaptive-png-target"
         _ = system("rm -rf '\(folder)'; mkdir -p '\(folder)'")

@@ -430,6 +430,20 @@ public enum MosaicJob {
                                           unitHeight: max(1, mosaic.cellHeight >> levels))
     }
 
+    /// The part of `adaptiveBytes` the minimum distance decides (each cell lists every cell
+    /// nearer than it): a caller names it when it is what a refused budget is short of. 0 for
+    /// a grid, and when `rows` cannot be known (nil rows and no target read).
+    public static func neighbourListBytes(_ mosaic: MosaicSettings) -> Int {
+        let levels = mosaic.adaptiveLevels
+        guard levels > 0, mosaic.minDistance > 0, let rows = try? rows(for: mosaic) else { return 0 }
+        let cells = mosaic.adaptiveCellCount(rows: rows)
+        return CellNeighbours.plannedBytes(cells: cells, unitCells: (mosaic.columns << levels) * (rows << levels),
+                                           minDistance: mosaic.minDistance, unitWidth: max(1, mosaic.cellWidth >> levels),
+                                           unitHeight: max(1, mosaic.cellHeight >> levels))
+            - CellNeighbours.plannedBytes(cells: cells, unitCells: (mosaic.columns << levels) * (rows << levels),
+                                          minDistance: 0, unitWidth: 1, unitHeight: 1)
+    }
+
     /// What the match looks like against the target while both features are at hand: the
     /// colour difference (CIEDE2000), the pictures too small for the cell, the cells that
     /// break a rule. Holds the cells'
