@@ -592,6 +592,16 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         marked.reseal()
         marked.write(to: part(folder, k))
         expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part's segment of stripe", "holds a marker (0xFF 0xD9)"])
+        // A segment emptied, its bytes given to the record after it (checksums recomputed):
+        // shorter than its blocks can be coded in.
+        var emptied = original[k - 1]
+        let next = try #require((0..<emptied.recordCount).first { emptied.record64($0, 16) == emptied.record64(segment, 16) + emptied.record64(segment, 24) })
+        emptied.setRecord64(next, 16, emptied.record64(segment, 16))
+        emptied.setRecord64(next, 24, emptied.record64(next, 24) + emptied.record64(segment, 24))
+        emptied.setRecord64(segment, 24, 0)
+        emptied.reseal()
+        emptied.write(to: part(folder, k))
+        expectRefused(folder, saying: ["part-000\(k)-of-0003.tessera-part holds a segment of stripe", "of 0 bytes, fewer than the"])
         original[k - 1].write(to: part(folder, k))
 
         let p = try #require((1...3).first { original[$0 - 1].firstRecord(kind: 8) != nil })

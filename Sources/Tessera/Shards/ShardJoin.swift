@@ -316,6 +316,19 @@ private struct Joiner {
     /// The most bytes a JPEG stripe's segment can hold (a stripe's pixels at the worst case of
     /// baseline JPEG, as a tile's bound).
     private var maxSegmentBytes: UInt64 = 0
+    private var segmentStripeHeight = 0
+
+    /// The fewest bytes stripe `stripe`'s segment can hold: every block of its MCUs costs at
+    /// least two bits (a DC code and an end of block, each a bit or more), and a segment ends on
+    /// a byte. An empty or cut segment (checksums recomputed) would join into a picture that
+    /// decoders warn about; it is refused.
+    private func minimumSegmentBytes(stripe: Int) -> UInt64 {
+        let factors = subsampling.lumaFactors
+        let mcuWidth = 8 * Int(factors.h), mcuHeight = 8 * Int(factors.v)
+        let top = stripe * segmentStripeHeight, rows = max(0, min(summary.height, top + segmentStripeHeight) - top)
+        let mcus = UInt64((summary.width + mcuWidth - 1) / mcuWidth) * UInt64((rows + mcuHeight - 1) / mcuHeight)
+        return (mcus * UInt64(Int(factors.h * factors.v) + 2) * 2 + 7) / 8
+    }
     // The outputs, once begun.
     private var jpegOutput: AtomicOutputFile?
     private var zoomOutput: DeepZoomOutput?
@@ -377,6 +390,7 @@ private struct Joiner {
             let stripeHeight = Int(header["stripe-height"] ?? "") ?? 0
             guard stripeHeight > 0, stripeHeight <= height else { throw bad("\(name) gives stripes of \(stripeHeight) rows for \(height) rows") }
             maxSegmentBytes = UInt64(width) * UInt64(stripeHeight) * 24 + (1 << 20)
+            segmentStripeHeight = stripeHeight
         }
         zoomPath = namedZoom
         if zoomPath != nil {
@@ -570,6 +584,10 @@ private struct Joiner {
                     guard record.length <= maxSegmentBytes else {
                         throw bad("\(name) holds a segment of stripe \(stripe) of \(record.length) bytes, more than a stripe of this picture can be: "
                                   + "it is damaged or not a part")
+                    }
+                    guard record.length >= minimumSegmentBytes(stripe: stripe) else {
+                        throw bad("\(name) holds a segment of stripe \(stripe) of \(record.length) bytes, fewer than the "
+                                  + "\(minimumSegmentBytes(stripe: stripe)) its blocks take at the least: it is damaged or not a part")
                     }
                     guard stripe >= owned.0, stripe < owned.1 else {
                         throw bad("\(name) holds stripe \(stripe), outside its own band (stripes \(owned.0)..<\(owned.1)): it is damaged or not a part")
