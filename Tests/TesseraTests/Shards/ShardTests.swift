@@ -452,16 +452,31 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
     }
 }
 
+/// The single-process render's files, and the output folder emptied again (with its zoom
+/// folder) for the shards' join to write into.
+func referenceAndEmptyOutputs(in scratch: ScratchDirectory) throws -> (whole: [String: [UInt8]], folder: String) {
+    let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
+    let folder = scratch.file("out")
+    _ = removeTree(folder)
+    try makeDirectory(folder)
+    try makeDirectory(folder + "/zoom")
+    return (whole, folder)
+}
+
+/// Every file of `whole` is in `folder` with the same bytes, and no other.
+func expectSameFiles(_ folder: String, as whole: [String: [UInt8]]) {
+    let joined = treeContents(folder)
+    #expect(Set(joined.keys) == Set(whole.keys))
+    for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+}
+
 @Suite struct ShardSharingTests {
     /// A join started before the shards takes each part as it appears: the same files.
     @Test func aJoinStartedFirstWaitsForThePartsInOrder() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
-        let folder = scratch.file("out"), parts = scratch.file("waiting")
-        _ = removeTree(folder)
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
+        let (whole, folder) = try referenceAndEmptyOutputs(in: scratch)
+        let parts = scratch.file("waiting")
         try makeDirectory(parts)
         let outcome = ThreadOutcome()
         let joiner = try JoinableThread {
@@ -472,9 +487,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         joiner.join()
         #expect(outcome.failure == nil, "\(outcome.failure ?? "")")
         #expect(outcome.summary?.shards == 3)
-        let joined = treeContents(folder)
-        #expect(Set(joined.keys) == Set(whole.keys))
-        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+        expectSameFiles(folder, as: whole)
     }
 
     /// A part copied in by hand (cp, scp: front to back) is seen before it ends: a waiting join
@@ -483,11 +496,8 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
     @Test func aWaitingJoinWaitsForAPartStillBeingCopiedIn() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
-        let folder = scratch.file("out"), made = scratch.file("made"), parts = scratch.file("waiting")
-        _ = removeTree(folder)
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
+        let (whole, folder) = try referenceAndEmptyOutputs(in: scratch)
+        let made = scratch.file("made"), parts = scratch.file("waiting")
         try makeDirectory(made)
         try makeDirectory(parts)
         try renderShards(ShardCase(), numbers: [1, 2, 3], of: 3, parts: made, folder: folder)
@@ -505,8 +515,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         }
         joiner.join()
         #expect(outcome.failure == nil, "\(outcome.failure ?? "")")
-        let joined = treeContents(folder)
-        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+        expectSameFiles(folder, as: whole)
 
         let stuck = scratch.file("stuck")
         try makeDirectory(stuck)
@@ -573,11 +582,8 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
     @Test func cellsSomeoneElsePlacedAreNeverTrusted() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
-        let folder = scratch.file("out"), parts = scratch.file("parts")
-        _ = removeTree(folder)
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
+        let (whole, folder) = try referenceAndEmptyOutputs(in: scratch)
+        let parts = scratch.file("parts")
         try makeDirectory(parts)
         try renderShards(ShardCase(), numbers: [1], of: 3, parts: parts, folder: folder)
         let cells = parts + "/" + (try #require(listNames(parts).first { $0.hasPrefix(".cells-") }))
@@ -598,9 +604,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         #expect(mkfifo(lock, 0o644) == 0)
         try renderShards(ShardCase(), numbers: [2, 3], of: 3, parts: parts, folder: folder)
         _ = try ShardJoin.join(directory: parts)
-        let joined = treeContents(folder)
-        #expect(Set(joined.keys) == Set(whole.keys))
-        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+        expectSameFiles(folder, as: whole)
     }
 
     /// A `.cells-` folder that is a symlink to another folder: nothing is read from it or
@@ -608,11 +612,8 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
     @Test func aCellsFolderThatIsASymlinkIsNotUsed() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let (whole, _) = try renderBothWays(ShardCase(), shards: 1, in: scratch)
-        let folder = scratch.file("out"), parts = scratch.file("parts"), elsewhere = scratch.file("elsewhere")
-        _ = removeTree(folder)
-        try makeDirectory(folder)
-        try makeDirectory(folder + "/zoom")
+        let (whole, folder) = try referenceAndEmptyOutputs(in: scratch)
+        let parts = scratch.file("parts"), elsewhere = scratch.file("elsewhere")
         try makeDirectory(parts)
         try makeDirectory(elsewhere)
         try renderShards(ShardCase(), numbers: [1], of: 3, parts: parts, folder: folder)
@@ -622,8 +623,7 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         try renderShards(ShardCase(), numbers: [1, 2, 3], of: 3, parts: parts, folder: folder)
         #expect(listNames(elsewhere).isEmpty, "\(listNames(elsewhere))")
         _ = try ShardJoin.join(directory: parts)
-        let joined = treeContents(folder)
-        for (name, bytes) in whole where joined[name] != bytes { Issue.record("\(name) differs") }
+        expectSameFiles(folder, as: whole)
     }
 }
 
