@@ -24,10 +24,11 @@
 //
 // What libjpeg refuses is refused here too, with TESSERA_JPEG_ERROR (a placeholder, not a
 // fallback): progressive scan parameters out of range, an interleaved MCU over 10 blocks,
-// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has. Data that
-// ends early (a truncated file, a marker where data should be) is handed back to libjpeg
-// (TESSERA_JPEG_UNSUPPORTED), which draws such a photo as far as its data goes
-// (tessera_jpeg_decoder_allow_early_end), so that the two never differ on where it stops.
+// fractional sampling; and a DC difference over 11 bits, which 8-bit data never has. A file that
+// ends early (a cut file) is drawn as far as its data goes, as libjpeg draws it with
+// tessera_jpeg_decoder_allow_early_end: the blocks after the one the data ran out in are left
+// as earlier scans made them (data_stopped). A marker where data should be, a second stop, or an
+// end inside a marker segment is handed back to libjpeg (TESSERA_JPEG_UNSUPPORTED), which decides.
 //
 // Written from ITU T.81 (Annex F and G) and libjpeg.txt; the Huffman lookup scheme is the
 // usual lookahead table plus per-length limits (T.81 F.2.2.3).
@@ -63,6 +64,7 @@ typedef struct {
     int dc_quant;              // the DC quantiser, latched at the component's first scan
     int latched;
     int8_t coefficient_bits[64]; // Al of the last scan of each coefficient, -1 before its first (progressive)
+    int ac_known_before_scan;  // one of AC 1-9 had begun before the latest scan (see check_ended_as_libjpeg_draws)
     int blocks_w, blocks_h;    // the component's own block grid
     int padded_w, padded_h;    // rounded up to whole MCUs (interleaved scans code these blocks)
     int prediction;            // DC predictor within a scan
@@ -91,6 +93,7 @@ struct tessera_dc_decoder {
     int bit_count, padding;
     int marker;                // a marker found in the data, not yet handled (0: none; -1: end of file)
     int overrun;               // padding was consumed: the scan's data ended early
+    int stopped_early;         // the file ended before the picture did (drawn as far as it goes)
 
     huffman_table dc_tables[4], ac_tables[4];
     int quant_dc[4], quant_defined[4], quant_low[4][3];
@@ -499,6 +502,29 @@ static inline int next_mcu(tessera_dc_decoder *d, const scan_header *scan, int *
 
 static void count_work(tessera_dc_decoder *d, const scan_header *scan);
 
+/// A scan's data ran out before its last block (the blocks after the one it ran out in are not
+/// decoded: they keep what earlier scans gave them, nothing in the first, so grey). At the end
+/// of the file (a cut file), once, the picture is drawn as far as it goes, as libjpeg draws it
+/// (tessera_jpeg.c); a marker in the data, or a second stop, is handed to libjpeg.
+static void data_stopped(tessera_dc_decoder *d) {
+    if (d->marker != -1 || d->stopped_early) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
+    d->stopped_early = 1;
+}
+
+/// A cut file's picture is libjpeg's only where libjpeg does not smooth it: its block smoothing
+/// estimates a component's DC from its neighbours' while none of AC coefficients 1-9 has begun,
+/// and past the cut it goes by the scans before the one cut (libjpeg-turbo's jdcoefct.c; a
+/// complete file never meets either). A file cut before every component had such a scan behind
+/// it is handed to libjpeg.
+static void check_ended_as_libjpeg_draws(tessera_dc_decoder *d) {
+    if (!d->progressive) return;
+    for (int i = 0; i < d->component_count; i++) {
+        if (!d->components[i].ac_known_before_scan) {
+            unsupported(d, "ends before every component's AC scans began (libjpeg smooths such a picture)");
+        }
+    }
+}
+
 static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
     count_work(d, scan);
     dc_component *c = scan->components[0];
@@ -511,10 +537,10 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
     unsigned eob_run = 0;
     int ss = scan->ss, se = scan->se, al = scan->al;
     int positive = 1 << al, negative = -(1 << al);
-    for (int by = 0; by < c->blocks_h; by++) {
+    for (int by = 0; by < c->blocks_h && !d->overrun; by++) {
         if ((by & 15) == 0) check_cancelled(d);
         low_block *row = low_rows(d, c, by, 1);
-        for (int bx = 0; bx < c->blocks_w; bx++) {
+        for (int bx = 0; bx < c->blocks_w && !d->overrun; bx++) {
             if (next_mcu(d, scan, &restarts_left)) eob_run = 0;
             low_block *block = &row[bx];
             if (scan->ah == 0) {
@@ -588,7 +614,7 @@ static void decode_ac_scan(tessera_dc_decoder *d, const scan_header *scan) {
             }
         }
     }
-    if (d->overrun) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
+    if (d->overrun) data_stopped(d);
     reset_bits(d);
     if (d->marker == 0) d->marker = find_marker(d, 1);
 }
@@ -668,17 +694,17 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
     if (scan->count == 1) {
         // Non-interleaved: the component's own block grid, one block an MCU (T.81 A.2.2).
         dc_component *c = scan->components[0];
-        for (int by = 0; by < c->blocks_h; by++) {
+        for (int by = 0; by < c->blocks_h && !d->overrun; by++) {
             if ((by & 15) == 0) check_cancelled(d);
             int16_t *row = plane_row(d, c, by, 1);
             low_block *low_row = !d->progressive && c->reduced ? low_rows(d, c, by, 1) : NULL;
-            for (int bx = 0; bx < c->blocks_w; bx++) {
+            for (int bx = 0; bx < c->blocks_w && !d->overrun; bx++) {
                 next_mcu(d, scan, &restarts_left);
                 decode_block(d, scan, 0, &row[bx], low_row != NULL ? &low_row[bx] : NULL);
             }
         }
     } else {
-        for (int my = 0; my < d->mcus_y; my++) {
+        for (int my = 0; my < d->mcus_y && !d->overrun; my++) {
             check_cancelled(d);
             int16_t *rows[4];
             low_block *lows[4];
@@ -687,7 +713,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
                 rows[i] = plane_row(d, c, my * c->v, c->v);
                 lows[i] = !d->progressive && c->reduced ? low_rows(d, c, my * c->v, c->v) : NULL;
             }
-            for (int mx = 0; mx < d->mcus_x; mx++) {
+            for (int mx = 0; mx < d->mcus_x && !d->overrun; mx++) {
                 next_mcu(d, scan, &restarts_left);
                 for (int i = 0; i < scan->count; i++) {
                     dc_component *c = scan->components[i];
@@ -701,7 +727,7 @@ static void decode_scan(tessera_dc_decoder *d, const scan_header *scan) {
             }
         }
     }
-    if (d->overrun) unsupported(d, "image data ends early (truncated or corrupt JPEG)");
+    if (d->overrun) data_stopped(d);
     reset_bits(d);
     // The next marker: found by the bit reader already, or after the scan's last bits.
     if (d->marker == 0) d->marker = find_marker(d, 1);
@@ -732,6 +758,12 @@ static void check_scan(tessera_dc_decoder *d, const scan_header *scan) {
         snprintf(message, sizeof message, "invalid progressive scan (Ss=%d Se=%d Ah=%d Al=%d), which libjpeg refuses",
                  scan->ss, scan->se, scan->ah, scan->al);
         fail_with(d, TESSERA_JPEG_ERROR, message);
+    }
+    for (int i = 0; i < d->component_count; i++) {
+        const int8_t *bits = d->components[i].coefficient_bits;
+        int known = 0;
+        for (int k = 1; k <= 9; k++) known |= bits[k] >= 0;
+        d->components[i].ac_known_before_scan = known;
     }
     for (int i = 0; i < scan->count; i++) {
         int8_t *bits = scan->components[i]->coefficient_bits;
@@ -812,7 +844,15 @@ int tessera_dc_decode(tessera_dc_decoder *d) {
     for (;;) {
         int code = d->marker != 0 ? d->marker : find_marker(d, 0);
         d->marker = 0;
-        if (code < 0) unsupported(d, "file ends early (truncated JPEG)");
+        if (code < 0) {
+            // The file ended after a scan was cut short, or between or inside scans whose data is
+            // skipped: drawn from the scans so far, as libjpeg draws it. Before any scan: handed
+            // to libjpeg, which refuses it.
+            if (d->scans == 0) unsupported(d, "file ends early (truncated JPEG)");
+            d->stopped_early = 1;
+            check_ended_as_libjpeg_draws(d);
+            code = 0xD9;
+        }
         switch (code) {
         case 0xC0: case 0xC1: read_frame(d, 0); break;
         case 0xC2: read_frame(d, 1); break;
@@ -982,6 +1022,8 @@ uint64_t tessera_dc_plane_bytes(const tessera_dc_decoder *d) { return d->plane_b
 const char *tessera_dc_message(const tessera_dc_decoder *d) { return d->message; }
 
 int tessera_dc_source_failed(const tessera_dc_decoder *d) { return d->source_failed; }
+
+int tessera_dc_ended_early(const tessera_dc_decoder *d) { return d->stopped_early; }
 
 void tessera_dc_destroy(tessera_dc_decoder *d) {
     if (d == NULL) return;

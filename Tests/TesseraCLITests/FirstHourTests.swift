@@ -62,6 +62,19 @@ private func scratch(_ name: String) -> String {
         #expect(access(directory + "/s.jpg", F_OK) != 0)
     }
 
+    /// A mosaic's target cut short is refused (exit 3), not rebuilt with its missing part grey:
+    /// the mosaic would copy the grey.
+    @Test func aCutTargetIsRefused() throws {
+        let directory = scratch("cut-target")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let whole = readFile(fixtures + "/Landscape_1.jpg")
+        writeFile(Array(whole.prefix(whole.count * 6 / 10)), to: directory + "/cut.jpg")
+        let run = runTessera(["mosaic", "--target", directory + "/cut.jpg", fixtures, "-o", directory + "/m.jpg",
+                              "--cache-dir", directory + "/cache", "--no-progress"])
+        #expect(run.status == 3 && run.output.contains("cut.jpg") && run.output.contains("file ends early"), "\(run.output)")
+        #expect(access(directory + "/m.jpg", F_OK) != 0)
+    }
+
     /// The fixtures hold two distinct pictures, too few for the default distance of 1: with no
     /// flag the mosaic renders all the same, says why identical photos touch, and its last line
     /// names the output and the whole run's time. Asking for the distance keeps it a refusal.

@@ -102,6 +102,14 @@ public struct CellDecoder: Sendable {
         try decode(file: PathBytes(path), into: cell)
     }
 
+    /// A picture that must be whole (a mosaic's target, a viewer's preview of a photo): one
+    /// whose data ends early is refused, as unreadable, instead of drawn in part.
+    public func decodeWhole(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let notes = try decode(file: file, into: cell)
+        if let missing = notes.incomplete { throw .unreadablePhoto(path: file.display, reason: missing) }
+        return notes
+    }
+
     /// The same for a path given as bytes (a photo's `file`: any name the kernel allows).
     public func decode(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         precondition(cell.count >= cellBytes)

@@ -142,7 +142,7 @@ public enum MosaicAnalysis {
                                   cancellation: cancellation)
         var pixels = [UInt8](repeating: 0, count: decoder.cellBytes)
         try pixels.withUnsafeMutableBytes { bytes in
-            Result { () throws(TesseraError) in _ = try decoder.decode(path: path, into: bytes) }
+            Result { () throws(TesseraError) in _ = try decoder.decodeWhole(file: PathBytes(path), into: bytes) }
         }.get()
         var features = [Float](repeating: 0, count: columns * rows * k * k * 3)
         for row in 0..<rows {

@@ -400,7 +400,7 @@ public enum MosaicJob {
         let decoder = CellDecoder(cellWidth: width, cellHeight: height, budget: budget, cancellation: cancellation)
         var pixels = [UInt8](repeating: 0, count: decoder.cellBytes)
         try pixels.withUnsafeMutableBytes { bytes in
-            Result { () throws(TesseraError) in _ = try decoder.decode(path: mosaic.targetPath, into: bytes) }
+            Result { () throws(TesseraError) in _ = try decoder.decodeWhole(file: PathBytes(mosaic.targetPath), into: bytes) }
         }.get()
         // The split weighs what the library can show: a sample of it, evenly spread over the store.
         var sample: [Float] = []

@@ -7,13 +7,14 @@ import TesseraTestSupport
 
 @Suite struct PhotoPreviewTests {
     /// Three readable photos and one that fails while it is drawn, in a grid that draws each twice.
-    private func previews(in scratch: ScratchDirectory, failedInRender: @escaping @Sendable (Int) -> Bool) throws
+    private func previews(in scratch: ScratchDirectory, broken breaking: ([UInt8]) -> [UInt8] = JPEGFile.failingInItsScan,
+                          failedInRender: @escaping @Sendable (Int) -> Bool) throws
         -> (made: [Int], counts: (made: Int, unreadable: Int, missed: [SkippedPhoto])) {
         var photos = try PhotoLibrary.scan(["Landscape_1", "Portrait_3", "Landscape_6"].map { "\(fixturesDirectory)/orientation/\($0).jpg" })
             .photos.map { $0 }
         let broken = scratch.file("broken.jpg")
         let bytes = readBytes(photos[0].path)
-        writeBytes(JPEGFile.failingInItsScan(bytes), to: broken)
+        writeBytes(breaking(bytes), to: broken)
         photos.append(Photo(path: broken, header: photos[0].header))
         let layout = CellLayout(columns: 4, rows: 2, cellWidth: 20, cellHeight: 20, repeating: [0, 1, 2, 3])
         var previews = PhotoPreviews(photos: PhotoTable(photos), layout: layout, longSide: 96, quality: 80, subsampling: .s420,
@@ -36,6 +37,17 @@ import TesseraTestSupport
         // The broken photo, which the render (here) drew: named, with why.
         #expect(result.counts.missed.map(\.path) == [scratch.path + "/broken.jpg"] && result.counts.missed[0].reason.isEmpty == false,
                 "\(result.counts.missed)")
+    }
+
+    /// A photo cut short is drawn as far as it goes in its cell, but has no preview (a larger
+    /// picture of it would show the grey it lacks): named, with why.
+    @Test func aCutPhotoHasNoPreview() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let result = try previews(in: scratch, broken: { Array($0.prefix($0.count * 8 / 10)) }) { _ in false }
+        #expect(result.made == [0, 1, 2])
+        #expect(result.counts.missed.map(\.path) == [scratch.path + "/broken.jpg"]
+                && result.counts.missed[0].reason.contains("file ends early"), "\(result.counts.missed)")
     }
 
     /// A photo the render failed to read is not decoded again: here a readable one marked so

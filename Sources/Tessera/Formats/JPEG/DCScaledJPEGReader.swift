@@ -75,6 +75,9 @@ final class DCScaledJPEGReader {
     /// Makes the decode fail soon after `flag` is raised (RenderCancellation.flag).
     func setCancelFlag(_ flag: UnsafeMutablePointer<Int32>) { tessera_dc_set_cancel_flag(decoder, flag) }
 
+    /// Whether the file ended before the picture did (drawn as far as its data goes).
+    var endedEarly: Bool { tessera_dc_ended_early(decoder) != 0 }
+
     /// The DC planes' size in bytes (known once the frame header was read).
     var planeBytes: Int { Int(tessera_dc_plane_bytes(decoder)) }
 

@@ -83,7 +83,9 @@ extension CellDecoder {
                 guard case .decoded(let width, let height) = try dc.decode() else { return nil }
                 try draw({ buffer, stride, count throws(TesseraError) in try dc.readRows(into: buffer, stride: stride, maxRows: count) },
                          3, (width, height))
-                return notes(conversion, method: .dcOnly(spilled: dc.spilled))
+                var result = notes(conversion, method: .dcOnly(spilled: dc.spilled))
+                if dc.endedEarly { result.noteEndedEarly(progressive: true) }
+                return result
             }
             if let done { return done }
             // Declined (a kind of file it does not handle, or data it finds corrupt): libjpeg
@@ -101,14 +103,8 @@ extension CellDecoder {
                      reader.outputComponents, output)
             let warnings = reader.warnings
             var result = notes(conversion, method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
-            if reader.endedEarly {
-                // Drawn first: the warning the user sees for such a photo is this one.
-                let missing = "file ends early (truncated or damaged JPEG)"
-                result.incomplete = missing
-                result.warningCount += 1
-                result.firstWarning = missing + (header.isProgressive ? ": drawn from the part that was read, less sharp"
-                                                                      : ": drawn as far as it goes, the rest grey")
-            }
+            // Drawn first: the warning the user sees for such a photo is this one.
+            if reader.endedEarly { result.noteEndedEarly(progressive: header.isProgressive) }
             if warnings.count > 0 {
                 result.warningCount += warnings.count
                 if result.firstWarning.isEmpty { result.firstWarning = warnings.first }
@@ -158,5 +154,16 @@ extension PhotoHeader {
         let needed = max(Double(cellAcross) / Double(width), Double(cellDown) / Double(height))
         let numerator = Int((needed * 8).rounded(.up))
         return Int(clamping: numerator <= 1 && !isArithmetic && colorModel != .cmyk ? dcDecoderBytes : coefficientBytes)
+    }
+}
+
+extension DecodeNotes {
+    /// A JPEG drawn as far as its data goes: incomplete (a strict run refuses it), with the
+    /// warning that says how it was drawn.
+    mutating func noteEndedEarly(progressive: Bool) {
+        let missing = "file ends early (truncated or damaged JPEG)"
+        incomplete = missing
+        warningCount += 1
+        firstWarning = missing + (progressive ? ": drawn from the part that was read, less sharp" : ": drawn as far as it goes, the rest grey")
     }
 }

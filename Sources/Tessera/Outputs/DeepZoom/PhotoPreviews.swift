@@ -158,7 +158,7 @@ struct PhotoPreviews: Sendable {
         if pixels.count < sized.cellBytes { pixels = [UInt8](repeating: 0, count: sized.cellBytes) }
         do throws(TesseraError) {
             try pixels.withUnsafeMutableBytes { raw in
-                Result { () throws(TesseraError) in _ = try sized.decode(file: photo.file, into: raw) }
+                Result { () throws(TesseraError) in _ = try sized.decodeWhole(file: photo.file, into: raw) }
             }.get()
         } catch {
             if case .cancelled = error { throw error }
