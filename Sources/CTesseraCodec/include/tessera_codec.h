@@ -85,8 +85,9 @@ int tessera_dc_read_rows(tessera_dc_decoder *d, uint8_t *rows, size_t stride, in
 const char *tessera_dc_message(const tessera_dc_decoder *d);
 int tessera_dc_source_failed(const tessera_dc_decoder *d);
 
-/// Whether the file ended before the picture did: drawn as far as its data goes (after a
-/// successful tessera_dc_decode).
+/// Whether the file ended before the picture did: 0 no; 1 drawn as far as its data goes, as
+/// libjpeg draws it; 2 the same, cut before libjpeg would have its AC scans (it smooths the DC
+/// values there; this does not). After a successful tessera_dc_decode.
 int tessera_dc_ended_early(const tessera_dc_decoder *d);
 void tessera_dc_destroy(tessera_dc_decoder *d);
 

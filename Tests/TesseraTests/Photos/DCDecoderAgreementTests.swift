@@ -174,10 +174,10 @@ private func scanScripts(components: Int) -> [(name: String, interleaved: Bool, 
     }
 }
 
-/// Cut files: a progressive photo cut once every component's AC scans have begun is drawn by
-/// the DC decoder itself, as libjpeg draws the cut file (djpeg -scale 1/8 of it is the oracle):
-/// the blocks before the cut from every scan that reached them, the rest from the scans before.
-/// One cut earlier is handed to libjpeg, which smooths its DC values. Handed to libjpeg instead, such a file took 5 to 20 times as long at 1/8 and
+/// Cut files: a progressive photo cut anywhere after its first scan began is drawn by the DC
+/// decoder itself, as libjpeg draws the cut file (djpeg -scale 1/8 of it is the oracle): the
+/// blocks before the cut from every scan that reached them, the rest from the scans before.
+/// (Cut before every component's AC scans began, libjpeg smooths the DC values: a few levels.) Handed to libjpeg instead, such a file took 5 to 20 times as long at 1/8 and
 /// spilled up to 827 MB of coefficients for a 48 MP photo (a helper measured it).
 @Suite struct DCDecoderCutFileTests {
     @Test(arguments: ["2x2,1x1,1x1", "1x1,1x1,1x1", "grey"])
@@ -191,7 +191,7 @@ private func scanScripts(components: Int) -> [(name: String, interleaved: Bool, 
         #expect(runTool(["jpegtran", "-progressive", base], stdout: whole) == 0)
         let bytes = readBytes(whole)
         let firstScan = try #require((0..<(bytes.count - 1)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
-        var drawnHere = 0
+        var drawnExactly = 0
         for eighth in 1...7 {
             let cut = firstScan + 40 + (bytes.count - firstScan - 40) * eighth / 8
             let path = scratch.file("cut-\(eighth).jpg"), oracle = scratch.file("cut-\(eighth).ppm")
@@ -200,31 +200,38 @@ private func scanScripts(components: Int) -> [(name: String, interleaved: Bool, 
             let expected = try #require(readPPM(oracle))
             let decoded = try decodeWithDCDecoder(path)
             let (_, notes) = try tileAtOneEighth(path, width: 80, height: 60)
-            #expect(notes.incomplete != nil, "\(layout), cut at \(eighth)/8: \(notes)")
-            guard let image = decoded.image else {
-                // Cut before a component's AC scans began: libjpeg smooths its DC values, so
-                // libjpeg draws it.
-                #expect(decoded.declined?.contains("AC scans began") == true, "\(layout), cut at \(eighth)/8: \(decoded.declined ?? "")")
-                #expect(notes.method != .dcOnly(spilled: false), "\(layout), cut at \(eighth)/8")
-                continue
-            }
-            drawnHere += 1
-            #expect(notes.method == .dcOnly(spilled: false), "\(layout), cut at \(eighth)/8: \(notes.method)")
+            #expect(notes.incomplete != nil && notes.method == .dcOnly(spilled: false), "\(layout), cut at \(eighth)/8: \(notes)")
+            let image = try #require(decoded.image, "\(layout), cut at \(eighth)/8: handed to libjpeg: \(decoded.declined ?? "")")
             try #require(image.width == expected.width && image.height == expected.height)
             // Before the cut, as exact as a whole file (4:2:0 chroma within 0.6 levels); past it
             // within a level or two (libjpeg goes on smoothing the blocks the cut scan did not
             // reach, by the scans before it), but for the blocks where the data ran out: which
-            // MCU gets the zeros libjpeg pads with can differ by one.
+            // MCU gets the zeros libjpeg pads with can differ by one. Cut before every
+            // component's AC scans began, libjpeg smooths the DC values themselves: a few levels.
             let difference = meanAbsoluteDifference(image, expected)
             let far = (0..<(image.width * image.height)).filter { i in
                 (0..<3).contains { abs(Int(image.pixels[3 * i + $0]) - Int(expected.pixels[3 * i + $0])) > 4 }
             }
-            #expect(difference <= 0.6 && far.count <= 8,
-                    "\(layout), cut at \(eighth)/8: mean difference \(difference), \(far.count) pixels over 4 levels apart")
+            if try endsWhereLibjpegSmooths(path) {
+                #expect(difference <= 3, "\(layout), cut at \(eighth)/8 (smoothed by libjpeg): mean difference \(difference)")
+            } else {
+                drawnExactly += 1
+                #expect(difference <= 0.6 && far.count <= 8,
+                        "\(layout), cut at \(eighth)/8: mean difference \(difference), \(far.count) pixels over 4 levels apart")
+            }
         }
-        // Most cuts (all past the first AC scan of every component) keep the fast path.
-        #expect(drawnHere >= 4, "\(layout): \(drawnHere) of 7 cuts drawn by the DC decoder")
+        // Most cuts come after every component's first AC scan (jpegtran's progression).
+        #expect(drawnExactly >= 4, "\(layout): \(drawnExactly) of 7 cuts where libjpeg does not smooth")
     }
+}
+
+/// Whether the DC decoder finds `path` cut before every component's AC scans began.
+private func endsWhereLibjpegSmooths(_ path: String) throws -> Bool {
+    let reader = try ScaledJPEGReader(path: path, decoderMemoryBytes: 64 << 20)
+    let header = try reader.readHeader()
+    let dc = try reader.dcReader(memoryLimitBytes: 64 << 20, spillDirectory: temporaryRoot, storedRGB: header.storedRGB)
+    _ = try dc.decode()
+    return dc.endedWhereLibjpegSmooths
 }
 
 /// `image` in grey (the luma cjpeg would compute is not needed: any grey picture will do).

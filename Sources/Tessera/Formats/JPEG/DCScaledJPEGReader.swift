@@ -78,6 +78,10 @@ final class DCScaledJPEGReader {
     /// Whether the file ended before the picture did (drawn as far as its data goes).
     var endedEarly: Bool { tessera_dc_ended_early(decoder) != 0 }
 
+    /// Whether it ended before every component's AC scans had begun, where libjpeg smooths the
+    /// DC values (a few levels apart from this decoder's, which are as the file holds them).
+    var endedWhereLibjpegSmooths: Bool { tessera_dc_ended_early(decoder) == 2 }
+
     /// The DC planes' size in bytes (known once the frame header was read).
     var planeBytes: Int { Int(tessera_dc_plane_bytes(decoder)) }
 
