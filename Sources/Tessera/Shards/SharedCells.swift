@@ -128,34 +128,13 @@ final class SharedCells: CellSource, @unchecked Sendable {
     private func read(_ photo: Int, into bytes: UnsafeMutableRawBufferPointer) -> Bool {
         let (descriptor, size) = openRegular(name(photo), O_RDONLY)
         guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        guard size == bytes.count + 4 else { return false }
+        let file = FileDescriptor(rawValue: descriptor, path: directory + "/" + name(photo))
+        defer { file.close() }
         var trailer: UInt32 = 0
-        guard readAll(descriptor, bytes.baseAddress!, bytes.count),
-              withUnsafeMutableBytes(of: &trailer, { readAll(descriptor, $0.baseAddress!, 4) }) else { return false }
+        guard size == bytes.count + 4, (try? file.readAll(into: bytes, at: 0)) != nil,
+              (try? withUnsafeMutableBytes(of: &trailer, { (raw) throws(TesseraError) in try file.readAll(into: raw, at: Int64(bytes.count)) })) != nil
+        else { return false }
         return UInt32(littleEndian: trailer) == CRC32C.checksum(UnsafeRawBufferPointer(bytes))
-    }
-
-    private func readAll(_ descriptor: Int32, _ start: UnsafeMutableRawPointer, _ count: Int) -> Bool {
-        var done = 0
-        while done < count {
-            let got = Glibc.read(descriptor, start + done, count - done)
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { return false }
-            done += got
-        }
-        return true
-    }
-
-    private func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let count = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return false }
-            done += count
-        }
-        return true
     }
 
     /// Keeps a decoded cell for the other shards, its CRC-32C after it, under a temporary name
@@ -165,9 +144,11 @@ final class SharedCells: CellSource, @unchecked Sendable {
         let temporary = ".\(photo).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let descriptor = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
+        let file = FileDescriptor(rawValue: descriptor, path: directory + "/" + temporary)
         var trailer = CRC32C.checksum(bytes).littleEndian
-        let written = writeAll(descriptor, bytes) && withUnsafeBytes(of: &trailer) { writeAll(descriptor, $0) }
-        close(descriptor)
+        let written = (try? file.writeAll(bytes)) != nil
+            && (try? withUnsafeBytes(of: &trailer, { (raw) throws(TesseraError) in try file.writeAll(raw) })) != nil
+        file.close()
         if !written || renameat(folder, temporary, folder, name(photo)) != 0 { unlinkat(folder, temporary, 0) }
     }
 }
