@@ -121,10 +121,11 @@ public enum Report {
         // mosaic's analysis and matching, the quality read-back).
         if let runSeconds { line += "; \(formatDecimal(runSeconds, places: 2)) s in all" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
+        if !summary.partialPhotos.isEmpty { line += ", \(summary.partialPhotos.count) photo(s) drawn in part (their files end early)" }
         if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         // Each was named in a warning when it happened (or counted with its reason, past the
         // first few); not a second time here.
-        if skipped > 0 || !summary.failedPhotos.isEmpty { line += " (see the warnings above)" }
+        if skipped > 0 || !summary.failedPhotos.isEmpty || !summary.partialPhotos.isEmpty { line += " (see the warnings above)" }
         // Videos are counted, never named (a phone's folder holds hundreds).
         if videos > 0 { line += ", left out \(Report.videos(videos))" }
         return line
@@ -137,6 +138,7 @@ public enum Report {
         line += "peak RSS \(formatBytes(summary.peakResidentBytes)), \(summary.photosDecoded) photo(s) decoded"
         if summary.cellsShared > 0 { line += ", \(summary.cellsShared) cell(s) read from other shards' decodes" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) drawn as placeholders" }
+        if !summary.partialPhotos.isEmpty { line += ", \(summary.partialPhotos.count) drawn in part" }
         if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         return line + "\nwhen all \(target.shard.count) shard(s) are done: tessera join \(target.directory)"
     }
@@ -370,7 +372,7 @@ public enum Report {
                 ("tiff_bytes", "\(summary.tiffBytes)"), ("tiff_levels", "\(summary.tiffPages)"), ("previews", "\(summary.previews)"),
                 ("previews_missed", "\(summary.previewsMissed.count)"),
                 ("seconds", formatDecimal(summary.seconds, places: 3)), ("peak_rss_bytes", "\(summary.peakResidentBytes)"),
-                ("placeholders", "\(summary.failedPhotos.count)"), ("skipped", "\(skipped)"),
+                ("placeholders", "\(summary.failedPhotos.count)"), ("partial", "\(summary.partialPhotos.count)"), ("skipped", "\(skipped)"),
                 ("outputs", "{" + outputs.joined(separator: ", ") + "}")]
             + (runSeconds.map { [("run_seconds", formatDecimal($0, places: 3))] } ?? [])
     }

@@ -60,7 +60,7 @@ public struct Runner {
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
             if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try RenderManifest.write(layout: layout, photos: library.photos, to: path,
-                                         notes: Report.manifestNotes(skipped: library, placeholders: summary.failedPhotos))
+                                         notes: Report.manifestNotes(skipped: library, drawn: summary))
             }
             let runSeconds = monotonicSeconds() - runStarted
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
@@ -167,7 +167,7 @@ public struct Runner {
             }
             if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
                 try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
-                                                                                          placeholders: rendered.failedPhotos))
+                                                                                          drawn: rendered))
             }
             let similarity = likeness(prepared, summary: rendered, options: options, target: settings.targetPath)
             // The likeness is measured after the render: the peak it reaches is the run's too
@@ -577,12 +577,13 @@ extension AnalyseOptions {
 
 extension Report {
     /// What a JSON manifest lists as left out: the skipped photos the library holds (all
-    /// counted), a mosaic's photos its analysis could not read, and the placeholders, in the
-    /// warnings' words.
+    /// counted), a mosaic's photos its analysis could not read, the placeholders and the
+    /// photos drawn in part of the render `drawn`, in the warnings' words.
     static func manifestNotes(skipped library: PhotoLibrary, alsoSkipped: [SkippedPhoto] = [],
-                              placeholders: [SkippedPhoto]) -> ManifestNotes {
+                              drawn: RenderSummary) -> ManifestNotes {
         let skipped = (library.skipped + alsoSkipped).map { (path: $0.path, reason: $0.commandLineReason) }
         return ManifestNotes(skipped: skipped, skippedCount: library.skippedCount + alsoSkipped.count,
-                             placeholders: placeholders.map { (path: $0.path, reason: $0.commandLineReason) })
+                             placeholders: drawn.failedPhotos.map { (path: $0.path, reason: $0.commandLineReason) },
+                             partial: drawn.partialPhotos.map { (path: $0.path, reason: $0.commandLineReason) })
     }
 }

@@ -241,6 +241,31 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         #expect(events.last?["skipped"] as? Int == 50)
     }
 
+    /// A photo whose file ends early is drawn as far as it goes and said so three times: in a
+    /// warning, in the summary line and in the JSON manifest's `partial` (not among the
+    /// placeholders), and counted in the JSON summary event.
+    @Test func aPhotoDrawnInPartIsNamedInTheManifestAndTheSummary() throws {
+        let directory = scratchFolder("partial")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/photos", 0o755)
+        #expect(system("cp '\(fixturePhotos[0])' '\(directory)/photos/good.jpg'") == 0)
+        let whole = readFile(fixturePhotos[1])
+        write(Array(whole[0..<(whole.count / 2)]), to: directory + "/photos/cut.jpg")
+        let arguments = ["grid", directory + "/photos", "-o", directory + "/o.jpg", "--columns", "2", "--tile-size", "64"]
+        let plain = runTesseraSplit(arguments + ["--no-progress", "--manifest", directory + "/m.json"])
+        #expect(plain.status == 0, "\(plain.standardError)")
+        #expect(plain.standardError.contains("cut.jpg") && plain.standardError.contains("file ends early"), "\(plain.standardError)")
+        #expect(plain.standardOutput.contains("1 photo(s) drawn in part (their files end early) (see the warnings above)"),
+                "\(plain.standardOutput)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(readFile(directory + "/m.json"))) as? [String: Any])
+        let partial = try #require(manifest["partial"] as? [[String: String]])
+        #expect(partial.map { $0["path"] } == [directory + "/photos/cut.jpg"], "\(partial)")
+        #expect(partial.first?["reason"]?.contains("ends early") == true, "\(partial)")
+        #expect((manifest["placeholders"] as? [Any])?.isEmpty == true && (manifest["cells"] as? [Any])?.count == 2)
+        let json = runTesseraSplit(arguments + ["--progress", "json"])
+        #expect(jsonLines(json.standardError).last?["partial"] as? Int == 1, "\(json.standardError)")
+    }
+
     /// A mosaic's dry run names 3 duplicates and counts the rest; --verbose names all; JSON has
     /// an event for each.
     @Test func dryRunDuplicatesAreSummarised() throws {

@@ -80,8 +80,11 @@ final class CellCache: @unchecked Sendable {
     /// Cells the source handed over instead of their being decoded.
     private(set) var fromSourceCount = 0
     private(set) var failedPhotos: [SkippedPhoto] = []
+    /// Photos drawn in part (a file that ends early), each once, with what is missing.
+    private(set) var partialPhotos: [SkippedPhoto] = []
     /// Photos already reported as failed (a photo drawn at two sizes fails twice, is told once).
     private var reportedFailures = Set<Int>()
+    private var reportedPartial = Set<Int>()
     /// Where cells may come from before they are decoded (RenderPart.swift), or nil.
     private let source: (any CellSource)?
 
@@ -222,6 +225,9 @@ final class CellCache: @unchecked Sendable {
                 decodedCount += 1
                 if notes.warningCount > 0 {
                     pendingEvents.append(.photoWarning(path: photos[photo].path, message: notes.firstWarning))
+                }
+                if let missing = notes.incomplete, reportedPartial.insert(photo).inserted {
+                    partialPhotos.append(SkippedPhoto(path: photos[photo].path, reason: missing))
                 }
             }
             return .cell(UnsafeRawPointer(bytes.baseAddress!), slot: slot)

@@ -1,18 +1,22 @@
 // RenderManifest.swift — where every photo went: one row per cell; in JSON, also what the run
-// left out (skipped files, placeholders), so a program reading it knows what is missing.
+// left out (skipped files, placeholders, photos drawn in part), so a program reading it knows
+// what is missing.
 
 /// What a run left out, for a JSON manifest: every photo skipped (the first ones held, all
-/// counted) and every photo drawn as a placeholder, each with the reason in a person's words.
+/// counted), every photo drawn as a placeholder and every photo drawn only in part (a file
+/// that ends early), each with the reason in a person's words.
 public struct ManifestNotes: Sendable {
     public var skipped: [(path: String, reason: String)]
     public var skippedCount: Int
     public var placeholders: [(path: String, reason: String)]
+    public var partial: [(path: String, reason: String)]
 
     public init(skipped: [(path: String, reason: String)] = [], skippedCount: Int? = nil,
-                placeholders: [(path: String, reason: String)] = []) {
+                placeholders: [(path: String, reason: String)] = [], partial: [(path: String, reason: String)] = []) {
         self.skipped = skipped
         self.skippedCount = max(skippedCount ?? skipped.count, skipped.count)
         self.placeholders = placeholders
+        self.partial = partial
     }
 }
 
@@ -136,7 +140,7 @@ public enum RenderManifest {
                 .joined(separator: ",\n") + "\n  ]"
         }
         out("],\n  \"skipped_count\": \(notes.skippedCount),\n  \"skipped\": \(list(notes.skipped)),\n"
-            + "  \"placeholders\": \(list(notes.placeholders))\n}\n")
+            + "  \"placeholders\": \(list(notes.placeholders)),\n  \"partial\": \(list(notes.partial))\n}\n")
     }
 
     /// Collects what `body` emits and appends it to a new file at `path` a MiB at a time,

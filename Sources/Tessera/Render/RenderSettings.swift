@@ -95,6 +95,9 @@ public struct RenderSummary: Equatable, Sendable {
     public var peakResidentBytes: Int64
     public var photosDecoded: Int
     public var failedPhotos: [SkippedPhoto]
+    /// Photos drawn only in part (a file that ends early: the rows or scans it holds), with
+    /// what is missing; each was also named in a warning.
+    public var partialPhotos: [SkippedPhoto] = []
     /// A shard's cells read from other shards' decodes instead of decoded (SharedCells.swift).
     public var cellsShared = 0
     /// The viewer's previews written (DeepZoomSettings.previews), one a distinct photo drawn that could be read.

@@ -129,6 +129,7 @@ public final class StripeRenderer: Sendable {
                                     outputBytes: 0, peakResidentBytes: peakResidentBytes(),
                                     photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
         summary.cellsShared = cache.fromSourceCount
+        summary.partialPhotos = cache.partialPhotos
         for sink in sinks { sink.record(into: &summary) }
         return summary
     }

@@ -168,7 +168,8 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
         ],
           "skipped_count": 0,
           "skipped": [],
-          "placeholders": []
+          "placeholders": [],
+          "partial": []
         }
 
         """)
@@ -176,18 +177,19 @@ private func randomFeatures(count: Int, k: Int, seed: UInt64) -> [[Float]] {
     }
 
     /// A JSON manifest says what the run left out: the skipped files it holds (and how many in
-    /// all) and the placeholders, each with its reason; it parses as JSON.
+    /// all), the placeholders and the photos drawn in part, each with its reason; it parses as JSON.
     @Test func jsonNamesWhatWasLeftOut() throws {
         let match = MosaicMatch(columns: 1, rows: 1, assignment: [0], cellErrors: [0.5], constraintViolations: 0)
         let notes = ManifestNotes(skipped: [("bad \"1\".jpg", "not an image"), ("b2.jpg", "truncated")], skippedCount: 1_200,
-                                  placeholders: [("p.jpg", "ends early")])
+                                  placeholders: [("p.jpg", "not a photo")], partial: [("cut.jpg", "ends early")])
         let text = RenderManifest.text(match: match, photoPaths: ["a.jpg"], format: .json, notes: notes)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect((object["cells"] as? [[String: Any]])?.first?["photo"] as? String == "a.jpg")
         #expect(object["skipped_count"] as? Int == 1_200)
         let skipped = try #require(object["skipped"] as? [[String: String]])
         #expect(skipped == [["path": "bad \"1\".jpg", "reason": "not an image"], ["path": "b2.jpg", "reason": "truncated"]])
-        #expect(object["placeholders"] as? [[String: String]] == [["path": "p.jpg", "reason": "ends early"]])
+        #expect(object["placeholders"] as? [[String: String]] == [["path": "p.jpg", "reason": "not a photo"]])
+        #expect(object["partial"] as? [[String: String]] == [["path": "cut.jpg", "reason": "ends early"]])
         let grid = RenderManifest.text(layout: CellLayout(columns: 1, rows: 1, cellWidth: 1, cellHeight: 1, photoIndices: [-1]),
                                        photoPaths: ["a.jpg"], format: .json, notes: notes)
         let empty = try #require(try JSONSerialization.jsonObject(with: Data(grid.utf8)) as? [String: Any])

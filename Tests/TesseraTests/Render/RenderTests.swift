@@ -199,6 +199,9 @@ struct RenderTests {
         let summary = try renderGrid([truncated], to: output, columns: 1, rows: 1, cellWidth: 90, cellHeight: 60,
                                      settings: settings, events: { events.append($0) })
         #expect(summary.failedPhotos.isEmpty, "\(summary.failedPhotos)")
+        // Named once among the photos drawn in part (for the summary and a JSON manifest).
+        #expect(summary.partialPhotos.map(\.path) == [truncated], "\(summary.partialPhotos)")
+        #expect(summary.partialPhotos.first?.reason.contains("ends early") == true, "\(summary.partialPhotos)")
         #expect(events.contains {
             if case .photoWarning(truncated, let message) = $0 { return message.contains("file ends early") && message.contains("the rest grey") }
             return false
