@@ -144,6 +144,11 @@ import Testing
         #expect(listNames(directory).filter { $0.hasPrefix(".") }.isEmpty, "\(listNames(directory))")
         // The folder published holds its marker and the service, not the staging lock.
         #expect(listNames(directory + "/w").filter { $0.hasPrefix(".") } == [".tessera-iiif"], "\(listNames(directory + "/w"))")
+        // A file someone put in the folder tessera wrote is named, and kept with the old tiles.
+        writeFile(Array("keep".utf8), to: directory + "/w/full/notes.txt")
+        let added = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"])
+        #expect(added.status == 2 && added.output.contains("holds full/notes.txt, which tessera did not write there"), "\(added.output)")
+        #expect(readFile(directory + "/w/full/notes.txt") == Array("keep".utf8) && access(directory + "/w/info.json", F_OK) == 0)
     }
 
     /// An output, or the temporary folder, inside a folder another output replaces whole (the

@@ -272,6 +272,35 @@ extension RenderTests {
         try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 2, rows: 2,
                           cellWidth: 40, cellHeight: 40, settings: settings)
         #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
+        // What someone put in a folder tessera wrote is named and kept, with the old pyramid: a
+        // file beside the levels, one in a level, a symbolic link, a folder in the viewer's.
+        let tileFolder = scratch.file("p_files")
+        let levels = try listDirectory(tileFolder).filter { $0.allSatisfy(\.isNumber) }.sorted { Int($0)! < Int($1)! }
+        let aLevel = try #require(levels.last)
+        let additions: [(make: () -> Void, name: String)] = [
+            ({ writeBytes(Array("my notes".utf8), to: tileFolder + "/notes.txt") }, "notes.txt"),
+            ({ writeBytes(Array("mine".utf8), to: tileFolder + "/\(aLevel)/0_0.png") }, "\(aLevel)/0_0.png"),
+            ({ _ = symlink("/etc/hostname", tileFolder + "/\(aLevel)/9_9.jpg") }, "\(aLevel)/9_9.jpg"),
+            ({ mkdir(tileFolder + "/viewer", 0o755); mkdir(tileFolder + "/viewer/photos", 0o755) }, "viewer/photos"),
+        ]
+        for addition in additions {
+            addition.make()
+            do {
+                try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 3, rows: 3,
+                                  cellWidth: 40, cellHeight: 40, settings: settings)
+                Issue.record("p_files was replaced, with \(addition.name) in it")
+            } catch let error as TesseraError {
+                guard case .invalidSettings(let message) = error else { Issue.record("\(error)"); continue }
+                #expect(message.contains("holds \(addition.name), which tessera did not write there"), "\(message)")
+            }
+            var info = stat()
+            #expect(lstat(tileFolder + "/" + addition.name, &info) == 0, "\(addition.name) was removed")
+            #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
+            _ = system("rm -rf '\(tileFolder)/\(addition.name)'")
+        }
+        try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 3, rows: 3,
+                          cellWidth: 40, cellHeight: 40, settings: settings)
+        #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "120")
         // An empty folder made ready for it is taken (it holds nothing to lose); so for IIIF.
         mkdir(scratch.file("ready_files"), 0o755)
         try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("ready.dzi"), columns: 2, rows: 2,

@@ -61,8 +61,9 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
     /// Throws `.invalidSettings` unless what stands at the pyramid's names may be replaced: the
     /// descriptor and the viewer page absent or regular files, and NAME_files absent or a
     /// pyramid tessera wrote (its marker inside; or, for pyramids from before the marker, only
-    /// level folders and `viewer` inside, beside an existing NAME.dzi). A folder of anything
-    /// else is somebody's, and is never swapped away.
+    /// level folders and `viewer` inside, beside an existing NAME.dzi), holding nothing tessera
+    /// does not write there (WrittenFolder.swift). A folder of anything else is somebody's, and
+    /// is never swapped away.
     static func checkReplaceable(destination: String, viewer: Bool) throws(TesseraError) {
         let (folder, name) = try split(destination)
         try OutputDestination.checkReplaceable(destination, role: "the Deep Zoom descriptor")
@@ -72,15 +73,20 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw .invalidSettings("\(tiles) exists and is not a folder, so not a pyramid tessera wrote: move it away or choose another name")
         }
-        if access(tiles + "/" + marker, F_OK) == 0 { return }
-        let entries = (try? listDirectory(tiles)) ?? []
         // An empty folder (made ready for the pyramid) holds nothing to lose.
         if (try? listDirectoryBytes(PathBytes(tiles)))?.isEmpty == true { return }
-        let looksLikeOurs = access(destination, F_OK) == 0
-            && entries.allSatisfy { $0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber)) }
-        guard looksLikeOurs else {
-            throw .invalidSettings("\(tiles) exists and is not a pyramid tessera wrote (no \(marker) inside; it holds "
-                                   + "\(entries.count) entries): move it away or choose another name")
+        if access(tiles + "/" + marker, F_OK) != 0 {
+            let entries = (try? listDirectory(tiles)) ?? []
+            let looksLikeOurs = access(destination, F_OK) == 0
+                && entries.allSatisfy { $0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber)) }
+            guard looksLikeOurs else {
+                throw .invalidSettings("\(tiles) exists and is not a pyramid tessera wrote (no \(marker) inside; it holds "
+                                       + "\(entries.count) entries): move it away or choose another name")
+            }
+        }
+        if let stranger = WrittenFolder.deepZoomTiles.firstStranger(under: tiles) {
+            throw .invalidSettings("\(tiles) holds \(stranger), which tessera did not write there; a new pyramid "
+                                   + "replaces the whole folder, so move it out first (or choose another name)")
         }
     }
 

@@ -71,12 +71,17 @@ final class IIIFTileFolder: @unchecked Sendable {
     }
 
     /// Throws `.invalidSettings` unless what stands at `destination` may be replaced: nothing, an
-    /// empty folder (made ready for it), or a folder tessera wrote (its marker inside).
+    /// empty folder (made ready for it), or a folder tessera wrote (its marker inside) that holds
+    /// nothing tessera does not write there (WrittenFolder.swift).
     static func checkReplaceable(_ destination: String) throws(TesseraError) {
         guard case .success(let info) = linkStatus(destination) else { return }
         if (info.st_mode & S_IFMT) == S_IFDIR, (try? listDirectoryBytes(PathBytes(destination)))?.isEmpty == true { return }
         guard (info.st_mode & S_IFMT) == S_IFDIR, access(destination + "/" + marker, F_OK) == 0 else {
             throw .invalidSettings("\(destination) exists and is not an IIIF folder tessera wrote (no \(marker) inside): move it away or choose another name")
+        }
+        if let stranger = WrittenFolder.iiifTiles.firstStranger(under: destination) {
+            throw .invalidSettings("\(destination) holds \(stranger), which tessera did not write there; a new render "
+                                   + "replaces the whole folder, so move it out first (or choose another name)")
         }
     }
 
