@@ -5,8 +5,9 @@
 // that nothing was put in it since: a note or a photo copied into NAME_files would go with it.
 // So every entry is checked against the shape tessera writes (names, and folders or files),
 // and the first one that does not fit is named and the folder kept. Symbolic links are never
-// ours; names that are not UTF-8 are never ours. The walk reads names and lstat()s each entry:
-// a 1.2 GP grid's pyramid (25,159 tiles) is checked in about 30 ms.
+// ours; names that are not UTF-8 are never ours. The walk reads names and kinds as readdir gives
+// them (lstat only where the file system does not say): a pyramid of 33,035 tiles is checked
+// in about 30 ms, where an lstat of each entry took 0.3 s.
 import Glibc
 
 /// The shape of what tessera writes in a folder it owns.
@@ -53,17 +54,20 @@ struct WrittenFolder: Sendable {
         var stranger: String?
         var folders: [Substring] = []
         do throws(TesseraError) {
-            try forEachDirectoryEntry(PathBytes(folder)) { (bytes: [UInt8]) throws(TesseraError) in
+            try forEachDirectoryEntry(PathBytes(folder)) { (bytes: [UInt8], type: UInt8) throws(TesseraError) in
                 guard stranger == nil else { return }
                 guard let name = String(validating: bytes, as: UTF8.self) else {
                     stranger = (prefix.map(String.init) + [String(decoding: bytes, as: UTF8.self)]).joined(separator: "/")
                     return
                 }
-                var info = stat()
                 let path = prefix + [Substring(name)]
-                let kind = system_lstat(folder + "/" + name, &info) == 0 ? info.st_mode & S_IFMT : 0
-                let isFolder = kind == S_IFDIR
-                guard isFolder || kind == S_IFREG, admits(path, isFolder) else {
+                var isFolder = Int(type) == DT_DIR, isFile = Int(type) == DT_REG
+                if Int(type) == DT_UNKNOWN {
+                    var info = stat()
+                    let kind = system_lstat(folder + "/" + name, &info) == 0 ? info.st_mode & S_IFMT : 0
+                    (isFolder, isFile) = (kind == S_IFDIR, kind == S_IFREG)
+                }
+                guard isFolder || isFile, admits(path, isFolder) else {
                     stranger = path.joined(separator: "/")
                     return
                 }

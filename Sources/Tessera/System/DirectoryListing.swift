@@ -21,6 +21,12 @@ func listDirectoryBytes(_ path: PathBytes) throws(TesseraError) -> [[UInt8]] {
 /// readdir gives them, while the directory is open: a folder of a million entries is never a
 /// list. An error `body` throws ends the listing and is rethrown.
 func forEachDirectoryEntry(_ path: PathBytes, _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
+    try forEachDirectoryEntry(path) { (name: [UInt8], _: UInt8) throws(TesseraError) in try body(name) }
+}
+
+/// As above, with each entry's kind as readdir gives it (`DT_REG`, `DT_DIR`, `DT_LNK`...;
+/// `DT_UNKNOWN` where the file system does not say, and the caller must lstat).
+func forEachDirectoryEntry(_ path: PathBytes, _ body: ([UInt8], UInt8) throws(TesseraError) -> Void) throws(TesseraError) {
     if let injected = SyscallFaults.take("opendir", path: path.display) {
         throw TesseraError.system(operation: "opendir", errno: injected, path: path.display)
     }
@@ -35,7 +41,7 @@ func forEachDirectoryEntry(_ path: PathBytes, _ body: ([UInt8]) throws(TesseraEr
         let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         let length = strnlen(field.assumingMemoryBound(to: CChar.self), 256)
         let name = Array(UnsafeRawBufferPointer(start: field, count: length))
-        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { try body(name) }
+        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { try body(name, entry.pointee.d_type) }
     }
 }
 
