@@ -29,7 +29,8 @@ int tessera_sync_file_range(int fd, off_t offset, off_t length, int wait) {
 }
 
 int tessera_mkostemp_cloexec(char *template_path) {
-    return mkostemp(template_path, O_CLOEXEC);
+    // "...XXXXXX.tmp": the six letters mkostemps replaces come before a 4-byte suffix.
+    return mkostemps(template_path, 4, O_CLOEXEC);
 }
 
 int tessera_rename_exchange(const char *from, const char *to) {

@@ -34,7 +34,7 @@ int tessera_release_free_memory(void);
 /// Returns 1 on success.
 int tessera_use_one_malloc_arena(void);
 
-/// mkostemp(3) with O_CLOEXEC.
+/// mkostemps(3) with O_CLOEXEC, for a template ending in "XXXXXX.tmp".
 int tessera_mkostemp_cloexec(char *template_path);
 
 /// 1 when the file at `path` is immutable or append-only (chattr +i / +a: FS_IOC_GETFLAGS), which

@@ -4,7 +4,7 @@
 // final step is a rename, not a copy). `commit()` fsyncs, links it under a hidden temporary name
 // and renames that over the destination. Until then an existing file at the destination is left
 // untouched, and a crash leaves nothing visible. Where the filesystem has no O_TMPFILE, a hidden
-// named temporary (".NAME.tessera-PID-XXXXXX") is used instead and removed by `discard()`.
+// named temporary (".NAME.tessera-PID-XXXXXX.tmp") is used instead and removed by `discard()`.
 // Either way a named file exists only briefly; if the process dies then, the next run removes it
 // (StaleTemporaries), since the pid in its name is no longer alive.
 //

@@ -49,7 +49,7 @@ public struct FileDescriptor: Sendable {
     }
 
     /// A new file in `directory` with no name: O_TMPFILE where the filesystem supports it.
-    /// Elsewhere a hidden file `.<prefix>tessera-<pid>-XXXXXX` is created (mkostemp) and its name
+    /// Elsewhere a hidden file `.<prefix>tessera-<pid>-XXXXXX.tmp` is created (mkostemps) and its name
     /// returned, for the caller to unlink at once or to rename when done. The pid lets a later
     /// run remove it if this process dies first (`StaleTemporaries`). `label` names it in errors.
     static func openUnnamed(in directory: String, prefix: String, access: Int32, mode: mode_t,
@@ -62,7 +62,7 @@ public struct FileDescriptor: Sendable {
         case .failure(let code):
             throw TesseraError.system(operation: "open(O_TMPFILE)", errno: code.rawValue, path: directory)
         }
-        var template = Array((directory + "/" + StaleTemporaries.name(prefix: prefix, unique: "XXXXXX")).utf8CString)
+        var template = Array((directory + "/" + StaleTemporaries.name(prefix: prefix, unique: "XXXXXX.tmp")).utf8CString)
         let fd = try template.withUnsafeMutableBufferPointer { buffer throws(TesseraError) -> Int32 in
             try valueOrErrno("mkstemp", path: directory) { system_mkstemp(buffer.baseAddress!) }.get("mkstemp", path: directory)
         }
@@ -213,10 +213,12 @@ public struct FileDescriptor: Sendable {
 }
 
 /// Free space for unprivileged users on the filesystem holding `path` (statvfs f_bavail x f_frsize).
+/// Filesystems that report no size at all (ramfs, some FUSE file systems: 0 blocks in all)
+/// count as unlimited: their free space is unknown, not nil, and a full one fails the write.
 public func freeDiskBytes(_ path: String) throws(TesseraError) -> Int64 {
     var info = statvfs()
     _ = try valueOrErrno("statvfs", path: path) { system_statvfs(path, &info) }.get("statvfs", path: path)
-    return Int64(info.f_bavail) * Int64(info.f_frsize)
+    return info.f_blocks == 0 ? Int64.max : Int64(info.f_bavail) * Int64(info.f_frsize)
 }
 
 /// Free inodes for unprivileged users on the filesystem holding `path` (statvfs f_favail).
@@ -251,16 +253,58 @@ func writeNewFile(_ path: String, _ bytes: UnsafeRawBufferPointer, mode: mode_t 
 
 /// Removes `path` and, if it is a directory, everything under it. Symlinks are removed, never
 /// followed. Best effort: returns false if anything could not be removed.
+///
+/// The walk goes through directory descriptors (openat with O_NOFOLLOW, unlinkat), never through
+/// paths below `path`: a folder it is emptying that someone swaps for a symbolic link (the stale
+/// temporaries it removes may sit in /tmp) has the link removed, not what it points to. Names
+/// are bytes, so one that is not UTF-8 goes too. At most `removeTreeDepth` levels deep.
 @discardableResult
 func removeTree(_ path: String) -> Bool {
     var info = stat()
     guard system_lstat(path, &info) == 0 else { return errno == ENOENT }
     if (info.st_mode & S_IFMT) != S_IFDIR { return system_unlink(path) == 0 || errno == ENOENT }
-    var complete = true
-    if let names = try? listDirectory(path) {
-        for name in names where !removeTree(path + "/" + name) { complete = false }
-    }
+    let folder = system_open(PathBytes(path), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
+    guard folder >= 0 else { return system_unlink(path) == 0 }  // swapped for a link or a file since
+    let complete = removeContents(of: folder, depth: 0)
+    _ = system_close(folder)
     return system_rmdir(path) == 0 && complete
+}
+
+/// Deeper than any folder tessera makes (a pyramid's is three), shallow enough for descriptors.
+let removeTreeDepth = 32
+
+/// Removes everything in the open directory `folder`, through its descriptor.
+private func removeContents(of folder: Int32, depth: Int) -> Bool {
+    var complete = true
+    // Listed first, removed after: readdir over a folder being emptied may skip entries.
+    var names: [[UInt8]] = []
+    let listing = system_dup(folder)
+    guard listing >= 0, let directory = system_fdopendir(listing) else {
+        if listing >= 0 { _ = system_close(listing) }
+        return false
+    }
+    while let entry = system_readdir(directory) {
+        let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let name = Array(UnsafeRawBufferPointer(start: field, count: strnlen(field.assumingMemoryBound(to: CChar.self), 256)))
+        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
+    }
+    _ = system_closedir(directory)
+    for name in names {
+        if system_unlinkat(folder, name, 0) == 0 || errno == ENOENT { continue }
+        guard errno == EISDIR || errno == EPERM else { complete = false; continue }
+        // A directory (unlink refuses it: EISDIR on Linux, EPERM by POSIX): opened without
+        // following a link, emptied, removed. Swapped for a link meanwhile, the open fails and
+        // the link is unlinked.
+        let child = system_openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard child >= 0 else {
+            if system_unlinkat(folder, name, 0) != 0 && errno != ENOENT { complete = false }
+            continue
+        }
+        if depth + 1 >= removeTreeDepth || !removeContents(of: child, depth: depth + 1) { complete = false }
+        _ = system_close(child)
+        if system_unlinkat(folder, name, AT_REMOVEDIR) != 0 && errno != ENOENT { complete = false }
+    }
+    return complete
 }
 
 /// renameat2(2) RENAME_EXCHANGE: swaps two existing paths in one atomic step.

@@ -5,6 +5,12 @@
 // O_TMPFILE mkostemp files, and the directory a Deep Zoom pyramid is built in. Their names
 // carry the pid of the process that made them: ".<prefix>tessera-<pid>-<unique>".
 //
+// Only those exact shapes are ours: a file ".NAME.tessera-PID-U.tmp" (U: 1 to 10 letters or
+// digits), a folder ".NAME.dzi.tessera-PID-U" or ".NAME.iiif.tessera-PID-U" (U: 1 to 6 of
+// 0-9a-z), of the kind the shape says and owned by this user. The cleanup runs in /tmp and
+// /dev/shm, shared with everyone: a hidden folder of someone's notes named
+// ".notes.tessera-2023-drafts", or another user's file, is never taken for a temporary.
+//
 // Whether one is still in use is told first by a lock: the maker holds flock(2) on the file
 // (or on `.lock` inside the directory) for as long as it needs it, and the kernel drops the
 // lock when the process ends, however it ends. A pid alone cannot tell this across PID
@@ -24,12 +30,32 @@ public enum StaleTemporaries {
     }
 
     /// The pid in a temporary's name, or nil when `name` is not one of ours.
-    static func ownerPID(of name: String) -> pid_t? {
+    static func ownerPID(of name: String) -> pid_t? { parse(name)?.pid }
+
+    /// The pid in a temporary's name and whether the name is a folder's (a pyramid's staging)
+    /// or a file's, or nil when `name` is not exactly one of the shapes tessera makes.
+    static func parse(_ name: String) -> (pid: pid_t, folder: Bool)? {
         // The last ".tessera-" (an output's own name may contain the word).
         guard name.hasPrefix("."), let range = name.lastRange(of: "." + marker) else { return nil }
         let rest = name[range.upperBound...]
-        guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return nil }
-        return pid
+        guard let dash = rest.firstIndex(of: "-") else { return nil }
+        let digits = rest[..<dash], unique = rest[rest.index(after: dash)...]
+        guard (1...10).contains(digits.utf8.count), digits.utf8.allSatisfy(isDigit),
+              let pid = pid_t(digits), pid > 0 else { return nil }
+        let stem = name[..<range.lowerBound]
+        if unique.hasSuffix(".tmp") {
+            let letters = unique.utf8.dropLast(4)
+            guard (1...10).contains(letters.count), letters.allSatisfy({ isDigit($0) || isLetter($0) }) else { return nil }
+            return (pid, false)
+        }
+        guard stem.hasSuffix(".dzi") || stem.hasSuffix(".iiif"), (1...6).contains(unique.utf8.count),
+              unique.utf8.allSatisfy({ isDigit($0) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) }) else { return nil }
+        return (pid, true)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
     }
 
     /// Removes the temporaries in `directory` whose process no longer exists; returns their paths.
@@ -39,8 +65,12 @@ public enum StaleTemporaries {
         guard let names = try? listDirectory(directory) else { return [] }
         var removed: [String] = []
         for name in names {
-            guard let pid = ownerPID(of: name) else { continue }
+            guard let (pid, folder) = parse(name) else { continue }
             let path = directory + "/" + name
+            // Of the kind its name says, and this user's (root's cleanup of /tmp leaves other
+            // users' files alone).
+            guard case .success(let info) = linkStatus(path), info.st_uid == geteuid(),
+                  (info.st_mode & S_IFMT) == (folder ? S_IFDIR : S_IFREG) else { continue }
             guard isAbandoned(path, pid: pid) else { continue }
             // A Deep Zoom pyramid is staged in a directory: remove it whole.
             if removeTree(path) { removed.append(path) }

@@ -183,6 +183,29 @@ func system_open(_ path: PathBytes, _ flags: Int32, _ mode: mode_t) -> Int32 {
     return path.withCString { Glibc.open($0, flags, mode) }
 }
 func system_readdir(_ directory: OpaquePointer) -> UnsafeMutablePointer<dirent>? { return readdir(directory) }
+func system_fdopendir(_ fd: Int32) -> OpaquePointer? { return fdopendir(fd) }
+/// Whether `fd` has data to read, its end, or an error within `milliseconds` (poll POLLIN; an
+/// interrupted or failed poll says yes, and the read that follows tells).
+func system_poll_readable(_ fd: Int32, milliseconds: Int32) -> Bool {
+    var request = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&request, 1, milliseconds) != 0
+}
+/// Clears O_NONBLOCK on `fd` (a FIFO opened without waiting for its writer).
+func system_clear_nonblocking(_ fd: Int32) -> Int32 {
+    let flags = fcntl(fd, F_GETFL)
+    return flags < 0 ? flags : fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+}
+func system_dup(_ fd: Int32) -> Int32 { return dup(fd) }
+func system_openat(_ folder: Int32, _ name: [UInt8], _ flags: Int32) -> Int32 {
+    return (name + [0]).withUnsafeBufferPointer { buffer in
+        buffer.withMemoryRebound(to: CChar.self) { openat(folder, $0.baseAddress!, flags) }
+    }
+}
+func system_unlinkat(_ folder: Int32, _ name: [UInt8], _ flags: Int32) -> Int32 {
+    return (name + [0]).withUnsafeBufferPointer { buffer in
+        buffer.withMemoryRebound(to: CChar.self) { unlinkat(folder, $0.baseAddress!, flags) }
+    }
+}
 func system_closedir(_ directory: OpaquePointer) -> Int32 { return closedir(directory) }
 func system_kill(_ pid: pid_t, _ signal: Int32) -> Int32 { return kill(pid, signal) }
 func system_flock(_ fd: Int32, _ operation: Int32) -> Int32 { return flock(fd, operation) }

@@ -9,11 +9,18 @@ extension RenderTests {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let pid = deadProcessID()  // a pid that just ended
-        let dead = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd"]
+        let dead = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd.tmp"]
         let kept = [".out.jpg.tessera-1-77.tmp",          // pid 1 is alive
                     "out.tessera-\(pid)-1",                // not hidden: not ours
+                    ".wall.tessera-\(pid)-final.jpg",      // a hidden output someone named so
+                    ".x.dzi.tessera-\(pid)-abc",           // a staging folder's name, but a file
                     "holiday.jpg"]
         for name in dead + kept { writeBytes([1, 2, 3], to: scratch.file(name)) }
+        // A folder of notes whose name looks like a temporary's, and a link with a file's name.
+        mkdir(scratch.file(".notes.tessera-\(pid)-drafts"), 0o755)
+        writeBytes(Array("draft".utf8), to: scratch.file(".notes.tessera-\(pid)-drafts/chapter1.txt"))
+        #expect(symlink("holiday.jpg", scratch.file(".y.jpg.tessera-\(pid)-9.tmp")) == 0)
+        let keptToo = [".notes.tessera-\(pid)-drafts", ".y.jpg.tessera-\(pid)-9.tmp"]
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
         var removed: [String] = []
@@ -22,7 +29,31 @@ extension RenderTests {
             if case .staleTemporaryRemoved(let path) = event { removed.append(path) }
         }
         #expect(removed == dead.map { scratch.file($0) }.sorted())
-        #expect(scratch.contents() == (kept + ["out.jpg"]).sorted())
+        #expect(scratch.contents() == (kept + keptToo + ["out.jpg"]).sorted())
+        #expect(readBytes(scratch.file(".notes.tessera-\(pid)-drafts/chapter1.txt")) == Array("draft".utf8))
+    }
+
+    /// removeTree removes a link, never what it points to, and names that are not UTF-8.
+    @Test func removeTreeNeverFollowsALinkAndTakesEveryName() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let victim = scratch.file("victim"), tree = scratch.file("tree")
+        mkdir(victim, 0o755)
+        writeBytes(Array("keep".utf8), to: victim + "/important.txt")
+        mkdir(tree, 0o755)
+        mkdir(tree + "/a", 0o755)
+        mkdir(tree + "/a/b", 0o755)
+        writeBytes([1], to: tree + "/a/b/tile.jpg")
+        #expect(symlink(victim, tree + "/a/linked") == 0)
+        #expect(symlink(victim + "/important.txt", tree + "/file-link") == 0)
+        // A name that is not UTF-8 (0xFF), made through its bytes.
+        let odd: [CChar] = Array((tree + "/a/bad").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), 0]
+        let fd = odd.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) }
+        #expect(fd >= 0)
+        close(fd)
+        #expect(removeTree(tree))
+        #expect(access(tree, F_OK) != 0)
+        #expect(readBytes(victim + "/important.txt") == Array("keep".utf8))
     }
 
     @Test func preflightNamesTheDirectoryAndTheShortfall() throws {
