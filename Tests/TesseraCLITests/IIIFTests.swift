@@ -149,6 +149,19 @@ import Testing
         let added = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"])
         #expect(added.status == 2 && added.output.contains("holds full/notes.txt, which tessera did not write there"), "\(added.output)")
         #expect(readFile(directory + "/w/full/notes.txt") == Array("keep".utf8) && access(directory + "/w/info.json", F_OK) == 0)
+        // A hand-written page where the viewer's would go is kept, for a folder and for an SZI;
+        // the viewer's own page is replaced.
+        let page = Array("<h1>My hand-written home page</h1>\n".utf8)
+        writeFile(page, to: directory + "/index.html")
+        writeFile(page, to: directory + "/gallery.html")
+        for (flag, name) in [("--dzi", "index.dzi"), ("--szi", "gallery.szi")] {
+            let over = runTessera(grid + [flag, directory + "/" + name])
+            #expect(over.status == 2 && over.output.contains("is not a viewer page tessera wrote"), "\(over.output)")
+        }
+        #expect(readFile(directory + "/index.html") == page && readFile(directory + "/gallery.html") == page)
+        #expect(access(directory + "/index_files", F_OK) != 0 && access(directory + "/gallery.szi", F_OK) != 0)
+        #expect(runTessera(grid + ["--dzi", directory + "/index.dzi", "--no-viewer"]).status == 0)
+        for _ in 0..<2 { #expect(runTessera(grid + ["--dzi", directory + "/v.dzi"]).status == 0) }
     }
 
     /// An output, or the temporary folder, inside a folder another output replaces whole (the

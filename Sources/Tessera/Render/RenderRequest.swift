@@ -244,6 +244,7 @@ public struct RenderRequest: Sendable {
                 throw .unusableOutput(path: file.path, reason: "the folder \(folder) cannot be written: " + reason)
             }
             if !file.isFolder { try OutputDestination.checkReplaceable(file.path, role: file.role) }
+            if file.role == DeepZoomViewer.pageRole { try DeepZoomViewer.checkReplaceablePage(file.path) }
         }
         for case .deepZoom(let path, let settings) in outputs {
             _ = try DeepZoomOutput.split(path)
@@ -305,10 +306,10 @@ public struct RenderRequest: Sendable {
     }
 
     /// Refuses outputs that are one of the files read: `photos` (by the identity their scan
-    /// recorded; stat'ed here only when they have none) or `otherInputs` (a mosaic's target).
-    /// Writing one would destroy a photo.
+    /// recorded; stat'ed here only when they have none), `otherInputs` (a mosaic's target) or
+    /// `lists` (the files that named photos). Writing one would destroy it.
     public static func checkNotInputs(_ outputs: [RenderOutput], alsoWriting extra: [OutputFile] = [],
-                                      photos: some Collection<Photo>, otherInputs: [String] = []) throws(TesseraError) {
+                                      photos: some Collection<Photo>, otherInputs: [String] = [], lists: [String] = []) throws(TesseraError) {
         var existing: [OutputDestination.Identity: OutputFile] = [:]
         for file in outputs.flatMap(\.files) + extra where !file.isFolder {
             if let identity = OutputDestination.identity(file.path) { existing[identity] = file }
@@ -319,6 +320,12 @@ public struct RenderRequest: Sendable {
             if let identity = known ?? OutputDestination.identity(input), let file = existing[identity] {
                 throw .unusableOutput(path: file.path, reason: "it is one of the photos (\(input)); writing \(file.role) there "
                                       + "would destroy the photo: choose another name")
+            }
+        }
+        for list in lists {
+            if let identity = OutputDestination.identity(list), let file = existing[identity] {
+                throw .unusableOutput(path: file.path, reason: "it is the list of photos read (\(list)); writing \(file.role) there "
+                                      + "would destroy the list: choose another name")
             }
         }
         for photo in photos { try check(photo.path, photo.identity) }

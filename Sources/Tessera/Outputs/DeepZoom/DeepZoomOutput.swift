@@ -67,7 +67,10 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
     static func checkReplaceable(destination: String, viewer: Bool) throws(TesseraError) {
         let (folder, name) = try split(destination)
         try OutputDestination.checkReplaceable(destination, role: "the Deep Zoom descriptor")
-        if viewer { try OutputDestination.checkReplaceable(folder + "/" + name + ".html", role: "the Deep Zoom viewer") }
+        if viewer {
+            try OutputDestination.checkReplaceable(folder + "/" + name + ".html", role: DeepZoomViewer.pageRole)
+            try DeepZoomViewer.checkReplaceablePage(folder + "/" + name + ".html")
+        }
         let tiles = folder + "/" + name + "_files"
         guard case .success(let info) = linkStatus(tiles) else { return }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {

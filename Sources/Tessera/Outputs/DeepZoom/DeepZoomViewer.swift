@@ -90,6 +90,24 @@ public enum DeepZoomViewer {
     /// of the same NAME in the same folder.
     public static let pageRole = "the Deep Zoom viewer"
 
+    /// What every page tessera writes holds in its first bytes (its title's end).
+    static let pageMark = " — Tessera Deep Zoom</title>"
+
+    /// Throws `.invalidSettings` when a file stands at the viewer page's `path` that is not a
+    /// page tessera wrote (its title's mark in its first 64 KiB): somebody's index.html, which
+    /// `--dzi index.dzi` would replace. Nothing there, or a page of ours, may be replaced.
+    public static func checkReplaceablePage(_ path: String) throws(TesseraError) {
+        guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return }
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NONBLOCK | O_NOFOLLOW) else { return }
+        defer { file.close() }
+        var head = [UInt8](repeating: 0, count: 64 << 10)
+        let count = head.withUnsafeMutableBytes { buffer in (try? file.read(into: buffer)) ?? 0 }
+        let mark = Array(pageMark.utf8)
+        if count >= mark.count, (0...(count - mark.count)).contains(where: { head[$0] == mark[0] && head[$0..<($0 + mark.count)].elementsEqual(mark) }) { return }
+        throw .invalidSettings("\(path) exists and is not a viewer page tessera wrote, and the pyramid's viewer would replace it: "
+                               + "move it away, choose another name for the pyramid, or write the pyramid without its viewer")
+    }
+
     /// DIR/NAME.html for a pyramid at DIR/NAME.dzi or DIR/NAME.szi.
     public static func pagePath(for pyramid: String) -> String { String(pyramid.dropLast(4)) + ".html" }
 
