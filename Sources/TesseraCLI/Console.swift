@@ -58,13 +58,53 @@ public protocol Console: AnyObject, Sendable {
 }
 
 extension Console {
-    public func photoWarning(_ path: String, _ message: String) { warning("\(path): \(message)") }
+    public func photoWarning(_ path: String, _ message: String) { warning("\(shown(path)): \(message)") }
     public func duplicate(_ path: String, sameAs: String) { result(duplicateLine(path, sameAs: sameAs)) }
     public func summarise() {}
 }
 
 /// A dry run's line for a duplicate picture.
-func duplicateLine(_ path: String, sameAs: String) -> String { "duplicate   \(path): the same picture as \(sameAs)" }
+func duplicateLine(_ path: String, sameAs: String) -> String { "duplicate   \(shown(path)): the same picture as \(shown(sameAs))" }
+
+/// A file name as a line of text shows it: control characters (a newline, an escape sequence
+/// that would recolour the terminal or retitle its window, DEL, C1) written as `\n`, `\r`,
+/// `\t` or `\xNN`, so that a photo named to forge a line or drive the terminal is named, not
+/// obeyed. (A backslash stays as it is: such names are rare, and shown as typed.) JSON events
+/// carry the name as it is, escaped by JSON.
+func shown(_ path: String) -> String {
+    guard path.unicodeScalars.contains(where: needsEscape) else { return path }
+    var text = ""
+    for scalar in path.unicodeScalars {
+        switch scalar {
+        case "\n": text += "\\n"
+        case "\r": text += "\\r"
+        case "\t": text += "\\t"
+        case _ where needsEscape(scalar): text += "\\x" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 2)
+        default: text.unicodeScalars.append(scalar)
+        }
+    }
+    return text
+}
+
+/// C0, DEL and C1 controls.
+private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+}
+
+/// A message's text with what a terminal would obey (escape sequences and other controls but
+/// newlines and tabs) replaced by "?": the last guard for names that reach a message unshown.
+func terminalText(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { needsEscape($0) && $0 != "\n" && $0 != "\t" }) else { return text }
+    var clean = ""
+    for scalar in text.unicodeScalars {
+        clean.unicodeScalars.append(needsEscape(scalar) && scalar != "\n" && scalar != "\t" ? "?" : scalar)
+    }
+    return clean
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}
 
 /// The console of the `tessera` executable, and of the tests that read what it would write.
 public final class StreamConsole: Console, @unchecked Sendable {
@@ -122,7 +162,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
             emit("{\"event\": \"error\", \"message\": \(jsonStringLiteral(text))}")
         } else {
             lock.withLock { clearBar() }
-            standardError("tessera: " + text + "\n")
+            standardError("tessera: " + terminalText(text) + "\n")
         }
     }
 
@@ -131,7 +171,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
             emit("{\"event\": \"warning\", \"message\": \(jsonStringLiteral(text))}")
         } else if !quiet {
             lock.withLock { clearBar() }
-            standardError("tessera: warning: " + text + "\n")
+            standardError("tessera: warning: " + terminalText(text) + "\n")
         }
     }
 
@@ -163,9 +203,9 @@ public final class StreamConsole: Console, @unchecked Sendable {
     /// The warning for one photo of `kind`.
     static func photoLine(_ kind: ReasonTally.Kind, path: String, reason: String) -> String {
         switch kind {
-        case .skipped: return "skipping \(path): \(reason)"
-        case .placeholder: return "\(path): \(reason); drawn as a placeholder"
-        case .photoWarning, .duplicate: return "\(path): \(reason)"
+        case .skipped: return "skipping \(shown(path)): \(reason)"
+        case .placeholder: return "\(shown(path)): \(reason); drawn as a placeholder"
+        case .photoWarning, .duplicate: return "\(shown(path)): \(reason)"
         }
     }
 
@@ -176,7 +216,7 @@ public final class StreamConsole: Console, @unchecked Sendable {
             return photoLine(group.kind, path: path, reason: said)
         }
         let more = group.count - group.names.count
-        let names = group.names.joined(separator: ", ") + (more > 0 ? " and \(formatCount(more)) more (--verbose names every one)" : "")
+        let names = group.names.map(shown).joined(separator: ", ") + (more > 0 ? " and \(formatCount(more)) more (--verbose names every one)" : "")
         let files = "\(formatCount(group.count)) files"
         // The first photo's own words when every photo of the group said the same, else what
         // they have in common (numbers as N).

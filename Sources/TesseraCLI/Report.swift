@@ -58,7 +58,8 @@ public enum Report {
             lines.insert("tiff        \(tiff.pageCount) level\(tiff.pageCount == 1 ? "" : "s"), \(tiff.tileCount) tiles of \(tiff.tileSize) px at quality \(chosen.quality), \(kind), at most \(formatBytes(plan.tiffDiskBytes)) (the smaller levels, at most \(formatBytes(plan.tiffSpoolBytes)), wait in \(plan.temporaryDirectory)); \(formatBytes(Int64(plan.tiffMemoryBytes))) of memory", at: plan.deepZoom == nil ? 3 : 4)
         }
         for requirement in disk {
-            var line = "free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), \(formatBytes(requirement.freeBytes)) free"
+            var line = "free space  \(requirement.directory): needs \(formatBytes(requirement.neededBytes)), "
+                + (requirement.freeBytes == .max ? "free space not reported by the file system" : "\(formatBytes(requirement.freeBytes)) free")
             if requirement.neededInodes > 0 {
                 line += "; \(requirement.neededInodes) files, \(requirement.freeInodes == .max ? "no inode limit" : "\(requirement.freeInodes) inodes free")"
             }

@@ -256,7 +256,8 @@ public struct Runner {
         case .failure(let code): return .failure(code)
         }
         do throws(TesseraError) {
-            try RenderRequest.checkNotInputs(options.plannedOutputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs)
+            try RenderRequest.checkNotInputs(options.plannedOutputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs,
+                                             lists: options.photoLists.map(\.path).filter { $0 != "-" })
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }

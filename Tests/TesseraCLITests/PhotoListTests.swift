@@ -164,6 +164,17 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         write(Array("\(directory)/gone.jpg\n".utf8), to: directory + "/none.txt")
         let none = runTessera(["grid", "--photos-from", directory + "/none.txt"] + shape)
         #expect(none.status == 3 && none.output.contains("in the list \(directory)/none.txt"), "\(none.output)")
+        // An output that is the list itself (the manifest, or -o of a list named like a JPEG)
+        // is refused before anything is written, and the list kept.
+        let list = readFile(directory + "/list.txt")
+        let overList = runTessera(["grid", "--photos-from", directory + "/list.txt", "--manifest", directory + "/list.txt"] + shape)
+        #expect(overList.status == 2 && overList.output.contains("it is the list of photos read"), "\(overList.output)")
+        #expect(readFile(directory + "/list.txt") == list)
+        write(list, to: directory + "/list.jpg")
+        let jpegList = runTessera(["grid", "--photos-from", directory + "/list.jpg", "-o", directory + "/list.jpg", "--columns", "2",
+                                   "--tile-size", "8", "--no-progress"])
+        #expect(jpegList.status == 2 && jpegList.output.contains("it is the list of photos read"), "\(jpegList.output)")
+        #expect(readFile(directory + "/list.jpg") == list)
     }
 
     /// 20,000 paths in a list render the picture their folder does. The photos are hard links
@@ -370,6 +381,30 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
         for photo in skipped { silent.photo(photo, placeholder: false) }
         silent.message("an error")
         #expect(quiet.err == "tessera: an error\n")
+    }
+
+    /// A photo named to drive the terminal (an escape sequence, a window title) or to forge a
+    /// line is named with its controls written out, alone or in a group; a message that holds
+    /// one anyway has it replaced. JSON keeps the name as it is.
+    @Test func namesThatHoldControlCharactersAreShownNotObeyed() throws {
+        let colour = "\u{1B}[31mRED\u{1B}[0m\u{1B}]0;title\u{07}.jpg", forged = "fake\nwrote everything fine: 0 errors.jpg"
+        let captured = Captured()
+        let console = captured.console(.bar, verbose: true)
+        console.photo(SkippedPhoto(path: colour, reason: "not an image"), placeholder: false)
+        console.photoWarning(forged, "file ends early")
+        console.message("removed \(colour)")
+        let lines = captured.err.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines == ["tessera: warning: skipping \\x1B[31mRED\\x1B[0m\\x1B]0;title\\x07.jpg: not an image",
+                          "tessera: warning: fake\\nwrote everything fine: 0 errors.jpg: file ends early",
+                          "tessera: removed ?[31mRED?[0m?]0;title?.jpg", ""], "\(captured.err)")
+        let grouped = Captured()
+        let tally = grouped.console(.bar)
+        for index in 0..<4 { tally.photo(SkippedPhoto(path: "\(index)" + forged, reason: "not an image"), placeholder: false) }
+        tally.summarise()
+        #expect(!grouped.err.dropLast().contains("\n") && grouped.err.contains("0fake\\nwrote"), "\(grouped.err)")
+        let json = Captured()
+        json.console(.json).photo(SkippedPhoto(path: colour, reason: "not an image"), placeholder: false)
+        #expect(jsonLines(json.err).first?["path"] as? String == colour)
     }
 
     /// An analysis has an ETA once a second and a fiftieth have passed, a render once a tenth

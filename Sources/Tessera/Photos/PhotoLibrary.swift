@@ -569,13 +569,18 @@ public struct PhotoLibrary: Sendable {
     /// list a trailing CR dropped, as a list saved on Windows has), reading 64 KiB at a time: a
     /// list of a million paths is never held. `-` is standard input; a FIFO (a shell's
     /// `<(find ...)`) is read as it is written.
-    /// Throws `.cancelled` once `cancellation` is, between reads: a list that never ends (a
-    /// pipe that keeps writing) is stopped by Ctrl-C like the rest of the scan.
+    /// Throws `.cancelled` once `cancellation` is, between reads and while it waits for one: a
+    /// list that never ends (a pipe that keeps writing), a pipe whose writer is slow and a FIFO
+    /// nobody has opened yet are stopped by Ctrl-C like the rest of the scan. (Signals never
+    /// interrupt a read here: they arrive through Dispatch. So a read starts only once poll
+    /// says it will not block, and a FIFO is opened without waiting for its writer.)
     static func forEachLine(of list: PhotoList, cancellation: RenderCancellation? = nil,
                             _ body: ([UInt8]) throws(TesseraError) -> Void) throws(TesseraError) {
         let file = list.path == "-" ? FileDescriptor(rawValue: 0, path: "(standard input)")
-            : try FileDescriptor.open(list.path, flags: O_RDONLY)
+            : try FileDescriptor.open(list.path, flags: O_RDONLY | O_NONBLOCK)
         defer { if list.path != "-" { file.close() } }
+        // Opened without waiting; read as any file (blocking, once poll says there is data).
+        if list.path != "-" { _ = system_clear_nonblocking(file.rawValue) }
         let separator = list.nulSeparated ? UInt8(0) : UInt8(ascii: "\n")
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -592,6 +597,12 @@ public struct PhotoLibrary: Sendable {
         }
         while true {
             if cancellation?.isCancelled == true { throw .cancelled }
+            if let cancellation {
+                // Four times a second, until there is something to read (or the end).
+                while !system_poll_readable(file.rawValue, milliseconds: 250) {
+                    if cancellation.isCancelled { throw .cancelled }
+                }
+            }
             let count = try chunk.withUnsafeMutableBytes { buffer in
                 Result { () throws(TesseraError) in try file.read(into: buffer) }
             }.get()
