@@ -4,10 +4,19 @@
 // A shim because lcms2's pixel formats (TYPE_RGB_8) are macros built from shifts that Swift
 // cannot import. Transforms are made with cmsFLAGS_NOCACHE, so one transform serves every
 // worker at once (lcms2 keeps no per-call state in it then).
+//
+// Every transform is made in a Little CMS context of its own whose allocator counts (a memory
+// plugin): what reading the profile and building the transform may take is capped
+// (TESSERA_COLOR_MAKING_BYTES), checked before each allocation, so a hostile profile (a 16 MB
+// lookup table compressed into a 140 KB PNG took 96 MB) fails to convert instead of growing
+// the process, and what a finished transform keeps is known (tessera_color_transform_bytes).
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <lcms2.h>
+#include <lcms2_plugin.h>
 
 #include "tessera_shims.h"
 
@@ -15,16 +24,97 @@ static void quiet(cmsContext context, cmsUInt32Number code, const char *text) {
     (void)context; (void)code; (void)text;
 }
 
-static cmsHPROFILE srgb_profile(void) {
-    return cmsCreate_sRGBProfile();
+/// A context's account: bytes held now, and the most it may hold.
+typedef struct {
+    _Atomic size_t held;
+    size_t limit;
+    _Atomic int refused;  // an allocation was refused for the limit
+} color_budget;
+
+/// Each allocation is preceded by its size and its account (16 bytes: lcms2 expects memory
+/// aligned for doubles).
+typedef struct {
+    size_t size;
+    color_budget *budget;
+} allocation_header;
+
+static void *budget_malloc(cmsContext context, cmsUInt32Number size) {
+    color_budget *budget = context != NULL ? cmsGetContextUserData(context) : NULL;
+    if (budget != NULL) {
+        size_t held = atomic_fetch_add(&budget->held, (size_t)size);
+        if (held + size > budget->limit) {
+            atomic_fetch_sub(&budget->held, (size_t)size);
+            atomic_store(&budget->refused, 1);
+            return NULL;
+        }
+    }
+    allocation_header *header = malloc(sizeof(allocation_header) + size);
+    if (header == NULL) {
+        if (budget != NULL) atomic_fetch_sub(&budget->held, (size_t)size);
+        return NULL;
+    }
+    header->size = size;
+    header->budget = budget;
+    return header + 1;
+}
+
+static void budget_free(cmsContext context, void *pointer) {
+    (void)context;
+    if (pointer == NULL) return;
+    allocation_header *header = (allocation_header *)pointer - 1;
+    if (header->budget != NULL) atomic_fetch_sub(&header->budget->held, header->size);
+    free(header);
+}
+
+static void *budget_realloc(cmsContext context, void *pointer, cmsUInt32Number size) {
+    if (pointer == NULL) return budget_malloc(context, size);
+    allocation_header *header = (allocation_header *)pointer - 1;
+    void *moved = budget_malloc(context, size);
+    if (moved == NULL) return NULL;
+    memcpy(moved, pointer, header->size < size ? header->size : size);
+    budget_free(context, pointer);
+    return moved;
+}
+
+static cmsPluginMemHandler budget_plugin = {
+    { cmsPluginMagicNumber, 2000, cmsPluginMemHandlerSig, NULL },
+    budget_malloc, budget_free, budget_realloc, NULL, NULL, NULL
+};
+
+/// A transform with the context it lives in and that context's account.
+typedef struct {
+    cmsHTRANSFORM transform;
+    cmsContext context;
+    color_budget *budget;
+} color_transform;
+
+/// A context whose allocations `budget` counts, or NULL.
+static cmsContext budget_context(color_budget **budget_out) {
+    color_budget *budget = calloc(1, sizeof *budget);
+    if (budget == NULL) return NULL;
+    budget->limit = TESSERA_COLOR_MAKING_BYTES;
+    cmsContext context = cmsCreateContext(&budget_plugin, budget);
+    if (context == NULL) { free(budget); return NULL; }
+    cmsSetLogErrorHandlerTHR(context, quiet);
+    *budget_out = budget;
+    return context;
+}
+
+static void free_context(cmsContext context, color_budget *budget) {
+    cmsDeleteContext(context);
+    free(budget);
+}
+
+static cmsHPROFILE srgb_profile(cmsContext context) {
+    return cmsCreate_sRGBProfileTHR(context);
 }
 
 /// Whether `profile` is sRGB in all but name: its colorants within 0.0015 of sRGB's (D50
 /// adapted) and each curve within half a level of the sRGB curve. Converting such a photo
 /// would only add rounding, so it is drawn as is (and stays byte-identical to an untagged one).
-static int is_srgb_equivalent(cmsHPROFILE profile) {
+static int is_srgb_equivalent(cmsContext context, cmsHPROFILE profile) {
     if (cmsGetColorSpace(profile) != cmsSigRgbData || !cmsIsMatrixShaper(profile)) return 0;
-    cmsHPROFILE srgb = srgb_profile();
+    cmsHPROFILE srgb = srgb_profile(context);
     if (srgb == NULL) return 0;
     static const cmsTagSignature colorants[3] = { cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag };
     static const cmsTagSignature curves[3] = { cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag };
@@ -48,46 +138,72 @@ static int is_srgb_equivalent(cmsHPROFILE profile) {
     return same;
 }
 
-static void *transform_to_srgb(cmsHPROFILE input, char *message, size_t message_bytes) {
-    cmsHPROFILE output = srgb_profile();
+/// The transform from `input` (closed here) to sRGB in `context`, which it then owns with
+/// `budget`; NULL (and the context freed) when it cannot be made.
+static void *transform_to_srgb(cmsContext context, color_budget *budget, cmsHPROFILE input, char *message,
+                               size_t message_bytes) {
+    cmsHPROFILE output = srgb_profile(context);
     if (output == NULL) {
         cmsCloseProfile(input);
+        free_context(context, budget);
         snprintf(message, message_bytes, "out of memory making the sRGB profile");
         return NULL;
     }
-    cmsHTRANSFORM transform = cmsCreateTransform(input, TYPE_RGB_8, output, TYPE_RGB_8, INTENT_RELATIVE_COLORIMETRIC,
-                                                 cmsFLAGS_NOCACHE);
+    cmsHTRANSFORM transform = cmsCreateTransformTHR(context, input, TYPE_RGB_8, output, TYPE_RGB_8,
+                                                    INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOCACHE);
     cmsCloseProfile(input);
     cmsCloseProfile(output);
-    if (transform == NULL) snprintf(message, message_bytes, "Little CMS cannot convert this profile to sRGB");
-    return transform;
+    color_transform *made = transform != NULL ? malloc(sizeof *made) : NULL;
+    if (made == NULL) {
+        if (transform != NULL) cmsDeleteTransform(transform);
+        int over = atomic_load(&budget->refused);
+        free_context(context, budget);
+        snprintf(message, message_bytes, over ? "its ICC profile needs more memory to convert than a profile may take (%d MiB)"
+                                              : "Little CMS cannot convert this profile to sRGB", TESSERA_COLOR_MAKING_BYTES >> 20);
+        return NULL;
+    }
+    made->transform = transform;
+    made->context = context;
+    made->budget = budget;
+    return made;
 }
 
 void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *is_srgb, char *message,
                                        size_t message_bytes) {
     *is_srgb = 0;
-    cmsSetLogErrorHandler(quiet);
-    if (length < 132 || length > (64u << 20)) {
-        snprintf(message, message_bytes, "an ICC profile of %zu bytes is not a profile", length);
+    if (length < 132 || length > TESSERA_COLOR_MAKING_BYTES) {
+        snprintf(message, message_bytes, length < 132 ? "an ICC profile of %zu bytes is not a profile"
+                                                      : "its ICC profile of %zu bytes is larger than a profile may be", length);
         return NULL;
     }
-    cmsHPROFILE profile = cmsOpenProfileFromMem(icc, (cmsUInt32Number)length);
+    color_budget *budget = NULL;
+    cmsContext context = budget_context(&budget);
+    if (context == NULL) {
+        snprintf(message, message_bytes, "out of memory reading its ICC profile");
+        return NULL;
+    }
+    cmsHPROFILE profile = cmsOpenProfileFromMemTHR(context, icc, (cmsUInt32Number)length);
     if (profile == NULL) {
-        snprintf(message, message_bytes, "its ICC profile is damaged");
+        int over = atomic_load(&budget->refused);
+        free_context(context, budget);
+        snprintf(message, message_bytes, over ? "its ICC profile needs more memory to read than a profile may take"
+                                              : "its ICC profile is damaged");
         return NULL;
     }
     if (cmsGetColorSpace(profile) != cmsSigRgbData) {
         // A grey or CMYK profile on an image delivered as RGB: not something to apply to RGB.
         cmsCloseProfile(profile);
+        free_context(context, budget);
         snprintf(message, message_bytes, "its ICC profile is not an RGB profile");
         return NULL;
     }
-    if (is_srgb_equivalent(profile)) {
+    if (is_srgb_equivalent(context, profile)) {
         cmsCloseProfile(profile);
+        free_context(context, budget);
         *is_srgb = 1;
         return NULL;
     }
-    return transform_to_srgb(profile, message, message_bytes);
+    return transform_to_srgb(context, budget, profile, message, message_bytes);
 }
 
 /// H.273 colour primaries as CIE xy: red, green, blue, white.
@@ -111,27 +227,26 @@ static int cicp_primaries(int code, cmsCIExyYTRIPLE *primaries, cmsCIExyY *white
 }
 
 /// H.273 transfer characteristics as an lcms2 curve (decoding: encoded value to linear).
-static cmsToneCurve *cicp_curve(int code) {
+static cmsToneCurve *cicp_curve(cmsContext context, int code) {
     switch (code) {
     case 1: case 6: case 14: case 15: {
         // BT.709: V = 1.099 L^0.45 - 0.099 above 0.018, 4.5 L below.
         double params[5] = { 1 / 0.45, 1 / 1.099, 0.099 / 1.099, 1 / 4.5, 0.081 };
-        return cmsBuildParametricToneCurve(NULL, 4, params);
+        return cmsBuildParametricToneCurve(context, 4, params);
     }
     case 13: {
         double params[5] = { 2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045 };
-        return cmsBuildParametricToneCurve(NULL, 4, params);
+        return cmsBuildParametricToneCurve(context, 4, params);
     }
-    case 4: { double gamma = 2.2; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
-    case 5: { double gamma = 2.8; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
-    case 8: { double gamma = 1.0; return cmsBuildParametricToneCurve(NULL, 1, &gamma); }
+    case 4: { double gamma = 2.2; return cmsBuildParametricToneCurve(context, 1, &gamma); }
+    case 5: { double gamma = 2.8; return cmsBuildParametricToneCurve(context, 1, &gamma); }
+    case 8: { double gamma = 1.0; return cmsBuildParametricToneCurve(context, 1, &gamma); }
     default: return NULL;
     }
 }
 
 void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srgb, char *message, size_t message_bytes) {
     *is_srgb = 0;
-    cmsSetLogErrorHandler(quiet);
     // 2 is "unspecified": read as sRGB's, like an untagged photo.
     if (primaries == 2) primaries = 1;
     if (transfer == 2) transfer = 13;
@@ -142,25 +257,41 @@ void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srg
         snprintf(message, message_bytes, "colour primaries %d (H.273) are not supported", primaries);
         return NULL;
     }
-    cmsToneCurve *curve = cicp_curve(transfer);
+    color_budget *budget = NULL;
+    cmsContext context = budget_context(&budget);
+    if (context == NULL) {
+        snprintf(message, message_bytes, "out of memory building a colour profile");
+        return NULL;
+    }
+    cmsToneCurve *curve = cicp_curve(context, transfer);
     if (curve == NULL) {
+        free_context(context, budget);
         snprintf(message, message_bytes, "transfer characteristics %d (H.273: HDR or unknown) are not supported", transfer);
         return NULL;
     }
     cmsToneCurve *curves[3] = { curve, curve, curve };
-    cmsHPROFILE profile = cmsCreateRGBProfile(&white, &xy, curves);
+    cmsHPROFILE profile = cmsCreateRGBProfileTHR(context, &white, &xy, curves);
     cmsFreeToneCurve(curve);
     if (profile == NULL) {
+        free_context(context, budget);
         snprintf(message, message_bytes, "Little CMS cannot build a profile for primaries %d, transfer %d", primaries, transfer);
         return NULL;
     }
-    return transform_to_srgb(profile, message, message_bytes);
+    return transform_to_srgb(context, budget, profile, message, message_bytes);
 }
 
 void tessera_color_transform_apply(void *transform, uint8_t *rgb, size_t pixels) {
-    cmsDoTransform((cmsHTRANSFORM)transform, rgb, rgb, (cmsUInt32Number)pixels);
+    cmsDoTransform(((color_transform *)transform)->transform, rgb, rgb, (cmsUInt32Number)pixels);
+}
+
+size_t tessera_color_transform_bytes(const void *transform) {
+    return transform == NULL ? 0 : atomic_load(&((const color_transform *)transform)->budget->held);
 }
 
 void tessera_color_transform_free(void *transform) {
-    if (transform != NULL) cmsDeleteTransform((cmsHTRANSFORM)transform);
+    if (transform == NULL) return;
+    color_transform *made = transform;
+    cmsDeleteTransform(made->transform);
+    free_context(made->context, made->budget);
+    free(made);
 }

@@ -121,9 +121,10 @@ tessera_png *tessera_png_open(int fd, uint64_t file_bytes, tessera_png_info *inf
     png->ctx = spng_ctx_new(0);
     if (png->ctx == NULL) { free(png); snprintf(message, message_bytes, "out of memory"); return NULL; }
     // Hostile files: no row wider or image taller than this, no chunk (an ICC profile, text)
-    // above 16 MiB, and at most 64 MiB of chunks kept.
+    // above 8 MiB (what a profile may take to convert, TESSERA_COLOR_MAKING_BYTES), and at most
+    // 12 MiB of chunks kept: they are held beside the decode, outside its budget.
     spng_set_image_limits(png->ctx, 1u << 20, 1u << 20);
-    spng_set_chunk_limits(png->ctx, 16u << 20, 64u << 20);
+    spng_set_chunk_limits(png->ctx, TESSERA_COLOR_MAKING_BYTES, 12u << 20);
     spng_set_option(png->ctx, SPNG_CHUNK_COUNT_LIMIT, (int)chunk_count_limit);
     spng_set_png_stream(png->ctx, read_fn, png);
     struct spng_ihdr ihdr;

@@ -594,6 +594,34 @@ let fixtures: String = {
         #expect(readFile(directory + "/big.jpg") == previous)
     }
 
+    /// A run waiting for its --photos-from list (a FIFO no one has opened yet) stops at SIGINT
+    /// or SIGTERM with its exit code, writing nothing: it waited in open() past both.
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func aSignalStopsARunWaitingForItsList(signal number: Int32, expected: Int32) throws {
+        let directory = "\(testRoot)/tessera-list-signal-\(number)-\(getpid())"
+        mkdir(directory, 0o755)
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(mkfifo(directory + "/list", 0o600) == 0)
+        let pid = spawnTessera(["grid", "--photos-from", directory + "/list", "-o", directory + "/out.jpg", "--columns", "2",
+                                "--tile-size", "8", "--no-progress"])
+        usleep(500_000)
+        kill(pid, number)
+        var status: Int32 = 0
+        var waited = 0
+        // Polled, so that a run that goes on waiting fails the test instead of hanging it.
+        while waitpid(pid, &status, WNOHANG) == 0 && waited < 100 {
+            usleep(100_000)
+            waited += 1
+        }
+        if waited == 100 {
+            kill(pid, SIGKILL)
+            waitpid(pid, &status, 0)
+            Issue.record("still waiting for its list 10 s after the signal")
+        }
+        #expect(status & 0x7F == 0 && (status >> 8) & 0xFF == expected, "status \(status)")
+        #expect(listNames(directory) == ["list"])
+    }
+
     /// A Deep Zoom render is staged in a folder: SIGINT and SIGTERM remove it; after SIGKILL it
     /// stays, named with the dead pid, and the next render there removes it and says so. The
     /// pyramid that was there before is untouched in every case.

@@ -14,11 +14,12 @@ let hostileSlackBytes = 4 << 20
 
 /// The PNG writer: `kind` is adam7 (1,000,000 x 60, 1-bit grey, Adam7), wide (1,048,576 x 64,
 /// 1-bit grey), crc (a bad IDAT CRC), palette (indices past a 2-colour palette), text (200,000
-/// tEXt chunks), alpha N (N x N RGBA, half of it half transparent).
+/// tEXt chunks), alpha N (N x N RGBA, half of it half transparent), bomb (11,000 x 11,000 1-bit
+/// grey in 15 KB), white N (N x N white, 1-bit grey, Adam7).
 private let pngWriter = """
 import sys, zlib, struct
 def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-def png(path, w, h, interlace, depth=1, color=0, extra=b"", corrupt_crc=False, plte=None):
+def png(path, w, h, interlace, depth=1, color=0, extra=b"", corrupt_crc=False, plte=None, fill=b"\\x55"):
     bpp = depth * {0: 1, 2: 3, 3: 1, 6: 4}[color]
     def scan(width): return (width * bpp + 7) // 8
     c = zlib.compressobj(9)
@@ -27,9 +28,9 @@ def png(path, w, h, interlace, depth=1, color=0, extra=b"", corrupt_crc=False, p
         for x0, y0, dx, dy in [(0,0,8,8),(4,0,8,8),(0,4,4,8),(2,0,4,4),(0,2,2,4),(1,0,2,2),(0,1,1,2)]:
             pw, ph = max(0, (w - x0 + dx - 1) // dx), max(0, (h - y0 + dy - 1) // dy)
             if pw and ph:
-                for y in range(ph): data.append(c.compress(b"\\0" + b"\\x55" * scan(pw)))
+                for y in range(ph): data.append(c.compress(b"\\0" + fill * scan(pw)))
     else:
-        for y in range(h): data.append(c.compress(b"\\0" + b"\\x55" * scan(w)))
+        for y in range(h): data.append(c.compress(b"\\0" + fill * scan(w)))
     data.append(c.flush())
     idat = chunk(b"IDAT", b"".join(data))
     if corrupt_crc: idat = idat[:-1] + bytes([idat[-1] ^ 0xFF])
@@ -48,6 +49,8 @@ elif kind == "crc": png(path, 300, 200, 0, 8, 2, corrupt_crc=True)
 elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 255, 0]))
 elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
 elif kind == "alpha": alpha(path, int(sys.argv[3]))
+elif kind == "bomb": png(path, 11000, 11000, 0)
+elif kind == "white": n = int(sys.argv[3]); png(path, n, n, 1, fill=b"\\xff")
 """
 
 /// A folder with the hostile file `name` (made by `make`, given its path) and one valid photo.
@@ -122,6 +125,10 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG with 200,000 tEXt chunks", file: "text.png", budgetMiB: 32, saying: "too many text chunks") {
             writePNG("text", $0)
         },
+        // 121 MP in 15 KB: every pixel would be decoded (a 62,000 px square of 583 KB took 258 s).
+        HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
+            writePNG("bomb", $0)
+        },
     ]
 
     /// The file and a valid photo in a 2 x 1 grid of 100 px cells: exit 0, the valid photo drawn,
@@ -144,6 +151,23 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         }
         #expect(run.peakBytes <= (hostile.budgetMiB << 20) + hostileSlackBytes,
                 "\(hostile.name): peak \(run.peakMiB) MiB over \(hostile.budgetMiB) MiB and the slack")
+    }
+
+    /// A white interlaced picture of 25 MP binned into one pixel: every pixel in one bin. Its
+    /// sums were 32 bits, and 25 million whites overflowed them (Swift's trap: the run died
+    /// with SIGILL, nothing written). The pixel is white.
+    @Test func aBrightPictureBinnedIntoOnePixelIsDrawn() throws {
+        guard let folder = hostileFolder("white.png", { writePNG("white", $0, "5000") }) else {
+            Issue.record("could not make the file")
+            return
+        }
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", folder + "/photos/white.png", "-o", folder + "/out.jpg", "--columns", "1", "--tile-size", "1",
+                               "--no-progress", "--temp-dir", folder])
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(system("djpeg -pnm '\(folder)/out.jpg' > '\(folder)/out.ppm'") == 0)
+        let pixel = readFile(folder + "/out.ppm").suffix(3)
+        #expect(pixel.count == 3 && pixel.allSatisfy { $0 >= 250 }, "\(Array(pixel))")
     }
 
     /// The 40 x 40 grid of one tile as a mosaic's target (1.2 GB peak before): refused before

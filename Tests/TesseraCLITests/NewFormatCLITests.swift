@@ -133,7 +133,8 @@ extension NewFormatCLITests {
         ("a 4000 x 3000 interlaced GIF (its frame held whole)", "big.gif", ""),
         ("a 6000 x 6000 TIFF in 256 px tiles", "tiled.tif", ""),
         ("a 40000 x 40000 TIFF of one tile's bytes repeated", "huge.tif", "more than its"),
-        ("a 12000 x 12000 TIFF in one deflate strip", "strip.tif", "--max-memory"),
+        // (100 MP: past it, a file this small is refused as a bomb before its strip is sized.)
+        ("a 10000 x 10000 TIFF in one deflate strip", "strip.tif", "--max-memory"),
     ])
     func largeAndLyingFilesStayInsideTheBudget(_ name: String, _ file: String, _ saying: String) {
         let folder = "\(testRoot)/new-format-memory-\(UInt32.random(in: 0...UInt32.max))"
@@ -147,7 +148,7 @@ extension NewFormatCLITests {
         case "big.gif": made = system("convert -size 4000x3000 plasma:fractal -colors 64 -interlace GIF '\(path)'")
         case "tiled.tif": made = system("python3 '\(script)' tiled '\(path)' 6000")
         case "huge.tif": made = system("python3 '\(script)' shared '\(path)' 40000")
-        default: made = system("python3 '\(script)' strip '\(path)' 12000")
+        default: made = system("python3 '\(script)' strip '\(path)' 10000")
         }
         #expect(made == 0, "\(name): could not make it")
         let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "2x1", "--tile-size", "100",

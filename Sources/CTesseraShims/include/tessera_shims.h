@@ -239,6 +239,10 @@ int tessera_resample_use_avx2(int enabled);
 
 // MARK: Colour (tessera_color.c, Little CMS)
 
+/// The most Little CMS may hold while it reads one profile and makes its transform (the
+/// profile's copy, its parsed tables, the transform): a profile that needs more is refused.
+#define TESSERA_COLOR_MAKING_BYTES (8 << 20)
+
 /// A transform from the ICC profile `icc` to sRGB (8-bit RGB in place), or NULL: with
 /// `*is_srgb` set when the profile is sRGB in all but name (nothing to convert), else with the
 /// reason in `message`. Free with tessera_color_transform_free; usable from any thread.
@@ -249,6 +253,8 @@ void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *i
 void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srgb, char *message, size_t message_bytes);
 
 void tessera_color_transform_apply(void *transform, uint8_t *rgb, size_t pixels);
+/// The bytes a transform keeps while it lives.
+size_t tessera_color_transform_bytes(const void *transform);
 void tessera_color_transform_free(void *transform);
 
 // MARK: PNG (tessera_png.c, libspng)

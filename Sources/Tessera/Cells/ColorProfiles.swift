@@ -39,10 +39,17 @@ enum ColorProfiles {
     /// Distinct profiles kept; past this (a hostile folder of unique profiles) each decode
     /// makes and frees its own.
     static let cacheLimit = 256
+    /// The most the kept transforms may hold in all (a matrix profile's keeps about 10 KB; one
+    /// of lookup tables up to a few hundred): past it, each decode makes and frees its own.
+    static let cacheBytesLimit = 4 << 20
 
     private final class Cache: @unchecked Sendable {
         let lock = Mutex()
         var entries: [UInt64: (transform: UnsafeMutableRawPointer?, problem: String?)] = [:]
+        var bytes = 0
+        /// One transform is made at a time: what Little CMS may hold while it makes one
+        /// (TESSERA_COLOR_MAKING_BYTES) is then held once, not once a worker.
+        let making = Mutex()
     }
     private static let cache = Cache()
 
@@ -62,6 +69,11 @@ enum ColorProfiles {
     /// The conversion for an embedded ICC profile (empty: none).
     static func conversion(icc: UnsafeRawBufferPointer) -> ColorConversion {
         guard icc.count > 0, let base = icc.baseAddress else { return .none }
+        // Refused before a byte of it is read (a mapped file's pages stay out of memory).
+        if icc.count > Int(TESSERA_COLOR_MAKING_BYTES) {
+            return ColorConversion(transform: nil, owned: false,
+                                   problem: "its ICC profile of \(icc.count) bytes is larger than a profile may be (\(TESSERA_COLOR_MAKING_BYTES >> 20) MiB)")
+        }
         return conversion(key: fingerprint(icc)) { isSRGB, message in
             tessera_color_transform_from_icc(base.assumingMemoryBound(to: UInt8.self), icc.count, &isSRGB, message, 200)
         }
@@ -112,11 +124,13 @@ enum ColorProfiles {
         }
         var isSRGB: Int32 = 0
         var message = [CChar](repeating: 0, count: 200)
-        let transform = message.withUnsafeMutableBufferPointer { make(&isSRGB, $0.baseAddress!) }
+        let transform = cache.making.withLock { message.withUnsafeMutableBufferPointer { make(&isSRGB, $0.baseAddress!) } }
         let problem: String? = transform == nil && isSRGB == 0 ? cMessage(message) : nil
+        let bytes = tessera_color_transform_bytes(transform)
         let kept: (transform: UnsafeMutableRawPointer?, problem: String?)? = cache.lock.withLock {
             if let existing = cache.entries[key] { return existing }  // another worker made it first
-            guard cache.entries.count < cacheLimit else { return nil }
+            guard cache.entries.count < cacheLimit, cache.bytes + bytes <= cacheBytesLimit else { return nil }
+            cache.bytes += bytes
             cache.entries[key] = (transform, problem)
             return (transform, problem)
         }

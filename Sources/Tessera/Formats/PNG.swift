@@ -152,7 +152,7 @@ extension CellDecoder {
         let streamedBytes = workingBytes(outputWidth: width, orientation: orientation) + width * 4 + reader.decoderBytes
         let binned = interlaced || streamedBytes > budget.poolBytes
         let bins = (width: min(stored.width, max(1, Int(region.width))), height: min(stored.height, max(1, Int(region.height))))
-        let binnedBytes = reader.decoderBytes + width * 4 + bins.width * bins.height * 16 + 2 * cellBytes
+        let binnedBytes = reader.decoderBytes + width * 4 + bins.width * bins.height * 32 + 2 * cellBytes
             + (bins == stored ? 0 : workingBytes(outputWidth: bins.width, orientation: orientation))
         let request = binned ? binnedBytes : streamedBytes
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
@@ -204,8 +204,11 @@ extension CellDecoder {
         // an array, which for a 1,048,576 px row would be 4 MiB more.
         let firstColumn = max(0, Int((region.x - 0.5).rounded(.up)))
         let columnScale = Double(bins.width) / region.width
-        var sums = [UInt32](repeating: 0, count: bins.width * bins.height * 3)
-        var counts = [UInt32](repeating: 0, count: bins.width * bins.height)
+        // 64-bit: one bin of a picture drawn far smaller than it is collects every pixel of its
+        // share (a 17,000 px square into one 4 px cell: 18 million white pixels overflowed 32
+        // bits, and the run stopped on Swift's overflow trap).
+        var sums = [UInt64](repeating: 0, count: bins.width * bins.height * 3)
+        var counts = [UInt64](repeating: 0, count: bins.width * bins.height)
         let passColumns = [(0, 8), (4, 8), (0, 4), (2, 4), (0, 2), (1, 2), (0, 1)]
         let br = Int(background.red), bg = Int(background.green), bb = Int(background.blue)
         var rowsRead = 0
@@ -226,9 +229,9 @@ extension CellDecoder {
                     let target = outRow * bins.width + outColumn
                     let a = Int(rgba[x * 4 + 3]), na = 255 - a
                     counts[target] += 1
-                    sums[target * 3] += UInt32((Int(rgba[x * 4]) * a + br * na + 127) / 255)
-                    sums[target * 3 + 1] += UInt32((Int(rgba[x * 4 + 1]) * a + bg * na + 127) / 255)
-                    sums[target * 3 + 2] += UInt32((Int(rgba[x * 4 + 2]) * a + bb * na + 127) / 255)
+                    sums[target * 3] += UInt64((Int(rgba[x * 4]) * a + br * na + 127) / 255)
+                    sums[target * 3 + 1] += UInt64((Int(rgba[x * 4 + 1]) * a + bg * na + 127) / 255)
+                    sums[target * 3 + 2] += UInt64((Int(rgba[x * 4 + 2]) * a + bb * na + 127) / 255)
                 }
                 x += step
             }

@@ -628,6 +628,28 @@ public struct PhotoLibrary: Sendable {
         }
     }
 
+    /// Past this many pixels, a photo in a format that has no scaled decoding (all but JPEG and
+    /// a RAW file's JPEG preview: every pixel is decoded, whatever the cell) must bring a byte
+    /// of file for every `pixelsPerFileByte` of them.
+    static let freePixels: Int64 = 100_000_000
+    static let pixelsPerFileByte: Int64 = 200
+
+    /// Why a photo's picture is more work than its file can honestly ask for, or nil. Each
+    /// format's own check bounds the pixels by what its compression can reach (PNG's deflate:
+    /// 1,032 bytes a byte), which still let a 583 KB 1-bit PNG of 62,000 x 62,000 px take 258 s
+    /// of decoding, an 11 KB HEIC grid of one tile referenced 4,096 times over a minute and a
+    /// 1.6 MB GIF of a 65,535 px screen 28 s a cell (a helper's files). Photos compress to a
+    /// byte for every 2 to 20 px (a flat HEIC), so 200 px a byte refuses no photo; up to 100 MP
+    /// anything is drawn.
+    static func tooMuchPicture(_ header: PhotoHeader, fileBytes: Int64) -> String? {
+        guard header.format != .jpeg, header.format != .raw else { return nil }
+        let pixels = Int64(header.width) * Int64(header.height)
+        guard pixels > freePixels, pixels / pixelsPerFileByte > fileBytes else { return nil }
+        return "its picture of \(header.width) x \(header.height) px (\(pixels / 1_000_000) MP) is far more than a "
+            + "\(formatBytes(fileBytes)) photo holds (past \(freePixels / 1_000_000) MP, at most \(pixelsPerFileByte) px a byte): "
+            + "every pixel would be decoded, so it is not drawn (a decompression bomb?)"
+    }
+
     /// The longest line a photo list may have: far past PATH_MAX (4,096).
     static let maximumListLine = 1 << 16
 
@@ -683,6 +705,10 @@ public struct PhotoLibrary: Sendable {
             }
             guard header.width > 0, header.height > 0 else {
                 read.found = .failure(.unreadablePhoto(path: path, reason: "image has no pixels"))
+                return read
+            }
+            if let problem = tooMuchPicture(header, fileBytes: opened.fileBytes) {
+                read.found = .failure(.unreadablePhoto(path: path, reason: problem))
                 return read
             }
             read.found = .success(.photo(Photo(path: path, header: header, file: file, identity: opened.identity), ownOutput: isOwnOutput))
