@@ -20,8 +20,9 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev 
     libspng-dev libwebp-dev libheif-dev liblcms2-dev libgif-dev libtiff-dev \
     libjpeg-turbo-progs libvips-tools openslide-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
     zsh fish lintian debootstrap unzip libmagic1 >/dev/null
-# The tests' independent readers from PyPI: the IIIF validator, and tifffile for the TIFF.
-python3 -m pip install -q iiif-validator tifffile imagecodecs numpy
+# The tests' independent readers from PyPI: the IIIF validator, and tifffile for the TIFF
+# (into the user's site on Debian's own python3, which refuses system-wide pip installs).
+scripts/install-python-readers.sh
 swift build -c release
 mkdir -p demo-zoom
 .build/release/tessera grid Tests/TesseraTests/Fixtures/orientation -o demo.jpg --dzi demo-zoom/demo.dzi \
@@ -32,3 +33,4 @@ echo "open demo.jpg: 18 photos in a 6 x 3 grid, all upright"
 echo "open demo-zoom/demo.html in a browser to zoom into it; pointing at a photo names it, clicking shows it larger"
 echo "open demo-mosaic.jpg: Samples/target/chelsea.jpg (a cat) as a 60 x 40 mosaic of the 46 photos in Samples/library, each cell tinted 25% toward the cat"
 echo "open demo-zoom/mosaic.html in a browser to zoom into the mosaic until every cell is a photo"
+echo "the tool is .build/release/tessera (put it on your PATH: export PATH=\"$PWD/.build/release:\$PATH\"; or install the Debian package: README.md, Install)"

@@ -31,7 +31,11 @@ int tessera_exif_orientation(const uint8_t *app1, size_t length) { return tesser
 
 int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken) {
     if (date_taken != NULL) *date_taken = 0;
-    if (app1 == NULL || length < 6 || length > 0xFFFF) return 0;
+    // A JPEG's APP1 holds at most 64 KiB; PNG's eXIf, WebP's EXIF and HEIF's Exif item may hold
+    // more (a camera's maker notes), each capped at 1 MiB by its reader. libexif reads the
+    // first 64 KiB of any of them, where IFD0 and its Orientation sit: refusing the whole
+    // block drew such a photo unturned (a helper's finding).
+    if (app1 == NULL || length < 6 || length > (1u << 20) + 6) return 0;
     ExifData *data = exif_data_new();
     if (data == NULL) return 0;
     // Read what is stored: "following the specification" would let libexif rewrite entries.

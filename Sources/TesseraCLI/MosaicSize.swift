@@ -310,6 +310,18 @@ public enum MosaicSize {
         return line + "; from \(reason)"
     }
 
+    /// The report line when the target is centre-cropped to a canvas of another shape by more
+    /// than a tenth of a side, or nil.
+    static func cropNote(canvasAspect: Double, targetAspect: Double) -> String? {
+        guard canvasAspect > 0, targetAspect > 0 else { return nil }
+        let ratio = canvasAspect / targetAspect
+        guard ratio < 0.9 || ratio > 1 / 0.9 else { return nil }
+        let side = ratio < 1 ? "width" : "height", kept = ratio < 1 ? ratio : 1 / ratio
+        return "crop        the target (\(formatDecimal(targetAspect, places: 2)):1) is centre-cropped to the picture's shape "
+            + "(\(formatDecimal(canvasAspect, places: 2)):1): \(Int(((1 - kept) * 100).rounded()))% of its \(side) is left out; "
+            + "a --size of the target's shape keeps it whole"
+    }
+
     /// A print length to `places` decimals ("60.4"), whole when it is.
     private static func printLength(_ value: Double, _ places: Int) -> String { formatDecimal(value, places: places).trimmingTrailingZeros }
 }
@@ -341,6 +353,14 @@ extension Runner {
                                                               cellWidth: shape.cellWidth, cellHeight: shape.cellHeight))
             }
             if let line = MosaicSize.describe(shape, rows: rows, request: request) { console.result(line) }
+            // A size given whole takes its shape from the flags: a target of another shape is
+            // cut to it, which a landscape photo asked for as a portrait print lost half its
+            // width to without a word (a new user's trial).
+            if request.size != nil, rows > 0, let line = MosaicSize.cropNote(
+                canvasAspect: Double(shape.columns * shape.cellWidth) / Double(rows * shape.cellHeight),
+                targetAspect: try MosaicSize.uprightAspect(ofPicture: mosaic.targetPath)) {
+                console.result(line)
+            }
         }
         if min(shape.cellWidth, shape.cellHeight) < MosaicSize.recognisableCell {
             console.warning("cells of \(shape.cellWidth) x \(shape.cellHeight) px are too small to recognise a photo in (from \(MosaicSize.recognisableCell) px they are): "

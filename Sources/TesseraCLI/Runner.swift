@@ -394,8 +394,10 @@ public struct Runner {
         guard let first = missed.first else { return nil }
         let names = missed.prefix(3).map(\.path).joined(separator: ", ") + (missed.count > 3 ? " and \(formatCount(missed.count - 3)) more" : "")
         let most = missed.compactMap(\.budgetToDrawBytes).max()
-        let advice = most.map { "--max-memory \(($0 + (1 << 20) - 1) >> 20)M or a smaller --previews would make them" }
-            ?? "a smaller --previews may make them"
+        // At the smallest --previews (64), only the budget can help.
+        let smaller = previewSide > 64 ? " or a smaller --previews" : ""
+        let advice = most.map { "--max-memory \(($0 + (1 << 20) - 1) >> 20)M\(smaller) would make them" }
+            ?? (previewSide > 64 ? "a smaller --previews may make them" : "they could not be read at that size")
         return "\(formatCount(missed.count)) \(missed.count == 1 ? "photo has" : "photos have") no \(previewSide) px preview in the viewer, "
             + "though \(missed.count == 1 ? "its cell is" : "their cells are") drawn (\(first.reason)): \(names); \(advice)"
     }

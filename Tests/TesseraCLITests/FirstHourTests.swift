@@ -6,6 +6,8 @@
 import Foundation
 import Glibc
 import Testing
+import Tessera
+@testable import TesseraCLI
 
 private func scratch(_ name: String) -> String {
     let directory = "\(testRoot)/tessera-first-hour-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -131,6 +133,58 @@ private func scratch(_ name: String) -> String {
         let shard = runTesseraSplit(base + ["--preview", directory + "/s.jpg", "-o", directory + "/s-full.jpg", "--shard", "1/2",
                                             "--shard-dir", directory])
         #expect(shard.status == 2 && shard.standardError.contains("--preview draws the whole picture"), "\(shard.standardError)")
+        // A manifest of a preview alone was left unwritten without a word: refused, before any work.
+        let manifest = runTesseraSplit(base + ["--preview", directory + "/m.jpg", "--manifest", directory + "/m.csv"])
+        #expect(manifest.status == 2 && manifest.standardError.contains("--preview alone renders none"), "\(manifest.standardError)")
+        #expect(access(directory + "/m.jpg", F_OK) != 0 && access(directory + "/m.csv", F_OK) != 0)
+    }
+
+    /// A photo whose file ends early is left out of a mosaic, named with why (its grey part
+    /// matched the target's greys: one filled 298 of 2,451 cells); whole copies of it are used.
+    @Test func aCutPhotoIsLeftOutOfAMosaic() throws {
+        let directory = scratch("cut-photo")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/library", 0o755)
+        #expect(system("cp '\(samples)'/library/* '\(directory)/library/'") == 0)
+        let whole = readFile(fixtures + "/Landscape_1.jpg")
+        writeFile(Array(whole.prefix(whole.count / 2)), to: directory + "/library/zz-cut.jpg")
+        let run = runTesseraSplit(["mosaic", "--target", samples + "/target/chelsea.jpg", directory + "/library", "-o", directory + "/m.jpg",
+                                   "--grid", "30x20", "--tile-size", "32", "--manifest", directory + "/m.csv",
+                                   "--cache-dir", directory + "/cache", "--no-progress", "-v"])
+        #expect(run.status == 0, "\(run.standardError)")
+        #expect(run.standardError.contains("zz-cut.jpg") && run.standardError.contains("left out of the mosaic"), "\(run.standardError)")
+        let cells = String(decoding: readFile(directory + "/m.csv"), as: UTF8.self)
+        #expect(cells.split(separator: "\n").count == 601 && !cells.contains("zz-cut.jpg"), "\(cells.prefix(300))")
+        // A grid still draws it: the user named it for a cell of its own.
+        let grid = runTesseraSplit(["grid", directory + "/library/zz-cut.jpg", "-o", directory + "/g.jpg", "--columns", "1",
+                                    "--tile-size", "64", "--no-progress"])
+        #expect(grid.status == 0 && grid.standardOutput.contains("drawn in part"), "\(grid.standardOutput)")
+    }
+
+    /// Photos without a preview: the advice names a smaller --previews only when there is one.
+    @Test func missedPreviewsAdviseWhatCanHelp() {
+        let budget = [SkippedPhoto(path: "a.heic", reason: "needs memory", budgetToDrawBytes: 90 << 20)]
+        let unread = [SkippedPhoto(path: "b.jpg", reason: "cut")]
+        #expect(Runner.missedPreviews(budget, previewSide: 1024)?.hasSuffix("--max-memory 90M or a smaller --previews would make them") == true)
+        #expect(Runner.missedPreviews(budget, previewSide: 64)?.hasSuffix("--max-memory 90M would make them") == true)
+        #expect(Runner.missedPreviews(unread, previewSide: 512)?.hasSuffix("a smaller --previews may make them") == true)
+        #expect(Runner.missedPreviews(unread, previewSide: 64)?.hasSuffix("they could not be read at that size") == true)
+        #expect(Runner.missedPreviews([], previewSide: 64) == nil)
+    }
+
+    /// A print size of another shape than the target's says how much of the target it cuts.
+    @Test func aPrintSizeOfAnotherShapeSaysWhatItCuts() throws {
+        let directory = scratch("crop")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let base = ["mosaic", "--target", fixtures + "/Landscape_1.jpg", fixtures, "-o", directory + "/m.jpg", "--cache-dir", directory + "/cache",
+                    "--dry-run"]
+        let portrait = runTesseraSplit(base + ["--size", "60x90cm"])
+        #expect(portrait.status == 0 && portrait.standardOutput.contains("of its width is left out"), "\(portrait.standardOutput)")
+        let landscape = runTesseraSplit(base + ["--size", "90x60cm"])
+        #expect(landscape.status == 0 && !landscape.standardOutput.contains("is left out"), "\(landscape.standardOutput)")
+        #expect(MosaicSize.cropNote(canvasAspect: 2.0 / 3.0, targetAspect: 1.5)?.contains("56% of its width") == true)
+        #expect(MosaicSize.cropNote(canvasAspect: 1.5, targetAspect: 0.75)?.contains("50% of its height") == true)
+        #expect(MosaicSize.cropNote(canvasAspect: 1.45, targetAspect: 1.5) == nil)
     }
 
     /// 50 bad files of three kinds among 20 photos: at most 12 lines on standard error (here one

@@ -39,9 +39,10 @@ enum ColorProfiles {
     /// Distinct profiles kept; past this (a hostile folder of unique profiles) each decode
     /// makes and frees its own.
     static let cacheLimit = 256
-    /// The most the kept transforms may hold in all (a matrix profile's keeps about 10 KB; one
-    /// of lookup tables up to a few hundred): past it, each decode makes and frees its own.
-    static let cacheBytesLimit = 4 << 20
+    /// The most the kept transforms may hold in all (a matrix profile's, Adobe RGB's or
+    /// ProPhoto's, keeps 150 KB of Little CMS's 8-bit tables: about 50 of them): past it, each
+    /// decode makes and frees its own.
+    static let cacheBytesLimit = 8 << 20
 
     private final class Cache: @unchecked Sendable {
         let lock = Mutex()

@@ -320,6 +320,12 @@ enum RenderingOptions {
         if let preview = options.previewPath, preview == options.outputPath {
             throw CommandLineError("--preview and -o both name \(preview): give the preview a name of its own")
         }
+        if options.manifestPath != nil && options.previewPath != nil && options.outputPath.isEmpty && options.deepZoomPath == nil
+            && options.deepZoomArchivePath == nil && options.iiifPath == nil && options.tiffPath == nil {
+            // It was left unwritten without a word (a new user's trial).
+            throw CommandLineError("--manifest says where every photo went in the picture rendered, and --preview alone renders "
+                                   + "none: add -o OUT.jpg (or a pyramid), or drop --manifest")
+        }
         return options
     }
 

@@ -95,7 +95,7 @@ public enum DeepZoomViewer {
 
     /// Throws `.invalidSettings` when a file stands at the viewer page's `path` that is not a
     /// page tessera wrote (its title's mark in its first 64 KiB): somebody's index.html, which
-    /// `--dzi index.dzi` would replace. Nothing there, or a page of ours, may be replaced.
+    /// a pyramid named index.dzi would replace. Nothing there, or a page of ours, may be replaced.
     public static func checkReplaceablePage(_ path: String) throws(TesseraError) {
         guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return }
         guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NONBLOCK | O_NOFOLLOW) else { return }
