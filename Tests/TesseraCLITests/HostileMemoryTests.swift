@@ -15,7 +15,8 @@ let hostileSlackBytes = 4 << 20
 /// The PNG writer: `kind` is adam7 (1,000,000 x 60, 1-bit grey, Adam7), wide (1,048,576 x 64,
 /// 1-bit grey), crc (a bad IDAT CRC), palette (indices past a 2-colour palette), text (200,000
 /// tEXt chunks), alpha N (N x N RGBA, half of it half transparent), bomb (11,000 x 11,000 1-bit
-/// grey in 15 KB), white N (N x N white, 1-bit grey, Adam7).
+/// grey in 15 KB), white N (N x N white, 1-bit grey, Adam7), lutprofile (300 x 200 RGB whose
+/// iCCP is a 6 MB ICC profile of one 100-point lookup table, 9 KB compressed).
 private let pngWriter = """
 import sys, zlib, struct
 def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
@@ -50,6 +51,20 @@ elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 2
 elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
 elif kind == "alpha": alpha(path, int(sys.argv[3]))
 elif kind == "bomb": png(path, 11000, 11000, 0)
+elif kind == "lutprofile":
+    def s15(x): return struct.pack(">i", int(round(x * 65536)))
+    lut = b"mft2" + b"\\0" * 4 + bytes([3, 3, 100, 0]) + b"".join(s15(v) for v in [1, 0, 0, 0, 1, 0, 0, 0, 1])
+    lut += struct.pack(">HH", 2, 2) + struct.pack(">HH", 0, 65535) * 3 + b"\\x80\\x00" * (100 ** 3 * 3) + struct.pack(">HH", 0, 65535) * 3
+    white = b"XYZ " + b"\\0" * 4 + s15(0.9642) + s15(1.0) + s15(0.8249)
+    tags, table, data, offset = [(b"A2B0", lut), (b"wtpt", white)], b"", b"", 128 + 4 + 12 * 2
+    for signature, body in tags:
+        while (offset + len(data)) % 4: data += b"\\0"
+        table += signature + struct.pack(">II", offset + len(data), len(body))
+        data += body
+    rest = struct.pack(">I", len(tags)) + table + data
+    header = (struct.pack(">I", 128 + len(rest)) + b"lcms" + struct.pack(">I", 0x02100000) + b"scnrRGB Lab " + b"\\0" * 12
+              + b"acspAPPL" + b"\\0" * 24 + s15(0.9642) + s15(1.0) + s15(0.8249) + b"\\0" * 48)
+    png(path, 300, 200, 0, 8, 2, extra=chunk(b"iCCP", b"p\\0\\0" + zlib.compress(header + rest, 9)))
 elif kind == "white": n = int(sys.argv[3]); png(path, n, n, 1, fill=b"\\xff")
 """
 
@@ -125,6 +140,9 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG with 200,000 tEXt chunks", file: "text.png", budgetMiB: 32, saying: "too many text chunks") {
             writePNG("text", $0)
         },
+        // Little CMS made its transform outside the budget: 47 MB at --max-memory 32M.
+        HostileCase(name: "PNG with a 6 MB lookup-table ICC profile, 32M", file: "lut.png", budgetMiB: 32,
+                    saying: "needs more memory to convert") { writePNG("lutprofile", $0) },
         // 121 MP in 15 KB: every pixel would be decoded (a 62,000 px square of 583 KB took 258 s).
         HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
             writePNG("bomb", $0)
