@@ -153,6 +153,13 @@ static void *transform_to_srgb(cmsContext context, color_budget *budget, cmsHPRO
                                                     INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_NOCACHE);
     cmsCloseProfile(input);
     cmsCloseProfile(output);
+    // A transform Little CMS finished after one of its allocations was refused may have fallen
+    // back to a path of its own, or be incomplete (a 70-point lookup table then differed by
+    // up to 127 levels): refused as a whole, so a profile converts exactly or not at all.
+    if (transform != NULL && atomic_load(&budget->refused)) {
+        cmsDeleteTransform(transform);
+        transform = NULL;
+    }
     color_transform *made = transform != NULL ? malloc(sizeof *made) : NULL;
     if (made == NULL) {
         if (transform != NULL) cmsDeleteTransform(transform);

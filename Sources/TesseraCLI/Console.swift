@@ -86,9 +86,11 @@ func shown(_ path: String) -> String {
     return text
 }
 
-/// C0, DEL and C1 controls.
+/// C0, DEL and C1 controls, and the bidirectional overrides and isolates (U+202A-202E,
+/// U+2066-2069), which make a name read backwards.
 private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)
+        || (0x2066...0x2069).contains(scalar.value)
 }
 
 /// A message's text with what a terminal would obey (escape sequences and other controls but
@@ -153,7 +155,8 @@ public final class StreamConsole: Console, @unchecked Sendable {
     private func writeResult(_ text: String) {
         guard !quiet else { return }
         lock.withLock { clearBar() }
-        standardOutput(text + "\n")
+        // Output paths are the user's, but a join's come from its parts (someone else's files).
+        standardOutput(terminalText(text) + "\n")
     }
 
     public func message(_ text: String) {

@@ -257,7 +257,7 @@ public struct Runner {
         }
         do throws(TesseraError) {
             try RenderRequest.checkNotInputs(options.plannedOutputs, alsoWriting: extra, photos: library.photos, otherInputs: inputs,
-                                             lists: options.photoLists.map(\.path).filter { $0 != "-" })
+                                             lists: options.photoLists.map { $0.path == "-" ? "/dev/stdin" : $0.path })
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
         }

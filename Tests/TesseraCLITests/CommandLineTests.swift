@@ -783,7 +783,7 @@ let fixtures: String = {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         let stale = mountPoint + "/.big.dzi.tessera-\(pid)-abc"
-        #expect(system("mkdir -p '\(stale)/big_files/0' && head -c 6000000 /dev/zero > '\(stale)/big_files/0/0_0.jpg'") == 0)
+        #expect(system("mkdir -p '\(stale)/big_files/0' && touch '\(stale)/.lock' && head -c 6000000 /dev/zero > '\(stale)/big_files/0/0_0.jpg'") == 0)
         // The pyramid needs 2.6 MiB by the pre-flight's count; 2 MiB are free until the stale
         // folder goes. Before the fix the pre-flight refused (exit 4) and the render that would
         // have removed the folder never ran: no "removed" line, the folder still there. (Whether

@@ -175,6 +175,11 @@ private let fixturePhotos = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.
                                    "--tile-size", "8", "--no-progress"])
         #expect(jpegList.status == 2 && jpegList.output.contains("it is the list of photos read"), "\(jpegList.output)")
         #expect(readFile(directory + "/list.jpg") == list)
+        // The same list on standard input, redirected from the output's file.
+        let standardInput = runTessera(["grid", "--photos-from", "-", "-o", directory + "/list.jpg", "--columns", "2", "--tile-size", "8",
+                                        "--no-progress"], input: directory + "/list.jpg")
+        #expect(standardInput.status == 2 && standardInput.standardError.contains("it is the list of photos read"), "\(standardInput)")
+        #expect(readFile(directory + "/list.jpg") == list)
     }
 
     /// 20,000 paths in a list render the picture their folder does. The photos are hard links

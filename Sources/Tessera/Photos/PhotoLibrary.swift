@@ -606,6 +606,8 @@ public struct PhotoLibrary: Sendable {
             let count = try chunk.withUnsafeMutableBytes { buffer in
                 Result { () throws(TesseraError) in try file.read(into: buffer) }
             }.get()
+            // The end, or a signal that stopped the run while it waited: not a list that ended.
+            if count == 0 && cancellation?.isCancelled == true { throw .cancelled }
             if count == 0 { break }
             var start = 0
             for i in 0..<count where chunk[i] == separator {

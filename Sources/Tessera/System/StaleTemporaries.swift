@@ -71,6 +71,13 @@ public enum StaleTemporaries {
             // users' files alone).
             guard case .success(let info) = linkStatus(path), info.st_uid == geteuid(),
                   (info.st_mode & S_IFMT) == (folder ? S_IFDIR : S_IFREG) else { continue }
+            // A staging folder holds its lock file (made the instant after the folder): a folder
+            // of someone's named ".notes.dzi.tessera-2023-drafts" does not.
+            if folder, case .success(let lock) = linkStatus(path + "/" + lockName), (lock.st_mode & S_IFMT) == S_IFREG {
+            } else if folder {
+                continue
+            }
+            guard pid <= Self.largestPID else { continue }
             guard isAbandoned(path, pid: pid) else { continue }
             // A Deep Zoom pyramid is staged in a directory: remove it whole.
             if removeTree(path) { removed.append(path) }
@@ -80,6 +87,15 @@ public enum StaleTemporaries {
 
     /// The lock file of a staging directory.
     static let lockName = ".lock"
+
+    /// The largest pid this system gives (/proc/sys/kernel/pid_max; Linux's most, 4,194,304,
+    /// when it cannot be read): a name with a larger one was not made by a process here.
+    static let largestPID: pid_t = {
+        guard let text = try? readWholeFile("/proc/sys/kernel/pid_max"),
+              let value = pid_t(String(decoding: text.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }, as: UTF8.self)),
+              value > 0 else { return 4_194_304 }
+        return value
+    }()
 
     /// Whether no process uses the temporary at `path` any more: nobody holds its lock (the file
     /// itself, or `.lock` inside a directory), and `pid` is gone.

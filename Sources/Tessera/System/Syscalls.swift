@@ -184,11 +184,14 @@ func system_open(_ path: PathBytes, _ flags: Int32, _ mode: mode_t) -> Int32 {
 }
 func system_readdir(_ directory: OpaquePointer) -> UnsafeMutablePointer<dirent>? { return readdir(directory) }
 func system_fdopendir(_ fd: Int32) -> OpaquePointer? { return fdopendir(fd) }
-/// Whether `fd` has data to read, its end, or an error within `milliseconds` (poll POLLIN; an
-/// interrupted or failed poll says yes, and the read that follows tells).
+/// Whether `fd` has data to read, its end, or an error within `milliseconds` (poll POLLIN). An
+/// interrupted poll says no (the caller looks at its cancellation and asks again: the signal
+/// that interrupted it is most often the one that cancels); a failed one says yes, and the
+/// read that follows tells.
 func system_poll_readable(_ fd: Int32, milliseconds: Int32) -> Bool {
     var request = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    return poll(&request, 1, milliseconds) != 0
+    let ready = poll(&request, 1, milliseconds)
+    return ready > 0 || (ready < 0 && errno != EINTR)
 }
 /// Clears O_NONBLOCK on `fd` (a FIFO opened without waiting for its writer).
 func system_clear_nonblocking(_ fd: Int32) -> Int32 {

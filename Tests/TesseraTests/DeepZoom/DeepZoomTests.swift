@@ -406,6 +406,7 @@ extension RenderTests {
         let pid = deadProcessID()  // a pid that just ended
         let stale = scratch.file(".p.dzi.tessera-\(pid)-abc")
         mkdir(stale, 0o755)
+        writeBytes([], to: stale + "/.lock")  // its lock file, which nobody holds now
         mkdir(stale + "/p_files", 0o755)
         mkdir(stale + "/p_files/3", 0o755)
         writeBytes([1, 2, 3], to: stale + "/p_files/3/0_0.jpg")

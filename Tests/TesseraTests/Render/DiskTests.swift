@@ -16,11 +16,16 @@ extension RenderTests {
                     ".x.dzi.tessera-\(pid)-abc",           // a staging folder's name, but a file
                     "holiday.jpg"]
         for name in dead + kept { writeBytes([1, 2, 3], to: scratch.file(name)) }
-        // A folder of notes whose name looks like a temporary's, and a link with a file's name.
-        mkdir(scratch.file(".notes.tessera-\(pid)-drafts"), 0o755)
-        writeBytes(Array("draft".utf8), to: scratch.file(".notes.tessera-\(pid)-drafts/chapter1.txt"))
+        // Folders of notes whose names look like temporaries' (one a staging folder's, without its
+        // lock file), a link with a file's name, a pid no process here can have.
+        for folder in [".notes.tessera-\(pid)-drafts", ".notes.dzi.tessera-\(pid)-drafts", ".photos.iiif.tessera-\(pid)-old"] {
+            mkdir(scratch.file(folder), 0o755)
+            writeBytes(Array("draft".utf8), to: scratch.file(folder + "/chapter1.txt"))
+        }
         #expect(symlink("holiday.jpg", scratch.file(".y.jpg.tessera-\(pid)-9.tmp")) == 0)
-        let keptToo = [".notes.tessera-\(pid)-drafts", ".y.jpg.tessera-\(pid)-9.tmp"]
+        writeBytes([1], to: scratch.file(".big.jpg.tessera-999999999-1.tmp"))
+        let keptToo = [".notes.tessera-\(pid)-drafts", ".notes.dzi.tessera-\(pid)-drafts", ".photos.iiif.tessera-\(pid)-old",
+                       ".y.jpg.tessera-\(pid)-9.tmp", ".big.jpg.tessera-999999999-1.tmp"]
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
         var removed: [String] = []

@@ -316,6 +316,9 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
 
     /// Moves the finished pyramid into place, then the archive and its page.
     func commit() throws(TesseraError) {
+        // The SZI's page, like the folder's (commitFolder), is checked again before anything
+        // moves: a hand-written page put there during the render is kept.
+        if let archivePagePath { try DeepZoomViewer.checkReplaceablePage(archivePagePath) }
         if let destination, let staging { try commitFolder(destination: destination, staging: staging) }
         try archive?.commit()
         try archivePage?.commit()
