@@ -51,6 +51,9 @@ elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 2
 elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
 elif kind == "alpha": alpha(path, int(sys.argv[3]))
 elif kind == "bomb": png(path, 11000, 11000, 0)
+elif kind == "paddedbomb":
+    png(path, 11000, 11000, 0)
+    open(path, "ab").write(b"\\0" * (1 << 20))
 elif kind == "lutprofile":
     def s15(x): return struct.pack(">i", int(round(x * 65536)))
     lut = b"mft2" + b"\\0" * 4 + bytes([3, 3, 100, 0]) + b"".join(s15(v) for v in [1, 0, 0, 0, 1, 0, 0, 0, 1])
@@ -147,6 +150,9 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
             writePNG("bomb", $0)
         },
+        // Zeros after IEND made the file large enough to pass: its IDAT chunks are what count.
+        HostileCase(name: "the same PNG with 1 MB of zeros after its end", file: "padded.png", budgetMiB: 64,
+                    saying: "decompression bomb") { writePNG("paddedbomb", $0) },
     ]
 
     /// The file and a valid photo in a 2 x 1 grid of 100 px cells: exit 0, the valid photo drawn,

@@ -274,6 +274,7 @@ typedef struct {
     int32_t cicp_transfer;
     int32_t cicp_matrix;
     int32_t cicp_full_range;
+    uint64_t image_data_bytes; // the IDAT chunks' data, summed (the picture's compressed bytes)
 } tessera_png_info;
 
 /// Reads the chunks before the image data of the PNG open as `fd` (read by pread from 0).

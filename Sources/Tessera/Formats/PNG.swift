@@ -55,6 +55,14 @@ final class PNGReader {
                 path: photo.path, reason: "its PNG header claims \(info.width) x \(info.height) px, more than its "
                     + "\(formatBytes(photo.fileBytes)) can hold: it is truncated or corrupt")
         }
+        // The rule every format meets (PhotoLibrary.tooMuchPicture), of the picture's own
+        // compressed bytes: a 583 KB bomb padded with 19 MB of zeros after its end passed.
+        var size = PhotoHeader(width: Int(info.width), height: Int(info.height), colorModel: .rgb, isProgressive: false,
+                               exifOrientation: 0, adobeInverted: false)
+        size.format = .png
+        if let problem = PhotoLibrary.tooMuchPicture(size, fileBytes: Int64(clamping: info.image_data_bytes)) {
+            throw TesseraError.unreadablePhoto(path: photo.path, reason: problem)
+        }
     }
 
     deinit { tessera_png_close(png) }

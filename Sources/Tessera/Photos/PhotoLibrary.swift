@@ -643,6 +643,7 @@ public struct PhotoLibrary: Sendable {
     /// 1.6 MB GIF of a 65,535 px screen 28 s a cell (a helper's files). Photos compress to a
     /// byte for every 2 to 20 px (a flat HEIC), so 200 px a byte refuses no photo; up to 100 MP
     /// anything is drawn.
+    /// (PNG asks it again of its IDAT chunks' bytes: zeros after IEND do not buy pixels.)
     static func tooMuchPicture(_ header: PhotoHeader, fileBytes: Int64) -> String? {
         guard header.format != .jpeg, header.format != .raw else { return nil }
         let pixels = Int64(header.width) * Int64(header.height)
