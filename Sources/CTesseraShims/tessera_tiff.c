@@ -17,6 +17,7 @@
 #include <tiffio.h>
 
 #include "tessera_tiff.h"
+#include "tessera_shims.h"
 
 struct tessera_tiff {
     TIFF *tif;
@@ -131,9 +132,53 @@ static void fill_info(struct tessera_tiff *tiff) {
     info->image_bytes = TIFFScanlineSize64(tif) * planes * info->height;
 }
 
+/// The bytes of the first page's ICC profile tag (34675), read from the file's first IFD
+/// (classic or BigTIFF) before libtiff opens it, or 0. libtiff reads every tag of the page
+/// when it opens it, outside any budget: a 40 MB profile tag took 97 MB at --max-memory 64M
+/// and was OOM-killed in a 64 MiB cgroup, though the profile is then refused (over 8 MiB).
+static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes) {
+    uint8_t head[16];
+    if (file_bytes < 16 || pread(fd, head, 16, 0) != 16) return 0;
+    int little = head[0] == 'I' && head[1] == 'I';
+    if (!little && !(head[0] == 'M' && head[1] == 'M')) return 0;
+    #define TESSERA_READ(bytes, n) ({ uint64_t v = 0; for (int k = 0; k < (n); k++) \
+        v |= (uint64_t)(bytes)[little ? k : (n) - 1 - k] << (8 * k); v; })
+    uint64_t magic = TESSERA_READ(head + 2, 2);
+    int big = magic == 43;
+    if (magic != 42 && !big) return 0;
+    uint64_t ifd = big ? TESSERA_READ(head + 8, 8) : TESSERA_READ(head + 4, 4);
+    uint8_t counted[8];
+    if (ifd >= file_bytes || pread(fd, counted, big ? 8 : 2, (off_t)ifd) != (big ? 8 : 2)) return 0;
+    uint64_t count = big ? TESSERA_READ(counted, 8) : TESSERA_READ(counted, 2);
+    size_t entry = big ? 20 : 12;
+    if (count > 4096) count = 4096;
+    uint8_t *entries = malloc(count * entry + 1);
+    if (entries == NULL) return 0;
+    uint64_t found = 0;
+    ssize_t got = pread(fd, entries, count * entry, (off_t)(ifd + (big ? 8 : 2)));
+    for (uint64_t i = 0; got > 0 && i < (uint64_t)got / entry; i++) {
+        const uint8_t *e = entries + i * entry;
+        if (TESSERA_READ(e, 2) != 34675) continue;
+        uint64_t type = TESSERA_READ(e + 2, 2), n = big ? TESSERA_READ(e + 4, 8) : TESSERA_READ(e + 4, 4);
+        uint64_t size = (type == 3 || type == 8) ? 2 : (type == 4 || type == 9 || type == 11 || type == 13) ? 4
+                      : (type == 5 || type == 10 || type == 12 || type >= 16) ? 8 : 1;
+        found = n > UINT64_MAX / 8 ? UINT64_MAX : n * size;
+        break;
+    }
+    #undef TESSERA_READ
+    free(entries);
+    return found;
+}
+
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes) {
     pthread_once(&silenced, silence_global_handlers);
+    uint64_t profile = icc_tag_bytes(fd, file_bytes);
+    if (profile > TESSERA_COLOR_MAKING_BYTES) {
+        snprintf(message, message_bytes, "its ICC profile of %llu bytes is larger than a profile may be (%d MiB), and libtiff "
+                 "would hold it whole to open the page", (unsigned long long)profile, TESSERA_COLOR_MAKING_BYTES >> 20);
+        return NULL;
+    }
     struct tessera_tiff *tiff = calloc(1, sizeof *tiff);
     if (tiff == NULL) {
         snprintf(message, message_bytes, "out of memory");

@@ -150,6 +150,16 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
             writePNG("bomb", $0)
         },
+        // libtiff holds every tag of the page to open it: 79 MB at 64M (OOM-killed in a 64 MiB
+        // cgroup). Classic and BigTIFF, by tifffile.
+        HostileCase(name: "TIFF with a 30 MB ICC profile tag", file: "icc.tif", budgetMiB: 64, saying: "larger than a profile may be") {
+            system("python3 -c \"import numpy, tifffile; tifffile.imwrite('\($0)', numpy.full((64, 64, 3), 128, numpy.uint8), "
+                   + "photometric='rgb', iccprofile=b'\\\\0' * (30 << 20))\"") == 0
+        },
+        HostileCase(name: "BigTIFF with a 30 MB ICC profile tag", file: "icc.tif", budgetMiB: 64, saying: "larger than a profile may be") {
+            system("python3 -c \"import numpy, tifffile; tifffile.imwrite('\($0)', numpy.full((64, 64, 3), 128, numpy.uint8), "
+                   + "photometric='rgb', bigtiff=True, iccprofile=b'\\\\0' * (30 << 20))\"") == 0
+        },
         // Zeros after IEND made the file large enough to pass: its IDAT chunks are what count.
         HostileCase(name: "the same PNG with 1 MB of zeros after its end", file: "padded.png", budgetMiB: 64,
                     saying: "decompression bomb") { writePNG("paddedbomb", $0) },
