@@ -98,8 +98,7 @@ public enum CollageCommand {
                 problems.append("--width \(width) leaves no room for a photo between gaps of \(collage.gap) px: give --gap \((width - 1) / 2) or less")
             }
         }
-        collage.render = try RenderingOptions.finish(state.render, command: "collage", example: "~/Pictures -o wall.jpg --width 20000",
-                                                     requiresShape: false, problems: problems)
+        collage.render = try RenderingOptions.finish(state.render, command: "collage", example: "~/Pictures -o wall.jpg --width 20000", problems: problems)
         if case .shuffle = collage.render.order, let seed = collage.render.seed { collage.render.order = .shuffle(seed: seed) }
         if let seedPosition = state.render.seedPosition, !collage.render.order.isShuffle {
             throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a collage in name or date order has nothing to seed)",

@@ -1,5 +1,6 @@
 // GridOptions.swift — `tessera grid`: the options of a render (parsed from the rendering
 // options' table, RenderingOptions.swift), grid's own checks (--seed needs a shuffle), its help.
+import Glibc
 import Tessera
 
 /// A parsed `tessera grid` command line.
@@ -28,6 +29,8 @@ public struct GridOptions: Equatable, Sendable {
     public var rows: Int?
     public var cellWidth = 0
     public var cellHeight = 0
+    /// --tile-size was given (without it the cell size is GridSize's default).
+    public var tileSizeGiven = false
     public var order = PhotoOrder.name
     public var seed: UInt64?
     public var settings = RenderSettings()
@@ -124,7 +127,7 @@ public enum GridCommand {
             throw CommandLineError("--seed orders a shuffle: give --order shuffle with it (a grid in name or date order has nothing to seed)",
                                    argumentIndex: seedPosition)
         }
-        return try RenderingOptions.finish(state, command: "grid", example: "~/Pictures -o out.jpg --grid 20x15 --tile-size 150")
+        return try RenderingOptions.finish(state, command: "grid", example: "~/Pictures -o out.jpg")
     }
 
     public static let help: String = {
@@ -133,7 +136,7 @@ public enum GridCommand {
         pyramidal TIFF, or any of them in one pass, in flat memory
 
         USAGE
-          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif | --iiif DIR --iiif-id URL)... (--grid CxR | --columns C) --tile-size N [options]
+          tessera grid PHOTOS... (-o OUT.jpg | --dzi DIR/NAME.dzi | --szi DIR/NAME.szi | --tiff FILE.tif | --iiif DIR --iiif-id URL)... [--grid CxR | --columns C] [--tile-size N] [options]
 
         PHOTOS are image files or directories (searched recursively). JPEG, PNG, WebP,
         HEIF/HEIC, AVIF, GIF, TIFF and the previews inside camera RAW files are read, recognised
@@ -144,6 +147,11 @@ public enum GridCommand {
         Adobe RGB...), decoded at the size it is drawn and centre-cropped to fill its cell;
         transparent pixels show the background colour.
 
+        With no --grid, --columns or --tile-size, each photo is drawn once in cells of \(GridSize.defaultTileSize) px, in
+        about a square picture; the "size" line says what was chosen. 300 photos make 20 x 15
+        cells (4,000 x 3,000 px); 100,000 photos, 339 x 295 cells of 193 px, the largest cell
+        that keeps a JPEG inside \(formatCount(jpegMaxDimension)) px a side.
+
         OPTIONS
 
         """
@@ -151,6 +159,9 @@ public enum GridCommand {
         text += """
 
         EXAMPLES
+          # every photo once, about square, cells of \(GridSize.defaultTileSize) px
+          tessera grid ~/Pictures -o wall.jpg
+
           # 200 x 267 cells of 150 px: a 30,000 x 40,050 px (1.2 gigapixel) JPEG
           tessera grid ~/Pictures -o wall.jpg --grid 200x267 --tile-size 150
 
@@ -186,4 +197,91 @@ public enum GridCommand {
         """
         return text
     }()
+}
+
+/// A grid's shape when the command line leaves part of it out: the columns (each photo once,
+/// about a square picture) and the cell size (GridSize.defaultTileSize, smaller when the picture
+/// would pass the outputs' side limit). Pure arithmetic, tested without a render.
+public struct GridShape: Equatable, Sendable {
+    public var columns: Int
+    public var rows: Int
+    public var cellWidth: Int
+    public var cellHeight: Int
+    /// How the defaults chose it (the "size" line), or nil when the flags gave it whole.
+    public var reason: String?
+}
+
+public enum GridSize {
+    /// The cell's side when --tile-size is not given: a photo is easily seen at it, and 100,000
+    /// photos still fit a JPEG at 193 px.
+    public static let defaultTileSize = 200
+    /// The shapes the default columns may make: from portrait 3:4 to landscape 4:3.
+    static let aspects = 0.75...(4.0 / 3.0)
+
+    /// The shape for `photoCount` photos (at least 1). `columns` and `rows` as --grid or
+    /// --columns gave them (rows nil: as many as each photo once needs); `tile` as --tile-size
+    /// gave it, or nil; `sideLimit`: the longest side the outputs take (RenderRequest.sideLimit).
+    public static func resolve(columns: Int?, rows: Int?, tile: (width: Int, height: Int)?, photoCount: Int, sideLimit: Int) -> GridShape {
+        precondition(photoCount > 0)
+        var cellWidth = tile?.width ?? defaultTileSize, cellHeight = tile?.height ?? defaultTileSize
+        let chosenColumns = columns ?? squareColumns(photoCount: photoCount, cellWidth: cellWidth, cellHeight: cellHeight)
+        let chosenRows = rows ?? GridLayout.rows(forPhotoCount: photoCount, columns: chosenColumns)
+        var shrunk = false
+        if tile == nil {
+            // The largest square cell inside the limit (a given grid too large for even 1 px
+            // is left to the canvas check, which says so).
+            let fits = max(1, min(sideLimit / chosenColumns, sideLimit / chosenRows))
+            if fits < cellWidth { (cellWidth, cellHeight, shrunk) = (fits, fits, true) }
+        }
+        guard columns == nil || tile == nil else {
+            return GridShape(columns: chosenColumns, rows: chosenRows, cellWidth: cellWidth, cellHeight: cellHeight, reason: nil)
+        }
+        var reasons: [String] = []
+        if columns == nil {
+            let empty = chosenColumns * chosenRows - photoCount
+            reasons.append("each of the \(formatCount(photoCount)) photo(s) once in about a square picture"
+                           + (empty > 0 ? " (the last row's \(formatCount(empty)) empty cell(s) repeat the first photos)" : ""))
+        }
+        if tile == nil {
+            reasons.append(shrunk ? "cells of \(cellWidth) px, the largest that keep the picture inside \(formatCount(sideLimit)) px a side"
+                                  : "cells of \(defaultTileSize) px, the default")
+        }
+        let flags = [columns == nil ? "--columns C" : nil, tile == nil ? "--tile-size N" : nil].compactMap { $0 }.joined(separator: " and ")
+        return GridShape(columns: chosenColumns, rows: chosenRows, cellWidth: cellWidth, cellHeight: cellHeight,
+                         reason: reasons.joined(separator: "; ") + " (\(flags) choose\(flags.contains(" and ") ? "" : "s") otherwise)")
+    }
+
+    /// The columns that show `photoCount` photos once each: among the pictures between 3:4 and
+    /// 4:3, one that leaves the fewest cells of the last row empty, then the nearest a square,
+    /// then the wider; when none is that shape (a few photos), the nearest a square.
+    static func squareColumns(photoCount: Int, cellWidth: Int, cellHeight: Int) -> Int {
+        let square = max(1, Int((Double(photoCount) * Double(cellHeight) / Double(cellWidth)).squareRoot().rounded()))
+        // 3:4 to 4:3 is within about 15% of the square's columns either way.
+        let span = square / 5 + 2
+        var best: Int?, bestScore = (Int.max, Double.infinity, 0), nearest = square, nearestScore = (Double.infinity, Int.max, 0)
+        for columns in max(1, square - span)...max(1, min(photoCount, square + span)) {
+            let rows = GridLayout.rows(forPhotoCount: photoCount, columns: columns)
+            let aspect = Double(columns * cellWidth) / Double(rows * cellHeight)
+            let empty = columns * rows - photoCount, distance = abs(log(aspect)).rounded(toPlaces: 9)
+            if aspects.contains(aspect), (empty, distance, -columns) < bestScore { (best, bestScore) = (columns, (empty, distance, -columns)) }
+            if (distance, empty, -columns) < nearestScore { (nearest, nearestScore) = (columns, (distance, empty, -columns)) }
+        }
+        return best ?? nearest
+    }
+
+    /// The report line of a shape the flags did not give whole.
+    public static func describe(_ shape: GridShape) -> String? {
+        guard let reason = shape.reason else { return nil }
+        let tile = shape.cellWidth == shape.cellHeight ? "\(shape.cellWidth) px" : "\(shape.cellWidth) x \(shape.cellHeight) px"
+        return "size        \(formatCount(shape.columns)) x \(formatCount(shape.rows)) cells (\(formatCount(shape.columns * shape.rows))) of \(tile): "
+            + "\(formatCount(shape.columns * shape.cellWidth)) x \(formatCount(shape.rows * shape.cellHeight)) px; from \(reason)"
+    }
+}
+
+extension Double {
+    /// Rounded to `places` decimals: equal aspects computed two ways compare equal.
+    fileprivate func rounded(toPlaces places: Int) -> Double {
+        let scale = pow(10, Double(places))
+        return (self * scale).rounded() / scale
+    }
 }

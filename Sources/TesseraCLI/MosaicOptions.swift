@@ -148,8 +148,7 @@ public enum MosaicCommand {
                             + "at these rules every seed gives the same mosaic, so drop --seed")
         }
         problems += MosaicSize.problems(request, sideLimit: given.outputPath.isEmpty ? RenderPlan.maxDeepZoomSide : jpegMaxDimension)
-        mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg",
-                                                    requiresShape: false, dpiConverts: request.size?.isPhysical == true,
+        mosaic.render = try RenderingOptions.finish(state.render, command: "mosaic", example: "--target portrait.jpg ~/Pictures -o out.jpg", dpiConverts: request.size?.isPhysical == true,
                                                     problems: problems)
         if let seed = mosaic.render.seed { mosaic.seed = seed }
         if mosaic.render.help { return mosaic }

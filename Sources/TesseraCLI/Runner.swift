@@ -19,18 +19,23 @@ public struct Runner {
 
     public func grid(_ options: GridOptions) -> ExitCode {
         runLayout(options) { library, options throws(TesseraError) in
-            let columns = options.columns!
-            let rows = options.rows ?? GridLayout.rows(forPhotoCount: library.photos.count, columns: columns)
+            // What the flags leave out, chosen for this library (GridSize).
+            let shape = GridSize.resolve(columns: options.columns, rows: options.rows,
+                                         tile: options.tileSizeGiven ? (options.cellWidth, options.cellHeight) : nil,
+                                         photoCount: library.photos.count,
+                                         sideLimit: RenderRequest.sideLimit(outputs: options.plannedOutputs.map(\.kind)))
+            if let line = GridSize.describe(shape) { console.result(line) }
+            let (columns, rows) = (shape.columns, shape.rows)
             if columns * rows < library.photos.count {
                 // Not an error (a sample of a library is a fair wish), but not silent either.
                 console.result("note        the grid's \(formatCount(columns * rows)) cells show \(formatCount(columns * rows)) of the "
                                + "\(formatCount(library.photos.count)) photos found; the other \(formatCount(library.photos.count - columns * rows)) "
                                + "are left out (--columns \(columns) alone takes the rows every photo needs)")
             }
-            try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: options.cellWidth, cellHeight: options.cellHeight,
+            try RenderRequest.checkCanvas(columns: columns, rows: rows, cellWidth: shape.cellWidth, cellHeight: shape.cellHeight,
                                           outputs: options.outputs.map(\.kind))
             return GridLayout.make(photoCount: library.photos.count, columns: columns, rows: rows,
-                                   cellWidth: options.cellWidth, cellHeight: options.cellHeight, order: options.order,
+                                   cellWidth: shape.cellWidth, cellHeight: shape.cellHeight, order: options.order,
                                    photos: library.photos)
         }
     }

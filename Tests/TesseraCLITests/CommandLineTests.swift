@@ -103,7 +103,7 @@ import Tessera
         #expect(options.cellWidth == 200 && options.cellHeight == 150)
     }
 
-    @Test func errorsNameTheArgument() {
+    @Test func errorsNameTheArgument() throws {
         #expect(throws: CommandLineError("--quality expects a whole number in 1...100, got '0'", argumentIndex: 8)) {
             try GridCommand.parse(["p", "-o", "o.jpg", "--columns", "3", "--quality", "0", "--tile-size", "5"], firstIndex: 2)
         }
@@ -113,7 +113,8 @@ import Tessera
         #expect {
             try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "10by10", "--tile-size", "5"])
         } throws: { ($0 as? CommandLineError)?.message == "--grid expects COLUMNSxROWS like 200x267, got '10by10'" }
-        #expect(throws: CommandLineError("--tile-size N is required")) { try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2"]) }
+        #expect(try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2"]).tileSizeGiven == false)
+        #expect(try GridCommand.parse(["p", "-o", "o.jpg", "--grid", "2x2", "--tile-size", "7"]).tileSizeGiven)
         #expect(throws: CommandLineError("-o OUT.jpg, --dzi DIR/NAME.dzi, --szi DIR/NAME.szi, --iiif DIR or --tiff FILE.tif (any of them together, or --preview FILE.jpg alone) is required")) { try GridCommand.parse(["p", "--grid", "2x2", "--tile-size", "5"]) }
     }
 

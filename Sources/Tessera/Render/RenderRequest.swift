@@ -332,12 +332,18 @@ public struct RenderRequest: Sendable {
         for input in otherInputs { try check(input, nil) }
     }
 
+    /// The longest side a picture written to `outputs` may have: 65,500 px with a JPEG,
+    /// RenderPlan.maxDeepZoomSide for pyramids (Deep Zoom, TIFF) alone.
+    public static func sideLimit(outputs: [OutputKind]) -> Int {
+        outputs.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+    }
+
     /// The canvas of `columns` x `rows` cells of `cellWidth` x `cellHeight` px, refused before a
     /// layout is made when a side exceeds what the outputs can hold: 65,500 px with a JPEG,
     /// RenderPlan.maxDeepZoomSide for pyramids (Deep Zoom, TIFF) alone. Overflow-safe whatever the numbers.
     public static func checkCanvas(columns: Int, rows: Int, cellWidth: Int, cellHeight: Int,
                                    outputs: [OutputKind]) throws(TesseraError) {
-        let limit = outputs.contains(.jpeg) ? jpegMaxDimension : RenderPlan.maxDeepZoomSide
+        let limit = sideLimit(outputs: outputs)
         let (width, wide) = columns.multipliedReportingOverflow(by: cellWidth)
         let (height, tall) = rows.multipliedReportingOverflow(by: cellHeight)
         guard !wide, !tall, width <= limit, height <= limit else {

@@ -118,7 +118,7 @@ enum RenderingOptions {
 
     /// The layout's shape: columns and rows, the cell size.
     static let shape: [Option<RenderingParse>] = [
-        Option("--grid", value: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos.") { state, given throws(CommandLineError) in
+        Option("--grid", value: "CxR", help: "Columns x rows of cells, e.g. 200x267. Photos repeat when there are more cells than photos. Default (with neither --grid nor --columns): each photo once, in about a square picture (between 3:4 and 4:3, the last row as full as that allows).") { state, given throws(CommandLineError) in
             try refuseGridAndColumns(given)
             guard let (c, r) = parsePair(given.value), c >= 1, r >= 1 else {
                 throw given.refusal("--grid expects COLUMNSxROWS like 200x267, got '\(given.value)'")
@@ -135,7 +135,7 @@ enum RenderingOptions {
             state.options.columns = try given.integer(1...jpegMaxDimension)
             state.options.rows = nil
         },
-        Option("--tile-size", value: "N|WxH", help: "Cell size in pixels (required): 150, or 200x150. Photos are centre-cropped to fill it.") { state, given throws(CommandLineError) in
+        Option("--tile-size", value: "N|WxH", help: "Cell size in pixels: 150, or 200x150. Photos are centre-cropped to fill it. Default: \(GridSize.defaultTileSize) px, or smaller when a JPEG would pass \(formatCount(jpegMaxDimension)) px a side (the largest cell that fits).") { state, given throws(CommandLineError) in
             if let single = Int(given.value), single >= 1 {
                 (state.options.cellWidth, state.options.cellHeight) = (single, single)
             } else if let (w, h) = parsePair(given.value), w >= 1, h >= 1 {
@@ -243,13 +243,14 @@ enum RenderingOptions {
 
     /// The checks after the last argument, and the options they complete: the pyramid's
     /// settings, the outputs, the shape and the shard. `command` and `example` word the message
-    /// for a command line without photos. What is missing (photos, outputs, the shape) and
-    /// `problems` (the command's own) are refused together, in one error. `requiresShape`: the
-    /// grid and the tile size must be given (a mosaic has defaults); `dpiConverts`: --dpi has a
-    /// use without a JPEG (it turns a print size into pixels).
-    static func finish(_ state: RenderingParse, command: String, example: String, requiresShape: Bool = true,
+    /// for a command line without photos. What is missing (photos, outputs) and `problems` (the
+    /// command's own) are refused together, in one error. The shape may be left out: each
+    /// command has defaults for it (GridSize, MosaicSize). `dpiConverts`: --dpi has a use
+    /// without a JPEG (it turns a print size into pixels).
+    static func finish(_ state: RenderingParse, command: String, example: String,
                        dpiConverts: Bool = false, problems commandProblems: [String] = []) throws(CommandLineError) -> GridOptions {
         var options = state.options
+        options.tileSizeGiven = state.sawTileSize
         var deepZoom = state.deepZoom
         if options.help { return options }
         if !deepZoom.viewer, let useless = [("--title", deepZoom.title != nil), ("--viewer-labels", state.viewerLabelsGiven),
@@ -301,8 +302,6 @@ enum RenderingOptions {
         } else if options.settings.dotsPerInch != nil && options.outputPath.isEmpty && !dpiConverts {
             problems.append("--dpi sets the JPEG's density, and only a pyramid is written: add -o OUT.jpg or drop --dpi")
         }
-        if requiresShape && options.columns == nil { problems.append("--grid CxR or --columns C is required") }
-        if requiresShape && !state.sawTileSize { problems.append("--tile-size N is required") }
         problems += commandProblems
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
