@@ -5,7 +5,8 @@
 // that nothing was put in it since: a note or a photo copied into NAME_files would go with it.
 // So every entry is checked against the shape tessera writes (names, and folders or files),
 // and the first one that does not fit is named and the folder kept. Symbolic links are never
-// ours; names that are not UTF-8 are never ours. The walk reads names and kinds as readdir gives
+// ours; names that are not UTF-8 are never ours. What a desktop's file manager leaves behind
+// (.DS_Store, Thumbs.db, AppleDouble files) goes with the folder. The walk reads names and kinds as readdir gives
 // them (lstat only where the file system does not say): a pyramid of 33,035 tiles is checked
 // in about 30 ms, where an lstat of each entry took 0.3 s.
 import Glibc
@@ -67,6 +68,7 @@ struct WrittenFolder: Sendable {
                     let kind = system_lstat(folder + "/" + name, &info) == 0 ? info.st_mode & S_IFMT : 0
                     (isFolder, isFile) = (kind == S_IFDIR, kind == S_IFREG)
                 }
+                if isFile && WrittenFolder.isDesktopLitter(name, in: folder) { return }
                 guard isFolder || isFile, admits(path, isFolder) else {
                     stranger = path.joined(separator: "/")
                     return
@@ -81,6 +83,24 @@ struct WrittenFolder: Sendable {
             if let found = firstStranger(under: root, below: prefix + [name]) { return found }
         }
         return nil
+    }
+
+    /// Files a desktop's file manager leaves in any folder it shows, which hold nothing of a
+    /// person's: macOS's `.DS_Store` and its `._NAME` AppleDouble files (over a network share or
+    /// a FAT/exFAT disk; checked by their magic number), Windows's `Thumbs.db`, `ehthumbs.db` and
+    /// `desktop.ini`, KDE's `.directory`. A pyramid opened in Finder or Explorer once has them,
+    /// and a new render refused to replace it for them.
+    static func isDesktopLitter(_ name: String, in folder: String) -> Bool {
+        if [".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini", ".directory"].contains(name) { return true }
+        guard name.hasPrefix("._") && name.utf8.count > 2 else { return false }
+        // AppleDouble: 00 05 16 07, then version 2 (00 02 00 00); a few KiB at most.
+        let fd = system_open(folder + "/" + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0)
+        guard fd >= 0 else { return false }
+        defer { _ = system_close(fd) }
+        var info = stat(), head = [UInt8](repeating: 0, count: 8)
+        guard system_fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 1 << 20,
+              system_read(fd, &head, 8) == 8 else { return false }
+        return head == [0x00, 0x05, 0x16, 0x07, 0x00, 0x02, 0x00, 0x00]
     }
 
     private static func isNumber(_ text: Substring) -> Bool {

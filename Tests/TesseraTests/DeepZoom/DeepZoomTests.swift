@@ -298,9 +298,23 @@ extension RenderTests {
             #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "80")
             _ = system("rm -rf '\(tileFolder)/\(addition.name)'")
         }
+        // A file named like a Mac's AppleDouble file that is not one is a stranger too.
+        writeBytes(Array("my notes".utf8), to: tileFolder + "/\(aLevel)/._notes")
+        #expect(throws: TesseraError.self) {
+            try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 3, rows: 3, cellWidth: 40, cellHeight: 40, settings: settings)
+        }
+        #expect(readBytes(tileFolder + "/\(aLevel)/._notes") == Array("my notes".utf8))
+        unlink(tileFolder + "/\(aLevel)/._notes")
+        // What a file manager leaves in a folder it showed goes with the old pyramid.
+        let appleDouble: [UInt8] = [0x00, 0x05, 0x16, 0x07, 0x00, 0x02, 0x00, 0x00] + [UInt8](repeating: 0, count: 4088)
+        writeBytes(Array("Bud1".utf8), to: tileFolder + "/.DS_Store")
+        writeBytes(appleDouble, to: tileFolder + "/\(aLevel)/._0_0.jpg")
+        writeBytes(Array("[Desktop Entry]".utf8), to: tileFolder + "/\(aLevel)/.directory")
+        writeBytes([0xd0, 0xcf, 0x11, 0xe0], to: tileFolder + "/\(aLevel)/Thumbs.db")
         try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 3, rows: 3,
                           cellWidth: 40, cellHeight: 40, settings: settings)
         #expect(readDescriptor(scratch.file("p.dzi"))?.elements["Size"]?["Width"] == "120")
+        #expect(access(tileFolder + "/.DS_Store", F_OK) != 0)
         // An empty folder made ready for it is taken (it holds nothing to lose); so for IIIF.
         mkdir(scratch.file("ready_files"), 0o755)
         try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("ready.dzi"), columns: 2, rows: 2,
