@@ -31,6 +31,7 @@ extension Runner {
             }
         }
         let sequence = CollageLayout.sequence(photoCount: photos.count, order: options.order, photos: photos)
+        if let line = Report.undatedNote(options.order, photos: photos) { console.result(line) }
         // (The height is known only once the photos are laid out: the width alone is checked here.)
         if shape.width > sideLimit {
             throw .invalidSettings(sideLimit == jpegMaxDimension

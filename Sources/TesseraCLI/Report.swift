@@ -2,6 +2,19 @@
 import Tessera
 
 public enum Report {
+    /// The note for `--order date` when some photos carry no date taken (no EXIF date: a
+    /// screenshot, an edited export, a scan): where they went, so that a grid of a trip whose
+    /// end fills with undated pictures is not a surprise. Nil in the other orders, or when every
+    /// photo is dated.
+    static func undatedNote(_ order: PhotoOrder, photos: PhotoTable) -> String? {
+        guard case .dateTaken = order else { return nil }
+        var undated = 0
+        for photo in photos where photo.header.dateTaken <= 0 { undated += 1 }
+        guard undated > 0 else { return nil }
+        return "note        \(formatCount(undated)) of the \(formatCount(photos.count)) photos have no date taken (no EXIF date): "
+            + (undated == photos.count ? "the order is by path" : "they follow the dated ones, by path")
+    }
+
     /// The render's peak as a dry run shows it. After a mosaic's preparation, a decoder pool's
     /// worth more: what the analysis and the target's decode leave resident under the render
     /// (the decoders' code and arenas, the library's table), measured at 8 MB on a cold mosaic

@@ -25,6 +25,7 @@ public struct Runner {
                                          photoCount: library.photos.count,
                                          sideLimit: RenderRequest.sideLimit(outputs: options.plannedOutputs.map(\.kind)))
             if let line = GridSize.describe(shape) { console.result(line) }
+            if let line = Report.undatedNote(options.order, photos: library.photos) { console.result(line) }
             let (columns, rows) = (shape.columns, shape.rows)
             if columns * rows < library.photos.count {
                 // Not an error (a sample of a library is a fair wish), but not silent either.

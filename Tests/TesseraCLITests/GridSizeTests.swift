@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Testing
 import Tessera
+import TesseraTestSupport
 @testable import TesseraCLI
 
 @Suite struct GridSizeTests {
@@ -63,5 +64,33 @@ import Tessera
         let rows = String(decoding: readFile(directory + "/g.csv"), as: UTF8.self).split(separator: "\n").dropFirst()
         let photos = rows.map { $0.split(separator: ",").dropFirst(2).joined(separator: ",") }
         #expect(rows.count == 20 && Set(photos).count == 18, "\(rows)")
+    }
+
+    /// --order date says how many photos carry no date and where they went (grid and collage);
+    /// the other orders and a library dated throughout say nothing.
+    @Test func undatedPhotosAreCountedInADateOrder() throws {
+        let directory = "\(testRoot)/tessera-undated-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try #require(mkdir(directory, 0o755) == 0)
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photo = readFile(fixtures + "/Landscape_1.jpg"), photos = directory + "/photos"
+        try #require(mkdir(photos, 0o755) == 0)
+        writeFile(jpegWithDates(photo, [0x9003: "2024:05:06 07:08:09"]), to: photos + "/a.jpg")
+        writeFile(jpegWithDates(photo, [0x9003: "2023:05:06 07:08:09"]), to: photos + "/b.jpg")
+        writeFile(photo, to: photos + "/c.jpg")
+        func lines(_ arguments: [String]) -> [Substring] {
+            let run = runTesseraSplit(arguments + ["--cache-dir", directory + "/cache", "--no-progress"])
+            #expect(run.status == 0, "\(run.standardError)")
+            return run.standardOutput.split(separator: "\n")
+        }
+        let grid = lines(["grid", photos, "-o", directory + "/g.jpg", "--order", "date", "--manifest", directory + "/g.csv"])
+        #expect(grid.contains("note        1 of the 3 photos have no date taken (no EXIF date): they follow the dated ones, by path"), "\(grid)")
+        let order = String(decoding: readFile(directory + "/g.csv"), as: UTF8.self).split(separator: "\n").dropFirst().map { $0.suffix(5) }
+        // 2 x 2 cells: the last repeats the first.
+        #expect(order == ["b.jpg", "a.jpg", "c.jpg", "b.jpg"])
+        let collage = lines(["collage", photos, "-o", directory + "/c.jpg", "--width", "300", "--order", "date"])
+        #expect(collage.contains { $0.hasPrefix("note        1 of the 3 photos have no date taken") }, "\(collage)")
+        #expect(!lines(["grid", photos, "-o", directory + "/n.jpg"]).contains { $0.contains("no date taken") })
+        unlink(photos + "/c.jpg")
+        #expect(!lines(["grid", photos, "-o", directory + "/d.jpg", "--order", "date"]).contains { $0.contains("no date taken") })
     }
 }
