@@ -164,3 +164,47 @@ extension NewFormatCLITests {
         #expect(run.peakBytes <= (32 << 20) + hostileSlackBytes, "\(name): peak \(run.peakMiB) MiB")
     }
 }
+
+/// Two grey PNGs of the same gradient, one with an iCCP chunk holding a grey ICC profile
+/// (gamma 2.2, as scanners and screenshot tools write): argv[1] the plain one, argv[2] the other.
+private let greyPNGWriter = """
+import sys, zlib, struct
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+def s15(v): return struct.pack(">i", int(round(v * 65536)))
+w, h = 64, 48
+raw = b"".join(b"\\0" + bytes((x * 4 + y) % 256 for x in range(w)) for y in range(h))
+def png(path, extra):
+    open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) + extra
+                           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+trc = b"curv" + b"\\0" * 4 + struct.pack(">IH", 1, 0x0233) + b"\\0\\0"
+white = b"XYZ " + b"\\0" * 4 + s15(0.9642) + s15(1.0) + s15(0.8249)
+tags = [(b"kTRC", trc), (b"wtpt", white)]
+table, data, at = b"", b"", 128 + 4 + 12 * len(tags)
+for signature, body in tags:
+    table += signature + struct.pack(">II", at + len(data), len(body)); data += body
+rest = struct.pack(">I", len(tags)) + table + data
+header = (struct.pack(">I", 128 + len(rest)) + b"lcms" + struct.pack(">I", 0x02100000) + b"mntrGRAYXYZ " + b"\\0" * 12
+          + b"acspAPPL" + b"\\0" * 24 + s15(0.9642) + s15(1.0) + s15(0.8249) + b"\\0" * 48)
+png(sys.argv[1], b"")
+png(sys.argv[2], chunk(b"iCCP", b"grey\\0\\0" + zlib.compress(header + rest, 9)))
+"""
+
+extension NewFormatCLITests {
+    /// A grey PNG's grey profile is not applied as RGB (it was refused, with a warning for each
+    /// such file): the picture is its grey levels, as without the profile, and nothing is said.
+    @Test func aGreyPNGWithAGreyProfileIsDrawnAsItsGreys() throws {
+        let folder = "\(testRoot)/grey-profile-\(UInt32.random(in: 0...UInt32.max))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("mkdir -p '\(folder)/plain' '\(folder)/profiled'") == 0)
+        writeFile(Array(greyPNGWriter.utf8), to: folder + "/grey.py")
+        try #require(system("python3 '\(folder)/grey.py' '\(folder)/plain/g.png' '\(folder)/profiled/g.png'") == 0)
+        var outputs: [[UInt8]] = []
+        for name in ["plain", "profiled"] {
+            let run = runTesseraSplit(["grid", folder + "/" + name, "-o", folder + "/\(name).jpg", "--grid", "1x1", "--tile-size", "64",
+                                       "--no-progress", "--cache-dir", folder + "/cache"])
+            #expect(run.status == 0 && !run.standardError.contains("warning"), "\(name): \(run.standardError)")
+            outputs.append(readFile(folder + "/\(name).jpg"))
+        }
+        #expect(!outputs[0].isEmpty && outputs[0] == outputs[1])
+    }
+}

@@ -88,8 +88,12 @@ final class PNGReader {
         return ColorProfiles.bytes(tessera_png_icc(png, &length), count: length)
     }
 
+    /// A grey PNG is drawn as its grey levels, its profile (a grey one: PNG allows no other)
+    /// unused, as a grey JPEG's and TIFF's are: applied as RGB, it was refused with a warning
+    /// for every grey scan and screenshot that carried one.
     var conversion: ColorConversion {
-        ColorProfiles.conversion(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
+        guard info.color_type != 0 && info.color_type != 4 else { return .none }
+        return ColorProfiles.conversion(icc: iccProfile, primaries: info.cicp_primaries, transfer: info.cicp_transfer)
     }
 
     func start() throws(TesseraError) {
