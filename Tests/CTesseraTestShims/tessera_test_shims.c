@@ -397,7 +397,14 @@ int tessera_test_write_heic_tiles(const char *path, const tessera_test_heic_tile
         uint32_t offset = (uint32_t)out.count;
         uint8_t *p = out.bytes + offset_at[t];
         p[0] = offset >> 24; p[1] = offset >> 16; p[2] = offset >> 8; p[3] = offset;
+        size_t at = out.count;
         put(&out, parts[t].data.bytes, parts[t].data.count);
+        // A damaged thumbnail: a first NAL unit of 5 bytes of 0xFF, then 0xFF to the end (the
+        // next unit's length past the data).
+        if (t == tiles && options->damage_thumbnail && out.count - at >= 9) {
+            out.bytes[at] = 0; out.bytes[at + 1] = 0; out.bytes[at + 2] = 0; out.bytes[at + 3] = 5;
+            for (size_t i = at + 4; i < out.count; i++) out.bytes[i] = 0xFF;
+        }
     }
     end_box(&out, mdat);
     free(offset_at);

@@ -314,7 +314,6 @@ extension CellDecoder {
         // The thumbnail when its crop covers the cell: a few hundred pixels instead of millions.
         let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
         var useThumbnail = HEIFFormat.thumbnailCovers(thumbnail, storedCell: stored, aspect: cropAspect(orientation))
-        let bits = Int(reader.info.luma_bits)
         let fullBytes = reader.decodeBytes
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
@@ -332,10 +331,33 @@ extension CellDecoder {
                     budgetToDrawBytes: budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
             }
         }
+        do {
+            return try drawHEIF(reader, thumbnail: useThumbnail, orientation: orientation, conversion: conversion, warning: warning, into: cell)
+        } catch .unreadablePhoto(_, let reason) where useThumbnail && warning == nil {
+            // The thumbnail was chosen for its size, and the image itself may be whole (an
+            // editor that rewrote the picture but not its thumbnail, a damaged copy): drawn
+            // from the image, as it would be without the thumbnail.
+            let note = "its thumbnail cannot be decoded (\(reason)); drawn from the full image"
+            return try drawHEIF(reader, thumbnail: false, orientation: orientation, conversion: conversion, warning: note, into: cell)
+        }
+    }
+
+    /// Draws the thumbnail, the tiles or the whole image into the cell, `warning` added to the
+    /// notes.
+    private func drawHEIF(_ reader: HEIFReader, thumbnail useThumbnail: Bool, orientation: OrientationTransform, conversion: ColorConversion,
+                          warning: String?, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+        let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
+        let fullBytes = reader.decodeBytes
+        if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
+            throw TesseraError.photoNeedsMemory(
+                path: reader.photo.path, reason: "its thumbnail cannot be decoded, and decoding the \(reader.info.width) x \(reader.info.height) "
+                    + "HEIF takes about \(formatBytes(fullBytes)), more than the memory budget leaves for it",
+                budgetToDrawBytes: budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
+        }
         let tiled = !useThumbnail && reader.info.tiled != 0
         let size = useThumbnail ? thumbnail : tiled ? (Int(reader.info.canvas_width), Int(reader.info.canvas_height))
                                                     : (Int(reader.info.width), Int(reader.info.height))
-        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: bits, av1: reader.isAV1) : fullBytes
+        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: Int(reader.info.luma_bits), av1: reader.isAV1) : fullBytes
         let request = workingBytes(outputWidth: size.0, orientation: orientation) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             if tiled {

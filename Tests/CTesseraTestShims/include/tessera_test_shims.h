@@ -36,6 +36,9 @@ typedef struct {
     size_t icc_bytes;
     /// Leaves the encoded thumbnail out.
     int omit_thumbnail;
+    /// Writes the thumbnail's coded data as a 5-byte NAL unit of 0xFF bytes and 0xFF bytes to
+    /// its end (a thumbnail no decoder reads, beside a whole picture).
+    int damage_thumbnail;
     /// The canvas the grid data and its ispe declare, when not 0 (a hostile file: tiles that do
     /// not cover it).
     int canvas_width, canvas_height;

@@ -26,8 +26,8 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
 
     deinit { tessera_test_free_heic_tiles(tiles) }
 
-    func write(to path: String, thumbnail: Bool = false, transforms: String = "", clap: (Int, Int) = (0, 0), icc: [UInt8] = [],
-               canvas: (Int, Int) = (0, 0)) throws {
+    func write(to path: String, thumbnail: Bool = false, damagedThumbnail: Bool = false, transforms: String = "",
+               clap: (Int, Int) = (0, 0), icc: [UInt8] = [], canvas: (Int, Int) = (0, 0)) throws {
         var message = [CChar](repeating: 0, count: 200)
         let written = transforms.withCString { transformText in
             icc.withUnsafeBufferPointer { iccBytes in
@@ -37,7 +37,8 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
                 options.clap_height = Int32(clap.1)
                 options.icc = iccBytes.isEmpty ? nil : iccBytes.baseAddress
                 options.icc_bytes = iccBytes.count
-                options.omit_thumbnail = thumbnail ? 0 : 1
+                options.omit_thumbnail = thumbnail || damagedThumbnail ? 0 : 1
+                options.damage_thumbnail = damagedThumbnail ? 1 : 0
                 options.canvas_width = Int32(canvas.0)
                 options.canvas_height = Int32(canvas.1)
                 return tessera_test_write_heic_tiles(path, tiles, &options, &message, 200)
@@ -139,6 +140,22 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
         #expect(try drawnCell(heic, width: 240, height: 330).1.method == .tiles)
         #expect(header.wholeImageBytes(cellWidth: 150, cellHeight: 200) == 0)
         #expect(header.wholeImageBytes(cellWidth: 300, cellHeight: 300) == Int(header.wholeImageBytes))
+    }
+
+    /// A thumbnail that cannot be decoded, beside a whole picture, is not the photo's end: the
+    /// cell is drawn from the tiles, as without a thumbnail, with a warning saying so.
+    @Test func aDamagedThumbnailFallsBackToThePicture() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let damaged = scratch.file("damaged.heic"), plain = scratch.file("plain.heic")
+        try Self.phone.write(to: damaged, damagedThumbnail: true, transforms: "r1")
+        try Self.phone.write(to: plain, transforms: "r1")
+        let (drawn, notes) = try drawnCell(damaged, width: 150, height: 200)
+        #expect(notes.method == .tiles && notes.warningCount == 1, "\(notes)")
+        #expect(notes.firstWarning.hasPrefix("its thumbnail cannot be decoded ("), "\(notes.firstWarning)")
+        #expect(notes.firstWarning.hasSuffix("); drawn from the full image"), "\(notes.firstWarning)")
+        let (expected, _) = try drawnCell(plain, width: 150, height: 200)
+        #expect(drawn.pixels == expected.pixels)
     }
 
     /// A grid with a clap crop is decoded whole by libheif (its rounding is libheif's own).
