@@ -316,6 +316,27 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         expectRefused(folder, saying: ["part-0001-of-0003.tessera-part claims a picture of 1000000000000 x 1000000000000 px"])
     }
 
+    /// A fingerprint that is a path: every part saying "x/../../victim" (they agree, checksums
+    /// recomputed), with a `.cells-x` folder made ready, had the join remove `victim` beside the
+    /// shard folder once it had written its outputs. Refused before anything is written.
+    @Test func aFingerprintThatIsAPathIsRefused() {
+        let folder = copyOfBase("fingerprint")
+        defer { _ = system("rm -rf '\(folder)'") }
+        mkdir(folder + "/victim", 0o755)
+        writeFile(Array("precious".utf8), to: folder + "/victim/notes.txt")
+        mkdir(folder + "/parts/.cells-x", 0o755)
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        for fingerprint in ["x/../../victim", "x/../../victim/notes.txt", "", "ABCDEF0123456789abcdef0123456789"] {
+            for k in 1...3 {
+                var edited = original[k - 1]
+                edited.setHeader("fingerprint", fingerprint)
+                edited.write(to: part(folder, k))
+            }
+            expectRefused(folder, saying: ["part-0001-of-0003.tessera-part has no valid description of its render"])
+            #expect(readFile(folder + "/victim/notes.txt") == Array("precious".utf8), "\(fingerprint)")
+        }
+    }
+
     /// The TIFF's share of the parts edited as a careful attacker would (checksums recomputed):
     /// settings no render has, a band split elsewhere or at the last page, a reduced picture of
     /// another size, tiles moved out of the TIFF, onto another's place or shortened past a JPEG,

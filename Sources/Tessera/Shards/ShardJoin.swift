@@ -363,7 +363,8 @@ private struct Joiner {
             throw bad("\(name) was made by another version of tessera (part format \(header["format"] ?? "none"); this one reads "
                       + "format \(PartFormat.version)): run its shard again with this version")
         }
-        guard let fingerprint = header["fingerprint"], let shards = Int(header["shards"] ?? ""), (1...ShardSpec.maxCount).contains(shards),
+        guard let fingerprint = header["fingerprint"], Fingerprint.isWellFormed(fingerprint),
+              let shards = Int(header["shards"] ?? ""), (1...ShardSpec.maxCount).contains(shards),
               let width = Int(header["width"] ?? ""), let height = Int(header["height"] ?? ""), width > 0, height > 0 else {
             throw bad("\(name) has no valid description of its render")
         }

@@ -251,6 +251,14 @@ struct Fingerprint {
         text.withUTF8 { add(UnsafeRawBufferPointer($0)) }
     }
     mutating func add<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { add($0) } }
+    /// Whether `text` is a fingerprint's shape (32 lowercase hex digits). A part's header is
+    /// read from a file anyone with the folder may have written: its fingerprint names the
+    /// shared cells' folder the join removes (`.cells-` + it), so "x/../../photos" must never
+    /// get that far.
+    static func isWellFormed(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }
+    }
+
     var hex: String {
         func digits(_ value: UInt64) -> String {
             let text = String(value, radix: 16)

@@ -33,7 +33,8 @@ final class SharedCells: CellSource, @unchecked Sendable {
 
     /// The folder a render's shared cells go in, inside the shard folder.
     static func directory(shardDirectory: String, fingerprint: String) -> String {
-        (shardDirectory.hasSuffix("/") ? shardDirectory : shardDirectory + "/") + ".cells-" + fingerprint
+        precondition(Fingerprint.isWellFormed(fingerprint), "a fingerprint names a folder only in its own shape")
+        return (shardDirectory.hasSuffix("/") ? shardDirectory : shardDirectory + "/") + ".cells-" + fingerprint
     }
 
     /// nil when no photo of this render is drawn by more than one shard.
