@@ -162,7 +162,7 @@ final class PartReader {
     /// The file's device and inode: an output must not be one of the parts.
     let identity: OutputDestination.Identity
     private let file: FileDescriptor
-    private let directory: String
+    let directory: String
 
     /// What one record takes in memory: the join holds every open part's index.
     static let recordBytesInMemory = MemoryLayout<PartRecord>.stride
@@ -382,36 +382,57 @@ final class PartReader {
         }
     }
 
-    /// Reads `record`'s bytes into `buffer` (resized to fit).
+    // Every read below checks the record's checksum again, on the bytes it hands over: `verify`
+    // read them once, but a part changed in place during the join (or a --wait join's part still
+    // being written over) would have bytes copied that were never summed (a helper's race: a
+    // wrong JPEG, exit 0, in 3 of 11 joins). A record that no longer matches stops the join,
+    // whose outputs are then never committed.
+
+    /// Reads `record`'s bytes into `buffer` (resized to fit), checked.
     func read(_ record: PartRecord, into buffer: inout [UInt8]) throws(TesseraError) {
         let length = Int(record.length)
         if buffer.count != length { buffer = [UInt8](repeating: 0, count: length) }
-        guard length > 0 else { return }
         try buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(TesseraError) in try file.readAll(into: raw, at: Int64(record.offset)) }
+            Result { () throws(TesseraError) in try read(whole: record, into: raw) }
         }.get()
     }
 
+    /// Reads all of `record` (`raw` holds at least its length) into the start of `raw`, checked.
+    func read(whole record: PartRecord, into raw: UnsafeMutableRawBufferPointer) throws(TesseraError) {
+        let length = Int(record.length)
+        precondition(raw.count >= length)
+        let bytes = UnsafeMutableRawBufferPointer(rebasing: raw[0..<length])
+        if length > 0 { try file.readAll(into: bytes, at: Int64(record.offset)) }
+        try expect(record, CRC32C.checksum(UnsafeRawBufferPointer(bytes)))
+    }
+
     /// Hands `record`'s bytes to `write` a `buffer`-full at a time: the memory is the buffer's,
-    /// whatever length the record claims.
+    /// whatever length the record claims. The checksum is compared after the last piece: what was
+    /// written by then belongs to an output that a throw leaves uncommitted.
     func copy(_ record: PartRecord, using buffer: inout [UInt8],
               to write: (UnsafeRawBufferPointer) throws(TesseraError) -> Void) throws(TesseraError) {
         var done = 0
+        var checksum = CRC32C()
         while done < Int(record.length) {
             let count = min(buffer.count, Int(record.length) - done)
             try buffer.withUnsafeMutableBytes { raw in
                 Result { () throws(TesseraError) in
-                    try read(record, from: done, count: count, into: raw)
-                    try write(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+                    let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<count])
+                    try file.readAll(into: piece, at: Int64(record.offset) + Int64(done))
+                    checksum.update(UnsafeRawBufferPointer(piece))
+                    try write(UnsafeRawBufferPointer(piece))
                 }
             }.get()
             done += count
         }
+        try expect(record, checksum.value)
     }
 
-    /// Reads part of `record`: `count` bytes from `start` within it.
-    func read(_ record: PartRecord, from start: Int, count: Int, into raw: UnsafeMutableRawBufferPointer) throws(TesseraError) {
-        try file.readAll(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]), at: Int64(record.offset) + Int64(start))
+    private func expect(_ record: PartRecord, _ checksum: UInt32) throws(TesseraError) {
+        guard checksum == record.checksum else {
+            throw .unusableParts(directory: directory, reason: "\(name): the \(PartReader.describe(record)) changed while the join read it "
+                                 + "(its checksum matched before, not now): the part was changed during the join; nothing was written")
+        }
     }
 }
 

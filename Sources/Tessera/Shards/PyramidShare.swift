@@ -162,7 +162,10 @@ struct PyramidShare {
                 let record = rows[index + i]
                 try batch.withUnsafeMutableBytes { raw in
                     Result { () throws(TesseraError) in
-                        try part.read(record, from: 0, count: rowBytes, into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
+                        guard record.length == UInt64(rowBytes) else {
+                            throw .unusableParts(directory: part.directory, reason: "\(part.name): a reduced row of \(record.length) bytes, not \(rowBytes)")
+                        }
+                        try part.read(whole: record, into: UnsafeMutableRawBufferPointer(rebasing: raw[(i * rowBytes)...]))
                     }
                 }.get()
             }

@@ -68,6 +68,46 @@ import TesseraTestSupport
         }
     }
 
+    /// A part changed in place after it was verified (another program writing over it while
+    /// the join runs): each read hands over only bytes that match their checksum, so a record
+    /// changed since is refused where it is used, by a whole read, a copy or a row read alike.
+    @Test func aRecordChangedAfterTheCheckIsRefusedWhereItIsRead() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let (parts, path) = try renderWholePart(in: scratch)
+        let part = try PartReader(path: path, directory: parts)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        try part.verify(using: &buffer)
+        let record = try #require(part.records.first { $0.length > 16 })
+        var whole: [UInt8] = []
+        try part.read(record, into: &whole)
+        // Changed in place, under the open reader: the same inode, one byte of the record.
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        var flipped = whole[Int(record.length) / 2] ^ 0x5A
+        #expect(pwrite(fd, &flipped, 1, off_t(record.offset + record.length / 2)) == 1)
+        close(fd)
+        func refused(_ what: String, _ read: () throws(TesseraError) -> Void) {
+            do {
+                try read()
+                Issue.record("\(what): the changed record was handed over")
+            } catch {
+                guard case .unusableParts(_, let reason) = error else { Issue.record("\(what): \(error)"); return }
+                #expect(reason.contains("changed while the join read it"), "\(what): \(reason)")
+            }
+        }
+        refused("read") { () throws(TesseraError) in try part.read(record, into: &whole) }
+        var copied = 0
+        refused("copy") { () throws(TesseraError) in
+            try part.copy(record, using: &buffer) { (piece) throws(TesseraError) in copied += piece.count }
+        }
+        #expect(copied == Int(record.length))
+        var raw = [UInt8](repeating: 0, count: Int(record.length))
+        refused("whole") { () throws(TesseraError) in
+            try raw.withUnsafeMutableBytes { bytes in Result { () throws(TesseraError) in try part.read(whole: record, into: bytes) } }.get()
+        }
+    }
+
     /// Every footer field, and a record's offset and length (its checksums recomputed), set to
     /// extreme values: refused with the part named.
     @Test func extremeFooterAndIndexNumbersAreRefused() throws {
