@@ -24,6 +24,7 @@ struct tessera_heif {
     int fd;
     int64_t position;
     int64_t file_bytes;
+    int cut;  // a read found the file shorter than at open (read_bytes)
     struct heif_context *context;
     struct heif_image_handle *primary;
     struct heif_image_handle *thumbnail;
@@ -42,14 +43,26 @@ struct tessera_heif {
 
 // MARK: Reader over pread
 
+static const char cut_message[] = "the file was cut short while it was read (changed during the render)";
+
 static int64_t get_position(void *user) { return ((struct tessera_heif *)user)->position; }
 
+// A read libheif asked for inside the file's size (as it was at open) that finds the file's
+// end: the file was cut while it was read. libheif 1.15 asserts that such a read succeeds
+// (box.cc, reading an item's data: SIGABRT, a helper's attack), so the rest is given as zeros
+// and the cut noted; the open or decode reports it (tessera_heif's `cut`).
 static int read_bytes(void *data, size_t size, void *user) {
     struct tessera_heif *heif = user;
     uint8_t *out = data;
     while (size > 0) {
         ssize_t n = pread(heif->fd, out, size, (off_t)heif->position);
-        if (n <= 0) return -1;
+        if (n <= 0) {
+            if (heif->position + (int64_t)size > heif->file_bytes) return -1;
+            memset(out, 0, size);
+            heif->position += (int64_t)size;
+            heif->cut = 1;
+            return 0;
+        }
         heif->position += n;
         out += n;
         size -= (size_t)n;
@@ -929,6 +942,7 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     // No image wider or taller than this (a hostile header); the caller budgets the rest.
     heif_context_set_maximum_image_size_limit(heif->context, 1 << 15);
     struct heif_error error = heif_context_read_from_reader(heif->context, &reader, heif, NULL);
+    if (heif->cut) { snprintf(message, message_bytes, "%s", cut_message); tessera_heif_close(heif); return NULL; }
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); tessera_heif_close(heif); return NULL; }
     error = heif_context_get_primary_image_handle(heif->context, &heif->primary);
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); tessera_heif_close(heif); return NULL; }
@@ -1139,6 +1153,7 @@ int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *
     struct heif_error error = heif_decode_image(handle, &heif->image, grid_image ? heif_colorspace_undefined : heif_colorspace_YCbCr,
                                                 grid_image ? heif_chroma_undefined : heif_chroma_420, options);
     heif_decoding_options_free(options);
+    if (heif->cut) { snprintf(message, message_bytes, "%s", cut_message); return -1; }
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); return -1; }
     return fill_planes(heif->image, planes, message, message_bytes);
 }
