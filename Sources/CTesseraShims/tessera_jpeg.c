@@ -204,6 +204,74 @@ tessera_jpeg_decoder *tessera_jpeg_decoder_create(tessera_jpeg_source source, vo
     return d;
 }
 
+// MARK: The markers kept
+//
+// libjpeg's jpeg_save_markers keeps every APP1 and APP2 segment of a file, each up to the 64 KiB
+// a segment holds, however many there are: a file of 3,000 padding segments took its own size
+// in memory (197 MB at --max-memory 64M; a mosaic target of them was OOM-killed, a helper's
+// attack). Only two are read: the first EXIF APP1, and the APP2 chunks of an ICC profile (at
+// most TESSERA_COLOR_MAKING_BYTES of them, the largest profile taken). These processors keep
+// just those, in libjpeg's marker list (where jpeg_read_icc_profile looks), and skip the rest.
+// The source never suspends (src_fill returns data, an end of image, or an error), so a segment
+// is read whole in one call.
+
+static int next_marker_byte(j_decompress_ptr cinfo) {
+    if (cinfo->src->bytes_in_buffer == 0) (void)(*cinfo->src->fill_input_buffer)(cinfo);
+    cinfo->src->bytes_in_buffer--;
+    return *cinfo->src->next_input_byte++;
+}
+
+static void read_marker_bytes(j_decompress_ptr cinfo, JOCTET *out, size_t count) {
+    while (count > 0) {
+        if (cinfo->src->bytes_in_buffer == 0) (void)(*cinfo->src->fill_input_buffer)(cinfo);
+        size_t take = cinfo->src->bytes_in_buffer < count ? cinfo->src->bytes_in_buffer : count;
+        memcpy(out, cinfo->src->next_input_byte, take);
+        cinfo->src->next_input_byte += take;
+        cinfo->src->bytes_in_buffer -= take;
+        out += take;
+        count -= take;
+    }
+}
+
+static boolean keep_wanted_marker(j_decompress_ptr cinfo) {
+    tessera_jpeg_decoder *d = decoder_of((j_common_ptr)cinfo);
+    int marker = cinfo->unread_marker;
+    long length = (long)next_marker_byte(cinfo) << 8;
+    length += next_marker_byte(cinfo);
+    length -= 2;
+    if (length <= 0) return TRUE;
+    // The segment's start says what it is.
+    JOCTET head[14];
+    size_t head_bytes = length < (long)sizeof head ? (size_t)length : sizeof head;
+    read_marker_bytes(cinfo, head, head_bytes);
+    int exif = marker == JPEG_APP0 + 1 && head_bytes >= 6 && memcmp(head, "Exif\0\0", 6) == 0 && !d->kept_exif;
+    int icc = marker == JPEG_APP0 + 2 && head_bytes >= 14 && memcmp(head, "ICC_PROFILE\0", 12) == 0
+              && d->kept_icc_bytes + (uint64_t)length <= TESSERA_COLOR_MAKING_BYTES + 256 * 14;
+    if (!exif && !icc) {
+        if (length > (long)head_bytes) (*cinfo->src->skip_input_data)(cinfo, length - (long)head_bytes);
+        return TRUE;
+    }
+    jpeg_saved_marker_ptr kept = (jpeg_saved_marker_ptr)(*cinfo->mem->alloc_large)(
+        (j_common_ptr)cinfo, JPOOL_IMAGE, sizeof(struct jpeg_marker_struct) + (size_t)length);
+    kept->next = NULL;
+    kept->marker = (UINT8)marker;
+    kept->original_length = (unsigned int)length;
+    kept->data_length = (unsigned int)length;
+    kept->data = (JOCTET *)(kept + 1);
+    memcpy(kept->data, head, head_bytes);
+    read_marker_bytes(cinfo, kept->data + head_bytes, (size_t)length - head_bytes);
+    if (cinfo->marker_list == NULL) {
+        cinfo->marker_list = kept;
+    } else {
+        jpeg_saved_marker_ptr last = cinfo->marker_list;
+        while (last->next != NULL) last = last->next;
+        last->next = kept;
+    }
+    if (exif) d->kept_exif = 1;
+    if (icc) d->kept_icc_bytes += (uint64_t)length;
+    return TRUE;
+}
+
 static int is_exif_app1(const jpeg_saved_marker_ptr m) {
     return m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
            memcmp(m->data, "Exif\0\0", 6) == 0;
@@ -211,8 +279,10 @@ static int is_exif_app1(const jpeg_saved_marker_ptr m) {
 
 int tessera_jpeg_decoder_read_header(tessera_jpeg_decoder *d, tessera_jpeg_header *header) {
     if (setjmp(d->err.jump)) return TESSERA_JPEG_ERROR;
-    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
-    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 2, 0xFFFF);
+    d->kept_exif = 0;
+    d->kept_icc_bytes = 0;
+    jpeg_set_marker_processor(&d->cinfo, JPEG_APP0 + 1, keep_wanted_marker);
+    jpeg_set_marker_processor(&d->cinfo, JPEG_APP0 + 2, keep_wanted_marker);
     int status = jpeg_read_header(&d->cinfo, TRUE);
     if (status != JPEG_HEADER_OK) {
         snprintf(d->err.message, sizeof d->err.message, "no image in JPEG file");

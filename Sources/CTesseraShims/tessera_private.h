@@ -42,6 +42,8 @@ struct tessera_jpeg_decoder {
     int ended_early;             // it did: the file ended, or a marker came where data should be
     int stopped_early;           // a scan's data stopped at a marker (allowed once)
     int created;
+    int kept_exif;               // the EXIF APP1 is in the marker list (keep_wanted_marker)
+    uint64_t kept_icc_bytes;     // the ICC profile's APP2 bytes in it
     uint8_t *icc;                // the APP2 ICC profile, once asked for (malloc'd by libjpeg)
     unsigned int icc_length;
 };

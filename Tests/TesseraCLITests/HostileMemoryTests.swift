@@ -160,6 +160,13 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
             system("python3 -c \"import numpy, tifffile; tifffile.imwrite('\($0)', numpy.full((64, 64, 3), 128, numpy.uint8), "
                    + "photometric='rgb', bigtiff=True, iccprofile=b'\\\\0' * (30 << 20))\"") == 0
         },
+        // libjpeg kept every APP1 and APP2 segment: a file of them took its own size (197 MB at
+        // 64M). 450 of 64 KB each, APP1 and APP2, before a 64 px picture: 59 MB.
+        HostileCase(name: "JPEG padded with 900 APP1 and APP2 segments of 64 KB, 32M", file: "padded.jpg", budgetMiB: 32, saying: "") {
+            system("convert -size 64x64 xc:'#0ac80a' '\($0).base.jpg' && python3 -c \"import struct; j = open('\($0).base.jpg', 'rb').read(); "
+                   + "seg = lambda m: m + struct.pack('>H', 65535) + bytes(65533); "
+                   + "open('\($0)', 'wb').write(j[:2] + (seg(b'\\xff\\xe1') + seg(b'\\xff\\xe2')) * 450 + j[2:])\" && rm '\($0).base.jpg'") == 0
+        },
         // Zeros after IEND made the file large enough to pass: its IDAT chunks are what count.
         HostileCase(name: "the same PNG with 1 MB of zeros after its end", file: "padded.png", budgetMiB: 64,
                     saying: "decompression bomb") { writePNG("paddedbomb", $0) },
