@@ -66,32 +66,13 @@ extension Console {
 /// A dry run's line for a duplicate picture.
 func duplicateLine(_ path: String, sameAs: String) -> String { "duplicate   \(shown(path)): the same picture as \(shown(sameAs))" }
 
-/// A file name as a line of text shows it: control characters (a newline, an escape sequence
-/// that would recolour the terminal or retitle its window, DEL, C1) written as `\n`, `\r`,
-/// `\t` or `\xNN`, so that a photo named to forge a line or drive the terminal is named, not
-/// obeyed. (A backslash stays as it is: such names are rare, and shown as typed.) JSON events
-/// carry the name as it is, escaped by JSON.
-func shown(_ path: String) -> String {
-    guard path.unicodeScalars.contains(where: needsEscape) else { return path }
-    var text = ""
-    for scalar in path.unicodeScalars {
-        switch scalar {
-        case "\n": text += "\\n"
-        case "\r": text += "\\r"
-        case "\t": text += "\\t"
-        case _ where needsEscape(scalar): text += "\\x" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 2)
-        default: text.unicodeScalars.append(scalar)
-        }
-    }
-    return text
-}
+/// A file name as a line of text shows it (Tessera's `displayedName`): control characters (a
+/// newline, an escape sequence that would recolour the terminal or retitle its window, DEL, C1)
+/// written as `\n`, `\r`, `\t` or `\xNN`, so that a photo named to forge a line or drive the
+/// terminal is named, not obeyed. JSON events carry the name as it is, escaped by JSON.
+func shown(_ path: String) -> String { displayedName(path) }
 
-/// C0, DEL and C1 controls, and the bidirectional overrides and isolates (U+202A-202E,
-/// U+2066-2069), which make a name read backwards.
-private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)
-        || (0x2066...0x2069).contains(scalar.value)
-}
+private func needsEscape(_ scalar: Unicode.Scalar) -> Bool { needsEscapeInText(scalar) }
 
 /// A message's text with what a terminal would obey (escape sequences and other controls but
 /// newlines and tabs) replaced by "?": the last guard for names that reach a message unshown.
@@ -104,9 +85,6 @@ func terminalText(_ text: String) -> String {
     return clean
 }
 
-private extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
-}
 
 /// The console of the `tessera` executable, and of the tests that read what it would write.
 public final class StreamConsole: Console, @unchecked Sendable {

@@ -316,6 +316,17 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         expectRefused(folder, saying: ["part-0001-of-0003.tessera-part claims a picture of 1000000000000 x 1000000000000 px"])
     }
 
+    /// A part's name is someone else's: one with a newline and an escape sequence is named in
+    /// the refusal as `\n` and `\x1B`, never a line of its own.
+    @Test func aPartNamedToForgeALineIsShownNotObeyed() {
+        let folder = copyOfBase("forged-name")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let forged = folder + "/parts/\u{1B}[31mx\ntessera: joined 3 part(s): all good.tessera-part"
+        writeFile(readFile(part(folder, 2)), to: forged)
+        let message = expectRefused(folder, saying: ["\\x1B[31mx\\ntessera: joined 3 part(s): all good.tessera-part"], parts: false)
+        #expect(!message.split(separator: "\n").contains { $0.hasPrefix("tessera: joined") }, "\(message)")
+    }
+
     /// A fingerprint that is a path: every part saying "x/../../victim" (they agree, checksums
     /// recomputed), with a `.cells-x` folder made ready, had the join remove `victim` beside the
     /// shard folder once it had written its outputs. Refused before anything is written.

@@ -69,7 +69,7 @@ public final class FeatureIndex: @unchecked Sendable {
         let schema = UInt32(0x0200_0000) | UInt32(truncatingIfNeeded: valuesPerPhoto)
         let ownStem = shard.map { stem + ".shard-\($0.number)-of-\($0.count)" } ?? stem
         var shardStems = Set<String>()
-        for name in (try? listDirectory(directory)) ?? [] where name.hasPrefix(stem + ".shard-") {
+        for name in (try? listDirectory(directory, limit: 4096, where: { $0.hasPrefix(stem + ".shard-") })) ?? [] {
             for suffix in [".idx", ".journal", ".tsv"] where name.hasSuffix(suffix) { shardStems.insert(String(name.dropLast(suffix.count))) }
         }
         // A lookup holds a block of every store at once, so their number is bounded: the first

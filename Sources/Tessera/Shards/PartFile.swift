@@ -179,7 +179,9 @@ final class PartReader {
     init(path: String, directory: String, indexBudget: IndexBudget? = nil) throws(TesseraError) {
         self.path = path
         self.directory = directory
-        let name = path.split(separator: "/").last.map(String.init) ?? path
+        // Named in messages as shown, never obeyed (a part's name is someone else's: a newline
+        // in it forged a line of the join's error).
+        let name = displayedName(path.split(separator: "/").last.map(String.init) ?? path)
         self.name = name
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: "\(name) \(why)") }
         let file: FileDescriptor, info: stat

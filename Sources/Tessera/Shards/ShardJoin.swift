@@ -152,6 +152,12 @@ public enum ShardJoin {
 
     /// Waits for a part of the render in `directory`: shard `number` of `count` (nil: any), or
     /// fails after `seconds`. A part of another render there is refused at once.
+    /// The part files' names in `directory`, sorted: only those are kept from the listing, and
+    /// no more than a render makes and one (which the count check then refuses).
+    static func partNames(in directory: String) throws(TesseraError) -> [String] {
+        try listDirectory(directory, limit: ShardSpec.maxCount + 1) { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
+    }
+
     /// At most two parts are open at once (the first and the one being joined): each index may
     /// take a quarter of the budget.
     private static func waitForPart(in directory: String, number: Int?, count: Int?, fingerprint: String?, seconds: Double,
@@ -160,7 +166,7 @@ public enum ShardJoin {
         var unfinished: TesseraError?  // a part still being copied in, as it last stood
         while true {
             try checkFolder(directory)
-            let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
+            let names = try partNames(in: directory)
             unfinished = nil
             for name in names {
                 if let number, let count, name != (try? ShardSpec(number: number, count: count))?.partFileName { continue }
@@ -222,7 +228,7 @@ public enum ShardJoin {
     static func openParts(in directory: String, memoryBytes: Int) throws(TesseraError) -> [PartReader] {
         func bad(_ why: String) -> TesseraError { .unusableParts(directory: directory, reason: why) }
         try checkFolder(directory)
-        let names = try listDirectory(directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(ShardSpec.partExtension) }.sorted()
+        let names = try partNames(in: directory)
         guard !names.isEmpty else {
             throw .noParts(directory: directory)
         }

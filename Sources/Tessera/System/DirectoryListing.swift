@@ -10,6 +10,26 @@ func listDirectory(_ path: String) throws(TesseraError) -> [String] {
     }
 }
 
+/// The entry names of `path` that `keep` takes (valid UTF-8 only), at most `limit` of them: the
+/// others are read past, never held, so a folder of a million entries someone else filled (a
+/// shard folder, /tmp, an output's folder) costs the names kept, not its listing (a helper's
+/// attack: 79 MiB, OOM-killed in a 64 MiB container).
+func listDirectory(_ path: String, limit: Int = Int.max, where keep: (String) -> Bool) throws(TesseraError) -> [String] {
+    var names: [String] = []
+    try forEachDirectoryEntry(PathBytes(path)) { (bytes: [UInt8]) throws(TesseraError) in
+        guard names.count < limit, let name = bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }), keep(name) else { return }
+        names.append(name)
+    }
+    return names
+}
+
+/// How many entries `path` holds, counted as they are read.
+func entryCount(_ path: String) throws(TesseraError) -> Int {
+    var count = 0
+    try forEachDirectoryEntry(PathBytes(path)) { (_: [UInt8]) throws(TesseraError) in count += 1 }
+    return count
+}
+
 /// The entry names of `path` as bytes, without "." and "..", in no particular order.
 func listDirectoryBytes(_ path: PathBytes) throws(TesseraError) -> [[UInt8]] {
     var names: [[UInt8]] = []

@@ -265,7 +265,7 @@ func removeTree(_ path: String) -> Bool {
     if (info.st_mode & S_IFMT) != S_IFDIR { return system_unlink(path) == 0 || errno == ENOENT }
     let folder = system_open(PathBytes(path), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
     guard folder >= 0 else { return system_unlink(path) == 0 }  // swapped for a link or a file since
-    let complete = removeContents(of: folder, depth: 0)
+    let complete = removeContents(of: folder, depth: 0, last: Array(StaleTemporaries.lockName.utf8))
     _ = system_close(folder)
     return system_rmdir(path) == 0 && complete
 }
@@ -273,37 +273,64 @@ func removeTree(_ path: String) -> Bool {
 /// Deeper than any folder tessera makes (a pyramid's is three), shallow enough for descriptors.
 let removeTreeDepth = 32
 
-/// Removes everything in the open directory `folder`, through its descriptor.
-private func removeContents(of folder: Int32, depth: Int) -> Bool {
+/// Names listed at a time by removeContents: a folder of a million entries (an old pyramid's
+/// level, a planted folder) is emptied a batch at a time, never listed whole (a helper's attack:
+/// the listing of a million old tiles OOM-killed a render at 80 MiB after its new pyramid was in
+/// place, and left the old one behind for good).
+let removeTreeBatch = 16_384
+
+/// Removes everything in the open directory `folder`, through its descriptor. `last` (a name at
+/// the top) goes after everything else: a staging folder's lock file, so a removal cut short
+/// leaves a folder still known as a stale temporary, removed by a later run.
+private func removeContents(of folder: Int32, depth: Int, last: [UInt8]? = nil) -> Bool {
     var complete = true
-    // Listed first, removed after: readdir over a folder being emptied may skip entries.
-    var names: [[UInt8]] = []
-    let listing = system_dup(folder)
-    guard listing >= 0, let directory = system_fdopendir(listing) else {
-        if listing >= 0 { _ = system_close(listing) }
-        return false
-    }
-    while let entry = system_readdir(directory) {
-        let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        let name = Array(UnsafeRawBufferPointer(start: field, count: strnlen(field.assumingMemoryBound(to: CChar.self), 256)))
-        if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
-    }
-    _ = system_closedir(directory)
-    for name in names {
-        if system_unlinkat(folder, name, 0) == 0 || errno == ENOENT { continue }
-        guard errno == EISDIR || errno == EPERM else { complete = false; continue }
-        // A directory (unlink refuses it: EISDIR on Linux, EPERM by POSIX): opened without
-        // following a link, emptied, removed. Swapped for a link meanwhile, the open fails and
-        // the link is unlinked.
-        let child = system_openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard child >= 0 else {
-            if system_unlinkat(folder, name, 0) != 0 && errno != ENOENT { complete = false }
-            continue
+    // Names that could not be removed, skipped by the next batches (bounded: past it, give up).
+    var failed: Set<[UInt8]> = []
+    var keptLast = false
+    while failed.count < removeTreeBatch {
+        // Listed first, removed after: readdir over a folder being emptied may skip entries.
+        // Each batch lists the folder again from its start, where only what is left remains.
+        var names: [[UInt8]] = []
+        let listing = system_dup(folder)
+        guard listing >= 0, let directory = system_fdopendir(listing) else {
+            if listing >= 0 { _ = system_close(listing) }
+            return false
         }
-        if depth + 1 >= removeTreeDepth || !removeContents(of: child, depth: depth + 1) { complete = false }
-        _ = system_close(child)
-        if system_unlinkat(folder, name, AT_REMOVEDIR) != 0 && errno != ENOENT { complete = false }
+        // From the start: the duplicate shares the folder's offset, where the last batch ended.
+        system_rewinddir(directory)
+        while names.count < removeTreeBatch, let entry = system_readdir(directory) {
+            let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let name = Array(UnsafeRawBufferPointer(start: field, count: strnlen(field.assumingMemoryBound(to: CChar.self), 256)))
+            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] || failed.contains(name) { continue }
+            if let last, name == last { keptLast = true; continue }
+            names.append(name)
+        }
+        _ = system_closedir(directory)
+        if names.isEmpty { break }
+        for name in names where !removeEntry(name, in: folder, depth: depth) {
+            failed.insert(name)
+            complete = false
+        }
     }
+    if !failed.isEmpty { complete = false }
+    // The lock goes only with the rest: a folder something stays in is still a temporary.
+    if let last, keptLast, !complete || !removeEntry(last, in: folder, depth: depth) { complete = false }
+    return complete
+}
+
+/// Removes the entry `name` of the open directory `folder`: a file or link unlinked, a folder
+/// emptied and removed. False when something stays.
+private func removeEntry(_ name: [UInt8], in folder: Int32, depth: Int) -> Bool {
+    if system_unlinkat(folder, name, 0) == 0 || errno == ENOENT { return true }
+    guard errno == EISDIR || errno == EPERM else { return false }
+    // A directory (unlink refuses it: EISDIR on Linux, EPERM by POSIX): opened without
+    // following a link, emptied, removed. Swapped for a link meanwhile, the open fails and
+    // the link is unlinked.
+    let child = system_openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    guard child >= 0 else { return system_unlinkat(folder, name, 0) == 0 || errno == ENOENT }
+    var complete = depth + 1 < removeTreeDepth && removeContents(of: child, depth: depth + 1)
+    _ = system_close(child)
+    if system_unlinkat(folder, name, AT_REMOVEDIR) != 0 && errno != ENOENT { complete = false }
     return complete
 }
 

@@ -45,3 +45,32 @@ public struct PathBytes: Hashable, Sendable, Comparable {
 
     public static func < (a: PathBytes, b: PathBytes) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 }
+
+/// A name as a line of text shows it: control characters (a newline, an escape sequence that
+/// would recolour the terminal or retitle its window, DEL, C1) and the bidirectional overrides
+/// written as `\n`, `\r`, `\t` or `\xNN`, so that a file named to forge a line or drive the
+/// terminal is named, not obeyed. (A backslash stays as it is: such names are rare, and shown as
+/// typed.) Messages that name files someone else made (a photo, a shard part) name them so.
+public func displayedName(_ path: String) -> String {
+    guard path.unicodeScalars.contains(where: needsEscapeInText) else { return path }
+    var text = ""
+    for scalar in path.unicodeScalars {
+        switch scalar {
+        case "\n": text += "\\n"
+        case "\r": text += "\\r"
+        case "\t": text += "\\t"
+        case _ where needsEscapeInText(scalar):
+            let digits = String(scalar.value, radix: 16, uppercase: true)
+            text += "\\x" + (digits.count < 2 ? "0" + digits : digits)
+        default: text.unicodeScalars.append(scalar)
+        }
+    }
+    return text
+}
+
+/// C0, DEL and C1 controls, and the bidirectional overrides and isolates (U+202A-202E,
+/// U+2066-2069), which make a name read backwards.
+public func needsEscapeInText(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)
+        || (0x2066...0x2069).contains(scalar.value)
+}

@@ -62,7 +62,8 @@ public enum StaleTemporaries {
     /// Never fails: a directory that cannot be listed has nothing removed.
     @discardableResult
     public static func remove(in directory: String) -> [String] {
-        guard let names = try? listDirectory(directory) else { return [] }
+        // Only names of a temporary's shape are kept from the listing (/tmp may hold millions).
+        guard let names = try? listDirectory(directory, limit: 4096, where: { parse($0) != nil }) else { return [] }
         var removed: [String] = []
         for name in names {
             guard let (pid, folder) = parse(name) else { continue }

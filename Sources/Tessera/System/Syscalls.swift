@@ -210,6 +210,7 @@ func system_unlinkat(_ folder: Int32, _ name: [UInt8], _ flags: Int32) -> Int32 
     }
 }
 func system_closedir(_ directory: OpaquePointer) -> Int32 { return closedir(directory) }
+func system_rewinddir(_ directory: OpaquePointer) { rewinddir(directory) }
 func system_kill(_ pid: pid_t, _ signal: Int32) -> Int32 { return kill(pid, signal) }
 func system_flock(_ fd: Int32, _ operation: Int32) -> Int32 { return flock(fd, operation) }
 func system_is_immutable(_ path: String) -> Int32 { return tessera_is_immutable(path) }

@@ -61,6 +61,42 @@ extension RenderTests {
         #expect(readBytes(victim + "/important.txt") == Array("keep".utf8))
     }
 
+    /// A folder of more entries than a batch (and a folder of them inside) is emptied a batch
+    /// at a time, every entry gone; a staging folder's lock file goes last, so a removal cut
+    /// short leaves the folder still a stale temporary: here a name the removal cannot take
+    /// (a folder past the depth limit) keeps the folder and its lock.
+    @Test func removeTreeEmptiesLargeFoldersInBatchesAndTheLockLast() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let tree = scratch.file("tree")
+        mkdir(tree, 0o755)
+        mkdir(tree + "/level", 0o755)
+        for i in 0..<(removeTreeBatch + 1_000) {
+            let fd = open(tree + "/level/\(i)_0.jpg", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            if fd >= 0 { close(fd) }
+        }
+        for i in 0..<(removeTreeBatch / 2) {
+            let fd = open(tree + "/\(i).jpg", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            if fd >= 0 { close(fd) }
+        }
+        writeBytes([1], to: tree + "/" + StaleTemporaries.lockName)
+        #expect(removeTree(tree))
+        #expect(access(tree, F_OK) != 0)
+        // Too deep to remove whole: what is left is the deep folder, and the lock beside it.
+        let staged = scratch.file("staged")
+        var deep = staged
+        mkdir(staged, 0o755)
+        for level in 0...removeTreeDepth {
+            deep += "/\(level)"
+            mkdir(deep, 0o755)
+        }
+        writeBytes([1], to: staged + "/" + StaleTemporaries.lockName)
+        writeBytes([1], to: staged + "/tile.jpg")
+        #expect(!removeTree(staged))
+        #expect(try listDirectory(staged).sorted() == [StaleTemporaries.lockName, "0"])
+        _ = system("rm -rf '\(staged)'")
+    }
+
     @Test func preflightNamesTheDirectoryAndTheShortfall() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -77,14 +77,15 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
             throw .invalidSettings("\(tiles) exists and is not a folder, so not a pyramid tessera wrote: move it away or choose another name")
         }
         // An empty folder (made ready for the pyramid) holds nothing to lose.
-        if (try? listDirectoryBytes(PathBytes(tiles)))?.isEmpty == true { return }
+        let count = (try? entryCount(tiles)) ?? -1
+        if count == 0 { return }
         if access(tiles + "/" + marker, F_OK) != 0 {
-            let entries = (try? listDirectory(tiles)) ?? []
-            let looksLikeOurs = access(destination, F_OK) == 0
-                && entries.allSatisfy { $0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber)) }
+            // (Counted, not listed: only the entries not like ours are kept, and at most one.)
+            let strangers = (try? listDirectory(tiles, limit: 1, where: { !($0 == "viewer" || (!$0.isEmpty && $0.allSatisfy(\.isNumber))) }))
+            let looksLikeOurs = access(destination, F_OK) == 0 && strangers?.isEmpty == true
             guard looksLikeOurs else {
                 throw .invalidSettings("\(tiles) exists and is not a pyramid tessera wrote (no \(marker) inside; it holds "
-                                       + "\(entries.count) entries): move it away or choose another name")
+                                       + "\(max(0, count)) entries): move it away or choose another name")
             }
         }
         if let stranger = WrittenFolder.deepZoomTiles.firstStranger(under: tiles) {
