@@ -9,6 +9,10 @@ extension TesseraError {
         switch self {
         case let .photoNeedsMemory(path, reason, budget):
             return "cannot read photo \(path): \(reason); " + memoryAdvice(budget)
+        case let .budgetTooSmall(_, needed):
+            // Said with the flag that gives it (a new user's trial: the figure alone named none).
+            return description + "; " + memoryAdvice(Int64(needed), what: "to render it") + ", or ask for less: smaller cells (--tile-size), "
+                + "a smaller picture or fewer --workers"
         case let .minUsesImpossible(conflict):
             return conflict.commandLineDescription
         case .shardedSerialEncoder:
@@ -75,7 +79,7 @@ let cgroupMemoryLimitBytes: Int64? = MemoryBudget.cgroupLimitBytes()
 
 /// "give --max-memory X or more to draw it", X rounded up (4.02 GiB is not "4.0 GiB"), and
 /// said to be out of reach when it is more than the memory cgroup allows (`limitBytes`).
-func memoryAdvice(_ budget: Int64, limitBytes: Int64? = cgroupMemoryLimitBytes) -> String {
+func memoryAdvice(_ budget: Int64, what: String = "to draw it", limitBytes: Int64? = cgroupMemoryLimitBytes) -> String {
     let shown: String
     if budget < 1 << 30 {
         shown = formatBytes(((budget + (1 << 20) - 1) >> 20) << 20)
@@ -83,7 +87,7 @@ func memoryAdvice(_ budget: Int64, limitBytes: Int64? = cgroupMemoryLimitBytes) 
         let tenths = (budget * 10 + (1 << 30) - 1) / (1 << 30)
         shown = "\(tenths / 10).\(tenths % 10) GiB"
     }
-    let advice = "give --max-memory \(shown) or more to draw it"
+    let advice = "give --max-memory \(shown) or more \(what)"
     guard let limit = limitBytes, budget > limit else { return advice }
     return advice + " (more than this memory cgroup's limit of \(formatBytes(limit)): not here)"
 }

@@ -44,6 +44,9 @@ import Tessera
             (.noParts(directory: "parts"), "run the shards with --shard K/N --shard-dir parts first", .badInput),
             (.partIndexTooLarge(directory: "parts", reason: "p has an index", neededBytes: (70 << 20) - 5),
              "parts: p has an index: give --max-memory 70.0 MiB or more to join it", .insufficientResources),
+            (.budgetTooSmall(budgetBytes: 60 << 20, neededBytes: 74 << 20),
+             "this render needs at least 74.0 MiB; give --max-memory 74.0 MiB or more to render it", .insufficientResources),
+            (.budgetTooSmall(budgetBytes: 60 << 20, neededBytes: 74 << 20), "or ask for less: smaller cells (--tile-size)", .insufficientResources),
         ]
         for (error, words, code) in cases {
             #expect(!error.description.contains(" --") && !error.description.contains(" -o"), "\(error.description)")

@@ -164,6 +164,9 @@ extension DecodeNotes {
         let missing = "file ends early (truncated or damaged JPEG)"
         incomplete = missing
         warningCount += 1
-        firstWarning = missing + (progressive ? ": drawn from the part that was read, less sharp" : ": drawn as far as it goes, the rest grey")
+        // A progressive file cut inside its first scan is grey below where that scan stopped
+        // (as libvips shows it), not only less sharp: both are said.
+        firstWarning = missing + (progressive ? ": drawn from the part that was read, less sharp, grey where even its first scan did not reach"
+                                              : ": drawn as far as it goes, the rest grey")
     }
 }
