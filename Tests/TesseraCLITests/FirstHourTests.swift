@@ -30,6 +30,16 @@ private func scratch(_ name: String) -> String {
         #expect(grid.status == 0 && listNames(directory + "/other/deeper").contains { $0.hasPrefix("headers") }, "\(grid.output)")
     }
 
+    /// A --cache-dir below a regular file cannot be made: said, not silently kept empty.
+    @Test func aCacheDirBelowAFileIsNamed() {
+        let directory = scratch("cache-under-file")
+        defer { _ = system("rm -rf '\(directory)'") }
+        writeFile(Array("a file".utf8), to: directory + "/file")
+        let grid = runTesseraSplit(["grid", fixtures, "-o", directory + "/g.jpg", "--columns", "6", "--tile-size", "8",
+                                    "--cache-dir", directory + "/file/cache", "--no-progress"])
+        #expect(grid.status == 0 && grid.standardError.contains("the header index could not be used or saved"), "\(grid.standardError)")
+    }
+
     /// A grid with fewer cells than photos says how many it leaves out.
     @Test func aGridSmallerThanTheLibraryNamesWhatItLeavesOut() {
         let run = runTessera(["grid", fixtures, "-o", "\(testRoot)/never.jpg", "--grid", "2x2", "--tile-size", "20", "--dry-run"])
@@ -131,7 +141,7 @@ private func scratch(_ name: String) -> String {
         let png = runTesseraSplit(base + ["--preview", directory + "/p.png"])
         #expect(png.status == 2 && png.standardError.contains("--preview \(directory)/p.png: name a .jpg/.jpeg file"), "\(png.standardError)")
         let shard = runTesseraSplit(base + ["--preview", directory + "/s.jpg", "-o", directory + "/s-full.jpg", "--shard", "1/2",
-                                            "--shard-dir", directory])
+                                            "--shard-dir", directory + "/parts"])
         #expect(shard.status == 2 && shard.standardError.contains("--preview draws the whole picture"), "\(shard.standardError)")
         // A manifest of a preview alone was left unwritten without a word: refused, before any work.
         let manifest = runTesseraSplit(base + ["--preview", directory + "/m.jpg", "--manifest", directory + "/m.csv"])

@@ -24,6 +24,14 @@ import Tessera
         #expect(throws: CommandLineError.self) {
             try GridCommand.parse(base + ["--shard", "1/2", "--shard-dir", "d", "--encoder", "serial"])
         }
+        // An output the join would refuse to write (inside the shard folder) is refused by the shard.
+        #expect(throws: CommandLineError("-o parts/o.jpg is inside the shard folder parts, where the join writes nothing (the parts are there): "
+                                         + "name the output in another folder")) {
+            try GridCommand.parse(["p", "-o", "parts/o.jpg", "--shard", "1/2", "--shard-dir", "parts"])
+        }
+        #expect(throws: CommandLineError.self) {
+            try GridCommand.parse(["p", "-o", "o.jpg", "--dzi", "./parts/deeper/z.dzi", "--shard", "1/2", "--shard-dir", "parts/"])
+        }
         let mosaic = try MosaicCommand.parse(["--target", "t.jpg"] + base + ["--shard", "2/2", "--shard-dir", "d"])
         #expect(mosaic.render.shard?.shard.number == 2)
         #expect(try JoinCommand.parse(["parts", "--workers", "3"]) == {

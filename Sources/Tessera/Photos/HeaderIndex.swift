@@ -64,7 +64,9 @@ public final class HeaderIndex: ScanCache, @unchecked Sendable {
     public static let leaveFreeBytes: Int64 = 64 << 20
 
     public func record(_ entries: [ScanCacheEntry]) throws(TesseraError) {
-        guard let free = try? freeDiskBytes(directory), free >= Self.leaveFreeBytes else { return }
+        // A folder that could not be made (a cache folder below a file) is an error the scan
+        // reports once; a disk nearly full is not (the index only saves time).
+        guard try freeDiskBytes(directory) >= Self.leaveFreeBytes else { return }
         var batch = RecordBatch()
         for entry in entries {
             entry.path.bytes.withUnsafeBytes { key in _ = batch.add(key: key) { Self.encode(entry, into: &$0) } }

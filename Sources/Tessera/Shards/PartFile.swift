@@ -385,7 +385,7 @@ final class PartReader {
     }
 
     // Every read below checks the record's checksum again, on the bytes it hands over: `verify`
-    // read them once, but a part changed in place during the join (or a --wait join's part still
+    // read them once, but a part changed in place during the join (or a waiting join's part still
     // being written over) would have bytes copied that were never summed (a helper's race: a
     // wrong JPEG, exit 0, in 3 of 11 joins). A record that no longer matches stops the join,
     // whose outputs are then never committed.

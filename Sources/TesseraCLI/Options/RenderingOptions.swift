@@ -2,6 +2,7 @@
 // outputs, the layout's shape, the encoder and the budget, the photo search, the shards. Declared
 // once here; each command takes the table and adds its own (GridOptions.swift, MosaicOptions.swift).
 // The photo lists and --verbose (PhotoSourceOptions) are analyse's too.
+import Glibc
 import Tessera
 
 /// A render's parse state: the options so far, and what the checks after the last argument need
@@ -305,6 +306,19 @@ enum RenderingOptions {
         problems += commandProblems
         if !problems.isEmpty { throw CommandLineError.combining(problems) }
         options.shard = try shardTarget(state.shardSpec, state.shardDirectory, encoder: options.settings.encoder)
+        if let shard = options.shard {
+            // The join writes the outputs the shards name, and never inside the shard folder
+            // (where the parts are): refused here, not after every shard has run.
+            // (By the links resolved where the folders exist, and by the names where they do
+            // not yet: the shard makes its folder.)
+            func inside(_ path: String, _ folder: String) -> Bool { path.hasPrefix(folder == "/" ? "/" : folder + "/") }
+            for (flag, path) in [("-o", options.jpegPath), ("--dzi", options.deepZoomPath), ("--tiff", options.tiffPath)] {
+                guard let path, inside(OutputDestination.canonicalPath(path), OutputDestination.canonicalPath(shard.directory))
+                    || inside(lexicalPath(path), lexicalPath(shard.directory)) else { continue }
+                throw CommandLineError("\(flag) \(path) is inside the shard folder \(shard.directory), where the join writes nothing "
+                                       + "(the parts are there): name the output in another folder")
+            }
+        }
         if options.shard != nil, let flag = options.deepZoomArchivePath != nil ? "--szi" : options.iiifPath != nil ? "--iiif" : nil {
             throw CommandLineError("\(flag) is written by the join, not by each shard: give the shards --dzi DIR/NAME.dzi"
                                    + (flag == "--iiif" ? " --dzi-overlap 0" : "") + ", then 'tessera join DIR \(flag) ...'")
@@ -341,6 +355,25 @@ enum RenderingOptions {
         case (_?, nil): throw CommandLineError("--shard K/N needs --shard-dir DIR, the folder its part goes to (and 'tessera join DIR' reads)")
         }
     }
+}
+
+/// `path` made absolute from the current folder by its names alone ("." and ".." taken, no link
+/// followed): "parts/../parts/x" and "./parts/x" are the same place whether or not it exists.
+func lexicalPath(_ path: String) -> String {
+    var base = path.hasPrefix("/") ? "" : (currentDirectory() ?? "")
+    base += "/" + path
+    var parts: [Substring] = []
+    for part in base.split(separator: "/") where part != "." {
+        if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+    }
+    return "/" + parts.joined(separator: "/")
+}
+
+/// getcwd(3), or nil.
+private func currentDirectory() -> String? {
+    guard let buffer = getcwd(nil, 0) else { return nil }
+    defer { free(buffer) }
+    return String(cString: buffer)
 }
 
 /// --shard's value, K/N (grid, mosaic and analyse).
