@@ -153,6 +153,13 @@ MUTANTS = [
      "reader.allowEarlyEnd()", "_ = reader.endedEarly",
      "truncatedBaselineJPEGIsDrawnAsFarAsItGoes|truncatedProgressivePhotoIsDrawnFromTheScansItHolds",
      "a truncated JPEG is a grey placeholder"),
+    # A JPEG's DCT scale leaves the area average at least 2:1: a cell is not drawn from a scale
+    # that only just covers it (softer than the photo allows).
+    ("sharp-scale", "Sources/Tessera/Formats/JPEG/JPEGFormat.swift",
+     "return scaled.width >= 2 * stored.width && scaled.height >= 2 * stored.height",
+     "return covers",
+     "aCellIsAsSharpAsTheFullSizeAverage|theScaleLeavesTwoToOneOrIsFullSize",
+     "a cell is drawn from the DCT scale that only just covers it"),
     ("strict-incomplete", "Sources/Tessera/Cells/CellCache.swift",
      "if failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",
      "if !failOnPlaceholder && failOnPlaceholder, case .success(let notes) = outcome, let missing = notes.incomplete {",

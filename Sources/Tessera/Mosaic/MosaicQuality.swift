@@ -358,7 +358,7 @@ public enum MosaicQuality {
 
     /// The luma (Rec. 601, 0...255) of the picture at `path`, upright, centre-cropped to
     /// `width` x `height` and area-averaged to it: a JPEG streams through libjpeg at the
-    /// smallest DCT scale M/8 that covers the size (CellDecoder), so a gigapixel output costs
+    /// smallest DCT scale M/8 that covers the size twice over (CellDecoder), so a gigapixel output costs
     /// a few of its scaled rows, never its whole picture.
     public static func luma(path: String, width: Int, height: Int, budget: DecodeBudget) throws(TesseraError) -> [Float] {
         let decoder = CellDecoder(cellWidth: width, cellHeight: height, budget: budget)

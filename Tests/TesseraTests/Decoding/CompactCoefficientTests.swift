@@ -190,11 +190,15 @@ private func makeFile(_ kind: String, width: Int, height: Int, in scratch: Scrat
     }
 
     /// A cell drawn from a progressive photo at 2/8 admits what the compact arrays take, far
-    /// less than libjpeg's whole arrays, and keeps them in memory when that fits the pool.
+    /// less than libjpeg's whole arrays, and keeps them in memory when that fits the pool. The
+    /// file is one the DC decoder does not take (CMYK), in a cell that 2/8 covers twice over and
+    /// 1/8 does not (CellDecoder.sharpEnough). An RGB file's cell that 2/8 covers twice over,
+    /// 1/8 covers, and the DC decoder draws it from there.
     @Test func aCellAtTwoEighthsAdmitsTheCompactFigure() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
-        let path = makeFile("420-jpegtran", width: 2403, height: 1597, in: scratch)
+        let rgb = makeFile("420-jpegtran", width: 2403, height: 1597, in: scratch), path = scratch.file("cmyk.jpg")
+        #expect(runTool(["convert", rgb, "-colorspace", "CMYK", "-interlace", "JPEG", "-quality", "92", path]) == 0)
         let reader = try ScaledJPEGReader(path: path, decoderMemoryBytes: 64 << 20)
         let header = try reader.readHeader()
         let plan = try reader.coefficientPlan(numerator: 2)
@@ -203,7 +207,7 @@ private func makeFile(_ kind: String, width: Int, height: Int, in scratch: Scrat
         // buffers and cell (about 1.2 MB here), but not libjpeg's whole arrays.
         let pool = 2 * (plan.stored + plan.windows + (2 << 20))
         #expect(Int(header.coefficientBytes) > plan.stored + plan.windows + (2 << 20))
-        let decoder = CellDecoder(cellWidth: 600, cellHeight: 399, decodePoolBytes: pool)
+        let decoder = CellDecoder(cellWidth: 300, cellHeight: 199, decodePoolBytes: pool)
         let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: decoder.cellBytes, alignment: 16)
         defer { tile.deallocate() }
         let notes = try decoder.decode(path: path, into: tile)

@@ -49,9 +49,14 @@ private func scanScript(_ lines: [String], in scratch: ScratchDirectory, name: S
 /// Tile sizes that make the decoder pick DCT scales 1/8, 2/8, 4/8 and 8/8 for a photo of
 /// `width` x `height` (stored orientation).
 private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: Int, height: Int)] {
-    [1, 2, 4, 8].map { n in
-        let w = (width * n + 7) / 8, h = (height * n + 7) / 8
-        return (n, w - w / 16, h - h / 16)   // a little under the scaled size: this scale, not the next up
+    // 2/8 is never a multi-scan file's scale: a cell that 2/8 covers twice over, 1/8 covers,
+    // and the DC decoder draws it from there.
+    [1, 4, 8].map { n in
+        // A little under half the scaled size (the decoder leaves the area average at least
+        // 2:1, CellDecoder.sharpEnough), or under the whole at 8/8: this scale, not the next up,
+        // for the baseline file and its multi-scan twins alike.
+        let w = (width * n + 7) / 8 / (n == 8 ? 1 : 2), h = (height * n + 7) / 8 / (n == 8 ? 1 : 2)
+        return (n, w - w / 16, h - h / 16)
     }
 }
 
@@ -150,7 +155,8 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         defer { scratch.remove() }
         let progressive = transcode(landscape, ["-progressive"], in: scratch, name: "p.jpg")
         let small = DecodeBudget(poolBytes: 64 << 10, spillDirectory: scratch.path)
-        // 2/8: libjpeg's coefficients (1800 x 1200 4:2:0: 6.3 MB) through windows in a spill file.
+        // 4/8 (2/8 would leave less than 2:1): libjpeg's coefficients (1800 x 1200 4:2:0: 6.3
+        // MB) through windows in a spill file.
         let (expectedQuarter, _) = try tile(landscape, width: 400, height: 280)
         let (quarter, quarterNotes) = try tile(progressive, width: 400, height: 280, budget: small)
         #expect(quarterNotes.method == .coefficients(spilled: true))

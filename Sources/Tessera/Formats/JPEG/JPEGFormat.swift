@@ -1,5 +1,5 @@
 // JPEGFormat.swift — JPEG photos: the format's entry. Its two readers are ScaledJPEGReader
-// (libjpeg, at the smallest DCT scale that covers the cell) and DCScaledJPEGReader (multi-scan
+// (libjpeg, at the smallest DCT scale that covers the cell twice over) and DCScaledJPEGReader (multi-scan
 // files at 1/8 from their DC coefficients); this file chooses between them and admits their
 // buffers against the decode budget.
 import CTesseraShims
@@ -49,18 +49,20 @@ extension CellDecoder {
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation == 0 ? orientationIfNone : header.exifOrientation)
         let stored = storedCell(orientation)
 
-        // Smallest DCT scale whose output still covers the cell; full size (8/8) if none does,
-        // and the resampler then enlarges. Only 1/8, 2/8, 4/8 and 8/8: libjpeg-turbo's inverse
+        // Smallest DCT scale whose output covers the cell twice over (sharpEnough), or covers
+        // it at all for the DC decoder; full size (8/8) if none does, and the resampler then
+        // enlarges. Only 1/8, 2/8, 4/8 and 8/8: libjpeg-turbo's inverse
         // DCT at the other scales (and the chroma IDCTs they pair with) has no SIMD path, and
         // decoding at them takes longer than at the next power of two up, larger output and
         // all (tjbench on a 1800 x 1200 photo: 7/8 57 fps, 3/4 75, 5/8 87 against 8/8's 103;
         // 3/8 138 against 4/8's 158), resampling the extra pixels included (docs/performance.md).
         var scaled = (width: header.width, height: header.height)
         var numerator = 8
+        let dcEligible = offset == 0 && header.isProgressive && header.colorModel != .cmyk && !header.isArithmetic
         for candidate in [1, 2, 4, 8] {
             scaled = try reader.scaledSize(numerator: candidate)
             numerator = candidate
-            if scaled.width >= stored.width && scaled.height >= stored.height { break }
+            if Self.sharpEnough(scaled, for: stored, numerator: candidate, dcDecoder: dcEligible) { break }
         }
         let working = workingBytes(outputWidth: scaled.width, orientation: orientation)
         let inMemoryShare = budget.poolBytes / 2
@@ -71,7 +73,7 @@ extension CellDecoder {
                           adobeInverted: header.adobeInverted, conversion: conversion, rows: rows, into: cell)
         }
 
-        if offset == 0 && header.isProgressive && numerator == 1 && header.colorModel != .cmyk && !header.isArithmetic {
+        if dcEligible && numerator == 1 {
             // Two bytes a block (18 for 4:2:0 chroma) instead of libjpeg's 128.
             let planeBytes = Int(clamping: header.dcDecoderBytes)
             let inMemory = planeBytes + working <= inMemoryShare
@@ -111,6 +113,21 @@ extension CellDecoder {
             }
             return result
         }
+    }
+
+    /// Whether a JPEG decoded at `numerator`/8 to `scaled` is the scale to draw a `stored` cell
+    /// from: one that leaves the area average at least half of the shrink (2:1 or more), as
+    /// libvips' thumbnail leaves its final resize, or full size. A scale that only just covers
+    /// the cell is softer than the photo allows: a 4000 x 3000 photo in 300 px cells came out
+    /// 38.0 dB from the exact full-size area average at 1/8 (500 x 375, then 1.25:1), 45.7 dB
+    /// at 2/8. The exception is a multi-scan file that 1/8 covers (`dcDecoder`): the DC
+    /// decoder reads only its DC scans, and 2/8 would decode every scan into coefficient arrays
+    /// (several times the time and memory, docs/performance.md), so it stays at 1/8.
+    static func sharpEnough(_ scaled: (width: Int, height: Int), for stored: (width: Int, height: Int),
+                            numerator: Int, dcDecoder: Bool) -> Bool {
+        let covers = scaled.width >= stored.width && scaled.height >= stored.height
+        if numerator == 8 || (numerator == 1 && dcDecoder) { return covers }
+        return scaled.width >= 2 * stored.width && scaled.height >= 2 * stored.height
     }
 
     /// Chooses where a multi-scan file's coefficient arrays go and how they keep blocks, and
