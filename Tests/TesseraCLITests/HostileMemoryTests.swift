@@ -43,6 +43,13 @@ def alpha(path, n):
     data = b"".join([c.compress(row) for _ in range(n)]) + c.flush()
     ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", n, n, 8, 6, 0, 0, 0))
     open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+def sparse(path, n):
+    import random
+    random.seed(7)
+    c = zlib.compressobj(9)
+    data = b"".join([c.compress(b"\\0" + random.randbytes(128) + b"\\0" * (n // 8 - 128)) for _ in range(n)]) + c.flush()
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", n, n, 1, 0, 0, 0, 0))
+    open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + chunk(b"IDAT", data) + chunk(b"IEND", b""))
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "adam7": png(path, 1000000, 60, 1)
 elif kind == "wide": png(path, 1048576, 64, 0)
@@ -51,6 +58,7 @@ elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 2
 elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
 elif kind == "alpha": alpha(path, int(sys.argv[3]))
 elif kind == "bomb": png(path, 11000, 11000, 0)
+elif kind == "sparse": sparse(path, 20000)
 elif kind == "paddedbomb":
     png(path, 11000, 11000, 0)
     open(path, "ab").write(b"\\0" * (1 << 20))
@@ -149,6 +157,11 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         // 121 MP in 15 KB: every pixel would be decoded (a 62,000 px square of 583 KB took 258 s).
         HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
             writePNG("bomb", $0)
+        },
+        // 400 MP of 1-bit rows in 2.8 MB (145 px a byte, which passed a rule of 200): a 22 MB one of
+        // 3,600 MP took 232 s as a mosaic's target. Past 100 MP, 20 px a byte.
+        HostileCase(name: "1-bit PNG of 20,000 x 20,000 px in 2.8 MB", file: "sparse.png", budgetMiB: 64, saying: "decompression bomb") {
+            writePNG("sparse", $0)
         },
         // libtiff holds every tag of the page to open it: 79 MB at 64M (OOM-killed in a 64 MiB
         // cgroup). Classic and BigTIFF, by tifffile.
