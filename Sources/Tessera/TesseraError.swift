@@ -52,6 +52,9 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A shard folder cannot be joined: a part is missing, duplicated, truncated, or of another
     /// render. Nothing was written.
     case unusableParts(directory: String, reason: String)
+    /// A join that opens every part at once reached the limit on open files at `part`
+    /// (`openFiles`: the limit, when known). Nothing was written.
+    case tooManyPartsOpen(directory: String, part: String, openFiles: Int?)
     /// A part's index would take more of the join's memory budget than the join lets it
     /// (`reason` names the part and what it takes); a budget of `neededBytes` holds it. Nothing
     /// was written. (A forged part looks the same: the reason says so.)
@@ -96,6 +99,11 @@ public enum TesseraError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): run the shards into this folder first"
         case let .unusableParts(directory, reason):
             return "cannot join the parts in \(directory): \(reason)"
+        case let .tooManyPartsOpen(directory, part, openFiles):
+            let limit = openFiles.map { "at most \($0) files" } ?? "no more files"
+            return "cannot join the parts in \(directory): \(part) cannot be opened: the join holds every part open at once, "
+                + "and this process may open \(limit). Raise the limit on open files above the number of parts (ulimit -n, "
+                + "up to its hard limit, ulimit -Hn; LimitNOFILE= for a service) and join again"
         case let .partIndexTooLarge(directory, reason, needed):
             return "cannot join the parts in \(directory): \(reason): a memory budget of at least \(formatBytes(Int64(needed))) "
                 + "holds it, or, if its render did not make that many tiles, the part is damaged"

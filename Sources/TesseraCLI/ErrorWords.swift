@@ -36,6 +36,9 @@ extension TesseraError {
             let shown = formatBytes(((Int64(needed) + (1 << 20) - 1) >> 20) << 20)
             return "cannot join the parts in \(directory): \(reason): give --max-memory \(shown) or more to join it, "
                 + "or, if its render did not make that many tiles, the part is damaged"
+        case .tooManyPartsOpen:
+            // A join that waits holds one part open at a time (40 parts under `ulimit -n 20`).
+            return description + ", or join with --wait SECONDS, which opens one part at a time"
         case let .noParts(directory):
             return "cannot join the parts in \(directory): it holds no part files (*\(ShardSpec.partExtension)): "
                 + "run the shards with --shard K/N --shard-dir \(directory) first"

@@ -3,7 +3,7 @@ import Tessera
 
 /// The version: the one place it is written (the package, the manual and `--version` read it
 /// here; CHANGELOG.md's newest heading must name it, which a test checks).
-public let tesseraVersion = "0.6.11"
+public let tesseraVersion = "0.6.12"
 /// When this version was made, for the manual page's header.
 public let tesseraReleaseDate = "2026-12-01"
 
@@ -41,7 +41,7 @@ public enum ExitCode: Int32, Error, Sendable {
     public init(_ error: TesseraError) {
         switch error {
         case .invalidSettings, .minUsesImpossible, .unusableOutput, .outputTooLarge, .shardedSerialEncoder, .joinOutputs, .joinPathFromParts: self = .usage
-        case .noPhotos, .unreadablePhoto, .unusableParts, .noParts: self = .badInput
+        case .noPhotos, .unreadablePhoto, .unusableParts, .tooManyPartsOpen, .noParts: self = .badInput
         // (A photo that reaches here needing more memory is a mosaic's target: the budget, not
         // the file, is what is short, and the message names the budget that reads it.)
         case .budgetTooSmall, .photoNeedsMemory, .partIndexTooLarge, .insufficientDiskSpace, .insufficientInodes: self = .insufficientResources

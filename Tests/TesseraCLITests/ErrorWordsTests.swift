@@ -42,6 +42,9 @@ import Tessera
             (.joinPathFromParts(path: "x.jpeg2", output: .jpeg, file: "the JPEG", problem: .notJPEGName), "give -o PATH to join", .usage),
             (.joinPathFromParts(path: "z.dzi", output: .pyramid, file: "the Deep Zoom tiles", problem: .exists), "(--dzi PATH)", .usage),
             (.noParts(directory: "parts"), "run the shards with --shard K/N --shard-dir parts first", .badInput),
+            (.tooManyPartsOpen(directory: "parts", part: "p", openFiles: 30),
+             "may open at most 30 files. Raise the limit on open files above the number of parts (ulimit -n, up to its hard limit, "
+                + "ulimit -Hn; LimitNOFILE= for a service) and join again, or join with --wait SECONDS", .badInput),
             (.partIndexTooLarge(directory: "parts", reason: "p has an index", neededBytes: (70 << 20) - 5),
              "parts: p has an index: give --max-memory 70.0 MiB or more to join it", .insufficientResources),
             (.budgetTooSmall(budgetBytes: 60 << 20, neededBytes: 74 << 20),

@@ -7,6 +7,30 @@ import Tessera
 @testable import TesseraCLI
 
 @Suite struct ShardCommandTests {
+    /// A join of more parts than the process may open files: it says so, with the limit and
+    /// what raises it (it said only "Too many open files"). Under `ulimit -n 20` (soft and hard
+    /// alike, so the tool cannot raise it), 24 parts; the same parts join under the usual limit.
+    @Test func aJoinPastTheOpenFileLimitSaysWhichLimit() {
+        let folder = "\(testRoot)/tessera-fd-limit-\(getpid())"
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("mkdir -p '\(folder)/photos' '\(folder)/parts' && cp '\(fixtures)'/*.jpg '\(folder)/photos/'") == 0)
+        for k in 1...24 {
+            let shard = runTesseraSplit(["grid", folder + "/photos", "-o", folder + "/w.jpg", "--grid", "24x2", "--tile-size", "8",
+                                         "--shard", "\(k)/24", "--shard-dir", folder + "/parts", "-q"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let error = folder + "/join.err"
+        let status = system("(ulimit -n 20 && \(testCacheAssignment) exec '\(toolPath())' join '\(folder)/parts') 2>'\(error)' </dev/null")
+        let said = String(decoding: readFile(error), as: UTF8.self)
+        #expect((status >> 8) & 0xFF == 3, "\(said)")
+        #expect(said.contains("the join holds every part open at once, and this process may open at most 20 files"), "\(said)")
+        #expect(said.contains("ulimit -n") && said.contains("--wait SECONDS"), "\(said)")
+        #expect(access(folder + "/w.jpg", F_OK) != 0)
+        let join = runTesseraSplit(["join", folder + "/parts", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+        #expect(readFile(folder + "/w.jpg").starts(with: [0xFF, 0xD8]))
+    }
+
     @Test func shardFlagsAreCheckedTogether() throws {
         let base = ["p", "-o", "o.jpg", "--grid", "4x4", "--tile-size", "10"]
         let options = try GridCommand.parse(base + ["--shard", "3/8", "--shard-dir", "parts"])

@@ -188,7 +188,7 @@ final class PartReader {
         do throws(TesseraError) {
             (file, info) = try FileDescriptor.openRegularFileForReading(path)
         } catch {
-            throw bad(PartReader.whyNotOpened(path, error))
+            throw PartReader.notOpened(path, name: name, directory: directory, error)
         }
         let size = Int64(info.st_size)
         var parsedHeader = PartHeader(text: "")
@@ -328,6 +328,15 @@ final class PartReader {
 
     /// Why `path` could not be opened as a part, from what stands there (a part's own words:
     /// the open's error is worded for photos).
+    private static func notOpened(_ path: String, name: String, directory: String, _ error: TesseraError) -> TesseraError {
+        // Past the limit on open files (the tool raises its soft limit to the hard one first):
+        // 40 parts under `ulimit -n 30` said only "Too many open files".
+        if case .system(_, EMFILE, _) = error {
+            return .tooManyPartsOpen(directory: directory, part: name, openFiles: openFileLimits()?.soft)
+        }
+        return .unusableParts(directory: directory, reason: "\(name) \(whyNotOpened(path, error))")
+    }
+
     private static func whyNotOpened(_ path: String, _ error: TesseraError) -> String {
         if case .success(let link) = linkStatus(path), (link.st_mode & S_IFMT) == S_IFLNK,
            case .failure = fileStatus(path) {

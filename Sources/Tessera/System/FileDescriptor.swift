@@ -436,3 +436,12 @@ public func raiseOpenFileLimit() {
     limit.rlim_cur = limit.rlim_max
     _ = setrlimit(resource, &limit)
 }
+
+/// The soft and hard limits on open files (`ulimit -Sn`, `ulimit -Hn`), or nil when unknown or
+/// unlimited.
+func openFileLimits() -> (soft: Int, hard: Int)? {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0,
+          limit.rlim_cur != rlim_t.max, limit.rlim_max != rlim_t.max else { return nil }
+    return (Int(clamping: limit.rlim_cur), Int(clamping: limit.rlim_max))
+}
