@@ -186,11 +186,11 @@ MUTANTS = [
      "guard pixels > freePixels else { return nil }",
      "guard pixels > 100 * freePixels else { return nil }",
      "gridOfHostileFileStaysInsideTheBudget", "a 121 MP PNG of 15 KB is decoded"),
-    # Past 100 MP, 20 px a byte: a 400 MP 1-bit PNG of 2.8 MB (145 px a byte) is refused.
+    # Past 1 GP, 20 px a byte: a 1,225 MP 1-bit PNG of 9.6 MB (128 px a byte) is refused.
     ("bomb-beyond", "Sources/Tessera/Photos/PhotoLibrary.swift",
-     "let needed = freePixels / pixelsPerFileByte + (pixels - freePixels) / pixelsPerFileByteBeyond",
+     "let needed = min(pixels, densePixels) / pixelsPerFileByte + max(0, pixels - densePixels) / pixelsPerFileByteBeyond",
      "let needed = pixels / pixelsPerFileByte",
-     "gridOfHostileFileStaysInsideTheBudget", "a 400 MP 1-bit PNG of 2.8 MB is decoded"),
+     "gridOfHostileFileStaysInsideTheBudget", "a 1,225 MP 1-bit PNG of 9.6 MB is decoded"),
     ("color-budget", "Sources/CTesseraShims/tessera_color.c",
      "if (held + size > budget->limit) {", "if (held + size > 64 * budget->limit) {",
      "gridOfHostileFileStaysInsideTheBudget", "a lookup-table profile is made outside the budget"),

@@ -43,11 +43,11 @@ def alpha(path, n):
     data = b"".join([c.compress(row) for _ in range(n)]) + c.flush()
     ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", n, n, 8, 6, 0, 0, 0))
     open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + chunk(b"IDAT", data) + chunk(b"IEND", b""))
-def sparse(path, n):
+def sparse(path, n, noise):
     import random
     random.seed(7)
     c = zlib.compressobj(9)
-    data = b"".join([c.compress(b"\\0" + random.randbytes(128) + b"\\0" * (n // 8 - 128)) for _ in range(n)]) + c.flush()
+    data = b"".join([c.compress(b"\\0" + random.randbytes(noise) + b"\\0" * (n // 8 - noise)) for _ in range(n)]) + c.flush()
     ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", n, n, 1, 0, 0, 0, 0))
     open(path, "wb").write(b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + chunk(b"IDAT", data) + chunk(b"IEND", b""))
 kind, path = sys.argv[1], sys.argv[2]
@@ -58,7 +58,7 @@ elif kind == "palette": png(path, 300, 200, 0, 8, 3, plte=bytes([255, 0, 0, 0, 2
 elif kind == "text": png(path, 300, 200, 0, 8, 2, extra=chunk(b"tEXt", b"k\\0v") * 200000)
 elif kind == "alpha": alpha(path, int(sys.argv[3]))
 elif kind == "bomb": png(path, 11000, 11000, 0)
-elif kind == "sparse": sparse(path, 20000)
+elif kind == "sparse": sparse(path, int(sys.argv[3]), int(sys.argv[4]))
 elif kind == "paddedbomb":
     png(path, 11000, 11000, 0)
     open(path, "ab").write(b"\\0" * (1 << 20))
@@ -158,10 +158,15 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG of 11,000 x 11,000 px in 15 KB", file: "bomb.png", budgetMiB: 64, saying: "decompression bomb") {
             writePNG("bomb", $0)
         },
-        // 400 MP of 1-bit rows in 2.8 MB (145 px a byte, which passed a rule of 200): a 22 MB one of
-        // 3,600 MP took 232 s as a mosaic's target. Past 100 MP, 20 px a byte.
-        HostileCase(name: "1-bit PNG of 20,000 x 20,000 px in 2.8 MB", file: "sparse.png", budgetMiB: 64, saying: "decompression bomb") {
-            writePNG("sparse", $0)
+        // 1,225 MP of 1-bit rows in 9.6 MB (128 px a byte, which passed a rule of 200 all the
+        // way): a 22 MB one of 3,600 MP took 232 s as a mosaic's target. Past 1 GP, 20 px a byte.
+        HostileCase(name: "1-bit PNG of 35,000 x 35,000 px in 9.6 MB", file: "sparse.png", budgetMiB: 64, saying: "decompression bomb") {
+            writePNG("sparse", $0, "35000 256")
+        },
+        // The same density at 144 MP (a line drawing's, a map's) is drawn: a rule of 20 px a byte
+        // past 100 MP refused such pictures, which decode in seconds.
+        HostileCase(name: "1-bit PNG of 12,000 x 12,000 px in 1.6 MB", file: "sparse.png", budgetMiB: 64, saying: "") {
+            writePNG("sparse", $0, "12000 128")
         },
         // libtiff holds every tag of the page to open it: 79 MB at 64M (OOM-killed in a 64 MiB
         // cgroup). Classic and BigTIFF, by tifffile.

@@ -632,9 +632,10 @@ public struct PhotoLibrary: Sendable {
 
     /// Past this many pixels, a photo in a format that has no scaled decoding (all but JPEG and
     /// a RAW file's JPEG preview: every pixel is decoded, whatever the cell) must bring a byte
-    /// of file for every `pixelsPerFileByte` of the first `freePixels`, and one for every
+    /// of file for every `pixelsPerFileByte` of its first `densePixels`, and one for every
     /// `pixelsPerFileByteBeyond` of the rest.
     static let freePixels: Int64 = 100_000_000
+    static let densePixels: Int64 = 1_000_000_000
     static let pixelsPerFileByte: Int64 = 200
     static let pixelsPerFileByteBeyond: Int64 = 20
 
@@ -644,21 +645,23 @@ public struct PhotoLibrary: Sendable {
     /// of decoding, an 11 KB HEIC grid of one tile referenced 4,096 times over a minute and a
     /// 1.6 MB GIF of a 65,535 px screen 28 s a cell (a helper's files). Photos compress to a
     /// byte for every 2 to 20 px (a flat HEIC), so 200 px a byte refuses no photo; up to 100 MP
-    /// anything is drawn. Past that, the time it takes grows with the pixels and the file need
-    /// not: a 22 MB 1-bit PNG of 60,000 x 60,000 px (163 px a byte) took 232 s as a mosaic's
-    /// target (a helper's file). So the pixels past the first 100 MP must bring a byte for every
-    /// 20, which a photograph does (PNG and TIFF 0.3 to 3 px a byte, HEIC and WebP 2 to 20), and
-    /// that file would need 175 MB. A flat drawing of hundreds of megapixels is refused.
+    /// anything is drawn. Flat pictures reach 200 px a byte honestly (a 144 MP map-like PNG of
+    /// 6 colours: 150 px a byte; a 1-bit line drawing: 56), and decode in seconds. But a 22 MB
+    /// 1-bit PNG of 60,000 x 60,000 px (163 px a byte) took 232 s as a mosaic's target (a
+    /// helper's file). So pixels past the first gigapixel must bring a byte for every 20, which
+    /// a photograph does (PNG and TIFF 0.3 to 3 px a byte, HEIC and WebP 2 to 20): that file
+    /// would need 135 MB. A flat drawing of several gigapixels is refused; one of 1 GP at 200 px
+    /// a byte, the most this allows, takes about a minute in 1-bit.
     /// (PNG asks it again of its IDAT chunks' bytes: zeros after IEND do not buy pixels.)
     static func tooMuchPicture(_ header: PhotoHeader, fileBytes: Int64) -> String? {
         guard header.format != .jpeg, header.format != .raw else { return nil }
         let pixels = Int64(header.width) * Int64(header.height)
         guard pixels > freePixels else { return nil }
-        let needed = freePixels / pixelsPerFileByte + (pixels - freePixels) / pixelsPerFileByteBeyond
+        let needed = min(pixels, densePixels) / pixelsPerFileByte + max(0, pixels - densePixels) / pixelsPerFileByteBeyond
         guard needed > fileBytes else { return nil }
         return "its picture of \(header.width) x \(header.height) px (\(pixels / 1_000_000) MP) is far more than a "
             + "\(formatBytes(fileBytes)) photo holds (it would need \(formatBytes(needed)): past \(freePixels / 1_000_000) MP, "
-            + "a byte for every \(pixelsPerFileByte) px of the first \(freePixels / 1_000_000) MP and every \(pixelsPerFileByteBeyond) px of the rest): "
+            + "a byte for every \(pixelsPerFileByte) px of the first \(densePixels / 1_000_000) MP and every \(pixelsPerFileByteBeyond) px of the rest): "
             + "every pixel would be decoded, so it is not drawn (a decompression bomb?)"
     }
 
