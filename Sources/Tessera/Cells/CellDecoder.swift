@@ -2,9 +2,10 @@
 // tail every format shares.
 //
 // The photo's format (Formats/, asked through `Formats.reader(for:)`) reads its header and
-// streams its rows, at the smallest scale its decoder offers that still covers the cell (a JPEG's
-// DCT scale 1/8 to 8/8, one that covers it twice over: JPEGFormat.swift; libwebp's scaler, a HEIF thumbnail that covers the cell); `draw` takes them from
-// there: through AreaResampler into the cell in the stored orientation, converted to sRGB, then
+// streams its rows, at the smallest scale its decoder offers that still covers the cell (a
+// JPEG's DCT scale 1/8 to 8/8, one that covers it twice over: JPEGFormat.swift; libwebp's
+// scaler; a HEIF thumbnail that covers the cell); `draw` takes them from there: through
+// AreaResampler into the cell in the stored orientation, converted to sRGB, then
 // OrientationTransform into the caller's buffer. Memory is a few rows of the photo's width, plus
 // what the format must hold whole (a multi-scan JPEG's buffers, in a spill file when they do not
 // fit; a HEIF's planes; a lossless WebP), admitted against the decode budget first.
@@ -93,8 +94,8 @@ public struct CellDecoder: Sendable {
     /// Decodes `path` into `cell` (`cellBytes` long), upright and centre-cropped to the cell.
     ///
     /// Single-scan (baseline) files stream through libjpeg at the smallest DCT scale (1/8, 2/8,
-    /// 4/8 or 8/8) that covers the cell twice over (JPEGFormat.swift). Multi-scan files (progressive, or components in separate scans) drawn at
-    /// 1/8 are decoded from their DC coefficients alone (DCScaledJPEGReader); at larger scales,
+    /// 4/8 or 8/8) that covers the cell twice over (JPEGFormat.swift). Multi-scan files
+    /// (progressive, or components in separate scans) drawn at 1/8 are decoded from their DC coefficients alone (DCScaledJPEGReader); at larger scales,
     /// or when that decoder declines the file, libjpeg decodes them with its coefficients in
     /// memory when they fit half the budget's pool, else in a spill file. Every decode is
     /// admitted against the budget first.

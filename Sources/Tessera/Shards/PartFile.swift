@@ -326,8 +326,8 @@ final class PartReader {
         throw bad("is not a Tessera part file")
     }
 
-    /// Why `path` could not be opened as a part, from what stands there (a part's own words:
-    /// the open's error is worded for photos).
+    /// The error for a part that could not be opened: the limit on open files, or what stands
+    /// at `path` (whyNotOpened).
     private static func notOpened(_ path: String, name: String, directory: String, _ error: TesseraError) -> TesseraError {
         // Past the limit on open files (the tool raises its soft limit to the hard one first):
         // 40 parts under `ulimit -n 30` said only "Too many open files".
@@ -337,6 +337,8 @@ final class PartReader {
         return .unusableParts(directory: directory, reason: "\(name) \(whyNotOpened(path, error))")
     }
 
+    /// Why `path` could not be opened as a part, from what stands there (a part's own words:
+    /// the open's error is worded for photos).
     private static func whyNotOpened(_ path: String, _ error: TesseraError) -> String {
         if case .success(let link) = linkStatus(path), (link.st_mode & S_IFMT) == S_IFLNK,
            case .failure = fileStatus(path) {
