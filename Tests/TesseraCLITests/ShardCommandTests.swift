@@ -20,7 +20,11 @@ import Tessera
             #expect(shard.status == 0, "\(shard.standardError)")
         }
         let error = folder + "/join.err"
-        let status = system("(ulimit -n 20 && \(testCacheAssignment) exec '\(toolPath())' join '\(folder)/parts') 2>'\(error)' </dev/null")
+        // The test process's own descriptors are closed first: a child of the runner inherits
+        // dozens, and under the limit even the folder's listing failed in CI.
+        let limited = "import os, resource; os.closerange(3, 1 << 16); resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20)); "
+            + "os.execv('\(toolPath())', ['tessera', 'join', '\(folder)/parts'])"
+        let status = system("\(testCacheAssignment) python3 -c \"\(limited)\" 2>'\(error)' </dev/null")
         let said = String(decoding: readFile(error), as: UTF8.self)
         #expect((status >> 8) & 0xFF == 3, "\(said)")
         #expect(said.contains("the join holds every part open at once, and this process may open at most 20 files"), "\(said)")
