@@ -43,6 +43,11 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
             // Any other decode fails at once.
             if (cinfo->is_decompressor) {
                 tessera_jpeg_decoder *d = decoder_of(cinfo);
+                // Past the rows drawn (tessera_jpeg_decoder_finish): a file cut short there
+                // lost nothing that was drawn; a marker where data should be is damage, counted
+                // below, and libjpeg reads no further.
+                if (d->finishing && d->ended_while_finishing) return;
+                if (d->finishing) goto counted;
                 if (d->allow_early_end && !d->stopped_early) {
                     d->stopped_early = 1;
                     d->ended_early = 1;
@@ -53,8 +58,18 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
             err->io_failed = 0;
             longjmp(err->jump, 1);
         }
-        if (err->warnings == 0) (*cinfo->err->format_message)(cinfo, err->message);
+    counted:;
+        // The image data itself is damaged (bit rot, a bad copy): libjpeg decodes on, and what
+        // it draws from there may be garbage. The others (an unknown JFIF version, an Adobe
+        // transform code) say nothing of the pixels. The message kept is the first warning's,
+        // or the first damage's when an earlier warning said nothing of the pixels.
+        int code = cinfo->err->msg_code;
+        int damage = code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_PROGRESSION || code == JWRN_EXTRANEOUS_DATA
+                     || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE || code == JWRN_MUST_RESYNC
+                     || code == JWRN_NOT_SEQUENTIAL || code == JWRN_JPEG_EOF;
+        if (err->warnings == 0 || (damage && err->corrupt_warnings == 0)) (*cinfo->err->format_message)(cinfo, err->message);
         err->warnings++;
+        if (damage) err->corrupt_warnings++;
         cinfo->err->num_warnings++;
     }
     // trace messages (msg_level >= 0) are dropped: the library never prints.
@@ -69,6 +84,7 @@ static void tessera_error_init(tessera_error *err) {
     err->pub.output_message = tessera_output_message;
     err->message[0] = 0;
     err->warnings = 0;
+    err->corrupt_warnings = 0;
     err->io_failed = 0;
 }
 
@@ -96,11 +112,15 @@ static boolean src_fill(j_decompress_ptr cinfo) {
         ERREXIT(cinfo, JERR_FILE_READ);
     }
     if (n == 0) {
-        if (d->allow_early_end) {
+        if (d->allow_early_end || d->finishing) {
             // As libjpeg's own stdio source does: an end of image, after which the entropy
             // decoder warns (JWRN_HIT_MARKER, above) and draws the rest grey. Asked for again
             // (the end came inside a marker segment), it gives the same two bytes again.
-            d->ended_early = 1;
+            if (d->finishing) {
+                d->ended_while_finishing = 1;
+            } else {
+                d->ended_early = 1;
+            }
             d->buffer[0] = 0xFF;
             d->buffer[1] = JPEG_EOI;
             d->src.next_input_byte = d->buffer;
@@ -392,6 +412,36 @@ int tessera_jpeg_decoder_read_rows(tessera_jpeg_decoder *d, uint8_t *rows, size_
     }
     return total;
 }
+
+int tessera_jpeg_decoder_finish(tessera_jpeg_decoder *d) {
+    if (setjmp(d->err.jump)) {
+        d->finishing = 0;
+        return TESSERA_JPEG_ERROR;
+    }
+    // A multi-scan file was read to its end before its first row: nothing is left to check.
+    if (jpeg_input_complete(&d->cinfo)) return TESSERA_JPEG_OK;
+    d->finishing = 1;
+    // The entropy-coded data of the rows not drawn (a crop's last rows) is decoded, not
+    // transformed: a Huffman stream knocked out of step by a flipped bit shows where it meets
+    // the next marker (libjpeg's fast path decodes a bad code as zero, silently, so that is
+    // where most damage is seen).
+    // All but the last row are skipped: libjpeg-turbo skips to the very end by declaring the
+    // end of image reached, reading nothing. The last row is decoded into a row of its own.
+    JDIMENSION left = d->cinfo.output_height - d->cinfo.output_scanline;
+    if (left > 1) (void)jpeg_skip_scanlines(&d->cinfo, left - 1);
+    if (d->cinfo.output_scanline < d->cinfo.output_height) {
+        size_t bytes = (size_t)d->cinfo.output_width * (size_t)d->cinfo.output_components;
+        JSAMPROW row = (JSAMPROW)(*d->cinfo.mem->alloc_small)((j_common_ptr)&d->cinfo, JPOOL_IMAGE, bytes);
+        while (d->cinfo.output_scanline < d->cinfo.output_height) {
+            if (jpeg_read_scanlines(&d->cinfo, &row, 1) == 0) break;
+        }
+    }
+    jpeg_finish_decompress(&d->cinfo);
+    d->finishing = 0;
+    return TESSERA_JPEG_OK;
+}
+
+long tessera_jpeg_decoder_corrupt_warnings(const tessera_jpeg_decoder *d) { return d->err.corrupt_warnings; }
 
 void tessera_jpeg_decoder_set_cancel_flag(tessera_jpeg_decoder *d, const int *flag) { d->cancel_flag = flag; }
 

@@ -19,6 +19,7 @@ typedef struct {
     jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
     long warnings;
+    long corrupt_warnings;       // of those, the ones that say the image data is damaged
     int io_failed;               // the source, sink or spill callback reported failure
 } tessera_error;
 
@@ -41,6 +42,8 @@ struct tessera_jpeg_decoder {
     int allow_early_end;         // data that ends early is drawn as far as it goes (see src_fill)
     int ended_early;             // it did: the file ended, or a marker came where data should be
     int stopped_early;           // a scan's data stopped at a marker (allowed once)
+    int finishing;               // tessera_jpeg_decoder_finish is reading past the rows drawn
+    int ended_while_finishing;   // and the file ended there
     int created;
     int kept_exif;               // the EXIF APP1 is in the marker list (keep_wanted_marker)
     uint64_t kept_icc_bytes;     // the ICC profile's APP2 bytes in it

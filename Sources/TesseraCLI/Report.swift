@@ -135,7 +135,7 @@ public enum Report {
         // mosaic's analysis and matching, the quality read-back).
         if let runSeconds { line += "; \(formatDecimal(runSeconds, places: 2)) s in all" }
         if !summary.failedPhotos.isEmpty { line += ", \(summary.failedPhotos.count) photo(s) drawn as placeholders" }
-        if !summary.partialPhotos.isEmpty { line += ", \(summary.partialPhotos.count) photo(s) drawn in part (their files end early)" }
+        if !summary.partialPhotos.isEmpty { line += ", \(summary.partialPhotos.count) photo(s) drawn in part (their files end early or hold damaged data)" }
         if skipped > 0 { line += ", \(skipped) file(s) skipped" }
         // Each was named in a warning when it happened (or counted with its reason, past the
         // first few); not a second time here.

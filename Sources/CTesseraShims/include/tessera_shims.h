@@ -136,6 +136,16 @@ int tessera_jpeg_decoder_source_failed(const tessera_jpeg_decoder *d);
 /// Number of libjpeg warnings (corrupt data it skipped over) so far.
 long tessera_jpeg_decoder_warnings(const tessera_jpeg_decoder *d);
 
+/// After the rows drawn: reads the rest of the image's data (entropy-decoded, not drawn) to its
+/// end-of-image marker, so that damage libjpeg only notices there is counted as a warning. A
+/// file that ends in the rows not drawn is no warning. TESSERA_JPEG_ERROR: the rest cannot be
+/// decoded (the message says why).
+int tessera_jpeg_decoder_finish(tessera_jpeg_decoder *d);
+
+/// Of tessera_jpeg_decoder_warnings, those that say the image data is damaged (a bad Huffman
+/// code, extraneous bytes before a marker, a missing restart marker...).
+long tessera_jpeg_decoder_corrupt_warnings(const tessera_jpeg_decoder *d);
+
 /// The message of the last error (or warning), never NULL.
 const char *tessera_jpeg_decoder_message(const tessera_jpeg_decoder *d);
 

@@ -216,6 +216,59 @@ struct RenderTests {
         #expect(bottom.pixels.allSatisfy { $0 >= 118 && $0 <= 138 }, "the rest is libjpeg's grey")
     }
 
+    /// A JPEG whose image data is damaged (bytes flipped in its middle, as bit rot or a bad copy
+    /// leaves it: djpeg warns "Corrupt JPEG data") is drawn as decoded, with a warning that says
+    /// so, and is counted among the photos drawn in part; a strict render refuses it. libjpeg's
+    /// fast Huffman path decodes a bad code as zero without a word, so the damage shows only
+    /// where the data meets its next marker: past the rows a cell needs, in a crop.
+    @Test func damagedJPEGDataIsNamedAndAStrictRunRefusesIt() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var bytes = readBytes("\(fixturesDirectory)/orientation/Portrait_1.jpg")
+        var state: UInt64 = 7
+        var flipped = 0
+        while flipped < 30 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let at = bytes.count / 3 + Int(state >> 33) % (bytes.count / 3)
+            guard bytes[at] != 0xFF, bytes[at - 1] != 0xFF else { continue }
+            bytes[at] ^= 0x55
+            flipped += 1
+        }
+        let damaged = scratch.file("damaged.jpg")
+        writeBytes(bytes, to: damaged)
+        // The oracle: libjpeg's own tool decodes it with a warning (exit 2).
+        #expect(runTool(["djpeg", "-ppm", damaged]) == 2)
+        // Square cells of a portrait photo: its top and bottom rows are cropped off, so the
+        // damage is found past the rows drawn.
+        for cell in [40, 300] {
+            var events: [RenderEvent] = []
+            let output = scratch.file("out-\(cell).jpg")
+            let summary = try renderGrid([damaged], to: output, columns: 1, rows: 1, cellWidth: cell, cellHeight: cell,
+                                         events: { events.append($0) })
+            #expect(summary.failedPhotos.isEmpty, "\(summary.failedPhotos)")
+            #expect(summary.partialPhotos.map(\.path) == [damaged], "\(summary.partialPhotos)")
+            #expect(summary.partialPhotos.first?.reason.hasPrefix("damaged JPEG data") == true, "\(summary.partialPhotos)")
+            #expect(events.contains {
+                if case .photoWarning(damaged, let message) = $0 { return message.contains("damaged JPEG data") }
+                return false
+            }, "\(events)")
+            #expect(access(output, F_OK) == 0)
+            var strict = RenderSettings()
+            strict.failOnPlaceholder = true
+            let refused = scratch.file("strict-\(cell).jpg")
+            #expect(throws: TesseraError.self) {
+                _ = try renderGrid([damaged], to: refused, columns: 1, rows: 1, cellWidth: cell, cellHeight: cell, settings: strict)
+            }
+            #expect(access(refused, F_OK) != 0, "a strict run writes nothing")
+        }
+        // The photo it was made from: no warning, whole.
+        var events: [RenderEvent] = []
+        let summary = try renderGrid(["\(fixturesDirectory)/orientation/Portrait_1.jpg"], to: scratch.file("good.jpg"), columns: 1, rows: 1,
+                                     cellWidth: 40, cellHeight: 40, events: { events.append($0) })
+        #expect(summary.partialPhotos.isEmpty)
+        #expect(!events.contains { if case .photoWarning = $0 { return true } else { return false } }, "\(events)")
+    }
+
     @Test func scanSkipsWhatIsNotAPhoto() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -103,14 +103,18 @@ extension CellDecoder {
             let output = try reader.start()
             try draw({ buffer, stride, count throws(TesseraError) in try reader.readRows(into: buffer, stride: stride, maxRows: count) },
                      reader.outputComponents, output)
+            let endedEarly = reader.endedEarly
+            let unfinished = endedEarly ? nil : reader.finish()
+            if let cancellation, cancellation.isCancelled { throw .cancelled }
             let warnings = reader.warnings
             var result = notes(conversion, method: header.isProgressive ? .coefficients(spilled: reader.coefficientsSpilled) : .streamed)
             // Drawn first: the warning the user sees for such a photo is this one.
-            if reader.endedEarly { result.noteEndedEarly(progressive: header.isProgressive) }
+            if endedEarly { result.noteEndedEarly(progressive: header.isProgressive) }
             if warnings.count > 0 {
                 result.warningCount += warnings.count
                 if result.firstWarning.isEmpty { result.firstWarning = warnings.first }
             }
+            if let damage = unfinished ?? (warnings.damage > 0 ? warnings.first : nil) { result.noteDamaged(damage) }
             return result
         }
     }
@@ -175,6 +179,18 @@ extension PhotoHeader {
 }
 
 extension DecodeNotes {
+    /// A JPEG whose image data libjpeg found damaged (a bad Huffman code, bytes where a marker
+    /// should be: bit rot, a bad copy) and decoded on regardless: the picture may show garbage
+    /// from there on. Drawn, with a warning, and counted as drawn in part (a strict run refuses
+    /// it; a mosaic leaves it out). A JPEG that also ends early keeps that warning.
+    mutating func noteDamaged(_ libjpegSays: String) {
+        guard incomplete == nil else { return }
+        let said = libjpegSays.hasPrefix("Corrupt JPEG data: ") ? String(libjpegSays.dropFirst(19)) : libjpegSays
+        incomplete = "damaged JPEG data (\(said))"
+        if warningCount == 0 { warningCount = 1 }
+        firstWarning = "damaged JPEG data (\(said)): drawn as decoded, which may show garbage from the damage on"
+    }
+
     /// A JPEG drawn as far as its data goes: incomplete (a strict run refuses it), with the
     /// warning that says how it was drawn.
     mutating func noteEndedEarly(progressive: Bool) {

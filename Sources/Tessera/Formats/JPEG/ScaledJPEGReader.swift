@@ -184,9 +184,18 @@ final class ScaledJPEGReader {
         return Int(count)
     }
 
-    /// libjpeg's warnings (corrupt data it worked around) and the first one's text.
-    var warnings: (count: Int, first: String) {
-        (Int(tessera_jpeg_decoder_warnings(decoder)), String(cString: tessera_jpeg_decoder_message(decoder)))
+    /// libjpeg's warnings (corrupt data it worked around), how many of them say the image data
+    /// is damaged, and the first one's text (the first damage's, when there is some).
+    var warnings: (count: Int, damage: Int, first: String) {
+        (Int(tessera_jpeg_decoder_warnings(decoder)), Int(tessera_jpeg_decoder_corrupt_warnings(decoder)),
+         String(cString: tessera_jpeg_decoder_message(decoder)))
+    }
+
+    /// After the rows drawn: reads the rest of the image's data to its end, so that damage
+    /// libjpeg only sees there (the Huffman stream out of step at the next marker) is among the
+    /// warnings. Returns why the rest cannot be decoded, if it cannot.
+    func finish() -> String? {
+        tessera_jpeg_decoder_finish(decoder) == TESSERA_JPEG_OK ? nil : String(cString: tessera_jpeg_decoder_message(decoder))
     }
 
     private func failure() -> TesseraError {
