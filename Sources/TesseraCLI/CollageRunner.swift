@@ -4,7 +4,7 @@ import Tessera
 
 extension Runner {
     public func collage(_ collage: CollageOptions) -> ExitCode {
-        runLayout(collage.render) { library, options throws(TesseraError) in
+        runLayout(collage.render, collage: true) { library, options throws(TesseraError) in
             try collageLayout(collage, options: options, photos: library.photos)
         }
     }
@@ -43,7 +43,10 @@ extension Runner {
             layout = try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
                                             heightLimit: sideLimit)
         } catch {
-            throw Self.tooTall(error, style: shape.style, sideLimit: sideLimit)
+            throw Self.tooTall(error, style: shape.style, sideLimit: sideLimit) { style in
+                (try? CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: style, gap: collage.gap,
+                                         heightLimit: sideLimit)) != nil
+            }
         }
         if let warning = Self.misshapen(layout, aspects: aspects) { console.warning(warning) }
         return layout
@@ -52,18 +55,32 @@ extension Runner {
     /// A collage taller than its outputs hold, said with what makes it fit: shorter rows (the
     /// height falls with them) or more columns, or pyramids alone, which hold a larger picture.
     /// (Fifty thousand photos at the default row height made a JPEG 68,622 px tall, refused
-    /// with no way out named.) Any other error as it is.
-    static func tooTall(_ error: TesseraError, style: CollageStyle, sideLimit: Int) -> TesseraError {
+    /// with no way out named.) Any other error as it is. The row height or column count named
+    /// is the one that fits, found by laying the photos out again (`fits`): the height grows
+    /// with the square of the row height (taller rows, and more of them), so scaling it by the
+    /// proportion named rows a quarter lower than needed.
+    static func tooTall(_ error: TesseraError, style: CollageStyle, sideLimit: Int, fits: (CollageStyle) -> Bool) -> TesseraError {
         guard case .outputTooLarge(let width, let height, let limit) = error, height > limit else { return error }
-        // A little under the proportion, as rows and gaps do not shrink exactly with it.
-        let scale = Double(limit) / Double(height) * 0.97
-        var fixes: [String]
+        var fixes: [String] = []
         switch style {
         case .rows(let rowHeight):
-            let lower = Int(Double(rowHeight) * scale)
-            fixes = lower >= 1 ? ["give --row-height \(lower) or less"] : []
+            // The tallest rows that fit: a binary search below the rows asked for.
+            var low = 0, high = rowHeight
+            while high - low > 1 {
+                let middle = (low + high) / 2
+                if fits(.rows(rowHeight: middle)) { low = middle } else { high = middle }
+            }
+            if low >= 1 { fixes.append("give --row-height \(low) or less") }
         case .columns(let count):
-            fixes = ["give --columns \(Int((Double(count) / scale).rounded(.up))) or more"]
+            // The fewest columns that fit, at most one a pixel of the width.
+            var low = count, high = max(count + 1, width)
+            if fits(.columns(count: high)) {
+                while high - low > 1 {
+                    let middle = (low + high) / 2
+                    if fits(.columns(count: middle)) { high = middle } else { low = middle }
+                }
+                fixes.append("give --columns \(high) or more")
+            }
         }
         if sideLimit == jpegMaxDimension {
             fixes.append("write only pyramids (--dzi, --szi, --tiff), which may be up to \(formatCount(RenderPlan.maxDeepZoomSide)) px")

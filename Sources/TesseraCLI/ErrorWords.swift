@@ -5,14 +5,19 @@ import Tessera
 
 extension TesseraError {
     /// The error as the command line reports it: `description`, with the flag that would fix it.
-    public var commandLineDescription: String {
+    public var commandLineDescription: String { commandLineDescription(collage: false) }
+
+    /// The same, for `tessera collage` when `collage` (whose cells come from --width and
+    /// --row-height or --columns: it has no --tile-size).
+    public func commandLineDescription(collage: Bool) -> String {
         switch self {
         case let .photoNeedsMemory(path, reason, budget):
             return "cannot read photo \(path): \(reason); " + memoryAdvice(budget)
         case let .budgetTooSmall(_, needed):
             // Said with the flag that gives it (a new user's trial: the figure alone named none).
-            return description + "; " + memoryAdvice(Int64(needed), what: "to render it") + ", or ask for less: smaller cells (--tile-size), "
-                + "a smaller picture or fewer --workers"
+            return description + "; " + memoryAdvice(Int64(needed), what: "to render it") + ", or ask for less: "
+                + (collage ? "lower rows (--row-height) or more --columns, a narrower picture (--width)"
+                           : "smaller cells (--tile-size), a smaller picture") + " or fewer --workers"
         case let .minUsesImpossible(conflict):
             return conflict.commandLineDescription
         case .shardedSerialEncoder:

@@ -66,8 +66,9 @@ public enum JoinCommand {
             options.destinations.iiifPath = given.value.count > 1 && given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
         },
         Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id).") { options, given throws(CommandLineError) in
-            guard given.value.hasPrefix("http://") || given.value.hasPrefix("https://"), !given.value.hasSuffix("/") else {
-                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(given.value)'")
+            if let problem = IIIFAddress.problem(given.value) {
+                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, query or fragment, like "
+                                    + "https://example.org/iiif/wall; got '\(given.value)': \(problem)")
             }
             options.destinations.iiifIdentifier = given.value
         },

@@ -295,11 +295,18 @@ public enum Report {
             // An adaptive mosaic's distance is in pixels (its smallest cells' block).
             let smallest = prepared.adaptive.map { (width: max(1, $0.largestWidth >> $0.levels), height: max(1, $0.largestHeight >> $0.levels)) }
             let cellsFit = MosaicJob.keepableDistance(pictures: pictures, smallestCell: nil)
-            let fits = MosaicJob.keepableDistance(pictures: pictures, smallestCell: smallest)
-            let block = "\(2 * cellsFit + 1) x \(2 * cellsFit + 1) block" + (smallest.map { " of \($0.width) x \($0.height) px cells" } ?? "")
-            help.append(minDistance > fits
-                ? "lower --min-distance to \(fits)\(smallest == nil ? "" : " px") (\(pictures) pictures hold a \(block) without repeats)"
-                : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
+            if let adaptive = prepared.adaptive, let smallest {
+                // In pixels, the distance every cell keeps, the largest among the smallest too.
+                let fits = MosaicJob.guaranteedDistance(pictures: pictures, smallestCell: smallest, levels: adaptive.levels)
+                help.append(minDistance > fits && fits > 0
+                    ? "lower --min-distance to \(fits) px (\(pictures) pictures are enough for every cell within \(fits) px of a "
+                        + "\(adaptive.largestWidth) x \(adaptive.largestHeight) px cell, all \(smallest.width) x \(smallest.height) px cells)"
+                    : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
+            } else {
+                help.append(minDistance > cellsFit
+                    ? "lower --min-distance to \(cellsFit) (\(pictures) pictures hold a \(2 * cellsFit + 1) x \(2 * cellsFit + 1) block without repeats)"
+                    : "lower --min-distance" + (maxUses != nil ? " or raise --max-uses" : "") + ", or add photos")
+            }
         }
         if unmet.overUsed > 0 { help.append("raise --max-uses to at least \((cells + pictures - 1) / pictures), or add photos") }
         return line + "; " + help.joined(separator: "; ") + " (--strict refuses such a mosaic)"

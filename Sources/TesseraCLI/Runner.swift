@@ -44,7 +44,7 @@ public struct Runner {
     /// What grid and collage share: scan the photos, lay them out (`makeLayout`, given the
     /// library and the options with the memory chosen), then the preview, the render, the
     /// manifest and the report.
-    func runLayout(_ options: GridOptions,
+    func runLayout(_ options: GridOptions, collage: Bool = false,
                    layout makeLayout: (PhotoLibrary, GridOptions) throws(TesseraError) -> CellLayout) -> ExitCode {
         let runStarted = monotonicSeconds()
         let options = options.withMemoryChosen()
@@ -76,7 +76,7 @@ public struct Runner {
                                                   runSeconds: runSeconds, preview: options.previewPath))
             return .success
         } catch {
-            return report(error, options: options, manifest: options.manifestPath)
+            return report(error, options: options, manifest: options.manifestPath, collage: collage)
         }
     }
 
@@ -504,13 +504,13 @@ public struct Runner {
     }
 
     /// Shows `error` (an output's with the flag that names it) and returns its exit code.
-    func report(_ error: TesseraError, options: GridOptions, manifest: String? = nil) -> ExitCode {
+    func report(_ error: TesseraError, options: GridOptions, manifest: String? = nil, collage: Bool = false) -> ExitCode {
         if error == .cancelled { return interrupted() }
         if case .unusableOutput(let path, let reason) = error {
             let flag = path == manifest ? "--manifest" : options.flag(naming: path)
             console.message((flag.map { "\($0) " } ?? "") + "\(path): \(reason)")
         } else {
-            console.message(error.commandLineDescription)
+            console.message(error.commandLineDescription(collage: collage))
         }
         return ExitCode(error)
     }

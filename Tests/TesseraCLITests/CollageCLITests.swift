@@ -110,6 +110,29 @@ import Tessera
         #expect(access(directory + "/c.jpg", F_OK) != 0)
     }
 
+    /// Rows too tall for a JPEG: the row height named is the tallest that fits, found by laying
+    /// the photos out again. (It was the height scaled by the proportion over, but the height
+    /// grows with the square of the row height: 5,000 photos 6,000 px wide were told 178 px,
+    /// where 233 fits.) One pixel more does not fit.
+    @Test func theRowHeightATooTallCollageNamesIsTheTallestThatFits() {
+        let directory = folder("tall-rows")
+        defer { _ = system("rm -rf '\(directory)'") }
+        func run(_ rowHeight: Int) -> (status: Int32, output: String) {
+            runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--dry-run", "--width", "20000", "--row-height", String(rowHeight),
+                        "--no-progress", "--temp-dir", directory])
+        }
+        let tall = run(13_000)
+        #expect(tall.status == 2 && tall.output.contains("more than a JPEG can be (65,500 px)"), "\(tall.output)")
+        let named = tall.output.components(separatedBy: "give --row-height ").dropFirst().first?.split(separator: " ").first.flatMap { Int($0) }
+        #expect(named.map { $0 > 1 && $0 < 13_000 } == true, "\(tall.output)")
+        if let named {
+            let fits = run(named)
+            #expect(fits.status == 0 && fits.output.contains("output      20000 x"), "\(fits.output)")
+            let over = run(named + 1)
+            #expect(over.status == 2 && over.output.contains("more than a JPEG can be"), "\(over.output)")
+        }
+    }
+
     /// A collage taller than a JPEG can be: `-o` is refused by the JPEG's limit, a preview alone
     /// is written (small), since the full picture is never written.
     @Test func aPreviewAloneOfACollageTallerThanAJPEG() {

@@ -56,5 +56,9 @@ import Tessera
             #expect(error.commandLineDescription.contains(words), "\(error.commandLineDescription)")
             #expect(ExitCode(error) == code, "\(error)")
         }
+        // A collage has no --tile-size: its cells come from --row-height or --columns.
+        let collage = TesseraError.budgetTooSmall(budgetBytes: 60 << 20, neededBytes: 74 << 20).commandLineDescription(collage: true)
+        #expect(collage.contains("lower rows (--row-height) or more --columns, a narrower picture (--width)") && !collage.contains("--tile-size"),
+                "\(collage)")
     }
 }

@@ -129,6 +129,16 @@ import Testing
         #expect(noAddress.status == 2 && noAddress.output.contains("--iiif needs --iiif-id URL"), "\(noAddress.output)")
         let badAddress = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "example.org/w"])
         #expect(badAddress.status == 2 && badAddress.output.contains("--iiif-id expects an http or https URL"), "\(badAddress.output)")
+        // Viewers append each tile's path to the address: a query, a fragment, a space or a
+        // line break in it would break every tile's address.
+        for (address, problem) in [("https://e.org/w?token=1", "a query"), ("https://e.org/w#x", "a fragment"),
+                                   ("https://e.org/my wall", "byte 0x20"), ("https://e.org/w\nx", "byte 0x0A"),
+                                   ("https://e.org/w/", "a trailing slash"), ("https:///w", "no host")] {
+            let refused = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", address])
+            #expect(refused.status == 2 && refused.output.contains(problem), "\(address): \(refused.output)")
+        }
+        let encoded = runTessera(grid + ["--iiif", directory + "/enc", "--iiif-id", "http://localhost:8080/my%20wall/b-c_d.e~f"])
+        #expect(encoded.status == 0, "\(encoded.output)")
         let overlap = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w", "--dzi-overlap", "2"])
         #expect(overlap.status == 2 && overlap.output.contains("IIIF tiles do not overlap"), "\(overlap.output)")
         mkdir(directory + "/mine", 0o755)

@@ -148,6 +148,20 @@ public enum CollageLayout {
                 weighed += 1
                 end += 1
             }
+            // A row to the last photo is always weighed: the ends weighed above stop at a
+            // window of them, and a row of thousands of photos (a wide collage of short rows)
+            // could miss the last one: 5,000 photos 65,500 px wide in rows of about 13 px were
+            // broken into rows of 15 and 22 px where one row of 9 px is nearer.
+            if end <= n && weighed >= mostEnds {
+                let available = Double(width - gap * (n - start + 1))
+                if available >= Double(n - start) {
+                    let error = (available / (prefix[n] - prefix[start]) - target) / target
+                    if cost[start] + error * error < cost[n] {
+                        cost[n] = cost[start] + error * error
+                        from[n] = start
+                    }
+                }
+            }
         }
         var breaks: [Int] = []
         var end = n

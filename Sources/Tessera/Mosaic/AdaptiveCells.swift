@@ -125,8 +125,12 @@ public struct AdaptiveCells: Equatable, Sendable {
     /// `photos`: features of photos to match (k*k*3 each, one after another; a sample of the
     /// library): a split is then worth what it lowers the best match's cost over the cell's
     /// area (its cost times its area, less its quarters'); empty: the cell's detail.
+    /// `cancellation`: once raised, the split stops at its next cell and returns what it has (the
+    /// caller, seeing it raised, throws): a split into millions of cells takes tens of seconds,
+    /// and Ctrl-C waited for all of it.
     public static func split(pixels: [UInt8], columns: Int, rows: Int, largestWidth: Int, largestHeight: Int, levels: Int,
-                             subCells k: Int, count wanted: Int, photos: [Float] = []) -> (cells: AdaptiveCells, features: [Float]) {
+                             subCells k: Int, count wanted: Int, photos: [Float] = [],
+                             cancellation: RenderCancellation? = nil) -> (cells: AdaptiveCells, features: [Float]) {
         let sampler = Sampler(pixels: pixels, width: (columns << levels) * k, k: k, photos: photos)
         precondition(pixels.count == sampler.width * (rows << levels) * k * 3)
         let roots = columns * rows
@@ -136,13 +140,16 @@ public struct AdaptiveCells: Equatable, Sendable {
         leaves.reserveCapacity(count)
         var heap = SplitHeap()
         for row in 0..<rows {
+            // A root's gain reads every sample under it: a row of roots is a whole row of the target.
+            if cancellation?.isCancelled == true { break }
             for column in 0..<columns {
                 let cell = Cell(x: Int32(column) * top, y: Int32(row) * top, side: top)
                 if levels > 0 { heap.push(cell, gain: sampler.splitGain(cell)) } else { leaves.append(cell) }
             }
         }
         var made = roots
-        while made < count, let (cell, _) = heap.pop() {
+        // Checked at every split: a large cell's split reads every sample under it.
+        while made < count, cancellation?.isCancelled != true, let (cell, _) = heap.pop() {
             made += 3
             let half = cell.side / 2
             for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] as [(Int32, Int32)] {
@@ -155,7 +162,10 @@ public struct AdaptiveCells: Equatable, Sendable {
                                   cells: leaves)
         var features = [Float]()
         features.reserveCapacity(cells.cells.count * k * k * 3)
-        for cell in cells.cells { features += sampler.features(cell) }
+        for (index, cell) in cells.cells.enumerated() {
+            if index & 1023 == 0 && cancellation?.isCancelled == true { break }
+            features += sampler.features(cell)
+        }
         return (cells, features)
     }
 

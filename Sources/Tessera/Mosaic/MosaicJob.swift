@@ -356,6 +356,20 @@ public enum MosaicJob {
         return cells * max(1, min(smallestCell.width, smallestCell.height))
     }
 
+    /// The largest minimum distance in pixels that `pictures` distinct pictures keep in an
+    /// adaptive mosaic whatever its cells: around a largest cell (`levels`: its side is
+    /// 2^levels smallest cells) whose neighbours are all smallest cells, every cell within D px
+    /// has a picture of its own when they are fewer than the pictures (then a cell always has a
+    /// picture no neighbour holds). keepableDistance's D assumes smallest cells alone, and a
+    /// large cell has more neighbours within the same distance: 200 pictures with 64 px cells
+    /// of 8 px at its 96 px left 45 cells unmet; this says 32.
+    public static func guaranteedDistance(pictures: Int, smallestCell: (width: Int, height: Int), levels: Int) -> Int {
+        let side = 1 << max(0, levels)
+        var rings = 0
+        while (side + 2 * (rings + 1)) * (side + 2 * (rings + 1)) - side * side <= pictures - 1 { rings += 1 }
+        return rings * max(1, min(smallestCell.width, smallestCell.height))
+    }
+
     static func checkBudget(_ mosaic: MosaicSettings, rows: Int, matched: (columns: Int, rows: Int), photoCount: Int,
                             settings: RenderSettings, outputs: [RenderOutput],
                             beforeAnalysis: ((RenderPlan) throws(TesseraError) -> Void)?) throws(TesseraError) -> (Int, CellLayout) {
@@ -410,8 +424,9 @@ public enum MosaicJob {
         }
         let split = AdaptiveCells.split(pixels: pixels, columns: mosaic.columns, rows: rows, largestWidth: mosaic.cellWidth,
                                         largestHeight: mosaic.cellHeight, levels: levels, subCells: k, count: mosaic.adaptiveCellCount(rows: rows),
-                                        photos: sample)
+                                        photos: sample, cancellation: cancellation)
         pixels = []
+        if cancellation?.isCancelled == true { throw .cancelled }
         return (split.features, split.cells, CellNeighbours(split.cells, minDistance: mosaic.minDistance))
     }
 

@@ -651,8 +651,11 @@ public enum MosaicMatcher {
                         * (weights?[cell] ?? 1)
                     let index = Int32(first + photo)
                     if cost < best[2].cost { best[2] = (index, cost) }
-                    guard cost < best[1].cost, usesOf(index) < limit else { continue }
-                    best[1] = (index, cost)
+                    guard usesOf(index) < limit else { continue }
+                    if cost < best[1].cost { best[1] = (index, cost) }
+                    // Whatever best[1] is: a cheaper photo held nearby must not hide a dearer
+                    // one that is allowed (it did, and 200 pictures, enough for every cell's
+                    // 101 neighbours, left 18 cells of an adaptive mosaic with a copy nearby).
                     if cost < best[0].cost && holders(of: index, near: cell, most: 1).isEmpty { best[0] = (index, cost) }
                 }
                 first += count

@@ -134,13 +134,37 @@ public struct RenderPlan: Equatable, Sendable {
 
     /// Compressed bytes per pixel assumed when checking disk space: generous for photo content
     /// (measured grids of photos at Q90 4:2:0 come to about 0.25; this allows for busier ones).
+    /// Above Q95, 2.4 (1.6 until 0.6.13): the real photos of the test corpus in 100 px cells came
+    /// to 2.09 at Q100 4:4:4 (2.72 allowed then), and random noise at Q100 to 1.98 a pixel of
+    /// every level at 4:2:0 and 4.11 at 4:4:4 (cjpeg), which this holds with the pyramid's
+    /// levels. A pyramid of such tiles planned at 1.6 ran out of the disk it had checked.
     public static func bytesPerPixel(quality: Int, subsampling: ChromaSubsampling) -> Double {
-        let base: Double = quality <= 75 ? 0.35 : quality <= 90 ? 0.6 : quality <= 95 ? 0.9 : 1.6
+        let base: Double = quality <= 75 ? 0.35 : quality <= 90 ? 0.6 : quality <= 95 ? 0.9 : 2.4
         switch subsampling {
         case .s420: return base
         case .s422: return base * 1.3
         case .s444: return base * 1.7
         }
+    }
+
+    /// The densest a JPEG of this subsampling can be, at quality 100: random noise, what cjpeg
+    /// makes of it (1.98, 2.65 and 4.11 bytes a pixel at 4:2:0, 4:2:2 and 4:4:4), with 15% to
+    /// spare. For what must never be too small, whatever the pictures: a TIFF's offsets.
+    public static func densestBytesPerPixel(subsampling: ChromaSubsampling) -> Double {
+        switch subsampling {
+        case .s420: return 2.3
+        case .s422: return 3.1
+        case .s444: return 4.8
+        }
+    }
+
+    /// What a pyramid's unfinished tile holds in each column's encoder: its compressed bytes so
+    /// far. 3/8 of a byte a pixel at the default Q90 4:2:0 (measured to hold: a 60,000 px wide
+    /// pyramid of real photos peaked at 58 MB under a 65 MiB budget), scaled with the disk
+    /// check's rate for other qualities and subsamplings (until 0.6.13 it was 3/8 for all, and
+    /// the same pyramid at Q100 4:4:4 peaked at 134 MB under that budget).
+    static func tileBytesPerPixel(quality: Int, subsampling: ChromaSubsampling) -> Double {
+        max(3.0 / 8, bytesPerPixel(quality: quality, subsampling: subsampling) * 5 / 8)
     }
 
     /// The plan for rendering `layout` with `settings` into outputs of the kinds in `outputs`
@@ -245,14 +269,20 @@ public struct RenderPlan: Equatable, Sendable {
         let deepZoom = deepZoomSettings.map {
             DeepZoomGeometry(width: width, height: height, tileSize: $0.tileSize, overlap: $0.overlap)
         }
-        var deepZoomBytes = deepZoom.map { pyramidWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        var deepZoomBytes = deepZoom.map {
+            pyramidWriterBytes($0, rowBytes: rowBytes, tileBytesPerPixel: tileBytesPerPixel(quality: deepZoomSettings?.quality ?? 90,
+                                                                                          subsampling: settings.subsampling))
+        } ?? 0
         // The viewer's previews: a preview being made on each worker (after the last stripe,
         // counted throughout).
         if let zoom = deepZoomSettings, zoom.viewer, zoom.previews > 0 {
             deepZoomBytes += workers * PhotoPreviews.workingBytes(longSide: zoom.previews)
         }
         let tiff = tiffSettings.map { PyramidTIFFGeometry(width: width, height: height, tileSize: $0.tileSize) }
-        var tiffBytes = tiff.map { tiffWriterBytes($0, rowBytes: rowBytes) } ?? 0
+        var tiffBytes = tiff.map {
+            tiffWriterBytes($0, rowBytes: rowBytes, tileBytesPerPixel: tileBytesPerPixel(quality: tiffSettings?.quality ?? 90,
+                                                                                      subsampling: settings.subsampling))
+        } ?? 0
         // Pyramids whose writers average rows for their levels below (Deep Zoom, TIFF).
         let pyramids = (deepZoom == nil ? 0 : 1) + (tiff == nil ? 0 : 1)
         let mcu = settings.subsampling.mcuHeight
@@ -385,12 +415,13 @@ public struct RenderPlan: Equatable, Sendable {
     /// What the pyramid's writer holds besides the rows it averages (counted with the stripes):
     /// encoders and tiles in progress (about an eighth of a raw tile compressed, half done on
     /// average, allowing for busy ones), and a kept row per level.
-    static func pyramidWriterBytes(_ deepZoom: DeepZoomGeometry, rowBytes: Int) -> Int {
+    static func pyramidWriterBytes(_ deepZoom: DeepZoomGeometry, rowBytes: Int, tileBytesPerPixel: Double) -> Int {
         let tileColumns = deepZoom.levels.reduce(0) { $0 + $1.columns }
         let tileSide = deepZoom.tileSize + 2 * deepZoom.overlap
+        let tileBytes = Int(Double(tileSide * tileSide) * tileBytesPerPixel)
         // (And the tiles waiting for the thread that writes the folder's files, which the plan
         // missed: a masonry collage of panoramas, pyramid only, peaked at 68.5 MiB, planned 62.3.)
-        return tileColumns * (tileEncoderBytes + tileSide * tileSide * 3 / 8 + 2 * deepZoom.overlap * tileSide * 3)
+        return tileColumns * (tileEncoderBytes + tileBytes + 2 * deepZoom.overlap * tileSide * 3)
             + 2 * rowBytes + TileFileQueue.defaultLimitBytes + tileSide * tileSide * 3
     }
 
@@ -400,11 +431,12 @@ public struct RenderPlan: Equatable, Sendable {
     /// 16 bytes a tile, and up to 8 more while its directory is written: the arrays it converts
     /// to 32 bits); the spool's index (8 bytes a tile of the smaller pages); and the buffer a
     /// tile is copied in through.
-    static func tiffWriterBytes(_ tiff: PyramidTIFFGeometry, rowBytes: Int) -> Int {
+    static func tiffWriterBytes(_ tiff: PyramidTIFFGeometry, rowBytes: Int, tileBytesPerPixel: Double) -> Int {
         let pages = tiff.pages
         let tileColumns = pages.reduce(0) { $0 + $1.columns }
         let tile = tiff.tileSize * tiff.tileSize * 3
-        let writer = tileColumns * (tileEncoderBytes + tile / 8 + tiff.tileSize * 3) + 2 * rowBytes
+        let compressed = Int(Double(tiff.tileSize * tiff.tileSize) * tileBytesPerPixel)
+        let writer = tileColumns * (tileEncoderBytes + compressed + tiff.tileSize * 3) + 2 * rowBytes
         let fullPageTiles = tiff.fullPageTileCount
         return writer + fullPageTiles * 24 + TileSpool.indexBytes(tileCounts: pages.dropFirst().map { $0.columns * $0.rows }) + 2 * tile
     }

@@ -255,8 +255,9 @@ public struct RenderRequest: Sendable {
             guard settings.overlap == 0 else {
                 throw .invalidSettings("IIIF tiles do not overlap: a render with an IIIF folder makes its pyramid with an overlap of 0, got \(settings.overlap)")
             }
-            guard identifier.hasPrefix("http://") || identifier.hasPrefix("https://"), !identifier.hasSuffix("/") else {
-                throw .invalidSettings("an IIIF folder's address must be an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(identifier)'")
+            if let problem = IIIFAddress.problem(identifier) {
+                throw .invalidSettings("an IIIF folder's address must be an http or https URL without a trailing slash, query or "
+                                       + "fragment, like https://example.org/iiif/wall; got '\(identifier)': \(problem)")
             }
             try IIIFTileFolder.checkReplaceable(path)
         }

@@ -62,8 +62,9 @@ enum RenderingOptions {
             state.options.iiifPath = given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
         },
         Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id, from which viewers build every tile's address), like https://example.org/iiif/wall.") { state, given throws(CommandLineError) in
-            guard given.value.hasPrefix("http://") || given.value.hasPrefix("https://"), !given.value.hasSuffix("/") else {
-                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, like https://example.org/iiif/wall, got '\(given.value)'")
+            if let problem = IIIFAddress.problem(given.value) {
+                throw given.refusal("--iiif-id expects an http or https URL without a trailing slash, query or fragment, like "
+                                    + "https://example.org/iiif/wall; got '\(given.value)': \(problem)")
             }
             state.iiifIdentifier = given.value
         },

@@ -428,6 +428,31 @@ func referenceCanvas(_ layout: CellLayout, photos: PhotoTable, background: RGB) 
         #expect(a.sorted() == (0..<200).map { Int32($0) })
     }
 
+    /// Rows of thousands of photos (a wide canvas, short rows): each start weighs a window of
+    /// ends, and the row to the last photo is weighed too. 5,000 photos of a phone's shapes
+    /// 65,500 px wide at rows of 13 px were broken into rows of 15 and 22 px (cost 0.56) where
+    /// one row of 9 px costs 0.09: the breaks found cost no more than one row, or any two rows.
+    @Test func rowsOfThousandsOfPhotosStillWeighTheLastEnd() {
+        let shapes: [Double] = [480.0 / 360, 360.0 / 480, 480.0 / 270, 480.0 / 360, 270.0 / 480, 1, 480.0 / 360, 3]
+        let aspects = (0..<5000).map { shapes[$0 % shapes.count] }
+        let (width, target) = (65_500, 13.0)
+        func cost(_ breaks: [Int]) -> Double {
+            var start = 0, total = 0.0
+            for end in breaks {
+                let height = Double(width) / aspects[start..<end].reduce(0, +)
+                total += ((height - target) / target) * ((height - target) / target)
+                start = end
+            }
+            return total
+        }
+        let breaks = CollageLayout.rowBreaks(aspects, width: width, rowHeight: 13, gap: 0)
+        #expect(breaks.last == aspects.count)
+        #expect(cost(breaks) <= cost([aspects.count]) + 1e-9, "\(breaks): \(cost(breaks))")
+        for split in stride(from: 100, to: aspects.count, by: 100) {
+            #expect(cost(breaks) <= cost([split, aspects.count]) + 1e-9, "\(breaks) against \(split)")
+        }
+    }
+
     @Test func aCollageTallerThanTheOutputsHoldIsRefused() {
         #expect(throws: TesseraError.outputTooLarge(width: 100, height: 100_000, limit: 65_500)) {
             try CollageLayout.make(aspects: [1], sequence: Array(repeating: 0, count: 1000), width: 100, style: .columns(count: 1), gap: 0,

@@ -54,6 +54,19 @@ import TesseraTestSupport
                                     count: 192).cells == cells)
     }
 
+    /// Ctrl-C during the split (tens of seconds for millions of cells, where Ctrl-C waited for
+    /// all of it): a raised cancellation stops it at once, before the first root's gain is read,
+    /// and what it returns is not the split asked for (the caller throws).
+    @Test func aCancelledSplitStopsAtOnce() {
+        let pixels = Self.halfDetailed(columns: 8, rows: 6, levels: 2)
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        let split = AdaptiveCells.split(pixels: pixels, columns: 8, rows: 6, largestWidth: 40, largestHeight: 40, levels: 2, subCells: 3,
+                                        count: AdaptiveCells.defaultCount(roots: 48, levels: 2), cancellation: cancellation)
+        #expect(split.cells.cells.count < 48 * 4, "\(split.cells.cells.count)")
+        #expect(split.features.count < 48 * 4 * 27)
+    }
+
     /// A flat target: every split is worth the same, so the cells split first are spread over
     /// the picture, not a band across its top (a flat red target had all 8,000 of its small
     /// cells in the top fifth). Each quarter of the canvas gets about a quarter of them.
@@ -99,6 +112,13 @@ import TesseraTestSupport
         #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (32, 32)) == 64)
         #expect(MosaicJob.keepableDistance(pictures: 46, smallestCell: (48, 32)) == 64)
         #expect(MosaicJob.keepableDistance(pictures: 8, smallestCell: (32, 32)) == 0)
+        // Around a largest cell of 8 x 8 smallest ones, 4 rings of 8 px cells are 16^2 - 8^2 =
+        // 192 neighbours: 200 pictures give each its own; 5 rings (260) would not.
+        #expect(MosaicJob.guaranteedDistance(pictures: 200, smallestCell: (8, 8), levels: 3) == 32)
+        #expect(MosaicJob.guaranteedDistance(pictures: 193, smallestCell: (8, 8), levels: 3) == 32)
+        #expect(MosaicJob.guaranteedDistance(pictures: 192, smallestCell: (8, 8), levels: 3) == 24)
+        #expect(MosaicJob.guaranteedDistance(pictures: 8, smallestCell: (16, 12), levels: 1) == 0)
+        #expect(MosaicJob.guaranteedDistance(pictures: 13, smallestCell: (16, 12), levels: 1) == 12)
         #expect(MosaicJob.keepableDistance(pictures: 9, smallestCell: (16, 24)) == 16)
         // A canvas of 9 x 9 cells of 8 px, all of the smallest size: the middle cell's block.
         let cells = (0..<81).map { AdaptiveCells.Cell(x: Int32($0 % 9), y: Int32($0 / 9), side: 1) }

@@ -16,6 +16,25 @@ import TesseraTestSupport
         return sum
     }
 
+    /// When none of a cell's candidates is allowed, the scan of every photo finds the cheapest
+    /// one that is, even past a cheaper one held nearby. (The scan skipped every photo dearer than
+    /// the cheapest with uses left, allowed or not, and placed a copy beside itself: 200
+    /// pictures left 18 cells of an adaptive mosaic with a copy within --min-distance.) A 3 x 3
+    /// grid, every cell within 1 of the centre; 9 photos, ever dearer; 2 candidates a cell (the
+    /// cheapest two, soon held nearby): 9 pictures are enough for every cell, whatever the order.
+    @Test func theScanPastTheCandidatesFindsAnAllowedPhotoBehindACheaperHeldOne() throws {
+        let k = 3, d = k * k * 3
+        let target = [Float](repeating: 0.5, count: 9 * d)
+        let photos = (0..<9).flatMap { photo in [Float](repeating: 0.5 + Float(photo) * 0.05, count: d) }
+        for seed in 0..<6 as Range<UInt64> {
+            // (A most of uses: the greedy pass in a seeded order, not the rows' placement.)
+            let match = try MosaicMatcher.match(target: target, columns: 3, rows: 3, subCells: k, photos: photos, minDistance: 1, maxUses: 9,
+                                                seed: seed, workers: 1, candidateCount: 2, effort: 0)
+            #expect(match.constraintViolations == 0, "seed \(seed): \(match.assignment)")
+            #expect(LocalSearchTests.constraintsHold(match, minDistance: 1, maxUses: 9), "seed \(seed): \(match.assignment)")
+        }
+    }
+
     /// With no constraint and no local search, each cell gets the photo nearest to it by the
     /// squared distance (ties aside), and the reported cost is the sum of those distances.
     @Test(arguments: [false, true])

@@ -183,3 +183,29 @@ final class IIIFTileFolder: @unchecked Sendable {
         removeTree(staging)
     }
 }
+
+/// The address an IIIF folder is served at (`info.json`'s id).
+public enum IIIFAddress {
+    /// Why `identifier` cannot be an IIIF image service's address, or nil. Viewers build every
+    /// tile's address by appending `/x,y,w,h/w,h/0/default.jpg` to it, so it must be an http or
+    /// https URL with a host and a path that such a suffix extends: no trailing slash, no query
+    /// (`?`) or fragment (`#`), which would swallow the suffix, and nothing a URL must
+    /// percent-encode (spaces, quotes, control characters, letters outside ASCII: written as
+    /// %XX they are fine).
+    public static func problem(_ identifier: String) -> String? {
+        let scheme = identifier.hasPrefix("https://") ? 8 : identifier.hasPrefix("http://") ? 7 : 0
+        guard scheme > 0 else { return "not an http or https URL" }
+        let rest = identifier.utf8.dropFirst(scheme)
+        guard let first = rest.first, first != UInt8(ascii: "/") else { return "no host after its scheme" }
+        if identifier.hasSuffix("/") { return "a trailing slash" }
+        if identifier.contains("?") { return "a query ('?'), which the tiles' addresses would be appended to" }
+        if identifier.contains("#") { return "a fragment ('#'), which the tiles' addresses would be appended to" }
+        // RFC 3986: unreserved, sub-delims, ':', '@', '/' and '%' of a percent-encoding.
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%".utf8)
+        if let bad = rest.first(where: { !allowed.contains($0) }) {
+            let shown = bad < 0x21 || bad >= 0x7F ? "byte 0x\(bad < 16 ? "0" : "")\(String(bad, radix: 16, uppercase: true))" : "'\(Character(UnicodeScalar(bad)))'"
+            return "\(shown), which a URL must percent-encode (as %XX)"
+        }
+        return nil
+    }
+}
