@@ -63,6 +63,7 @@ public enum JoinCommand {
         },
         Option("--iiif", value: "DIR", help: "Also (or instead of --dzi) write the parts' pyramid as IIIF level-0 tiles in the folder DIR, as a render's --iiif does; needs --iiif-id, and shards rendered with --dzi-overlap 0.") { options, given throws(CommandLineError) in
             guard !given.value.isEmpty else { throw given.refusal("--iiif expects a folder to create, like out/wall") }
+            try refuseDotFolder(given)
             options.destinations.iiifPath = given.value.count > 1 && given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
         },
         Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id).") { options, given throws(CommandLineError) in

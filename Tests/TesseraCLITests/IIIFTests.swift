@@ -137,6 +137,10 @@ import Testing
             let refused = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", address])
             #expect(refused.status == 2 && refused.output.contains(problem), "\(address): \(refused.output)")
         }
+        for dot in [".", directory + "/w/.", "..", "w/.."] {
+            let refused = runTessera(grid + ["--iiif", dot, "--iiif-id", "https://e.org/w"])
+            #expect(refused.status == 2 && refused.output.contains("names the folder to create"), "\(dot): \(refused.output)")
+        }
         let encoded = runTessera(grid + ["--iiif", directory + "/enc", "--iiif-id", "http://localhost:8080/my%20wall/b-c_d.e~f"])
         #expect(encoded.status == 0, "\(encoded.output)")
         let overlap = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w", "--dzi-overlap", "2"])

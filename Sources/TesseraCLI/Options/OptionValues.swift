@@ -23,6 +23,15 @@ extension GivenOption {
     func refusal(_ message: String) -> CommandLineError { CommandLineError(message, argumentIndex: valuePosition) }
 }
 
+/// Refuses a folder to create named by `.` or `..` (`--iiif .`, `--iiif out/.`): the new folder
+/// would be staged inside the one it replaces, and the refusal blamed tessera's own staging
+/// folder for being there.
+func refuseDotFolder(_ given: GivenOption) throws(CommandLineError) {
+    let last = given.value.split(separator: "/").last.map(String.init) ?? ""
+    guard last == "." || last == ".." else { return }
+    throw given.refusal("\(given.name) names the folder to create, not '\(last)': give the folder's own name, like out/wall (got '\(given.value)')")
+}
+
 /// "200x267" → (200, 267).
 func parsePair(_ text: String) -> (Int, Int)? {
     let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)

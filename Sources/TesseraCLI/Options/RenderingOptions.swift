@@ -59,6 +59,7 @@ enum RenderingOptions {
             guard !given.value.isEmpty, !given.value.hasSuffix("/") || given.value.count > 1 else {
                 throw given.refusal("--iiif expects a folder to create, like out/wall")
             }
+            try refuseDotFolder(given)
             state.options.iiifPath = given.value.hasSuffix("/") ? String(given.value.dropLast()) : given.value
         },
         Option("--iiif-id", value: "URL", help: "The address the --iiif folder will be served at, without a trailing slash (info.json's id, from which viewers build every tile's address), like https://example.org/iiif/wall.") { state, given throws(CommandLineError) in
