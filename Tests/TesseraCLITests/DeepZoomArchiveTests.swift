@@ -81,6 +81,25 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         #expect(left.isEmpty, "\(left)")
     }
 
+    /// A pyramid rendered again without its viewer takes away the page the first render left
+    /// (it would look for cells the new folder no longer has, and say the tiles are missing);
+    /// a page that is not tessera's stays.
+    @Test func aPyramidWithoutItsViewerTakesTheOldPageAway() throws {
+        let directory = folder("no-viewer")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let shape = ["--grid", "3x3", "--tile-size", "60", "--no-progress", "--temp-dir", directory]
+        let first = runTessera(["grid", fixtures, "--dzi", directory + "/x.dzi"] + shape)
+        #expect(first.status == 0 && access(directory + "/x.html", R_OK) == 0, "\(first.output)")
+        let again = runTessera(["grid", fixtures, "--dzi", directory + "/x.dzi", "--no-viewer"] + shape)
+        #expect(again.status == 0, "\(again.output)")
+        #expect(access(directory + "/x.html", F_OK) != 0, "the old page went with the old pyramid")
+        #expect(access(directory + "/x_files/viewer", F_OK) != 0 && access(directory + "/x.dzi", R_OK) == 0)
+        writeFile(Array("<p>mine</p>".utf8), to: directory + "/x.html")
+        let third = runTessera(["grid", fixtures, "--dzi", directory + "/x.dzi", "--no-viewer"] + shape)
+        #expect(third.status == 0, "\(third.output)")
+        #expect(readFile(directory + "/x.html") == Array("<p>mine</p>".utf8), "a page tessera did not write is kept")
+    }
+
     /// An SZI alone has the tiles a folder alone would have had (the same render, run twice).
     @Test func anArchiveAloneHasTheTilesOfAFolderAlone() throws {
         let directory = folder("alone")
@@ -93,6 +112,7 @@ private func checkArchive(_ archive: String, against folder: String? = nil) -> [
         #expect(access(directory + "/a.html", R_OK) == 0, "an SZI alone has its viewer page beside it")
         let pyramid = runTessera(["grid", fixtures, "--dzi", directory + "/a.dzi", "--no-viewer"] + shape)
         #expect(pyramid.status == 0, "\(pyramid.output)")
+        #expect(access(directory + "/a.html", R_OK) == 0, "the archive's page stays beside it")
         let checked = checkArchive(directory + "/a.szi", against: directory + "/a_files")
         #expect(checked["crc"] == "ok" && checked["different"] == "0" && checked["tiles"] == checked["folder_tiles"],
                 "\(checked["text"] ?? "")")

@@ -349,6 +349,15 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         do throws(TesseraError) {
             try moveIn(name + "_files")
             if viewer { try moveIn(name + ".html") }
+            // Without a viewer, the page an earlier render left would look for the cells the new
+            // folder no longer has, and say the tiles are missing: it goes with the staging
+            // folder, unless an archive of the same name beside it may be what it shows.
+            let page = folder + "/" + name + ".html"
+            if !viewer, access(folder + "/" + name + ".szi", F_OK) != 0, DeepZoomViewer.isOwnPage(page) {
+                let parked = staging + "/" + name + ".html"
+                try renameFile(page, to: parked)
+                undo.append { try? renameFile(parked, to: page) }
+            }
             try renameFile(staging + "/" + name + ".dzi", to: destination)
         } catch {
             for step in undo.reversed() { step() }

@@ -99,13 +99,23 @@ public enum DeepZoomViewer {
     public static func checkReplaceablePage(_ path: String) throws(TesseraError) {
         guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return }
         guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NONBLOCK | O_NOFOLLOW) else { return }
+        file.close()
+        if isOwnPage(path) { return }
+        throw .invalidSettings("\(path) exists and is not a viewer page tessera wrote, and the pyramid's viewer would replace it: "
+                               + "move it away, choose another name for the pyramid, or write the pyramid without its viewer")
+    }
+
+    /// Whether `path` is a regular file holding the mark of a viewer page tessera wrote (in its
+    /// first 64 KiB).
+    static func isOwnPage(_ path: String) -> Bool {
+        guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NONBLOCK | O_NOFOLLOW) else { return false }
         defer { file.close() }
         var head = [UInt8](repeating: 0, count: 64 << 10)
         let count = head.withUnsafeMutableBytes { buffer in (try? file.read(into: buffer)) ?? 0 }
         let mark = Array(pageMark.utf8)
-        if count >= mark.count, (0...(count - mark.count)).contains(where: { head[$0] == mark[0] && head[$0..<($0 + mark.count)].elementsEqual(mark) }) { return }
-        throw .invalidSettings("\(path) exists and is not a viewer page tessera wrote, and the pyramid's viewer would replace it: "
-                               + "move it away, choose another name for the pyramid, or write the pyramid without its viewer")
+        return count >= mark.count
+            && (0...(count - mark.count)).contains(where: { head[$0] == mark[0] && head[$0..<($0 + mark.count)].elementsEqual(mark) })
     }
 
     /// DIR/NAME.html for a pyramid at DIR/NAME.dzi or DIR/NAME.szi.
