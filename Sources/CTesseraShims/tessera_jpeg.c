@@ -27,6 +27,9 @@ static void tessera_error_exit(j_common_ptr cinfo) {
     longjmp(err->jump, 1);
 }
 
+// Stray bytes before the end-of-image marker that are padding, not damage (tessera_emit_message).
+#define TESSERA_JPEG_END_PADDING_BYTES 64
+
 static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
     tessera_error *err = (tessera_error *)cinfo->err;
     if (msg_level < 0) {  // a warning: corrupt data libjpeg worked around
@@ -63,10 +66,18 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
         // it draws from there may be garbage. The others (an unknown JFIF version, an Adobe
         // transform code) say nothing of the pixels. The message kept is the first warning's,
         // or the first damage's when an earlier warning said nothing of the pixels.
+        // A few stray bytes before the end of image are what some encoders leave (padding after
+        // the last MCU; camera modules and webcams are known to), every pixel whole: a warning,
+        // but no damage, or a mosaic would leave every such photo of a library out. Damage
+        // mostly leaves more (a flipped bit mid-file left 190 bytes, a run of noise 189,616),
+        // though a few bytes inserted mid-file may leave fewer: told apart only by the pixels.
         int code = cinfo->err->msg_code;
-        int damage = code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_PROGRESSION || code == JWRN_EXTRANEOUS_DATA
-                     || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE || code == JWRN_MUST_RESYNC
-                     || code == JWRN_NOT_SEQUENTIAL || code == JWRN_JPEG_EOF;
+        int padding = code == JWRN_EXTRANEOUS_DATA && cinfo->err->msg_parm.i[1] == JPEG_EOI
+                      && cinfo->err->msg_parm.i[0] < TESSERA_JPEG_END_PADDING_BYTES;
+        int damage = !padding
+                     && (code == JWRN_ARITH_BAD_CODE || code == JWRN_BOGUS_PROGRESSION || code == JWRN_EXTRANEOUS_DATA
+                         || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE || code == JWRN_MUST_RESYNC
+                         || code == JWRN_NOT_SEQUENTIAL || code == JWRN_JPEG_EOF);
         if (err->warnings == 0 || (damage && err->corrupt_warnings == 0)) (*cinfo->err->format_message)(cinfo, err->message);
         err->warnings++;
         if (damage) err->corrupt_warnings++;

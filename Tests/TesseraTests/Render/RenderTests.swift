@@ -261,6 +261,24 @@ struct RenderTests {
             }
             #expect(access(refused, F_OK) != 0, "a strict run writes nothing")
         }
+        // A few stray bytes before the end marker (padding some encoders leave, every pixel
+        // whole: djpeg warns) are not damage; a hundred are.
+        let original = readBytes("\(fixturesDirectory)/orientation/Portrait_1.jpg")
+        #expect(original.suffix(2) == [0xFF, 0xD9])
+        for (padding, damage) in [(3, false), (100, true)] {
+            let padded = scratch.file("padded-\(padding).jpg")
+            writeBytes(Array(original.dropLast(2)) + [UInt8](repeating: 0x11, count: padding) + [0xFF, 0xD9], to: padded)
+            #expect(runTool(["djpeg", "-ppm", padded]) == 2)
+            var warned: [RenderEvent] = []
+            let summary = try renderGrid([padded], to: scratch.file("padded.jpg"), columns: 1, rows: 1, cellWidth: 40, cellHeight: 40,
+                                         events: { warned.append($0) })
+            #expect(summary.partialPhotos.isEmpty == !damage, "\(padding) bytes: \(summary.partialPhotos)")
+            // (Bytes the Huffman decoder read ahead are not counted among them.)
+            #expect(!damage || warned.contains {
+                if case .photoWarning(padded, let message) = $0 { return message.contains("extraneous bytes before marker 0xd9") }
+                return false
+            }, "\(warned)")
+        }
         // The photo it was made from: no warning, whole.
         var events: [RenderEvent] = []
         let summary = try renderGrid(["\(fixturesDirectory)/orientation/Portrait_1.jpg"], to: scratch.file("good.jpg"), columns: 1, rows: 1,
