@@ -784,6 +784,127 @@ extension HostilePartTests {
         expectRefused(folder, saying: ["JPEG header is not that of a 65500 x 65500 px picture"])
     }
 
+    /// The JPEG's stripes as a forger who reseals the checksums could change them, each of
+    /// which joined into a file decoders warn about (djpeg: "extraneous bytes before marker
+    /// 0xd0", "found marker 0xd9 instead of RST5") with exit 0: the header's restart interval
+    /// set to 1 MCU; the stripe count and height changed in every part; and an APPn segment in
+    /// the header (an Exif orientation there turned the joined picture). Exit 3, nothing written.
+    @Test func stripesThatDoNotDivideThePictureAndAppSegmentsAreRefused() throws {
+        let folder = copyOfBase("stripes")
+        defer { _ = system("rm -rf '\(folder)'") }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        let header = try #require(original[0].firstRecord(kind: 1))
+        let start = Int(original[0].record64(header, 16)), length = Int(original[0].record64(header, 24))
+        func marker(_ code: UInt8) throws -> Int {
+            try #require((start..<(start + length - 1)).first { original[0].bytes[$0] == 0xFF && original[0].bytes[$0 + 1] == code })
+        }
+        // DRI: FF DD 00 04 and the interval.
+        var edited = original[0]
+        let dri = try marker(0xDD)
+        edited.bytes[dri + 4] = 0
+        edited.bytes[dri + 5] = 1
+        edited.reseal()
+        edited.write(to: part(folder, 1))
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's JPEG stripes", "a restart interval of 1 MCUs",
+                                       "do not divide"])
+        original[0].write(to: part(folder, 1))
+        // The JFIF segment made an APP1: the same length, another kind of segment.
+        edited = original[0]
+        edited.bytes[try marker(0xE0) + 1] = 0xE1
+        edited.reseal()
+        edited.write(to: part(folder, 1))
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's JPEG header is not that of a"])
+        original[0].write(to: part(folder, 1))
+        // A Huffman table's two AC symbols swapped (a table still buildable: the data then decodes
+        // to other coefficients), and the components named R, G, B in the frame and the scan
+        // (libjpeg then reads the data as RGB): each joined with exit 0 before.
+        edited = original[0]
+        // (libjpeg writes a DHT segment a table: the first whose table is of class 1, AC.)
+        let acTable = try #require((start..<(start + length - 5)).first {
+            original[0].bytes[$0] == 0xFF && original[0].bytes[$0 + 1] == 0xC4 && original[0].bytes[$0 + 4] >> 4 == 1
+        }) + 4
+        edited.bytes.swapAt(acTable + 17, acTable + 18)
+        edited.reseal()
+        edited.write(to: part(folder, 1))
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's JPEG header is not the one tessera writes"])
+        edited = original[0]
+        let sof = try marker(0xC0), sos = try marker(0xDA)
+        for (i, id) in "RGB".utf8.enumerated() {
+            edited.bytes[sof + 10 + 3 * i] = id
+            edited.bytes[sos + 5 + 2 * i] = id
+        }
+        edited.reseal()
+        edited.write(to: part(folder, 1))
+        expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's JPEG header is not the one tessera writes"])
+        original[0].write(to: part(folder, 1))
+        // Fewer stripes, and taller ones, in every part alike.
+        for (key, value) in [("stripe-count", String(Int(original[0].header.first { $0.key == "stripe-count" }!.value)! - 1)),
+                             ("stripe-height", String(2 * Int(original[0].header.first { $0.key == "stripe-height" }!.value)!))] {
+            for k in 1...3 {
+                var changed = original[k - 1]
+                changed.setHeader(key, value)
+                changed.write(to: part(folder, k))
+            }
+            expectRefused(folder, saying: ["part-0001-of-0003.tessera-part's JPEG stripes", "do not divide"])
+        }
+        // Unedited, they join.
+        for k in 1...3 { original[k - 1].write(to: part(folder, k)) }
+        let join = runTesseraSplit(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--dzi", folder + "/out/w.dzi",
+                                    "--tiff", folder + "/out/w.tif", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+    }
+
+    /// Parts of almost nothing (a few KB of disk each: a hole) whose header claims 1 MiB, the
+    /// most a part may have, checksums right: the join held each header, and 200 of them took
+    /// 224 MB at the default 64 MiB. Headers now count against the budget: refused inside it,
+    /// naming the part and the header (exit 4), in a second or two.
+    @Test func partsOfHugeHeadersAreRefusedInsideTheBudget() {
+        let folder = "\(testRoot)/join-headers"
+        _ = system("rm -rf '\(folder)'")
+        #expect(system("mkdir -p '\(folder)/parts' '\(folder)/out'") == 0)
+        let length = (1 << 20) - 6
+        let text = Array("pad=".utf8) + [UInt8](repeating: 0, count: length) + [0x0A]
+        let checksum = PartEditor.crc32c(text[...])
+        for k in 1...100 {
+            let path = folder + "/parts/junk-\(1000 + k).tessera-part"
+            writeFile(Array("TSPART02pad=".utf8), to: path)
+            let fd = open(path, O_WRONLY)
+            var footer = [UInt8](repeating: 0, count: PartEditor.footerBytes)
+            func put(_ value: UInt64, _ at: Int, _ bytes: Int = 8) { for i in 0..<bytes { footer[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) } }
+            put(8, 0); put(UInt64(text.count), 8); put(UInt64(8 + text.count), 16); put(0, 24); put(UInt64(checksum), 32, 4)
+            for (i, byte) in "TSPARTOK".utf8.enumerated() { footer[40 + i] = byte }
+            let tail: [UInt8] = [0x0A] + footer
+            _ = tail.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(8 + text.count - 1)) }
+            close(fd)
+        }
+        let measured = runMeasured(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--no-progress"])
+        print("100 parts of 1 MiB headers: join exit \(measured.exitCode), peak RSS \(measured.peakMiB) MiB")
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(measured.exitCode == 4, "\(measured.output)")
+        #expect(measured.output.contains("has a header that takes 2.0 MiB in memory"), "\(measured.output)")
+        #expect(measured.output.contains("more than 1/2 of the join's memory budget of 64.0 MiB"), "\(measured.output)")
+        #expect(measured.peakBytes <= 64 << 20, "peak \(measured.peakMiB) MiB")
+        #expect(access(folder + "/out/w.jpg", F_OK) != 0)
+        // Headers of 0.9 MiB in 100,000 short lines, each a key of its own: a dictionary entry a
+        // line took 9 MB a part, 158 MB at the default budget, when only the text counted.
+        _ = system("rm -f '\(folder)'/parts/*")
+        var lines = [UInt8]()
+        for n in 0..<100_000 { lines += Array("k\(n)=\n".utf8) }
+        let lineChecksum = PartEditor.crc32c(lines[...])
+        var forged = Array("TSPART02".utf8) + lines
+        var footer = [UInt8](repeating: 0, count: PartEditor.footerBytes)
+        func put(_ value: UInt64, _ at: Int, _ bytes: Int = 8) { for i in 0..<bytes { footer[at + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) } }
+        put(8, 0); put(UInt64(lines.count), 8); put(UInt64(8 + lines.count), 16); put(0, 24); put(UInt64(lineChecksum), 32, 4)
+        for (i, byte) in "TSPARTOK".utf8.enumerated() { footer[40 + i] = byte }
+        forged += footer
+        for k in 1...30 { writeFile(forged, to: folder + "/parts/lines-\(k).tessera-part") }
+        let short = runMeasured(["join", folder + "/parts", "-o", folder + "/out/w.jpg", "--no-progress"])
+        print("30 parts of 100,000 header lines: join exit \(short.exitCode), peak RSS \(short.peakMiB) MiB")
+        #expect(short.exitCode == 4, "\(short.output)")
+        #expect(short.output.contains("has a header that takes"), "\(short.output)")
+        #expect(short.peakBytes <= 64 << 20, "peak \(short.peakMiB) MiB")
+    }
+
     /// Tiles of 4096 px (a render with a large budget may make them): the levels the join builds
     /// need more than its default budget, so it refuses before writing (exit 4, naming the
     /// need), and joins with --max-memory.

@@ -167,8 +167,13 @@ final class PartReader {
     /// What one record takes in memory: the join holds every open part's index.
     static let recordBytesInMemory = MemoryLayout<PartRecord>.stride
 
-    /// What this part's index takes in memory.
-    var indexBytes: Int { records.count * PartReader.recordBytesInMemory }
+    /// What this part's index and header take in memory (the join holds every open part's).
+    var indexBytes: Int { records.count * PartReader.recordBytesInMemory + headerBytes }
+    /// What the header takes in memory, counted as twice its text (the text and the values
+    /// parsed from it) and `bytesPerHeaderLine` a line: a real one is under 2 KB and 30 lines,
+    /// a forged one up to `maxHeaderBytes`, and a folder of hundreds of those took up to 9 MB
+    /// each past the budget before they counted.
+    let headerBytes: Int
 
     /// Opens `path` and checks its shape: the magic at both ends, a header and an index inside
     /// the file and within their bounds, each record inside the data, and the checksum of header
@@ -193,6 +198,7 @@ final class PartReader {
         let size = Int64(info.st_size)
         var parsedHeader = PartHeader(text: "")
         var parsedRecords: [PartRecord] = []
+        var parsedHeaderBytes = 0
         do throws(TesseraError) {
             let truncated = bad("is truncated or not a part (\(size) bytes, no complete index at its end): run its shard again")
             guard size >= Int64(PartFormat.startMagic.count + PartFormat.footerBytes) else {
@@ -214,18 +220,16 @@ final class PartReader {
             guard headerLength <= PartFormat.maxHeaderBytes else {
                 throw bad("claims a header of \(headerLength) bytes (a part's is at most \(PartFormat.maxHeaderBytes)): it is damaged or not a part")
             }
+            parsedHeaderBytes = 2 * Int(headerLength)
+            try indexBudget?.check(headerBytes: parsedHeaderBytes, of: name, in: directory)
             let indexBytes = footerStart - indexOffset
             guard count <= indexBytes / UInt64(PartFormat.recordBytes), count * UInt64(PartFormat.recordBytes) == indexBytes else {
                 throw truncated
             }
             var checksum = CRC32C()
-            var text = [UInt8](repeating: 0, count: Int(headerLength))
-            try text.withUnsafeMutableBytes { raw in
-                Result { () throws(TesseraError) in
-                    if raw.count > 0 { try file.readAll(into: raw, at: Int64(headerOffset)) }
-                    checksum.update(UnsafeRawBufferPointer(raw))
-                }
-            }.get()
+            let text = try PartReader.readHeader(file, at: headerOffset, length: headerLength, checksum: &checksum)
+            parsedHeaderBytes += PartReader.bytesPerHeaderLine * text.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+            try indexBudget?.check(headerBytes: parsedHeaderBytes, of: name, in: directory)
             parsedHeader = PartHeader(text: String(decoding: text, as: UTF8.self))
             // The index, 1 MiB at a time, each record checked as it is read: a hole of zeros
             // fails at its first record. What stays is the records that passed.
@@ -235,7 +239,7 @@ final class PartReader {
             // The records the budget lets the join hold (sized once: growing by doubling would
             // take up to twice the index). Records are counted as they pass their checks, so
             // that a damaged index is named as damaged, not as too large.
-            let most = indexBudget.map { max(0, $0.share) / PartReader.recordBytesInMemory } ?? Int.max
+            let most = indexBudget.map { max(0, $0.share - parsedHeaderBytes) / PartReader.recordBytesInMemory } ?? Int.max
             if indexBudget != nil { records.reserveCapacity(Int(min(count, UInt64(most)))) }
             var read: UInt64 = 0
             // The writer appends each record's bytes after the last: records are contiguous from
@@ -272,8 +276,8 @@ final class PartReader {
                         throw bad("has a JPEG header of \(record.length) bytes: it is damaged or not a part")
                     }
                     if records.count >= most, let indexBudget {
-                        throw .partIndexTooLarge(directory: directory, reason: name + " " + indexBudget.refusal(records: count),
-                                                 neededBytes: indexBudget.neededBytes(records: count))
+                        throw .partIndexTooLarge(directory: directory, reason: name + " " + indexBudget.refusal(records: count, headerBytes: parsedHeaderBytes),
+                                                 neededBytes: indexBudget.neededBytes(records: count, headerBytes: parsedHeaderBytes))
                     }
                     records.append(record)
                 }
@@ -295,9 +299,28 @@ final class PartReader {
         identity = OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         header = parsedHeader
         records = parsedRecords
+        headerBytes = parsedHeaderBytes
     }
 
     deinit { file.close() }
+
+    /// What a header line costs in memory beyond its text: an entry of the header's dictionary,
+    /// two strings and the table's slack (about 58 bytes measured, for lines of a few bytes:
+    /// 160,000 short lines in a 1 MiB header took 9 MB).
+    static let bytesPerHeaderLine = 128
+
+    /// The header text at `offset`, its bytes added to `checksum`.
+    private static func readHeader(_ file: FileDescriptor, at offset: UInt64, length: UInt64,
+                                   checksum: inout CRC32C) throws(TesseraError) -> [UInt8] {
+        var text = [UInt8](repeating: 0, count: Int(length))
+        try text.withUnsafeMutableBytes { raw in
+            Result { () throws(TesseraError) in
+                if raw.count > 0 { try file.readAll(into: raw, at: Int64(offset)) }
+                checksum.update(UnsafeRawBufferPointer(raw))
+            }
+        }.get()
+        return text
+    }
 
     /// Whether `path` is a regular file that does not (yet) end as a part does: a part still
     /// being copied in (cp or scp write it front to back; a shard's own appear whole, by
@@ -463,19 +486,35 @@ struct IndexBudget {
         Int(min(records, UInt64(Int.max / 64 / PartReader.recordBytesInMemory))) * PartReader.recordBytesInMemory
     }
 
-    /// Why an index of `records` records is refused.
-    func refusal(records: UInt64) -> String {
-        let bytes = bytes(records: records)
-        return "has an index of \(records) records, which takes \(formatBytes(Int64(bytes))) in memory"
+    /// Why an index of `records` records (beside a header taking `headerBytes`) is refused.
+    func refusal(records: UInt64, headerBytes: Int = 0) -> String {
+        let bytes = bytes(records: records) + headerBytes
+        return "has an index of \(records) records" + (headerBytes > 1 << 16 ? " and a header" : "")
+            + ", which take\(headerBytes > 1 << 16 ? "" : "s") \(formatBytes(Int64(bytes))) in memory"
             + (heldBytes > 0 ? " (with the parts before it, \(formatBytes(Int64(heldBytes + bytes))))" : "")
             + ", more than 1/\(fraction) of the join's memory budget of \(formatBytes(Int64(budgetBytes)))"
     }
 
-    /// The least budget that holds the index and those before it: its share (the fraction),
-    /// and beside them what every join holds (its buffers and the process); the levels the
-    /// join builds below the bands come on top, and are named once the parts are read.
-    func neededBytes(records: UInt64) -> Int {
-        let indexes = heldBytes + bytes(records: records)
+    /// Throws unless a header taking `headerBytes` in memory fits the share, before it is read.
+    func check(headerBytes: Int, of name: String, in directory: String) throws(TesseraError) {
+        guard headerBytes > share else { return }
+        throw .partIndexTooLarge(directory: directory, reason: name + " " + refusal(headerBytes: headerBytes),
+                                 neededBytes: neededBytes(records: 0, headerBytes: headerBytes))
+    }
+
+    /// Why a header taking `headerBytes` in memory is refused, before its index is read.
+    func refusal(headerBytes: Int) -> String {
+        "has a header that takes \(formatBytes(Int64(headerBytes))) in memory"
+            + (heldBytes > 0 ? " (with the parts before it, \(formatBytes(Int64(heldBytes + headerBytes))))" : "")
+            + ", more than 1/\(fraction) of the join's memory budget of \(formatBytes(Int64(budgetBytes)))"
+            + " (a part's header is a few KB)"
+    }
+
+    /// The least budget that holds the index (and its header) and those before it: its share
+    /// (the fraction), and beside them what every join holds (its buffers and the process); the
+    /// levels the join builds below the bands come on top, and are named once the parts are read.
+    func neededBytes(records: UInt64, headerBytes: Int = 0) -> Int {
+        let indexes = heldBytes + bytes(records: records) + headerBytes
         return max(fraction * indexes, indexes + ShardJoin.fixedBytes)
     }
 }

@@ -209,7 +209,8 @@ struct EntropyCodedData {
 
 /// What a JPEG Tessera encoded says of itself, read from its bytes without decoding, and whether
 /// it is made as Tessera's encoder makes one (`init` is nil otherwise): SOI; then only APP0 and
-/// COM (any APPn in a `header`), 8-bit quantisation tables, Huffman tables that a decoder can
+/// COM (a header too: an Exif orientation or a colour profile planted there would turn or
+/// recolour the joined picture), 8-bit quantisation tables, Huffman tables that a decoder can
 /// build (no code past its length, DC symbols at most 15), at most one restart interval, one
 /// baseline frame (SOF0) of 8-bit samples and distinct components whose tables are defined,
 /// and one interleaved scan of every component, 0-63 with no approximation, whose tables are
@@ -226,18 +227,21 @@ struct JPEGFrame {
     let sampling: [UInt8]
     /// The bytes end with EOI (always, when the parse succeeds and it is not a header).
     let endsWhole: Bool
+    /// The restart interval its DRI sets, in MCUs (0: none).
+    let restartInterval: Int
 
     init?(_ bytes: [UInt8], header: Bool = false) {
         guard let frame = bytes.withUnsafeBufferPointer({ JPEGFrame.parse($0, header: header) }) else { return nil }
         self = frame
     }
 
-    private init(width: Int, height: Int, sampling: [UInt8], endsWhole: Bool) {
+    private init(width: Int, height: Int, sampling: [UInt8], endsWhole: Bool, restartInterval: Int) {
         self.width = width
         self.height = height
         isBaseline = true
         self.sampling = sampling
         self.endsWhole = endsWhole
+        self.restartInterval = restartInterval
     }
 
     private static func parse(_ b: UnsafeBufferPointer<UInt8>, header: Bool) -> JPEGFrame? {
@@ -246,7 +250,7 @@ struct JPEGFrame {
         var quantDefined = [Bool](repeating: false, count: 4)
         var dcDefined = [false, false], acDefined = [false, false]
         var frame: (width: Int, height: Int, ids: [UInt8], sampling: [UInt8], tables: [Int])?
-        var restarts = false
+        var restartInterval = 0, restartsSet = false
         var at = 2
         while true {
             guard at + 4 <= count, b[at] == 0xFF else { return nil }
@@ -257,8 +261,6 @@ struct JPEGFrame {
             let body = at + 4, end = at + 2 + length
             switch marker {
             case 0xE0, 0xFE:
-                break
-            case 0xE1...0xEF where header:
                 break
             case 0xDB:  // DQT: 8-bit tables of 64 entries
                 var p = body
@@ -286,8 +288,9 @@ struct JPEGFrame {
                     p += 17 + symbols
                 }
             case 0xDD:  // DRI
-                guard length == 4, !restarts else { return nil }
-                restarts = Int(b[body]) << 8 | Int(b[body + 1]) > 0
+                guard length == 4, !restartsSet else { return nil }
+                restartsSet = true
+                restartInterval = Int(b[body]) << 8 | Int(b[body + 1])
             case 0xC0:  // SOF0
                 guard frame == nil, length >= 8 else { return nil }
                 let components = Int(b[body + 5])
@@ -313,14 +316,16 @@ struct JPEGFrame {
                       frame.tables.allSatisfy({ quantDefined[$0] }) else { return nil }
                 if header {
                     guard end == count else { return nil }
-                    return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: false)
+                    return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: false,
+                                     restartInterval: restartInterval)
                 }
                 // The entropy-coded data, then EOI as the last two bytes and nowhere before.
                 guard count >= end + 2, b[count - 2] == 0xFF, b[count - 1] == 0xD9 else { return nil }
-                var scan = EntropyCodedData(restarts: restarts)
+                var scan = EntropyCodedData(restarts: restartInterval > 0)
                 guard scan.take(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[end..<(count - 2)])) == nil,
                       !scan.endsOnFF else { return nil }
-                return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: true)
+                return JPEGFrame(width: frame.width, height: frame.height, sampling: frame.sampling, endsWhole: true,
+                                 restartInterval: restartInterval)
             default:
                 return nil
             }

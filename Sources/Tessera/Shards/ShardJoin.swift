@@ -324,6 +324,29 @@ private struct Joiner {
     private var maxSegmentBytes: UInt64 = 0
     private var segmentStripeHeight = 0
 
+    /// Whether `header` is byte for byte the header tessera's encoder writes for this picture at
+    /// some quality 1-100 (a stripe JPEG's, its frame's size and restart interval set as a
+    /// shard sets them), with the density its JFIF segment gives (dots per inch, or none).
+    static func isEncodersHeader(_ header: [UInt8], width: Int, height: Int, subsampling: ChromaSubsampling,
+                                 restartInterval: Int) -> Bool {
+        guard header.count > 18, header[2] == 0xFF, header[3] == 0xE0 else { return false }
+        let units = header[13], x = Int(header[14]) << 8 | Int(header[15]), y = Int(header[16]) << 8 | Int(header[17])
+        let marks = JPEGMarks.output(dotsPerInch: units == 1 && x == y ? x : nil)
+        let grey = [UInt8](repeating: 128, count: 16 * 16 * 3)
+        for quality in 1...100 {
+            guard let stripe = try? grey.withUnsafeBytes({ raw throws(TesseraError) in
+                try EncodedStripe.encode(rows: raw.baseAddress!, stride: 48, width: 16, rowCount: 16, quality: quality,
+                                         subsampling: subsampling, label: "the join's reference header", marks: marks)
+            }), var expected = try? stripe.fileHeader(height: height, restartInterval: restartInterval, label: "") else { return false }
+            guard expected.count == header.count,
+                  let sof = (2..<(expected.count - 8)).first(where: { expected[$0] == 0xFF && expected[$0 + 1] == 0xC0 }) else { continue }
+            expected[sof + 7] = UInt8(width >> 8)
+            expected[sof + 8] = UInt8(width & 0xFF)
+            if expected == header { return true }
+        }
+        return false
+    }
+
     /// The fewest bytes stripe `stripe`'s segment can hold: every block of its MCUs costs at
     /// least two bits (a DC code and an end of block, each a bit or more), and a segment ends on
     /// a byte. An empty or cut segment (checksums recomputed) would join into a picture that
@@ -584,6 +607,27 @@ private struct Joiner {
                           frame.sampling == [UInt8(factors.h << 4 | factors.v), 0x11, 0x11] else {
                         throw bad("\(name)'s JPEG header is not that of a \(summary.width) x \(summary.height) px picture in "
                                   + "\(subsampling.rawValue) sampling, as its description says, made as tessera makes one: "
+                                  + "it is damaged or not a part")
+                    }
+                    // The segments are joined a stripe to a restart interval: the stripes must tile the
+                    // picture in whole MCU rows, and the interval be a stripe's MCUs, or the joined
+                    // file has its restart markers where no decoder looks for them (exit 0 before).
+                    let mcuHeight = subsampling.mcuHeight
+                    let interval = subsampling.mcusPerRow(width: summary.width) * ((segmentStripeHeight + mcuHeight - 1) / mcuHeight)
+                    guard stripeCount == (summary.height + segmentStripeHeight - 1) / segmentStripeHeight,
+                          segmentStripeHeight % mcuHeight == 0 || stripeCount == 1,
+                          frame.restartInterval == interval, part.header["restart-interval"] == String(interval) else {
+                        throw bad("\(name)'s JPEG stripes (\(stripeCount) of \(segmentStripeHeight) rows, a restart interval of "
+                                  + "\(frame.restartInterval) MCUs) do not divide a \(summary.width) x \(summary.height) px picture as a render "
+                                  + "divides one (\(interval) MCUs a stripe): it is damaged or not a part")
+                    }
+                    // Its tables and markers too: a forged Huffman table (still buildable) joined into a
+                    // file djpeg calls corrupt, and components named R, G, B recoloured it, each with
+                    // exit 0. The header is what tessera's encoder writes at some quality.
+                    guard Self.isEncodersHeader(buffer, width: summary.width, height: summary.height, subsampling: subsampling,
+                                                restartInterval: interval) else {
+                        throw bad("\(name)'s JPEG header is not the one tessera writes for a \(summary.width) x \(summary.height) px "
+                                  + "picture in \(subsampling.rawValue) sampling at any quality (its tables or markers differ): "
                                   + "it is damaged or not a part")
                     }
                 } else {

@@ -46,7 +46,9 @@ import TesseraTestSupport
         let (parts, path) = try renderWholePart(in: scratch)
         let whole = try PartReader(path: path, directory: parts)
         let bytes = whole.indexBytes
-        #expect(bytes == whole.records.count * 40)
+        // Its records, and its header (counted twice: the text and the values parsed from it).
+        #expect(whole.headerBytes > 0 && whole.headerBytes < 8 << 10, "\(whole.headerBytes)")
+        #expect(bytes == whole.records.count * 40 + whole.headerBytes)
         let fits = try PartReader(path: path, directory: parts, indexBudget: IndexBudget(budgetBytes: 4 * bytes, fraction: 4, heldBytes: 0))
         #expect(fits.indexBytes == bytes)
         func refusal(budget: Int, held: Int) -> (reason: String, needed: Int)? {
@@ -58,13 +60,21 @@ import TesseraTestSupport
                 return ("\(error)", 0)
             }
         }
-        for (budget, held) in [(2 * bytes - 2, 0), (2 * bytes + 1000, 1000), (4 * bytes, 3 * bytes)] {
+        for (budget, held) in [(2 * bytes - 2, 0), (2 * bytes + 1000, 1000), (4 * bytes, bytes + 8)] {
             let (reason, needed) = refusal(budget: budget, held: held) ?? ("(opened)", 0)
-            #expect(reason.hasPrefix("part-0001-of-0001.tessera-part has an index of \(bytes / 40) records"), "\(reason)")
+            #expect(reason.hasPrefix("part-0001-of-0001.tessera-part has an index of \(whole.records.count) records"), "\(reason)")
             #expect(reason.hasSuffix("more than 1/2 of the join's memory budget of \(formatBytes(Int64(budget)))"), "\(reason)")
             #expect(reason.contains("with the parts before it") == (held > 0), "\(reason)")
             // Its share of the budget, and the join's own memory beside the indexes.
             #expect(needed == max(2 * (held + bytes), held + bytes + ShardJoin.fixedBytes), "\(needed)")
+        }
+        // A share too small for the header itself: refused before the index is read, naming it.
+        let header = whole.headerBytes
+        for (budget, held) in [(2 * header - 2, 0), (2 * header + 4000, 2001)] {
+            let (reason, needed) = refusal(budget: budget, held: held) ?? ("(opened)", 0)
+            #expect(reason.hasPrefix("part-0001-of-0001.tessera-part has a header that takes \(formatBytes(Int64(header))) in memory"), "\(reason)")
+            #expect(reason.contains("more than 1/2 of the join's memory budget of \(formatBytes(Int64(budget)))"), "\(reason)")
+            #expect(needed == max(2 * (held + header), held + header + ShardJoin.fixedBytes), "\(needed)")
         }
     }
 
