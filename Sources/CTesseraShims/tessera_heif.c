@@ -1021,6 +1021,19 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         // A thumbnail whose coded size cannot be read or disagrees with its ispe is not used.
         tessera_heif_size size;
         if (!decode_size(heif, &meta, ids[i], &size, reason, sizeof reason)) { heif_image_handle_release(thumbnail); continue; }
+        // Nor one turned otherwise than the picture: a thumbnail without the primary's irot (an
+        // editor that turned the picture and kept its thumbnail) drew a portrait sideways at the
+        // sizes it covers. Their irot and imir must come to the same orientation (when either
+        // has a clap, which libheif rounds its own way, their shapes must agree within a
+        // quarter: a thumbnail rounded to whole pixels is still the picture).
+        int primary_w = heif_image_handle_get_width(heif->primary), primary_h = heif_image_handle_get_height(heif->primary);
+        double shape = primary_w > 0 && primary_h > 0 && w > 0 && h > 0 ? ((double)w * primary_h) / ((double)primary_w * h) : 0;
+        int turned = grid_orientation(&meta, primary), thumbnail_turned = grid_orientation(&meta, ids[i]);
+        if ((turned != 0 && thumbnail_turned != 0 && turned != thumbnail_turned) || shape < 0.8 || shape > 1.25) {
+            info->thumbnail_passed_over = 1;
+            heif_image_handle_release(thumbnail);
+            continue;
+        }
         if ((uint64_t)w * (uint64_t)h > (uint64_t)info->thumbnail_width * info->thumbnail_height) {
             info->thumbnail_decode = size;
             if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);

@@ -84,6 +84,70 @@ int tessera_test_write_display_p3_profile(const char *path) {
     return ok ? 0 : -1;
 }
 
+/// A CMYK printer profile of our own (no free one ships in Debian but Ghostscript's, under the
+/// AGPL): Lab from a 2-point grid over the four inks, a warm paper and inks that do not reach
+/// full density, far enough from the naive formula (1 - ink) x (1 - black) that a decoder which
+/// ignored it would be levels off. A2B0 only: it converts CMYK to the PCS, as a CMYK photo's
+/// profile is read.
+int tessera_test_write_cmyk_profile(const char *path) { return tessera_test_write_cmyk_profile_chained(path, 0); }
+
+/// The same, and when `chained` > 0 a floating-point table (D2B0) of that many 4 -> 4 lookup
+/// tables and one 4 -> 3, which Little CMS would prefer and run whole at every point of a
+/// transform it precomputes (a hostile profile's shape).
+int tessera_test_write_cmyk_profile_chained(const char *path, int chained) {
+    cmsHPROFILE srgb = cmsCreate_sRGBProfile(), lab = cmsCreateLab4Profile(NULL);
+    cmsHTRANSFORM to_lab = srgb && lab ? cmsCreateTransform(srgb, TYPE_RGB_DBL, lab, TYPE_Lab_DBL, INTENT_RELATIVE_COLORIMETRIC, 0) : NULL;
+    if (srgb) cmsCloseProfile(srgb);
+    if (lab) cmsCloseProfile(lab);
+    if (to_lab == NULL) return -1;
+    cmsUInt16Number table[16 * 3];
+    for (int node = 0; node < 16; node++) {
+        // The first input (cyan) varies slowest.
+        double c = (node >> 3) & 1, m = (node >> 2) & 1, y = (node >> 1) & 1, k = node & 1;
+        double rgb[3] = { 0.96 * (1 - 0.9 * c) * (1 - 0.92 * k), 0.93 * (1 - 0.85 * m) * (1 - 0.92 * k),
+                          0.84 * (1 - 0.8 * y) * (1 - 0.92 * k) };
+        cmsCIELab value;
+        cmsDoTransform(to_lab, rgb, &value, 1);
+        cmsFloat2LabEncodedV2(&table[node * 3], &value);
+    }
+    cmsDeleteTransform(to_lab);
+    cmsHPROFILE profile = cmsCreateProfilePlaceholder(NULL);
+    cmsPipeline *pipeline = cmsPipelineAlloc(NULL, 4, 3);
+    cmsStage *clut = cmsStageAllocCLut16bit(NULL, 2, 4, 3, table);
+    int ok = profile != NULL && pipeline != NULL && clut != NULL;
+    if (ok) {
+        cmsSetProfileVersion(profile, 2.1);  // lut16Type: a CLUT alone is a whole A2B0
+        cmsSetDeviceClass(profile, cmsSigOutputClass);
+        cmsSetColorSpace(profile, cmsSigCmykData);
+        cmsSetPCS(profile, cmsSigLabData);
+        ok = cmsPipelineInsertStage(pipeline, cmsAT_BEGIN, clut) && cmsWriteTag(profile, cmsSigAToB0Tag, pipeline);
+        clut = NULL;
+        if (ok && chained > 0) {
+            cmsPipeline *chain = cmsPipelineAlloc(NULL, 4, 3);
+            cmsFloat32Number same[16 * 4], last[16 * 3];
+            for (int node = 0; node < 16; node++) {
+                for (int c = 0; c < 4; c++) same[node * 4 + c] = (float)((node >> (3 - c)) & 1);
+                for (int c = 0; c < 3; c++) last[node * 3 + c] = 0.5f;
+            }
+            for (int i = 0; ok && chain != NULL && i < chained; i++) {
+                ok = cmsPipelineInsertStage(chain, cmsAT_END, cmsStageAllocCLutFloat(NULL, 2, 4, 4, same));
+            }
+            ok = ok && chain != NULL && cmsPipelineInsertStage(chain, cmsAT_END, cmsStageAllocCLutFloat(NULL, 2, 4, 3, last))
+                 && cmsWriteTag(profile, cmsSigDToB0Tag, chain);
+            if (chain) cmsPipelineFree(chain);
+        }
+        cmsMLU *description = cmsMLUalloc(NULL, 1);
+        cmsMLUsetASCII(description, "en", "US", "CMYK on warm paper (Tessera tests)");
+        cmsWriteTag(profile, cmsSigProfileDescriptionTag, description);
+        cmsMLUfree(description);
+        ok = ok && cmsSaveProfileToFile(profile, path);
+    }
+    if (clut) cmsStageFree(clut);
+    if (pipeline) cmsPipelineFree(pipeline);
+    if (profile) cmsCloseProfile(profile);
+    return ok ? 0 : -1;
+}
+
 // MARK: A grid HEIC, as phones write them
 
 #include <stdlib.h>
@@ -366,11 +430,12 @@ int tessera_test_write_heic_tiles(const char *path, const tessera_test_heic_tile
     for (int t = 0; t < transforms; t++) put8(&out, 0x80 | (first_transform + t));
     if (has_thumb) {
         // The thumbnail turned the same way, as a phone writes it.
-        put16(&out, thumb_id); put8(&out, (uint32_t)(2 + has_colr + has_icc + transforms)); put8(&out, 0x80 | thumb_hvcc);
+        int thumb_transforms = options->thumbnail_unturned ? 0 : transforms;
+        put16(&out, thumb_id); put8(&out, (uint32_t)(2 + has_colr + has_icc + thumb_transforms)); put8(&out, 0x80 | thumb_hvcc);
         put8(&out, thumb_ispe);
         if (has_colr) put8(&out, colr);
         if (has_icc) put8(&out, icc_index);
-        for (int t = 0; t < transforms; t++) put8(&out, 0x80 | (first_transform + t));
+        for (int t = 0; t < thumb_transforms; t++) put8(&out, 0x80 | (first_transform + t));
     }
     end_box(&out, ipma);
     end_box(&out, iprp);

@@ -263,6 +263,13 @@ void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *i
 void *tessera_color_transform_from_cicp(int primaries, int transfer, int *is_srgb, char *message, size_t message_bytes);
 
 void tessera_color_transform_apply(void *transform, uint8_t *rgb, size_t pixels);
+/// A transform from a CMYK JPEG's CMYK profile to sRGB (perceptual), for inks as libjpeg
+/// delivers them: `inverted` for Adobe's (255: no ink). NULL with the reason in `message` when
+/// the profile is not a CMYK one or cannot be used. Applied with tessera_color_transform_apply_cmyk.
+void *tessera_color_transform_from_cmyk_icc(const uint8_t *icc, size_t length, int inverted, char *message,
+                                            size_t message_bytes);
+/// `pixels` CMYK pixels (4 bytes each) into `rgb` (3 bytes each).
+void tessera_color_transform_apply_cmyk(void *transform, const uint8_t *cmyk, uint8_t *rgb, size_t pixels);
 /// The bytes a transform keeps while it lives.
 size_t tessera_color_transform_bytes(const void *transform);
 void tessera_color_transform_free(void *transform);
@@ -349,6 +356,7 @@ typedef struct {
     int64_t date_taken;        // YYYYMMDDhhmmss from Exif, 0 when absent
     uint32_t thumbnail_width;  // the largest embedded thumbnail; 0 when none
     uint32_t thumbnail_height;
+    int32_t thumbnail_passed_over;  // a thumbnail turned otherwise than the picture, not used
     int32_t cicp_primaries;    // nclx, -1 when absent
     int32_t cicp_transfer;
     int32_t cicp_matrix;

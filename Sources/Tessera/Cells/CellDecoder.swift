@@ -161,7 +161,8 @@ public struct CellDecoder: Sendable {
     /// Notes for a decode whose colour profile could not be used.
     func notes(_ conversion: ColorConversion, method: DecodeMethod = .streamed) -> DecodeNotes {
         guard let problem = conversion.problem else { return DecodeNotes(method: method) }
-        return DecodeNotes(warningCount: 1, firstWarning: "\(problem); drawn as if it were sRGB", method: method)
+        let drawn = conversion.fromCMYK ? "its inks converted by formula" : "drawn as if it were sRGB"
+        return DecodeNotes(warningCount: 1, firstWarning: "\(problem); \(drawn)", method: method)
     }
 
     /// The rows of an RGBA image held in memory, laid over the background, as `draw` reads them.
@@ -223,7 +224,10 @@ public struct CellDecoder: Sendable {
             for i in 0..<count {
                 var pixels = (rows + i * rowBytes).assumingMemoryBound(to: UInt8.self)
                 if components == 4 {
-                    convertCMYKRow(pixels, into: rgbRow, width: scaled.width, inverted: adobeInverted)
+                    // Through the photo's CMYK profile when it has one that converts, else by formula.
+                    if !conversion.applyCMYK(pixels, into: rgbRow, pixels: scaled.width) {
+                        convertCMYKRow(pixels, into: rgbRow, width: scaled.width, inverted: adobeInverted)
+                    }
                     pixels = rgbRow
                 }
                 resampler.push(row: inputRow + i, pixels: UnsafePointer(pixels), emit: emit)

@@ -18,15 +18,24 @@ struct ColorConversion: @unchecked Sendable {
     fileprivate let owned: Bool
     /// Why a profile the photo carries could not be used (drawn unconverted, with a warning).
     let problem: String?
+    /// From CMYK inks (`applyCMYK`, on the decoded rows), not from RGB (`apply`, on the cell).
+    var fromCMYK = false
 
     static let none = ColorConversion(transform: nil, owned: false, problem: nil)
 
     var converts: Bool { transform != nil }
 
-    /// Converts `pixels` RGB pixels in place.
+    /// Converts `pixels` RGB pixels in place (nothing for a conversion from CMYK).
     func apply(_ rgb: UnsafeMutableRawPointer, pixels: Int) {
-        guard let transform, pixels > 0 else { return }
+        guard let transform, !fromCMYK, pixels > 0 else { return }
         tessera_color_transform_apply(transform, rgb.assumingMemoryBound(to: UInt8.self), pixels)
+    }
+
+    /// Converts `pixels` CMYK pixels into RGB; false when this is no conversion from CMYK.
+    func applyCMYK(_ cmyk: UnsafePointer<UInt8>, into rgb: UnsafeMutablePointer<UInt8>, pixels: Int) -> Bool {
+        guard let transform, fromCMYK else { return false }
+        if pixels > 0 { tessera_color_transform_apply_cmyk(transform, cmyk, rgb, pixels) }
+        return true
     }
 
     /// Lets go of a transform made outside the cache.
@@ -78,6 +87,34 @@ enum ColorProfiles {
         return conversion(key: fingerprint(icc)) { isSRGB, message in
             tessera_color_transform_from_icc(base.assumingMemoryBound(to: UInt8.self), icc.count, &isSRGB, message, 200)
         }
+    }
+
+    /// A CMYK JPEG's key: its profile's, apart from the same bytes read as RGB, and by the ink
+    /// convention (Adobe's inverted inks or not).
+    private static func cmykKey(_ icc: UnsafeRawBufferPointer, inverted: Bool) -> UInt64 {
+        fingerprint(icc) ^ (inverted ? 0xC3C4_0000_0000_0001 : 0xC3C4_0000_0000_0002)
+    }
+
+    /// The conversion of a CMYK JPEG's inks through its embedded CMYK profile (empty: none,
+    /// and the inks are converted by formula, as they are when the profile cannot be used).
+    static func conversion(cmykICC icc: UnsafeRawBufferPointer, inverted: Bool) -> ColorConversion {
+        guard icc.count > 0, let base = icc.baseAddress else { return .none }
+        if icc.count > Int(TESSERA_COLOR_MAKING_BYTES) {
+            return ColorConversion(transform: nil, owned: false,
+                                   problem: "its ICC profile of \(icc.count) bytes is larger than a profile may be (\(TESSERA_COLOR_MAKING_BYTES >> 20) MiB)")
+        }
+        var made = conversion(key: cmykKey(icc, inverted: inverted)) { _, message in
+            tessera_color_transform_from_cmyk_icc(base.assumingMemoryBound(to: UInt8.self), icc.count, inverted ? 1 : 0, message, 200)
+        }
+        made.fromCMYK = true
+        return made
+    }
+
+    /// The tag a CMYK JPEG's header keeps: nil when its inks are converted by formula.
+    static func tag(cmykICC icc: UnsafeRawBufferPointer, inverted: Bool) -> UInt64? {
+        let made = conversion(cmykICC: icc, inverted: inverted)
+        defer { made.release() }
+        return made.converts ? cmykKey(icc, inverted: inverted) : nil
     }
 
     /// The conversion for H.273 colour primaries and transfer characteristics.

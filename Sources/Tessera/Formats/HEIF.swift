@@ -326,7 +326,9 @@ extension CellDecoder {
             } else {
                 throw TesseraError.photoNeedsMemory(
                     path: reader.photo.path, reason: "decoding this \(reader.info.width) x \(reader.info.height) HEIF "
-                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one picture, not tiled"), no thumbnail) takes about "
+                        + "(\(reader.info.is_grid != 0 ? "tiles" : "one picture, not tiled"), "
+                        + (reader.info.thumbnail_passed_over != 0 ? "its thumbnail turned otherwise than the picture, so not used" : "no thumbnail")
+                        + ") takes about "
                         + "\(formatBytes(fullBytes)), more than the memory budget leaves for it",
                     budgetToDrawBytes: budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
             }

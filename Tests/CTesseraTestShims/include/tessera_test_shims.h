@@ -36,6 +36,9 @@ typedef struct {
     size_t icc_bytes;
     /// Leaves the encoded thumbnail out.
     int omit_thumbnail;
+    /// Gives the thumbnail none of the grid's transforms (an editor that turned the picture and
+    /// kept its thumbnail as it was).
+    int thumbnail_unturned;
     /// Writes the thumbnail's coded data as a 5-byte NAL unit of 0xFF bytes and 0xFF bytes to
     /// its end (a thumbnail no decoder reads, beside a whole picture).
     int damage_thumbnail;
@@ -67,6 +70,10 @@ int tessera_test_write_lying_heic(const char *path, int picture_width, int pictu
 
 /// A Display P3 profile (P3 primaries, D65, the sRGB curve) written to `path`. 0 or -1.
 int tessera_test_write_display_p3_profile(const char *path);
+/// A CMYK printer profile (A2B0 only, on a warm paper) to `path`: 0, or -1 on failure.
+int tessera_test_write_cmyk_profile(const char *path);
+/// The same with a floating-point table (D2B0) chaining `chained` lookup tables (0: none).
+int tessera_test_write_cmyk_profile_chained(const char *path, int chained);
 
 /// Writes `count` JPEGs of `width` x `height` px into `folder` (which must exist), each showing
 /// a different picture: the centred square of side min(width, height) is cut into 3 x 3 blocks,

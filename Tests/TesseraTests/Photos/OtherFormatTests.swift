@@ -91,6 +91,15 @@ final class FormatFixtures: Sendable {
         sameAsMaster("webp-p3-iccp", "p3.webp", tolerance: 3, tagged: true,
                      [["cwebp", "-quiet", "-q", "95", "-metadata", "icc", at("p3.jpg"), "-o", at("p3.webp")]])
         sameAsMaster("heic-p3-prof", "p3.heic", tolerance: 3, tagged: true, [["heif-enc", "-q", "95", at("p3.jpg"), "-o", at("p3.heic")]])
+        // A CMYK JPEG with its CMYK profile (our own, on a warm paper): its twin is ImageMagick's
+        // reading of it through the profile (perceptual, as printing profiles are read); the
+        // naive formula is about 20 levels off.
+        if tessera_test_write_cmyk_profile(at("cmyk.icc")) != 0 { problems.append("CMYK profile") }
+        run(["convert", master, "-colorspace", "CMYK", "-quality", "95", at("cmyk-plain.jpg")])
+        run(["convert", at("cmyk-plain.jpg"), "-profile", at("cmyk.icc"), at("cmyk.jpg")])
+        run(["convert", at("cmyk.jpg"), "-intent", "Perceptual", "-profile", srgb, "-quality", "95", at("jpeg-cmyk-profile-twin.jpg")])
+        cases.append(FormatCase(name: "jpeg-cmyk-profile", file: at("cmyk.jpg"), tolerance: 3, tagged: true))
+        twins["jpeg-cmyk-profile"] = at("jpeg-cmyk-profile-twin.jpg")
         // P3 pixels with no ICC profile, tagged only by H.273 code points.
         run(["convert", at("p3.png"), "-strip", "PNG24:" + at("p3-pixels.png")])
         // heif-enc 1.15 drops its --colour_primaries (its macOS workaround): written with libheif.
@@ -218,6 +227,32 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
             let tagged = formatFixtures.cases.first { photo.path.hasSuffix("/" + $0.name + ".dat") }!.tagged
             #expect((photo.header.colorTag != nil) == tagged, "\(photo.path)")
         }
+    }
+
+    /// A CMYK profile whose floating-point table chains more elements than a profile needs is
+    /// not used (Little CMS ran the whole chain at every point of its precomputed transform: 3,000
+    /// of them took 18 s a photo): the inks are converted by formula, with a warning that says
+    /// why, exactly as with no profile; a chain of 2 is used.
+    @Test func aCMYKProfileOfTooManyChainedTablesIsNotUsed() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let plain = formatFixtures.directory + "/cmyk-plain.jpg"
+        var drawn: [Int: (RGBImage, DecodeNotes)] = [:]
+        for chained in [2, 40] {
+            let profile = scratch.file("chained-\(chained).icc"), tagged = scratch.file("chained-\(chained).jpg")
+            #expect(tessera_test_write_cmyk_profile_chained(profile, Int32(chained)) == 0)
+            #expect(runTool(["convert", plain, "-profile", profile, tagged]) == 0)
+            drawn[chained] = try drawnCell(tagged)
+        }
+        let (formula, _) = try drawnCell(plain)
+        let refused = try #require(drawn[40])
+        #expect(refused.1.warningCount == 1 && refused.1.firstWarning.contains("chains 41 processing elements"), "\(refused.1.firstWarning)")
+        #expect(refused.1.firstWarning.hasSuffix("its inks converted by formula"), "\(refused.1.firstWarning)")
+        // (ImageMagick re-encoded the file to tag it: the same picture within its rounding.)
+        #expect(meanAbsoluteDifference(refused.0, formula) < 1.5, "\(meanAbsoluteDifference(refused.0, formula))")
+        let used = try #require(drawn[2])
+        #expect(used.1.warningCount == 0, "\(used.1.firstWarning)")
+        #expect(meanAbsoluteDifference(used.0, formula) > 10)
     }
 
     /// An sRGB profile is not converted: the photo stays byte-identical to the untagged one.

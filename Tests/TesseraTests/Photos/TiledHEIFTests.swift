@@ -27,7 +27,7 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
     deinit { tessera_test_free_heic_tiles(tiles) }
 
     func write(to path: String, thumbnail: Bool = false, damagedThumbnail: Bool = false, transforms: String = "",
-               clap: (Int, Int) = (0, 0), icc: [UInt8] = [], canvas: (Int, Int) = (0, 0)) throws {
+               clap: (Int, Int) = (0, 0), icc: [UInt8] = [], canvas: (Int, Int) = (0, 0), unturnedThumbnail: Bool = false) throws {
         var message = [CChar](repeating: 0, count: 200)
         let written = transforms.withCString { transformText in
             icc.withUnsafeBufferPointer { iccBytes in
@@ -39,6 +39,7 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
                 options.icc_bytes = iccBytes.count
                 options.omit_thumbnail = thumbnail || damagedThumbnail ? 0 : 1
                 options.damage_thumbnail = damagedThumbnail ? 1 : 0
+                options.thumbnail_unturned = unturnedThumbnail ? 1 : 0
                 options.canvas_width = Int32(canvas.0)
                 options.canvas_height = Int32(canvas.1)
                 return tessera_test_write_heic_tiles(path, tiles, &options, &message, 200)
@@ -140,6 +141,38 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
         #expect(try drawnCell(heic, width: 240, height: 330).1.method == .tiles)
         #expect(header.wholeImageBytes(cellWidth: 150, cellHeight: 200) == 0)
         #expect(header.wholeImageBytes(cellWidth: 300, cellHeight: 300) == Int(header.wholeImageBytes))
+    }
+
+    /// A thumbnail that is not the picture's shape as each is turned (the grid has an irot, the
+    /// thumbnail none: a portrait's thumbnail lying on its side) is not used: a cell it would
+    /// cover is drawn from the tiles, upright, as without a thumbnail. Before, it was drawn
+    /// sideways from the thumbnail.
+    @Test func aThumbnailTurnedOtherwiseThanThePictureIsNotUsed() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let unturned = scratch.file("unturned.heic"), plain = scratch.file("plain.heic")
+        try Self.phone.write(to: unturned, thumbnail: true, transforms: "r1", unturnedThumbnail: true)
+        try Self.phone.write(to: plain, transforms: "r1")
+        let header = try PhotoLibrary.scan([unturned]).photos[0].header
+        #expect(header.thumbnailWidth == 0 && header.thumbnailHeight == 0, "\(header.thumbnailWidth) x \(header.thumbnailHeight)")
+        let (drawn, notes) = try drawnCell(unturned, width: 150, height: 200)
+        #expect(notes.method == .tiles, "\(notes)")
+        let (expected, _) = try drawnCell(plain, width: 150, height: 200)
+        #expect(drawn.pixels == expected.pixels)
+        // The same thumbnail turned as its picture is still used.
+        let turned = scratch.file("turned.heic")
+        try Self.phone.write(to: turned, thumbnail: true, transforms: "r1")
+        #expect(try drawnCell(turned, width: 150, height: 200).1.method == .thumbnail)
+        // A square picture, whose thumbnail has its shape either way: told by the transforms.
+        let square = EncodedPhoneHEIC(SamplePhotos.picture(width: 1000, height: 1000, seed: 29), thumbnail: 320)
+        let squareUnturned = scratch.file("square-unturned.heic"), squarePlain = scratch.file("square-plain.heic")
+        try square.write(to: squareUnturned, thumbnail: true, transforms: "r1", unturnedThumbnail: true)
+        try square.write(to: squarePlain, transforms: "r1")
+        let squareHeader = try PhotoLibrary.scan([squareUnturned]).photos[0].header
+        #expect(squareHeader.thumbnailWidth == 0, "\(squareHeader.thumbnailWidth) x \(squareHeader.thumbnailHeight)")
+        let (squareDrawn, squareNotes) = try drawnCell(squareUnturned, width: 150, height: 150)
+        #expect(squareNotes.method == .tiles, "\(squareNotes)")
+        #expect(squareDrawn.pixels == (try drawnCell(squarePlain, width: 150, height: 150)).0.pixels)
     }
 
     /// A thumbnail that cannot be decoded, beside a whole picture, is not the photo's end: the

@@ -44,7 +44,8 @@ extension CellDecoder {
         if let cancellation { reader.setCancelFlag(cancellation.flag) }
         reader.allowEarlyEnd()
         let header = try reader.readHeader()
-        let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile) : .none
+        let conversion = header.colorModel == .rgb ? ColorProfiles.conversion(icc: reader.iccProfile)
+            : header.colorModel == .cmyk ? ColorProfiles.conversion(cmykICC: reader.iccProfile, inverted: header.adobeInverted) : .none
         defer { conversion.release() }
         let orientation = OrientationTransform(exifOrientation: header.exifOrientation == 0 ? orientationIfNone : header.exifOrientation)
         let stored = storedCell(orientation)

@@ -83,7 +83,8 @@ final class ScaledJPEGReader {
                                 storedRGB: raw.stored_rgb != 0, minimumDataBytes: Int64(raw.min_data_bytes),
                                 coefficientBytes: Int64(raw.coefficient_bytes),
                                 dcDecoderBytes: Int64(raw.dc_decoder_bytes))
-        header.colorTag = ColorProfiles.tag(icc: iccProfile)
+        header.colorTag = model == .cmyk ? ColorProfiles.tag(cmykICC: iccProfile, inverted: header.adobeInverted)
+            : ColorProfiles.tag(icc: iccProfile)
         header.dateTaken = raw.date_taken
         // A header whose picture cannot fit in the file is refused now, before a decode would
         // spend seconds (or a whole-image buffer) on it.
