@@ -256,7 +256,7 @@ public enum MosaicSize {
     /// height; read only when `needsTargetShape`) and a library of `photoCount` usable photos.
     public static func resolve(_ request: MosaicSizeRequest, targetAspect aspect: Double, photoCount: Int) -> MosaicShape {
         let defaultCount = defaultCellCount(photoCount: photoCount)
-        let rule = "\(cellsPerPhoto) a photo for \(formatCount(photoCount)) usable photo(s), \(formatCount(defaultCells.lowerBound)) to \(formatCount(defaultCells.upperBound)); --cells N asks for another count"
+        let rule = "\(cellsPerPhoto) a photo for \(formatCount(photoCount)) photo(s) found, \(formatCount(defaultCells.lowerBound)) to \(formatCount(defaultCells.upperBound)); --cells N asks for another count"
         if let size = request.size, let (width, height) = request.canvas {
             return resolve(request, size: size, width: width, height: height, defaultCount: defaultCount, rule: rule)
         }

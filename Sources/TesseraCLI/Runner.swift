@@ -85,14 +85,14 @@ public struct Runner {
         let options = mosaic.render.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)
         let manifest = mosaic.manifestPath.map { [OutputFile(path: $0, role: "the manifest", isFolder: false)] } ?? []
+        if let refused = refuseUnreadableTarget(mosaic.targetPath) { return refused }
         let library: PhotoLibrary
         switch scanPhotos(options, alsoWriting: manifest, alsoReading: [mosaic.targetPath]) {
         case .success(let found): library = found
         case .failure(let code): return code
         }
         do throws(TesseraError) {
-            // The size in a person's terms (none, --size, --cells) needs the target's shape and
-            // the library's photo count: resolved here, after the scan (MosaicSize.swift).
+            // The size in a person's terms needs the library's photo count (MosaicSize.swift).
             let shape = try mosaicShape(mosaic, photoCount: library.photos.count)
             var settings = MosaicSettings(targetPath: mosaic.targetPath, columns: shape.columns, rows: shape.rows,
                                           cellWidth: shape.cellWidth, cellHeight: shape.cellHeight)
@@ -198,6 +198,21 @@ public struct Runner {
                 return ExitCode(error)
             }
             return report(error, options: options, manifest: mosaic.manifestPath)
+        }
+    }
+
+    /// The target's header, read before the library: a file that is no picture Tessera reads
+    /// is refused in a moment, not after the scan of a large library. (A target that is missing
+    /// or not a file is refused by the scan's checks of its inputs.)
+    func refuseUnreadableTarget(_ path: String) -> ExitCode? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        do throws(TesseraError) {
+            _ = try MosaicSize.uprightAspect(ofPicture: path)
+            return nil
+        } catch {
+            console.message("--target " + error.commandLineDescription)
+            return ExitCode(error)
         }
     }
 

@@ -54,7 +54,7 @@ private func canvas(_ shape: MosaicShape) -> (width: Int, height: Int) {
             #expect(abs(Double(rows) * aspect - Double(shape.columns)) <= 1, "\(shape) for \(aspect)")
             let wanted = MosaicSize.defaultCellCount(photoCount: photos)
             #expect(abs(shape.columns * rows - wanted) <= shape.columns + rows, "\(shape): \(shape.columns * rows) cells for \(wanted)")
-            #expect(shape.reason?.contains("\(formatCount(photos)) usable photo") == true, "\(shape)")
+            #expect(shape.reason?.contains("\(formatCount(photos)) photo(s) found") == true, "\(shape)")
         }
     }
 
@@ -337,5 +337,13 @@ private func sizeLine(_ output: String) -> (columns: Int, rows: Int, cell: Int)?
         #expect(missing.status == 2 && missing.output.contains("--target \(folder)/nope.jpg: no such file"), "\(missing.output)")
         let isFolder = runTessera(["mosaic", "--target", photos, photos, "-o", folder + "/m.jpg", "--cache-dir", cache])
         #expect(isFolder.status == 2 && isFolder.output.contains("is a folder, not a photo"), "\(isFolder.output)")
+        // A target that is a file but no picture is refused before the library is scanned: with
+        // a library folder that does not exist, the target is what is named (exit 3), where the
+        // scan would have named the folder (exit 2) after reading every photo of a real one.
+        writeFile(Array("notes, not a picture\n".utf8), to: folder + "/notes.jpg")
+        let text = runTessera(["mosaic", "--target", folder + "/notes.jpg", folder + "/no-such-library", "-o", folder + "/m.jpg",
+                               "--cache-dir", cache])
+        #expect(text.status == 3 && text.output.contains("--target ") && text.output.contains("notes.jpg"), "\(text.output)")
+        #expect(!text.output.contains("no-such-library"), "\(text.output)")
     }
 }

@@ -492,7 +492,10 @@ public struct PhotoLibrary: Sendable {
                 // Sidecars, notes, other files under their own names: not photos, no warning.
                 ignored += 1
             case .success(.notAnImage):
-                skips.add(SkippedPhoto(path: candidate.path.display, reason: PhotoLibrary.notAnImageReason))
+                // An empty file named like a photo (a copy that never ran, a sync placeholder)
+                // is said to be empty: "not an image" sent people looking at its format.
+                skips.add(SkippedPhoto(path: candidate.path.display,
+                                       reason: candidate.fileBytes == 0 ? "the file is empty (0 bytes)" : PhotoLibrary.notAnImageReason))
             case .failure(let error):
                 skips.add(SkippedPhoto(path: candidate.path.display, error: error))
             }

@@ -309,6 +309,7 @@ struct RenderTests {
         #expect(skipped.contains(scratch.file("dangling.jpg")))
         #expect(skipped.contains(scratch.file("text.jpg")))   // text named like a photo
         #expect(skipped.contains(scratch.file("empty.jpg")))  // zero bytes named like a photo
+        #expect(library.skipped.first { $0.path == scratch.file("empty.jpg") }?.reason == "the file is empty (0 bytes)")
         #expect(skipped.contains(scratch.file("cut.jpg")))    // a JPEG start, then nothing usable
         #expect(!skipped.contains(scratch.file("README.txt")))
         // A damaged image in another format is named, with its reader's complaint (nothing silently).
