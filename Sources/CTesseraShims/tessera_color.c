@@ -210,35 +210,47 @@ static void *transform_to_srgb_as(cmsContext context, color_budget *budget, cmsH
     return made;
 }
 
-void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *is_srgb, char *message,
-                                       size_t message_bytes) {
-    *is_srgb = 0;
+/// An embedded profile opened in a context of its own (`*context`, `*budget`), when it is a
+/// profile of `space` (named `space_name` in the message): NULL with the reason otherwise, and
+/// nothing left to free.
+static cmsHPROFILE open_profile(const uint8_t *icc, size_t length, cmsColorSpaceSignature space, const char *space_name,
+                                cmsContext *context, color_budget **budget, char *message, size_t message_bytes) {
     if (length < 132 || length > TESSERA_COLOR_MAKING_BYTES) {
         snprintf(message, message_bytes, length < 132 ? "an ICC profile of %zu bytes is not a profile"
                                                       : "its ICC profile of %zu bytes is larger than a profile may be", length);
         return NULL;
     }
-    color_budget *budget = NULL;
-    cmsContext context = budget_context(&budget);
-    if (context == NULL) {
+    *context = budget_context(budget);
+    if (*context == NULL) {
         snprintf(message, message_bytes, "out of memory reading its ICC profile");
         return NULL;
     }
-    cmsHPROFILE profile = cmsOpenProfileFromMemTHR(context, icc, (cmsUInt32Number)length);
+    cmsHPROFILE profile = cmsOpenProfileFromMemTHR(*context, icc, (cmsUInt32Number)length);
     if (profile == NULL) {
-        int over = atomic_load(&budget->refused);
-        free_context(context, budget);
+        int over = atomic_load(&(*budget)->refused);
+        free_context(*context, *budget);
         snprintf(message, message_bytes, over ? "its ICC profile needs more memory to read than a profile may take"
                                               : "its ICC profile is damaged");
         return NULL;
     }
-    if (cmsGetColorSpace(profile) != cmsSigRgbData) {
-        // A grey or CMYK profile on an image delivered as RGB: not something to apply to RGB.
+    if (cmsGetColorSpace(profile) != space) {
+        // A grey or CMYK profile on an image delivered as RGB (or an RGB one on CMYK inks): not
+        // something to apply to its pixels.
         cmsCloseProfile(profile);
-        free_context(context, budget);
-        snprintf(message, message_bytes, "its ICC profile is not an RGB profile");
+        free_context(*context, *budget);
+        snprintf(message, message_bytes, "its ICC profile is not %s profile", space_name);
         return NULL;
     }
+    return profile;
+}
+
+void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *is_srgb, char *message,
+                                       size_t message_bytes) {
+    *is_srgb = 0;
+    cmsContext context = NULL;
+    color_budget *budget = NULL;
+    cmsHPROFILE profile = open_profile(icc, length, cmsSigRgbData, "an RGB", &context, &budget, message, message_bytes);
+    if (profile == NULL) return NULL;
     if (is_srgb_equivalent(context, profile)) {
         cmsCloseProfile(profile);
         free_context(context, budget);
@@ -250,31 +262,10 @@ void *tessera_color_transform_from_icc(const uint8_t *icc, size_t length, int *i
 
 void *tessera_color_transform_from_cmyk_icc(const uint8_t *icc, size_t length, int inverted, char *message,
                                             size_t message_bytes) {
-    if (length < 132 || length > TESSERA_COLOR_MAKING_BYTES) {
-        snprintf(message, message_bytes, length < 132 ? "an ICC profile of %zu bytes is not a profile"
-                                                      : "its ICC profile of %zu bytes is larger than a profile may be", length);
-        return NULL;
-    }
+    cmsContext context = NULL;
     color_budget *budget = NULL;
-    cmsContext context = budget_context(&budget);
-    if (context == NULL) {
-        snprintf(message, message_bytes, "out of memory reading its ICC profile");
-        return NULL;
-    }
-    cmsHPROFILE profile = cmsOpenProfileFromMemTHR(context, icc, (cmsUInt32Number)length);
-    if (profile == NULL) {
-        int over = atomic_load(&budget->refused);
-        free_context(context, budget);
-        snprintf(message, message_bytes, over ? "its ICC profile needs more memory to read than a profile may take"
-                                              : "its ICC profile is damaged");
-        return NULL;
-    }
-    if (cmsGetColorSpace(profile) != cmsSigCmykData) {
-        cmsCloseProfile(profile);
-        free_context(context, budget);
-        snprintf(message, message_bytes, "its ICC profile is not a CMYK profile");
-        return NULL;
-    }
+    cmsHPROFILE profile = open_profile(icc, length, cmsSigCmykData, "a CMYK", &context, &budget, message, message_bytes);
+    if (profile == NULL) return NULL;
     // Adobe's inverted inks (255: none) are Little CMS's "reversed" CMYK. Perceptual, as
     // printing profiles are made to be read (and as ImageMagick and Pillow read them): the
     // press's gamut is mapped into the screen's rather than clipped.
