@@ -31,6 +31,7 @@ struct tessera_tiff {
     uint32_t chunk_first;  // the first row held in the raster
     uint32_t chunk_count;  // rows held (0: none yet)
     uint32_t next_row;
+    int inks;              // the raster holds C, M, Y, K bytes (tessera_tiff_keep_inks), not RGBA
     char message[300];
 };
 
@@ -246,6 +247,41 @@ const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length) {
     return data;
 }
 
+/// libtiff's put routine for 8-bit contiguous CMYK with its formula taken out: each pixel's four
+/// ink bytes go to the raster as they are stored (the raster's uint32 is four bytes in memory
+/// order), with the same skews as libtiff's own routine for the layout.
+static void put_inks(TIFFRGBAImage *img, uint32_t *cp, uint32_t x, uint32_t y, uint32_t w, uint32_t h,
+                     int32_t fromskew, int32_t toskew, unsigned char *pp) {
+    (void)x; (void)y;
+    int samples = img->samplesperpixel;
+    fromskew *= samples;
+    for (; h > 0; --h) {
+        for (uint32_t i = 0; i < w; i++) {
+            memcpy(cp++, pp, 4);
+            pp += samples;
+        }
+        cp += toskew;
+        pp += fromskew;
+    }
+}
+
+int tessera_tiff_keep_inks(tessera_tiff *tiff, int keep) {
+    uint16_t inkset = INKSET_CMYK;
+    TIFFGetFieldDefaulted(tiff->tif, TIFFTAG_INKSET, &inkset);
+    const tessera_tiff_info *info = &tiff->info;
+    // The layout libtiff's RGBA interface draws with its 8-bit contiguous CMYK routine (a
+    // transfer map, which it builds for other bit depths, has no part in it).
+    if (info->photometric != PHOTOMETRIC_SEPARATED || inkset != INKSET_CMYK || info->bits_per_sample != 8
+        || info->samples_per_pixel < 4 || info->planar != PLANARCONFIG_CONTIG || tiff->image.isContig == 0
+        || tiff->image.Map != NULL || tiff->raster != NULL)
+        return 0;
+    if (keep) {
+        tiff->image.put.contig = put_inks;
+        tiff->inks = 1;
+    }
+    return 1;
+}
+
 int tessera_tiff_start(tessera_tiff *tiff) {
     size_t pixels = (size_t)tiff->info.width * tiff->info.chunk_rows;
     tiff->raster = malloc(pixels * sizeof(uint32_t));
@@ -282,6 +318,12 @@ int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int 
         }
         const uint32_t *in = tiff->raster + (size_t)(row - tiff->chunk_first) * width;
         uint8_t *out = rgb + (size_t)rows * stride;
+        if (tiff->inks) {
+            memcpy(out, in, (size_t)width * 4);
+            tiff->next_row++;
+            rows++;
+            continue;
+        }
         // libtiff's RGBA is premultiplied (it multiplies unassociated alpha itself): the
         // background is added in what alpha leaves.
         for (uint32_t x = 0; x < width; x++) {

@@ -32,10 +32,15 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
                                 char *message, size_t message_bytes);
 /// The ICC profile (TIFFTAG_ICCPROFILE), NULL when none; valid while the reader lives.
 const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length);
+/// Keeps an 8-bit contiguous CMYK page's inks as they are stored (C, M, Y, K: 0 is no ink) for a
+/// CMYK profile to convert, instead of libtiff's formula; then read_rows gives 4 bytes a pixel.
+/// Before tessera_tiff_start. 1 when the page is such a page, else 0; with `keep` 0 it only
+/// says so.
+int tessera_tiff_keep_inks(tessera_tiff *tiff, int keep);
 /// Allocates the chunk's RGBA rows. 0, or -1 with the reason in tessera_tiff_message.
 int tessera_tiff_start(tessera_tiff *tiff);
 /// Up to `max_rows` next rows as RGB8 (`stride` bytes apart), alpha laid over the background
-/// (red, green, blue). Returns the rows given (0 at the end), or -1 with the reason.
+/// (red, green, blue); as CMYK8 after tessera_tiff_keep_inks. Returns the rows given (0 at the end), or -1 with the reason.
 int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int max_rows,
                            uint8_t red, uint8_t green, uint8_t blue);
 const char *tessera_tiff_message(const tessera_tiff *tiff);

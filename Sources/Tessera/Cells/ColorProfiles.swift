@@ -23,6 +23,13 @@ struct ColorConversion: @unchecked Sendable {
 
     static let none = ColorConversion(transform: nil, owned: false, problem: nil)
 
+    /// No conversion, for a profile that is not used: the photo is drawn with a warning.
+    static func unused(_ problem: String, fromCMYK: Bool) -> ColorConversion {
+        var made = ColorConversion(transform: nil, owned: false, problem: problem)
+        made.fromCMYK = fromCMYK
+        return made
+    }
+
     var converts: Bool { transform != nil }
 
     /// Converts `pixels` RGB pixels in place (nothing for a conversion from CMYK).
@@ -95,7 +102,7 @@ enum ColorProfiles {
         fingerprint(icc) ^ (inverted ? 0xC3C4_0000_0000_0001 : 0xC3C4_0000_0000_0002)
     }
 
-    /// The conversion of a CMYK JPEG's inks through its embedded CMYK profile (empty: none,
+    /// The conversion of a CMYK JPEG's or TIFF's inks through its embedded CMYK profile (empty: none,
     /// and the inks are converted by formula, as they are when the profile cannot be used).
     static func conversion(cmykICC icc: UnsafeRawBufferPointer, inverted: Bool) -> ColorConversion {
         guard icc.count > 0, let base = icc.baseAddress else { return .none }
@@ -110,7 +117,7 @@ enum ColorProfiles {
         return made
     }
 
-    /// The tag a CMYK JPEG's header keeps: nil when its inks are converted by formula.
+    /// The tag a CMYK photo's header keeps: nil when its inks are converted by formula.
     static func tag(cmykICC icc: UnsafeRawBufferPointer, inverted: Bool) -> UInt64? {
         let made = conversion(cmykICC: icc, inverted: inverted)
         defer { made.release() }

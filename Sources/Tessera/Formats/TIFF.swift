@@ -6,7 +6,8 @@
 // time: a strip, or a row of tiles, so what is held is one chunk, never the whole picture (but
 // for a TIFF stored as one strip, whose strip is the picture: counted, as `wholeImageBytes`,
 // against the budget). The Orientation tag and the ICC profile go through the same steps as
-// EXIF orientation and embedded profiles do for the other formats. A file starting as a TIFF
+// EXIF orientation and embedded profiles do for the other formats (a CMYK page's inks, 8-bit and
+// contiguous, are taken as stored for its CMYK profile to convert). A file starting as a TIFF
 // that holds camera sensor data (a DNG, NEF, ARW...) is a camera RAW: RAWFormat draws its
 // preview.
 import CTesseraShims
@@ -85,7 +86,8 @@ final class TIFFReader {
                                  isProgressive: false, exifOrientation: Int(info.orientation), adobeInverted: false)
         header.format = .tiff
         header.hasAlpha = info.has_alpha != 0
-        header.colorTag = colorModel == .rgb ? ColorProfiles.tag(icc: iccProfile) : nil
+        header.colorTag = colorModel == .rgb ? ColorProfiles.tag(icc: iccProfile)
+            : inksConvertible ? ColorProfiles.tag(cmykICC: iccProfile, inverted: false) : nil
         header.wholeImageBytes = Int64(clamping: info.chunk_bytes)
         return header
     }
@@ -95,14 +97,35 @@ final class TIFFReader {
         return ColorProfiles.bytes(tessera_tiff_icc(tiff, &length), count: length)
     }
 
-    /// An RGB page's profile, as the JPEG reader does: a grey or CMYK profile is not an RGB one.
-    var conversion: ColorConversion { colorModel == .rgb ? ColorProfiles.conversion(icc: iccProfile) : .none }
+    /// Whether the page's inks can go through a CMYK profile: 8-bit contiguous CMYK, the layout
+    /// almost every CMYK TIFF has, whose inks libtiff hands over as stored. libtiff converts
+    /// any other CMYK layout by formula inside its RGBA interface.
+    var inksConvertible: Bool { colorModel == .cmyk && tessera_tiff_keep_inks(tiff, 0) == 1 }
+
+    /// The page's profile, as the JPEG reader uses it: an RGB page's RGB profile; a CMYK page's
+    /// CMYK profile, through which its inks are converted (not libtiff's formula); a grey
+    /// page's none.
+    var conversion: ColorConversion {
+        switch colorModel {
+        case .rgb: return ColorProfiles.conversion(icc: iccProfile)
+        case .cmyk where iccProfile.count > 0:
+            guard inksConvertible else {
+                // Not reached with libtiff 4.5, whose RGBA interface refuses every other CMYK layout.
+                return .unused("its CMYK profile is not used for this TIFF's layout of inks", fromCMYK: true)
+            }
+            return ColorProfiles.conversion(cmykICC: iccProfile, inverted: false)
+        default: return .none
+        }
+    }
+
+    /// Has `readRows` give the page's CMYK inks as stored, for `conversion` to convert.
+    func keepInks() { _ = tessera_tiff_keep_inks(tiff, 1) }
 
     func start() throws(TesseraError) {
         guard tessera_tiff_start(tiff) == 0 else { throw failure() }
     }
 
-    /// Up to `maxRows` RGB rows, alpha over `background`; 0 at the end.
+    /// Up to `maxRows` RGB rows, alpha over `background` (CMYK rows after `keepInks`); 0 at the end.
     func readRows(into buffer: UnsafeMutableRawPointer, stride: Int, maxRows: Int, background: RGB) throws(TesseraError) -> Int {
         let rows = tessera_tiff_read_rows(tiff, buffer.assumingMemoryBound(to: UInt8.self), stride, Int32(maxRows),
                                           background.red, background.green, background.blue)
@@ -125,9 +148,11 @@ extension CellDecoder {
         let layout = reader.info.tiled != 0 ? "a row of tiles" : "a strip"
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
                          what: "decoding this \(width) x \(height) TIFF \(layout) (\(reader.info.chunk_rows) rows) at a time")
+        let inks = conversion.fromCMYK && conversion.converts
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+            if inks { reader.keepInks() }
             try reader.start()
-            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: 3,
+            try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: inks ? 4 : 3,
                      adobeInverted: false, conversion: conversion, rows: { buffer, stride, count throws(TesseraError) in
                 let rows = try reader.readRows(into: buffer, stride: stride, maxRows: count, background: background)
                 if cancellation?.isCancelled == true { throw .cancelled }

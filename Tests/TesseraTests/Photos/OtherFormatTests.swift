@@ -100,6 +100,11 @@ final class FormatFixtures: Sendable {
         run(["convert", at("cmyk.jpg"), "-intent", "Perceptual", "-profile", srgb, "-quality", "95", at("jpeg-cmyk-profile-twin.jpg")])
         cases.append(FormatCase(name: "jpeg-cmyk-profile", file: at("cmyk.jpg"), tolerance: 3, tagged: true))
         twins["jpeg-cmyk-profile"] = at("jpeg-cmyk-profile-twin.jpg")
+        // The same inks and profile in a TIFF (libtiff's own reading of CMYK is the formula).
+        run(["convert", at("cmyk-plain.jpg"), "-profile", at("cmyk.icc"), "-compress", "lzw", at("cmyk.tif")])
+        run(["convert", at("cmyk.tif"), "-intent", "Perceptual", "-profile", srgb, "-quality", "95", at("tiff-cmyk-profile-twin.jpg")])
+        cases.append(FormatCase(name: "tiff-cmyk-profile", file: at("cmyk.tif"), tolerance: 3, tagged: true))
+        twins["tiff-cmyk-profile"] = at("tiff-cmyk-profile-twin.jpg")
         // P3 pixels with no ICC profile, tagged only by H.273 code points.
         run(["convert", at("p3.png"), "-strip", "PNG24:" + at("p3-pixels.png")])
         // heif-enc 1.15 drops its --colour_primaries (its macOS workaround): written with libheif.
@@ -216,7 +221,7 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
             let renamed = scratch.file(kind.name + ".dat")  // no telling extension
             writeBytes(readBytes(kind.file), to: renamed)
             let suffix = kind.file.split(separator: ".").last!
-            expected[renamed] = suffix == "jpg" ? .jpeg : suffix == "png" ? .png : suffix == "webp" ? .webp : .heif
+            expected[renamed] = suffix == "jpg" ? .jpeg : suffix == "png" ? .png : suffix == "webp" ? .webp : suffix == "tif" ? .tiff : .heif
         }
         let library = try PhotoLibrary.scan([scratch.path])
         #expect(library.skipped.isEmpty, "\(library.skipped)")
