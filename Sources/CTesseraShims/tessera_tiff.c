@@ -133,11 +133,15 @@ static void fill_info(struct tessera_tiff *tiff) {
     info->image_bytes = TIFFScanlineSize64(tif) * planes * info->height;
 }
 
-/// The bytes of the first page's ICC profile tag (34675), read from the file's first IFD
-/// (classic or BigTIFF) before libtiff opens it, or 0. libtiff reads every tag of the page
-/// when it opens it, outside any budget: a 40 MB profile tag took 97 MB at --max-memory 64M
-/// and was OOM-killed in a 64 MiB cgroup, though the profile is then refused (over 8 MiB).
-static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes) {
+/// The bytes of the first page's ICC profile tag (34675), and of all its tags' values but the
+/// strips' and tiles' offsets and sizes (which "O" mode reads as needed, checked below), read
+/// from the file's first IFD (classic or BigTIFF) before libtiff opens it; 0 and 0 when they
+/// cannot be read. libtiff reads every tag of the page, known or not, into memory when it
+/// opens it, outside any budget: a 40 MB profile tag took 97 MB at --max-memory 64M and was
+/// OOM-killed in a 64 MiB cgroup, though the profile is then refused (over 8 MiB); 2,000
+/// private tags pointing at the same 1 MiB of a 1 MB file took 1.9 GB (a helper's finding).
+static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes, uint64_t *all_tags) {
+    *all_tags = 0;
     uint8_t head[16];
     if (file_bytes < 16 || pread(fd, head, 16, 0) != 16) return 0;
     int little = head[0] == 'I' && head[1] == 'I';
@@ -159,12 +163,14 @@ static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes) {
     ssize_t got = pread(fd, entries, count * entry, (off_t)(ifd + (big ? 8 : 2)));
     for (uint64_t i = 0; got > 0 && i < (uint64_t)got / entry; i++) {
         const uint8_t *e = entries + i * entry;
-        if (TESSERA_READ(e, 2) != 34675) continue;
+        uint64_t tag = TESSERA_READ(e, 2);
         uint64_t type = TESSERA_READ(e + 2, 2), n = big ? TESSERA_READ(e + 4, 8) : TESSERA_READ(e + 4, 4);
         uint64_t size = (type == 3 || type == 8) ? 2 : (type == 4 || type == 9 || type == 11 || type == 13) ? 4
                       : (type == 5 || type == 10 || type == 12 || type >= 16) ? 8 : 1;
-        found = n > UINT64_MAX / 8 ? UINT64_MAX : n * size;
-        break;
+        uint64_t bytes = n > UINT64_MAX / 8 ? UINT64_MAX : n * size;
+        if (tag == 34675 && found == 0) found = bytes;
+        if (tag == 273 || tag == 279 || tag == 324 || tag == 325) continue;  // offsets and sizes
+        *all_tags = bytes > UINT64_MAX - *all_tags ? UINT64_MAX : *all_tags + bytes;
     }
     #undef TESSERA_READ
     free(entries);
@@ -174,10 +180,16 @@ static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes) {
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes) {
     pthread_once(&silenced, silence_global_handlers);
-    uint64_t profile = icc_tag_bytes(fd, file_bytes);
+    uint64_t all_tags = 0, profile = icc_tag_bytes(fd, file_bytes, &all_tags);
     if (profile > TESSERA_COLOR_MAKING_BYTES) {
         snprintf(message, message_bytes, "its ICC profile of %llu bytes is larger than a profile may be (%d MiB), and libtiff "
                  "would hold it whole to open the page", (unsigned long long)profile, TESSERA_COLOR_MAKING_BYTES >> 20);
+        return NULL;
+    }
+    // Half the allocation cap for the tags (the other half is libtiff's for a strip or tile).
+    if (all_tags > max_allocation / 2) {
+        snprintf(message, message_bytes, "its tags hold %llu MiB, which libtiff would hold in memory to open the page: more "
+                 "than its memory budget allows", (unsigned long long)(all_tags >> 20));
         return NULL;
     }
     struct tessera_tiff *tiff = calloc(1, sizeof *tiff);
@@ -234,6 +246,11 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
     tiff->image.orientation = ORIENTATION_TOPLEFT;
     *info = tiff->info;
     return tiff;
+}
+
+const char *tessera_tiff_description(tessera_tiff *tiff) {
+    const char *text = NULL;
+    return TIFFGetField(tiff->tif, TIFFTAG_IMAGEDESCRIPTION, &text) ? text : NULL;
 }
 
 const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length) {

@@ -322,7 +322,7 @@ public enum Report {
         if leftOut.hidden > 0 { parts.append("\(leftOut.hidden) hidden (--include-hidden takes them)") }
         if leftOut.thumbnailFolders > 0 { parts.append("\(leftOut.thumbnailFolders) thumbnail folder(s)") }
         if leftOut.excluded > 0 { parts.append("\(leftOut.excluded) by --exclude") }
-        if leftOut.ownOutputs > 0 { parts.append("\(leftOut.ownOutputs) Tessera output(s) (JPEGs it rendered, pyramid tile folders)") }
+        if leftOut.ownOutputs > 0 { parts.append("\(leftOut.ownOutputs) Tessera output(s) (JPEGs and TIFFs it rendered, pyramid tile folders)") }
         if leftOut.videos > 0 { parts.append(videos(leftOut.videos)) }
         return "left out    " + parts.joined(separator: ", ")
     }

@@ -30,6 +30,8 @@ typedef struct {
 /// reason in `message` when libtiff cannot read it, or cannot turn its page into RGBA.
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes);
+/// The ImageDescription tag, NULL when none; valid while the reader lives.
+const char *tessera_tiff_description(tessera_tiff *tiff);
 /// The ICC profile (TIFFTAG_ICCPROFILE), NULL when none; valid while the reader lives.
 const uint8_t *tessera_tiff_icc(tessera_tiff *tiff, size_t *length);
 /// Keeps an 8-bit contiguous CMYK page's inks as they are stored (C, M, Y, K: 0 is no ink) for a

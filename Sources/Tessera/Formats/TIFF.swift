@@ -31,6 +31,15 @@ enum TIFFFormat: PhotoFormat {
         return try TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes).header
     }
 
+    /// Whether the TIFF is one Tessera wrote (`--tiff`): its ImageDescription is the output
+    /// comment a rendered JPEG carries. Left out of a scan as the JPEG is (its IFD lies at the
+    /// file's end, past the bytes `sniff` sees).
+    static func isOwnOutput(_ photo: PhotoFile, decoderMemoryBytes: Int) -> Bool {
+        guard let reader = try? TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes),
+              let text = tessera_tiff_description(reader.tiff) else { return false }
+        return String(cString: text) == JPEGMarks.outputComment
+    }
+
     /// One chunk (a strip, or a row of tiles) and libtiff's buffers for it, whatever the cell.
     static func wholeImageBytes(_ header: PhotoHeader, cellWidth: Int, cellHeight: Int) -> Int {
         Int(clamping: header.wholeImageBytes)
@@ -45,7 +54,7 @@ enum TIFFFormat: PhotoFormat {
 
 final class TIFFReader {
     let photo: PhotoFile
-    private let tiff: OpaquePointer
+    fileprivate let tiff: OpaquePointer
     let info: tessera_tiff_info
 
     /// The most decoded bytes one byte of a TIFF's data makes (LZW: a 12-bit code stands for

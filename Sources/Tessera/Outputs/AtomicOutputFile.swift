@@ -2,7 +2,9 @@
 //
 // The bytes go to an anonymous O_TMPFILE in the destination's directory (same filesystem, so the
 // final step is a rename, not a copy). `commit()` fsyncs, links it under a hidden temporary name
-// and renames that over the destination. Until then an existing file at the destination is left
+// and swaps that with the destination (OutputCommit: the old file, now under the hidden name, is
+// removed once every output of the render is in place, or swapped back if one fails), or renames
+// it there when nothing stands there. Until then an existing file at the destination is left
 // untouched, and a crash leaves nothing visible. Where the filesystem has no O_TMPFILE, a hidden
 // named temporary (".NAME.tessera-PID-XXXXXX.tmp") is used instead and removed by `discard()`.
 // Either way a named file exists only briefly; if the process dies then, the next run removes it
@@ -87,24 +89,44 @@ final class AtomicOutputFile {
 
     /// Makes the file durable and visible under `destination`, replacing what was there.
     func commit() throws(TesseraError) {
+        try OutputCommit.all { commit throws(TesseraError) in try self.commit(in: commit) }
+    }
+
+    /// The same as one output of several (OutputCommit): a file it replaces is swapped out to
+    /// the hidden temporary name, put back if a later output fails, removed when all are in.
+    func commit(in commit: OutputCommit) throws(TesseraError) {
         try file.sync()
         file.dropCache(offset: 0, length: 0)
+        let temporary: String
         if let named = namedTemporary {
-            try renameFile(named, to: destination)
-            namedTemporary = nil
+            temporary = named
         } else {
             let base = destination.split(separator: "/").last.map(String.init) ?? "output"
-            let temporary = directory + "/" + StaleTemporaries.name(prefix: base + ".", unique: "\(UInt32.random(in: 0...UInt32.max)).tmp")
+            temporary = directory + "/" + StaleTemporaries.name(prefix: base + ".", unique: "\(UInt32.random(in: 0...UInt32.max)).tmp")
             _ = try valueOrErrno("linkat", path: temporary) {
                 system_linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW)
             }.get("linkat", path: temporary)
+        }
+        let destination = self.destination
+        var existing = stat()
+        let stood = system_lstat(destination, &existing) == 0
+        if stood, (existing.st_mode & S_IFMT) == S_IFREG, (try? exchangePaths(temporary, destination)) != nil {
+            // The old file is at `temporary` now.
+            commit.onUndo {
+                if (try? exchangePaths(temporary, destination)) != nil { removeFile(temporary) }
+            }
+            commit.afterwards { removeFile(temporary) }
+        } else {
             do {
                 try renameFile(temporary, to: destination)
             } catch {
                 removeFile(temporary)
                 throw error
             }
+            // Nothing stood there (or the filesystem cannot exchange: the old file is gone).
+            if !stood { commit.onUndo { removeFile(destination) } }
         }
+        namedTemporary = nil
         committed = true
         file.close()
     }

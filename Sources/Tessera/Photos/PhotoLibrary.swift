@@ -703,6 +703,13 @@ public struct PhotoLibrary: Sendable {
             var isOwnOutput = false
             switch try opened.sniff() {
             case .readable(let format):
+                if format == .tiff, TIFFFormat.isOwnOutput(opened, decoderMemoryBytes: decoderMemoryBytes) {
+                    guard ownOutputs else {
+                        read.found = .success(.ownOutput)
+                        return read
+                    }
+                    isOwnOutput = true
+                }
                 header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .ownOutput where ownOutputs:
                 header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)

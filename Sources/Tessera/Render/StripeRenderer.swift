@@ -115,14 +115,15 @@ public final class StripeRenderer: Sendable {
         }
         store.releaseAll()
         // In order: the pyramid first (its commit checks the names again and may still refuse),
-        // the JPEG's rename last. A failed commit discards the outputs not yet committed.
-        for (number, sink) in sinks.enumerated() {
-            do throws(TesseraError) {
-                try sink.commit()
-            } catch {
-                for rest in sinks[number...] { rest.discard() }
-                throw error
+        // the JPEG's rename last, all as one (OutputCommit): a failure undoes the outputs moved
+        // in before it, and discards every output.
+        do throws(TesseraError) {
+            try OutputCommit.all { commit throws(TesseraError) in
+                for sink in sinks { try sink.commit(in: commit) }
             }
+        } catch {
+            for sink in sinks { sink.discard() }
+            throw error
         }
         for event in cache.takeEvents() { observer(event) }
         var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,

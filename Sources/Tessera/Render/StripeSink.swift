@@ -84,8 +84,9 @@ protocol StripeSink: AnyObject {
     func jobs(for stripe: StripeView, prepared: EncodedStripe?) throws(TesseraError) -> StripeJobs
     /// After the last stripe: completes the output (still invisible).
     func finish() throws(TesseraError)
-    /// Makes the output appear under its name, replacing what was there.
-    func commit() throws(TesseraError)
+    /// Makes the output appear under its name, replacing what was there, as one of the render's
+    /// outputs: undone through `commit` if a later one fails (OutputCommit).
+    func commit(in commit: OutputCommit) throws(TesseraError)
     /// Abandons the output; nothing of it is left (what was at its name stays).
     func discard()
     /// Adds what this output wrote to the render's summary.

@@ -993,23 +993,31 @@ private struct Joiner {
     /// Finishes and commits the outputs, the pyramid first (as a render commits); removes the
     /// shards' shared cells.
     mutating func commit() throws(TesseraError) {
+        try zoomOutput?.finish()
+        try tiffOutput?.writer?.finish()
+        try tiffOutput?.file.finish()
+        // As one (OutputCommit): a failure puts back what the outputs before it replaced.
+        let commit = OutputCommit()
+        do throws(TesseraError) {
+            try zoomOutput?.commit(in: commit)
+            try tiffOutput?.file.commit(in: commit)
+            try jpegOutput?.commit(in: commit)
+        } catch {
+            commit.rollBack()
+            throw error
+        }
+        commit.finish()
         if let zoomOutput {
-            try zoomOutput.finish()
-            try zoomOutput.commit()
             summary.deepZoomTiles = zoomOutput.tilesWritten
             summary.deepZoomBytes = zoomOutput.bytesWritten
             summary.archiveBytes = zoomOutput.archive?.bytesWritten ?? 0
             summary.previews = zoomOutput.previewCounts.made
         }
         if let tiffOutput {
-            try tiffOutput.writer?.finish()
-            try tiffOutput.file.finish()
-            try tiffOutput.file.commit()
             summary.tiffBytes = tiffOutput.file.bytesWritten
             summary.tiffPages = tiffOutput.file.geometry.pageCount
         }
         if let jpegOutput {
-            try jpegOutput.commit()
             summary.jpegBytes = jpegOutput.bytesWritten
         }
         _ = removeTree(SharedCells.directory(shardDirectory: directory, fingerprint: fingerprint))

@@ -213,7 +213,7 @@ final class ShardSink: StripeSink, PreviewSink {
         try part.finish(header: header)
     }
 
-    func commit() throws(TesseraError) { try part.commit() }
+    func commit(in commit: OutputCommit) throws(TesseraError) { try part.commit() }
 
     func discard() {
         zoom?.abandon()
@@ -275,7 +275,7 @@ extension ShardBand {
     static func fingerprint(request: RenderRequest, plan: RenderPlan, shards: Int, bandUnitRows: Int) -> String {
         var digest = Fingerprint()
         let settings = request.settings
-        digest.add("tessera shards 1")
+        digest.add("tessera shards 2")
         for value in [plan.width, plan.height, plan.geometry.stripeHeight, plan.restartInterval, settings.quality,
                       settings.dotsPerInch ?? 0, shards, bandUnitRows, Int(settings.background.red),
                       Int(settings.background.green), Int(settings.background.blue)] { digest.add(Int64(value)) }
@@ -301,9 +301,16 @@ extension ShardBand {
         } else {
             for cell in 0..<layout.cellCount { digest.add(Int32(layout.photo(at: cell))) }
         }
+        // Each photo's file as the scan found it, by its size and modification time too (kept
+        // by copies made with `cp -p` or `rsync -t`, so shards that read their own copy of the
+        // library still agree): a photo replaced between one shard and the next, or before a
+        // shard run again over the shared cells of an earlier run, makes another render, whose
+        // parts the join refuses and whose cells are kept apart.
         for photo in request.photos {
             digest.add(photo.path)
             for value in [photo.header.width, photo.header.height, photo.header.exifOrientation] { digest.add(Int64(value)) }
+            digest.add(photo.fileBytes ?? -1)
+            digest.add(photo.modifiedNanoseconds ?? -1)
         }
         if let tint = request.tint {
             digest.add(tint.strength.bitPattern)

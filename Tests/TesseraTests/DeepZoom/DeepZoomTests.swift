@@ -352,7 +352,7 @@ extension RenderTests {
         #expect(scratch.contents() == ["p_files"])
     }
 
-    /// A commit that fails after NAME_files was swapped in (here the descriptor's rename) puts
+    /// A commit that fails after NAME_files was swapped in (here the descriptor's swap) puts
     /// the old tiles and page back: the old pyramid stays whole, nothing new is left.
     @Test func aFailedCommitLeavesTheOldPyramidWhole() throws {
         let scratch = ScratchDirectory()
@@ -363,13 +363,14 @@ extension RenderTests {
                           cellWidth: 40, cellHeight: 40, settings: settings)
         let oldDescriptor = readBytes(scratch.file("p.dzi")), oldPage = readBytes(scratch.file("p.html"))
         let oldTile = readBytes(scratch.file("p_files/10/3_1.jpg"))
-        SyscallFaults.inject("rename", errno: EIO, pathPrefix: scratch.file("p.dzi"))
+        // (The descriptor is swapped with the old one, as the folder and the page are.)
+        SyscallFaults.inject("renameat2", errno: EIO, pathPrefix: scratch.file("p.dzi"))
         defer { SyscallFaults.reset() }
-        #expect(throws: TesseraError.system(operation: "rename", errno: EIO, path: scratch.file("p.dzi"))) {
+        #expect(throws: TesseraError.system(operation: "renameat2", errno: EIO, path: scratch.file("p.dzi"))) {
             try renderPyramid(landscapes, jpeg: nil, deepZoom: scratch.file("p.dzi"), columns: 4, rows: 4,
                               cellWidth: 40, cellHeight: 40, settings: settings)
         }
-        #expect(SyscallFaults.fired("rename", pathPrefix: scratch.file("p.dzi")) == 1)
+        #expect(SyscallFaults.fired("renameat2", pathPrefix: scratch.file("p.dzi")) == 1)
         #expect(readBytes(scratch.file("p.dzi")) == oldDescriptor)
         #expect(readBytes(scratch.file("p.html")) == oldPage)
         #expect(readBytes(scratch.file("p_files/10/3_1.jpg")) == oldTile)

@@ -347,6 +347,21 @@ func skippedReason(_ path: String) throws -> String? {
         writeBytes(big.bytes, to: scratch.file("big.tif"))
         let reason = try skippedReason(scratch.file("big.tif"))
         #expect(reason?.contains("more than its") == true || reason?.hasPrefix("TIFF: ") == true, "\(String(describing: reason))")
+        // 200 private tags all pointing at the same 1 MiB of zeros (a 1 MB file): libtiff would
+        // hold every tag's value, 200 MiB, to open the page. Refused before it is opened.
+        var aliased = TIFFBuilder()
+        let strip = aliased.append([UInt8](repeating: 0x80, count: 16)), block = aliased.append([UInt8](repeating: 0, count: 1 << 20))
+        var entries: [(UInt32, UInt32, UInt32, UInt32)] = [(0x100, 3, 1, 4), (0x101, 3, 1, 4), (0x102, 3, 1, 8), (0x103, 3, 1, 1),
+                                                            (0x106, 3, 1, 1), (0x111, 4, 1, strip), (0x115, 3, 1, 1), (0x116, 3, 1, 4),
+                                                            (0x117, 4, 1, 16)]
+        for i in 0..<200 { entries.append((UInt32(50_000 + i), 7, 1 << 20, block)) }
+        let directory = TIFFBuilder.le(UInt32(entries.count), 2)
+            + entries.flatMap { TIFFBuilder.le($0.0, 2) + TIFFBuilder.le($0.1, 2) + TIFFBuilder.le($0.2, 4) + TIFFBuilder.le($0.3, 4) }
+            + TIFFBuilder.le(0, 4)
+        aliased.setFirstIFD(aliased.append(directory))
+        writeBytes(aliased.bytes, to: scratch.file("aliased.tif"))
+        let tags = try skippedReason(scratch.file("aliased.tif"))
+        #expect(tags?.contains("its tags hold 200 MiB") == true, "\(String(describing: tags))")
         // 16-bit CMYK: libtiff's RGBA interface has no such case; the scan names its reason.
         #expect(runTool(["convert", formatFixtures.directory + "/master.png", "-colorspace", "CMYK", "-depth", "16",
                          scratch.file("cmyk16.tif")]) == 0)

@@ -260,6 +260,29 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
         #expect(meanAbsoluteDifference(used.0, formula) > 10)
     }
 
+    /// A profile whose floating-point table has curves of thousands of segments is not used
+    /// (Little CMS 2.14 crashed reading 16,000-segment curves under the profile's memory cap, a
+    /// 4 KB PNG's worth; 6,000 took 1.3 s a photo): drawn as if sRGB, with a warning that says
+    /// why. The same profile with curves of 3 segments is read.
+    @Test func aProfileOfCurvesOfThousandsOfSegmentsIsNotUsed() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let untagged = scratch.file("untagged.jpg")
+        #expect(runTool(["convert", formatFixtures.directory + "/master.png", "-quality", "90", untagged]) == 0)
+        let (plain, _) = try drawnCell(untagged)
+        for segments in [3, 16_000] {
+            let tagged = scratch.file("segments-\(segments).jpg")
+            writeBytes(withICCProfile(readBytes(untagged), segmentedCurveProfile(segments: segments)), to: tagged)
+            let (cell, notes) = try drawnCell(tagged)
+            if segments > 64 {
+                #expect(notes.warningCount == 1 && notes.firstWarning.contains("a curve of more than 64 segments"), "\(notes.firstWarning)")
+                #expect(meanAbsoluteDifference(cell, plain) == 0)
+            } else {
+                #expect(!notes.firstWarning.contains("segments"), "\(notes.firstWarning)")
+            }
+        }
+    }
+
     /// An sRGB profile is not converted: the photo stays byte-identical to the untagged one.
     @Test func srgbProfileIsDrawnAsIs() throws {
         let scratch = ScratchDirectory()
@@ -372,4 +395,62 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
         #expect(reasons["d.png"] != nil)
         #expect(reasons["e.txt"] == nil && library.ignoredNonJPEGCount == 1)
     }
+}
+
+/// `jpeg` with `profile` in APP2 ICC_PROFILE markers after SOI (as many as it takes).
+func withICCProfile(_ jpeg: [UInt8], _ profile: [UInt8]) -> [UInt8] {
+    let chunk = 65_519
+    let count = (profile.count + chunk - 1) / chunk
+    var markers: [UInt8] = []
+    for index in 0..<count {
+        let payload = Array("ICC_PROFILE".utf8) + [0, UInt8(index + 1), UInt8(count)]
+            + profile[(index * chunk)..<min(profile.count, (index + 1) * chunk)]
+        markers += [0xFF, 0xE2, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+    }
+    return Array(jpeg[0..<2]) + markers + jpeg[2...]
+}
+
+/// A v4 RGB profile whose floating-point tables (D2B0 and D2B1) are three segmented curves of
+/// `segments` identity segments each, then a matrix (a hostile profile's shape, at thousands).
+func segmentedCurveProfile(segments: Int) -> [UInt8] {
+    func be32(_ value: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> UInt32($0)) } }
+    func be16(_ value: Int) -> [UInt8] { [UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] }
+    func float(_ value: Float) -> [UInt8] { be32(value.bitPattern) }
+    func text(_ value: String) -> [UInt8] { Array(value.utf8) }
+    func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4) }
+    var curve = text("curf") + [0, 0, 0, 0] + be16(segments) + be16(0)
+    for i in 0..<(segments - 1) { curve += float(1 + Float(i) * 1e-3) }
+    for _ in 0..<segments { curve += text("parf") + [0, 0, 0, 0] + be16(0) + be16(0) + float(1) + float(1) + float(0) + float(0) }
+    curve = padded(curve)
+    var curves = text("cvst") + [0, 0, 0, 0] + be16(3) + be16(3)
+    for i in 0..<3 { curves += be32(UInt32(12 + 24 + i * curve.count)) + be32(UInt32(curve.count)) }
+    for _ in 0..<3 { curves += curve }
+    let toXYZ: [Float] = [0.4361, 0.3851, 0.1431, 0.2225, 0.7169, 0.0606, 0.0139, 0.0971, 0.7141, 0, 0, 0]
+    let matrix = text("matf") + [0, 0, 0, 0] + be16(3) + be16(3) + toXYZ.flatMap(float)
+    var table = text("mpet") + [0, 0, 0, 0] + be16(3) + be16(3) + be32(2)
+    var offset = 16 + 16
+    for element in [curves, matrix] {
+        table += be32(UInt32(offset)) + be32(UInt32(element.count))
+        offset += element.count
+    }
+    table += curves + matrix
+    let name = Array("hostile curves".utf16).flatMap { be16(Int($0)) }
+    let description = padded(text("mluc") + [0, 0, 0, 0] + be32(1) + be32(12) + text("enUS") + be32(UInt32(name.count)) + be32(28) + name)
+    func s15(_ value: Double) -> [UInt8] { be32(UInt32(bitPattern: Int32((value * 65536).rounded()))) }
+    let white = text("XYZ ") + [0, 0, 0, 0] + s15(0.9642) + s15(1.0) + s15(0.8249)
+    let tags: [([UInt8], [UInt8])] = [(text("desc"), description), (text("wtpt"), white), (text("D2B0"), table)]
+    let start = 128 + 4 + 12 * (tags.count + 1)
+    var directory = be32(UInt32(tags.count + 1)), data: [UInt8] = []
+    var tableAt = 0
+    for (signature, body) in tags {
+        if signature == text("D2B0") { tableAt = start + data.count }
+        directory += signature + be32(UInt32(start + data.count)) + be32(UInt32(body.count))
+        data += body
+    }
+    directory += text("D2B1") + be32(UInt32(tableAt)) + be32(UInt32(table.count))
+    let size = start + data.count
+    var header = be32(UInt32(size)) + text("lcms") + be32(0x0430_0000) + text("mntrRGB XYZ ") + [UInt8](repeating: 0, count: 12)
+    header += text("acsp") + text("APPL") + [UInt8](repeating: 0, count: 20) + be32(1) + s15(0.9642) + s15(1.0) + s15(0.8249)
+    header += text("lcms") + [UInt8](repeating: 0, count: 44)
+    return header + directory + data
 }

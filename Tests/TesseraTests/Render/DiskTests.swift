@@ -185,3 +185,45 @@ extension RenderTests {
         #expect(names == ["existing.jpg", "filler"])
     }
 }
+
+extension RenderTests {
+    /// The outputs of a render appear together or not at all: when the last one (the JPEG)
+    /// cannot be moved into place, the pyramid folder, its page and the TIFF moved in before it
+    /// are put back as they were, and nothing of the failed render is left; with the fault gone
+    /// the same render replaces all of them.
+    @Test func aFailureAtTheLastOutputPutsBackTheOnesMovedInBeforeIt() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let folder = scratch.file("out"), jpeg = scratch.file("out") + "/out.jpg"
+        try makeDirectory(folder)
+        try makeDirectory(folder + "/zoom")
+        var first = ShardCase()
+        first.tiff = PyramidTIFFSettings()
+        _ = try StripeRenderer(request: shardRequest(first, folder: folder)).render()
+        let before = treeContents(folder)
+        #expect(before.keys.contains("zoom/out.dzi") && before.keys.contains("out.tif") && before.keys.contains("out.jpg"))
+        var second = first
+        second.settings.quality = 60
+        second.zoom?.quality = 60
+        second.tiff?.quality = 60
+        SyscallFaults.inject("renameat2", errno: EPERM, pathPrefix: jpeg)
+        SyscallFaults.inject("rename", errno: EPERM, pathPrefix: jpeg)
+        defer { SyscallFaults.reset(pathPrefix: jpeg) }
+        #expect(throws: TesseraError.self) { _ = try StripeRenderer(request: shardRequest(second, folder: folder)).render() }
+        #expect(SyscallFaults.fired("rename", pathPrefix: jpeg) == 1)
+        let after = treeContents(folder)
+        #expect(Set(after.keys) == Set(before.keys), "\(Set(after.keys).symmetricDifference(Set(before.keys)).sorted())")
+        for (name, bytes) in before where after[name] != bytes { Issue.record("\(name) is not as it was") }
+        #expect(!listNames(folder).contains { $0.hasPrefix(".") } && !listNames(folder + "/zoom").contains { $0.hasPrefix(".") })
+        SyscallFaults.reset(pathPrefix: jpeg)
+        _ = try StripeRenderer(request: shardRequest(second, folder: folder)).render()
+        let replaced = treeContents(folder)
+        #expect(Set(replaced.keys) == Set(before.keys), "\(Set(replaced.keys).symmetricDifference(Set(before.keys)).sorted())")
+        let tiles = before.keys.filter { $0.hasPrefix("zoom/out_files/") && $0.hasSuffix(".jpg") }
+        #expect(!tiles.isEmpty)
+        for name in ["out.jpg", "out.tif"] + tiles {
+            let changed = replaced[name] != before[name]
+            #expect(changed, "\(name) was not replaced")
+        }
+    }
+}

@@ -395,6 +395,56 @@ func renderShards(_ shape: ShardCase, numbers: [Int], of count: Int, parts: Stri
         #expect(readBytes(folder + "/out.jpg").starts(with: [0xFF, 0xD8]))
     }
 
+    /// A photo replaced by another picture of the same size and orientation between shard runs
+    /// makes another render: shards run again over the cells an earlier run kept draw the new
+    /// picture (the joined JPEG is the single-process render of the changed folder), and a part
+    /// from before the change is refused beside one from after it.
+    @Test func aPhotoReplacedBetweenShardRunsMakesAnotherRender() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let library = scratch.file("lib"), folder = scratch.file("out"), whole = scratch.file("whole")
+        for path in [library, folder, whole] { try makeDirectory(path) }
+        for path in landscapes { writeBytes(readBytes(path), to: library + "/" + path.split(separator: "/").last!) }
+        let changed = library + "/Landscape_1.jpg"
+        func replace(negated: Bool) {
+            // A new file moved into place, as a sync or an editor's save does.
+            #expect(runTool(["convert", landscapes[0]] + (negated ? ["-negate"] : []) + [scratch.file("new.jpg")]) == 0)
+            #expect(rename(scratch.file("new.jpg"), changed) == 0)
+        }
+        func request(_ out: String) throws -> RenderRequest {
+            let photos = try PhotoLibrary.scan([library]).photos
+            let layout = GridLayout.make(photoCount: photos.count, columns: 7, rows: 9, cellWidth: 90, cellHeight: 70, order: .name)
+            return RenderRequest(photos: photos, layout: layout, settings: RenderSettings(), outputs: [.jpeg(path: out + "/out.jpg")])
+        }
+        func shards(_ numbers: [Int], into parts: String) throws {
+            for k in numbers {
+                let target = ShardTarget(shard: try ShardSpec(number: k, count: 2), directory: parts)
+                _ = try StripeRenderer(request: request(folder), shard: target).render()
+            }
+        }
+        let parts = scratch.file("parts")
+        try makeDirectory(parts)
+        try shards([1], into: parts)  // keeps its cells in the shard folder
+        replace(negated: true)
+        try shards([1, 2], into: parts)
+        _ = try ShardJoin.join(directory: parts)
+        var single = try request(whole)
+        single.settings.encoder = .parallel
+        _ = try StripeRenderer(request: single).render()
+        let same = readBytes(folder + "/out.jpg") == readBytes(whole + "/out.jpg")
+        #expect(same, "the joined JPEG drew the photo as it was")
+        removeFile(folder + "/out.jpg")
+
+        let mixed = scratch.file("mixed")
+        try makeDirectory(mixed)
+        try shards([1], into: mixed)
+        replace(negated: false)
+        try shards([2], into: mixed)
+        var refusal = "joined"
+        do { _ = try ShardJoin.join(directory: mixed) } catch { refusal = "\(error)" }
+        #expect(refusal.contains("is a part of another render"), "parts from before and after a photo changed: \(refusal)")
+    }
+
     @Test func anEmptyOrMissingFolderIsRefused() throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }

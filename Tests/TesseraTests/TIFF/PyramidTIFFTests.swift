@@ -96,7 +96,7 @@ private func synthetic(width: Int, height: Int, into row: UnsafeMutablePointer<U
         }
         try output.finish()
         #expect(access(path, F_OK) != 0, "the TIFF is visible before commit")
-        try output.commit()
+        try OutputCommit.all { commit throws(TesseraError) in try output.commit(in: commit) }
         writeBytes(Array(pageChecker.utf8), to: scratch.file("check.py"))
         let log = scratch.file(name + ".txt")
         #expect(runTool(["python3", scratch.file("check.py"), path, String(width), String(height)], stdout: log) == 0,

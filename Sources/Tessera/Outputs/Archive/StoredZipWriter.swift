@@ -252,8 +252,13 @@ final class StoredZipWriter: @unchecked Sendable {
 
     /// Makes the finished archive durable and visible under `destination`.
     func commit() throws(TesseraError) {
+        try OutputCommit.all { commit throws(TesseraError) in try self.commit(in: commit) }
+    }
+
+    /// The same as one output of several (OutputCommit).
+    func commit(in commit: OutputCommit) throws(TesseraError) {
         precondition(finished, "StoredZipWriter.commit before finish")
-        try file.commit()
+        try file.commit(in: commit)
     }
 
     /// Abandons the archive: nothing appears under `destination`.

@@ -315,25 +315,26 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         try bytes.withUnsafeBytes { raw in Result { () throws(TesseraError) in try page.append(raw) } }.get()
     }
 
-    /// Moves the finished pyramid into place, then the archive and its page.
-    func commit() throws(TesseraError) {
+    /// Moves the finished pyramid into place, then the archive and its page, as some of the
+    /// render's outputs (OutputCommit).
+    func commit(in commit: OutputCommit) throws(TesseraError) {
         // The SZI's page, like the folder's (commitFolder), is checked again before anything
         // moves: a hand-written page put there during the render is kept.
         if let archivePagePath { try DeepZoomViewer.checkReplaceablePage(archivePagePath) }
-        if let destination, let staging { try commitFolder(destination: destination, staging: staging) }
-        try archive?.commit()
-        try archivePage?.commit()
-        try iiif?.commit()
+        if let destination, let staging { try commitFolder(destination: destination, staging: staging, in: commit) }
+        try archive?.commit(in: commit)
+        try archivePage?.commit(in: commit)
+        try iiif?.commit(in: commit)
     }
 
-    private func commitFolder(destination: String, staging: String) throws(TesseraError) {
+    private func commitFolder(destination: String, staging: String, in commit: OutputCommit) throws(TesseraError) {
         // Everything that can be refused is checked before the first rename (the names may have
         // changed since the render started).
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
         // NAME_files, then NAME.html, each swapped with what stood there (renameat2 exchange) or
-        // moved in; the descriptor last. If a step fails, the steps before are undone in reverse,
-        // so the old pyramid stays whole under its old descriptor and the new one goes with the
-        // staging folder.
+        // moved in; the descriptor last, the same way. If a step fails, the steps before are
+        // undone in reverse, so the old pyramid stays whole under its old descriptor and the new
+        // one goes with the staging folder.
         var undo: [() -> Void] = []
         func moveIn(_ entry: String) throws(TesseraError) {
             let from = staging + "/" + entry, to = folder + "/" + entry
@@ -358,13 +359,21 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
                 try renameFile(page, to: parked)
                 undo.append { try? renameFile(parked, to: page) }
             }
-            try renameFile(staging + "/" + name + ".dzi", to: destination)
+            // The descriptor too is swapped (the old one kept in the staging folder), so that a
+            // later output's failure can put it back.
+            try moveIn(name + ".dzi")
         } catch {
             for step in undo.reversed() { step() }
             throw error
         }
         finished = true
-        removeTree(staging)
+        // Undone if a later output fails: the old pyramid back, the new one in the staging
+        // folder again for `discard`. Else the staging folder, holding the old one, goes.
+        commit.onUndo { [self] in
+            for step in undo.reversed() { step() }
+            finished = false
+        }
+        commit.afterwards { removeTree(staging) }
     }
 
     /// Removes everything this output made (nothing of an existing pyramid is touched).

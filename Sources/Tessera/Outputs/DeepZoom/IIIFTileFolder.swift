@@ -160,7 +160,7 @@ final class IIIFTileFolder: @unchecked Sendable {
     }
 
     /// Moves the folder into place: swapped with one tessera wrote, or renamed in.
-    func commit() throws(TesseraError) {
+    func commit(in commit: OutputCommit) throws(TesseraError) {
         try IIIFTileFolder.checkReplaceable(destination)
         // The staging lock is the folder's own file: it is not published. (The lock stays held
         // on the open file; a sweep of stale temporaries meanwhile sees this process alive.)
@@ -169,10 +169,25 @@ final class IIIFTileFolder: @unchecked Sendable {
         if system_lstat(destination, &existing) == 0 {
             try exchangePaths(staging, destination)
             committed = true
-            removeTree(staging)  // the old folder, swapped in
+            // The old folder, swapped in: given a lock file (removed last), so that a removal
+            // cut short (the process killed) leaves a folder a later run knows as a stale
+            // temporary and removes, not one it no longer recognises once its marker is gone.
+            let lock = try? StaleTemporaries.lockDirectory(staging)
+            commit.onUndo { [self] in
+                lock?.close()
+                removeFile(staging + "/" + StaleTemporaries.lockName)
+                if (try? exchangePaths(staging, destination)) != nil { committed = false }
+            }
+            commit.afterwards { [staging] in
+                removeTree(staging)
+                lock?.close()
+            }
         } else {
             try renameFile(staging, to: destination)
             committed = true
+            commit.onUndo { [self] in
+                if (try? renameFile(destination, to: staging)) != nil { committed = false }
+            }
         }
     }
 

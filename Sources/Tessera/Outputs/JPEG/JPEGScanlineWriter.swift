@@ -128,7 +128,7 @@ final class SerialJPEGSink: StripeSink {
     }
 
     func finish() throws(TesseraError) { try encoder.finish() }
-    func commit() throws(TesseraError) { try output.commit() }
+    func commit(in commit: OutputCommit) throws(TesseraError) { try output.commit(in: commit) }
     func discard() { output.discard() }
     func record(into summary: inout RenderSummary) { summary.outputBytes = output.bytesWritten }
 }

@@ -136,7 +136,7 @@ final class RestartMarkerJPEGSink: StripeSink {
     }
 
     func finish() throws(TesseraError) {}
-    func commit() throws(TesseraError) { try output.commit() }
+    func commit(in commit: OutputCommit) throws(TesseraError) { try output.commit(in: commit) }
     func discard() { output.discard() }
     func record(into summary: inout RenderSummary) { summary.outputBytes = output.bytesWritten }
 

@@ -129,11 +129,11 @@ final class PyramidTIFFFile: @unchecked Sendable {
     }
 
     /// Makes the finished file durable and visible under `destination`.
-    func commit() throws(TesseraError) {
+    func commit(in commit: OutputCommit) throws(TesseraError) {
         lock.lock()
         defer { lock.unlock() }
         precondition(state == .finished && writer == nil, "PyramidTIFFFile.commit before finish")
-        try output.commit()
+        try output.commit(in: commit)
         state = .committed
     }
 

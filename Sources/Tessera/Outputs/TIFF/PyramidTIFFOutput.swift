@@ -55,7 +55,7 @@ final class PyramidTIFFOutput: StripeSink {
         try file.finish()
     }
 
-    func commit() throws(TesseraError) { try file.commit() }
+    func commit(in commit: OutputCommit) throws(TesseraError) { try file.commit(in: commit) }
 
     func discard() {
         writer.abandon()
