@@ -65,12 +65,13 @@ static const char *readable(const struct tessera_png *png, int status) {
     case SPNG_IO_EOF: case SPNG_EIDAT_TOO_SHORT: return "the file ends early (truncated PNG)";
     case SPNG_ECHUNK_CRC: return "a chunk's CRC checksum is wrong: the file is corrupt";
     case SPNG_ECHUNK_LIMITS:
-        return png->text_chunks > chunk_count_limit ? "too many text chunks (more than 10000)"
-                                                    : "a metadata chunk over 16 MiB, or over 64 MiB of them, or more than 10000";
     case SPNG_EBADSTATE:
-        // libspng stopped at an earlier error that a getter swallowed (the chunk limits, most often).
+        // (EBADSTATE: libspng stopped at an earlier error that a getter swallowed, the chunk
+        // limits almost always.) The limits set in tessera_png_open, in words.
         return png->text_chunks > chunk_count_limit ? "too many text chunks (more than 10000)"
-                                                    : "libspng stopped at an earlier error in the chunks before the image";
+                                                    : "metadata chunks (text, an ICC profile, EXIF) larger than Tessera "
+                                                      "holds beside a photo (8 MiB a chunk, 12 MiB in all, as stored or "
+                                                      "unpacked)";
     case SPNG_EIDAT_STREAM: case SPNG_EZLIB: return "its compressed image data is corrupt";
     case SPNG_EFILTER: return "a row has an unknown filter type: the image data is corrupt";
     case SPNG_EUSER_WIDTH: return "wider than the 1,048,576 px Tessera reads";

@@ -4,13 +4,15 @@
 // aspect), in a cache directory: `features-k<k>-a<aspect>.idx`, sorted by path, and its journal
 // `.journal`, which every batch of analysed photos is appended to durably (an interrupted
 // analysis keeps every batch appended; the next run analyses only the rest). A record: key = the
-// photo's path bytes; value = size i64, mtime (ns) i64, a change time slot i64 (0: the scan
-// keeps no change time, and a stat a photo to read one would cost a warm run), device u64, inode
-// u64 (since schema 2), the decode key (`decodeKey`: format, colour profile, decoder version) as
-// a u8 length and its bytes, then k*k*3 Float32, all little-endian. An entry counts only while
-// the file's size, mtime, device and inode are unchanged (another folder's photo of the same
-// relative path, size and time is another inode; an editor that rewrites a photo and renames it
-// over the old one makes a new inode), it would be decoded the same way, and every value is a
+// photo's path bytes; value = size i64, mtime (ns) i64, change time (ns) i64 (0: not known, as
+// in entries written before 0.6.15), device u64, inode u64 (since schema 2), the decode key
+// (`decodeKey`: format, colour profile, decoder version) as a u8 length and its bytes, then
+// k*k*3 Float32, all little-endian. An entry counts only while the file's size, mtime, device
+// and inode are unchanged, and its change time where both sides know one (another folder's
+// photo of the same relative path, size and time is another inode; an editor that rewrites a
+// photo and renames it over the old one makes a new inode; a file deleted and another made with
+// its freed inode, size and mtime has a new change time), it would be decoded the same way, and
+// every value is a
 // finite number within ±2 (Oklab from sRGB stays
 // within [0, 1] for L and about ±0.33 for a and b: anything else is a damaged cache, analysed
 // again).
@@ -173,21 +175,28 @@ public final class FeatureIndex: @unchecked Sendable {
         return true
     }
 
-    /// A photo's stamp as the index compares it: size, mtime, device and inode, as scanned (a
-    /// photo made by hand: its size and mtime, device and inode 0), else by stat.
+    /// A photo's stamp as the index compares it: size, mtime, change time, device and inode, as
+    /// scanned (a photo made by hand: its size and mtime, the rest 0), else by stat.
     private static func identity(_ photo: Photo) -> FileStamp? {
         if let size = photo.fileBytes, let mtime = photo.modifiedNanoseconds {
-            return FileStamp(fileBytes: size, modifiedNanoseconds: mtime, device: photo.identity?.device ?? 0, inode: photo.identity?.inode ?? 0)
+            return FileStamp(fileBytes: size, modifiedNanoseconds: mtime, changedNanoseconds: photo.changedNanoseconds ?? 0,
+                             device: photo.identity?.device ?? 0, inode: photo.identity?.inode ?? 0)
         }
         guard case .success(let info) = fileStatus(photo.file) else { return nil }
         return stamp(info)
     }
 
-    /// What a stat gives the index (its change time left out, as the scan's photos have none).
-    private static func stamp(_ info: stat) -> FileStamp {
-        var stamp = FileStamp(info)
-        stamp.changedNanoseconds = 0
-        return stamp
+    /// What a stat gives the index.
+    private static func stamp(_ info: stat) -> FileStamp { FileStamp(info) }
+
+    /// Whether an entry's stamp is the file's: the same size, mtime, device and inode, and the
+    /// same change time where both know one (0: not known, in entries written before 0.6.15 and
+    /// for photos made by hand). A file deleted and another made in its place with the freed
+    /// inode, its size and mtime set back (`cp -p` of a same-sized file), has a new change time.
+    private static func sameFile(_ entry: FileStamp, _ file: FileStamp) -> Bool {
+        entry.fileBytes == file.fileBytes && entry.modifiedNanoseconds == file.modifiedNanoseconds && entry.device == file.device
+            && entry.inode == file.inode
+            && (entry.changedNanoseconds == 0 || file.changedNanoseconds == 0 || entry.changedNanoseconds == file.changedNanoseconds)
     }
 
     /// Looks up `photos`, which must be sorted ascending by `file` (byte order; out of order still
@@ -211,7 +220,7 @@ public final class FeatureIndex: @unchecked Sendable {
             let decoded = Array(Self.decodeKey(photo.header).utf8)
             let hit = photo.file.bytes.withUnsafeBytes { key in
                 cursor.visit(key) { value in
-                    guard let entry = parse(value), entry.stamp == stamp,
+                    guard let entry = parse(value), Self.sameFile(entry.stamp, stamp),
                           decoded.withUnsafeBytes({ compareKeys($0, entry.decoded) }) == 0 else { return false }
                     return features(value, at: entry.features, into: out)
                 }
@@ -284,7 +293,9 @@ public final class FeatureIndex: @unchecked Sendable {
     public func lookup(_ photoPath: String, decoded: String) -> [Float]? {
         guard case .success(let info) = fileStatus(photoPath) else { return nil }
         return lock.withLock {
-            guard let entry = heldLocked()[photoPath], entry.stamp == Self.stamp(info), entry.decoded == decoded else { return nil }
+            guard let entry = heldLocked()[photoPath], Self.sameFile(entry.stamp, Self.stamp(info)), entry.decoded == decoded else {
+                return nil
+            }
             hitCount += 1
             return entry.features
         }

@@ -31,15 +31,20 @@ public struct Photo: Equatable, Sendable {
     /// photo made by hand): what the indexes key a photo by, so a warm run need not stat again.
     public var fileBytes: Int64?
     public var modifiedNanoseconds: Int64?
+    /// Its change time (ns since the epoch) when it was scanned (nil: not known): a file deleted
+    /// and another made in its place (given the freed inode, its size and mtime set back, as
+    /// `cp -p` of a same-sized file does) has a new one, which the feature index checks.
+    public var changedNanoseconds: Int64?
 
     public init(path: String, header: PhotoHeader, file: PathBytes? = nil, identity: OutputDestination.Identity? = nil,
-                fileBytes: Int64? = nil, modifiedNanoseconds: Int64? = nil) {
+                fileBytes: Int64? = nil, modifiedNanoseconds: Int64? = nil, changedNanoseconds: Int64? = nil) {
         self.path = path
         self.header = header
         self.file = file ?? PathBytes(path)
         self.identity = identity
         self.fileBytes = fileBytes
         self.modifiedNanoseconds = modifiedNanoseconds
+        self.changedNanoseconds = changedNanoseconds
     }
 }
 
@@ -485,7 +490,8 @@ public struct PhotoLibrary: Sendable {
             switch found {
             case .success(.photo(let photo, _)):
                 try builder.append(Photo(path: photo.path, header: photo.header, file: candidate.path, identity: candidate.identity,
-                                         fileBytes: candidate.fileBytes, modifiedNanoseconds: candidate.modifiedNanoseconds))
+                                         fileBytes: candidate.fileBytes, modifiedNanoseconds: candidate.modifiedNanoseconds,
+                                         changedNanoseconds: candidate.changedNanoseconds))
             case .success(.ownOutput): leftOut.ownOutputs += 1
             case .success(.video): leftOut.videos += 1
             case .success(.notAnImage) where !candidate.named && !Formats.hasPhotoSuffix(candidate.path.display):

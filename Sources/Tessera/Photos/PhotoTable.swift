@@ -306,7 +306,7 @@ final class PhotoTableFile: @unchecked Sendable {
 /// One photo's fixed-size record: every field of `Photo` and `PhotoHeader`, and where its
 /// variable-length parts are in the heap. Integers little endian; `Int` fields as 64 bits.
 struct PhotoRecord {
-    static let size = 144
+    static let size = 152
 
     /// Bits of `flags`.
     private enum Flag {
@@ -321,13 +321,14 @@ struct PhotoRecord {
         static let hasModified: UInt16 = 1 << 8
         /// The path text is stored (it is not the display of the path bytes).
         static let ownPathText: UInt16 = 1 << 9
+        static let hasChanged: UInt16 = 1 << 12
         /// Colour model in bits 10-11: 0 gray, 1 rgb, 2 cmyk.
         static let colorShift: UInt16 = 10
     }
 
     // Offsets in a record.
     private static let heapOffsetAt = 0, fileLengthAt = 8, pathLengthAt = 12, formatLengthAt = 16, flagsAt = 18
-    private static let integersAt = 24  // 15 Int64s: 120 bytes, to 144
+    private static let integersAt = 24  // 16 Int64s: 128 bytes, to 152
 
     let bytes: UnsafeRawBufferPointer
 
@@ -374,7 +375,8 @@ struct PhotoRecord {
             ? OutputDestination.Identity(device: UInt64(bitPattern: integer(10)), inode: UInt64(bitPattern: integer(11))) : nil
         return Photo(path: path, header: header, file: file, identity: identity,
                      fileBytes: flags & Flag.hasFileBytes != 0 ? integer(12) : nil,
-                     modifiedNanoseconds: flags & Flag.hasModified != 0 ? integer(13) : nil)
+                     modifiedNanoseconds: flags & Flag.hasModified != 0 ? integer(13) : nil,
+                     changedNanoseconds: flags & Flag.hasChanged != 0 ? integer(15) : nil)
     }
 
     /// Appends `photo`'s record to `record` and its variable parts to `heap`.
@@ -393,6 +395,7 @@ struct PhotoRecord {
         if photo.identity != nil { flags |= Flag.hasIdentity }
         if photo.fileBytes != nil { flags |= Flag.hasFileBytes }
         if photo.modifiedNanoseconds != nil { flags |= Flag.hasModified }
+        if photo.changedNanoseconds != nil { flags |= Flag.hasChanged }
         if ownText { flags |= Flag.ownPathText }
         switch header.colorModel {
         case .gray: break
@@ -413,7 +416,7 @@ struct PhotoRecord {
             header.coefficientBytes, header.dcDecoderBytes, Int64(bitPattern: header.colorTag ?? 0), header.wholeImageBytes,
             Int64(header.thumbnailWidth), Int64(header.thumbnailHeight),
             Int64(bitPattern: photo.identity?.device ?? 0), Int64(bitPattern: photo.identity?.inode ?? 0),
-            photo.fileBytes ?? 0, photo.modifiedNanoseconds ?? 0, header.dateTaken,
+            photo.fileBytes ?? 0, photo.modifiedNanoseconds ?? 0, header.dateTaken, photo.changedNanoseconds ?? 0,
         ]
         for value in integers { put(value) }
         heap.append(contentsOf: photo.file.bytes)

@@ -517,7 +517,13 @@ final class RecordStore: @unchecked Sendable {
         var sources: [any RecordSource] = []
         if let main = BlockFileSource.open(main: mainPath, schema: schema, onDamage: { [weak self] in
             self?.damageLock.withLock { self?.damageFound = true }
-        }) { sources.append(main) }
+        }) {
+            sources.append(main)
+        } else if mainExists {
+            // A main file that does not open (garbage, a damaged header, another schema) is
+            // damaged whole: the next compaction rewrites it, else it would stay for good.
+            damageLock.withLock { damageFound = true }
+        }
         if let held, held.count > 0 { sources.append(held) }
         return sources
     }

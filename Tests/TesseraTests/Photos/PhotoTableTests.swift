@@ -24,7 +24,8 @@ import Testing
         return Photo(path: index % 11 == 0 ? "a label of its own \(index)" : file.display, header: header, file: file,
                      identity: index % 4 == 1 ? nil : OutputDestination.Identity(device: UInt64.max - 1, inode: UInt64(index) << 40),
                      fileBytes: index % 5 == 2 ? nil : Int64(index) * 1_000_003,
-                     modifiedNanoseconds: index % 6 == 3 ? nil : 1_700_000_000_123_456_789 + Int64(index))
+                     modifiedNanoseconds: index % 6 == 3 ? nil : 1_700_000_000_123_456_789 + Int64(index),
+                     changedNanoseconds: index % 7 == 4 ? nil : 1_800_000_000_987_654_321 - Int64(index))
     }
 
     static func build(_ photos: [Photo], memoryLimit: Int) throws -> PhotoTable {
