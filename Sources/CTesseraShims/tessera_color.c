@@ -210,66 +210,87 @@ static void *transform_to_srgb_as(cmsContext context, color_budget *budget, cmsH
     return made;
 }
 
-/// The most segments a curve of a floating-point table may have, and the most samples a
-/// sampled segment: a real profile's curves have a few segments. Little CMS walks a curve's
-/// segments at every point it evaluates (a profile of 6,000-segment curves took 1.3 s of a core
-/// a photo), and 2.14 frees pointers it never set when an allocation for a curve set of many
-/// segments is refused (a crash, from a 4 KB PNG).
+/// The most segments a curve of a floating-point table may have, and the most Little CMS may
+/// allocate to read one such table: a real profile's curves have a few segments and its tables
+/// a few hundred KB. Little CMS walks a curve's segments at every point it evaluates (a profile
+/// of 6,000-segment curves took 1.3 s of a core a photo), and 2.14 frees pointers it never set
+/// when an allocation for a curve set is refused under the profile's memory cap (a crash, from
+/// a 4 KB PNG; and from a 25 KB one of 64-segment curves of 4,096 samples each).
 #define TESSERA_COLOR_MAX_SEGMENTS 64
-#define TESSERA_COLOR_MAX_SAMPLES 4096
+#define TESSERA_COLOR_MAX_TABLE_BYTES (2u << 20)
 
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 
-/// Whether the curve set at `element` (`size` bytes, inside the profile) has a curve of more
-/// segments, or a segment of more samples, than a profile needs; read from the bytes, before
-/// Little CMS reads the tag.
-static int curve_set_too_elaborate(const uint8_t *element, size_t size) {
-    if (size < 12) return 0;
+/// What Little CMS allocates to read the curve set at `element`, the profile's bytes running to
+/// `end` (its own position table's sizes are not trusted: Little CMS reads by the offsets), or
+/// UINT64_MAX when a curve has more than TESSERA_COLOR_MAX_SEGMENTS segments.
+static uint64_t curve_set_bytes(const uint8_t *element, const uint8_t *end) {
+    if (end - element < 12) return 0;
     uint32_t curves = be16(element + 8);
-    if (12 + (size_t)curves * 8 > size) return 0;  // damaged: Little CMS refuses it
-    for (uint32_t c = 0; c < curves; c++) {
-        uint32_t offset = be32(element + 12 + c * 8), length = be32(element + 16 + c * 8);
-        if (offset > size || length > size - offset || length < 12) continue;
+    uint64_t bytes = 0;
+    for (uint32_t c = 0; c < curves && 20 + (size_t)c * 8 <= (size_t)(end - element); c++) {
+        uint32_t offset = be32(element + 12 + c * 8);
+        if (offset > (size_t)(end - element) || (size_t)(end - element) - offset < 12) continue;
         const uint8_t *curve = element + offset;
         if (be32(curve) != 0x63757266) continue;  // 'curf'
         uint32_t segments = be16(curve + 8);
-        if (segments > TESSERA_COLOR_MAX_SEGMENTS) return 1;
-        size_t at = 12 + (segments > 0 ? (size_t)(segments - 1) * 4 : 0);  // the break points
-        for (uint32_t k = 0; k < segments && at + 12 <= length; k++) {
-            const uint8_t *segment = curve + at;
-            if (be32(segment) == 0x73616D66) {  // 'samf'
-                uint32_t samples = be32(segment + 8);
-                if (samples > TESSERA_COLOR_MAX_SAMPLES) return 1;
-                at += 12 + (size_t)samples * 4;
+        if (segments > TESSERA_COLOR_MAX_SEGMENTS) return UINT64_MAX;
+        bytes += 4096 * 2 + (uint64_t)segments * 96;  // the curve's 16-bit table, its segments
+        const uint8_t *at = curve + 12 + (segments > 0 ? (size_t)(segments - 1) * 4 : 0);  // past the break points
+        for (uint32_t k = 0; k < segments && at <= end && end - at >= 12; k++) {
+            if (be32(at) == 0x73616D66) {  // 'samf': its samples, read and then copied
+                uint32_t samples = be32(at + 8);
+                bytes += (uint64_t)samples * 8;
+                at += 12 + (uint64_t)samples * 4 > (uint64_t)(end - at) ? (size_t)(end - at) : 12 + (size_t)samples * 4;
             } else {  // 'parf': 4 or 5 parameters by its function type
-                at += 12 + (be16(segment + 8) == 0 ? 4 : 5) * 4;
+                at += 12 + (be16(at + 8) == 0 ? 4 : 5) * 4;
             }
         }
     }
-    return 0;
+    return bytes;
+}
+
+/// What Little CMS allocates for the lookup table at `element`: its grid's points times its
+/// outputs, in floats (UINT64_MAX past any table).
+static uint64_t clut_bytes(const uint8_t *element, const uint8_t *end) {
+    if (end - element < 28) return 0;
+    uint32_t inputs = be16(element + 8), outputs = be16(element + 10);
+    uint64_t points = 1;
+    for (uint32_t i = 0; i < inputs && i < 16; i++) {
+        points *= element[12 + i];
+        if (points > (1u << 30)) return UINT64_MAX;
+    }
+    return points * outputs * 4;
 }
 
 /// Why the floating-point tables (D2Bx, B2Dx) of the profile `icc` are more than a profile
-/// needs, read from its bytes before Little CMS reads them; NULL when they are not.
+/// needs, read from its bytes before Little CMS reads them; NULL when they are not. Every
+/// bound is the profile's end, not the sizes its tables declare, which Little CMS ignores.
 static const char *tables_too_elaborate(const uint8_t *icc, size_t length, uint32_t *elements) {
+    const uint8_t *end = icc + length;
     uint32_t count = be32(icc + 128);
     if (count > (length - 132) / 12) count = (uint32_t)((length - 132) / 12);
     for (uint32_t t = 0; t < count; t++) {
         const uint8_t *entry = icc + 132 + (size_t)t * 12;
-        uint32_t signature = be32(entry), offset = be32(entry + 4), size = be32(entry + 8);
+        uint32_t signature = be32(entry), offset = be32(entry + 4);
         int table = (signature >= 0x44324230 && signature <= 0x44324233) || (signature >= 0x42324430 && signature <= 0x42324433);
-        if (!table || offset > length || size > length - offset || size < 16) continue;
+        if (!table || offset > length || length - offset < 16) continue;
         const uint8_t *tag = icc + offset;
         if (be32(tag) != 0x6D706574) continue;  // 'mpet'
         *elements = be32(tag + 12);
         if (*elements > TESSERA_COLOR_MAX_STAGES) return "stages";
-        if (16 + (size_t)*elements * 8 > size) continue;
-        for (uint32_t e = 0; e < *elements; e++) {
-            uint32_t at = be32(tag + 16 + e * 8), bytes = be32(tag + 20 + e * 8);
-            if (at > size || bytes > size - at || bytes < 12) continue;
-            if (be32(tag + at) == 0x63767374 && curve_set_too_elaborate(tag + at, bytes)) return "curves";  // 'cvst'
+        uint64_t bytes = 0;
+        for (uint32_t e = 0; e < *elements && 24 + (size_t)e * 8 <= (size_t)(end - tag); e++) {
+            uint32_t at = be32(tag + 16 + e * 8);
+            if (at > (size_t)(end - tag) || (size_t)(end - tag) - at < 12) continue;
+            const uint8_t *element = tag + at;
+            uint32_t type = be32(element);
+            uint64_t more = type == 0x63767374 ? curve_set_bytes(element, end) : type == 0x636C7574 ? clut_bytes(element, end) : 0;
+            if (more == UINT64_MAX && type == 0x63767374) return "curves";
+            bytes = more > UINT64_MAX - bytes ? UINT64_MAX : bytes + more;
         }
+        if (bytes > TESSERA_COLOR_MAX_TABLE_BYTES) return "bytes";
     }
     return NULL;
 }
@@ -290,9 +311,12 @@ static cmsHPROFILE open_profile(const uint8_t *icc, size_t length, cmsColorSpace
         if (elaborate[0] == 's')
             snprintf(message, message_bytes, "its ICC profile chains %u processing elements in a table (a profile needs a few; "
                      "at most %d are read)", (unsigned)elements, TESSERA_COLOR_MAX_STAGES);
+        else if (elaborate[0] == 'c')
+            snprintf(message, message_bytes, "its ICC profile has a curve of more than %d segments in a table (a profile "
+                     "needs a few)", TESSERA_COLOR_MAX_SEGMENTS);
         else
-            snprintf(message, message_bytes, "its ICC profile has a curve of more than %d segments or %d samples in a table "
-                     "(a profile needs a few)", TESSERA_COLOR_MAX_SEGMENTS, TESSERA_COLOR_MAX_SAMPLES);
+            snprintf(message, message_bytes, "its ICC profile has a table that takes more than %u MiB to read (a profile's "
+                     "take a few hundred KB)", TESSERA_COLOR_MAX_TABLE_BYTES >> 20);
         return NULL;
     }
     *context = budget_context(budget);

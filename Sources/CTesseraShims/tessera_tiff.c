@@ -140,6 +140,9 @@ static void fill_info(struct tessera_tiff *tiff) {
 /// opens it, outside any budget: a 40 MB profile tag took 97 MB at --max-memory 64M and was
 /// OOM-killed in a 64 MiB cgroup, though the profile is then refused (over 8 MiB); 2,000
 /// private tags pointing at the same 1 MiB of a 1 MB file took 1.9 GB (a helper's finding).
+/// The most a page's tags may hold in all (tessera_tiff_open).
+#define TESSERA_TIFF_TAG_BYTES (64 << 20)
+
 static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes, uint64_t *all_tags) {
     *all_tags = 0;
     uint8_t head[16];
@@ -186,10 +189,12 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
                  "would hold it whole to open the page", (unsigned long long)profile, TESSERA_COLOR_MAKING_BYTES >> 20);
         return NULL;
     }
-    // Half the allocation cap for the tags (the other half is libtiff's for a strip or tile).
-    if (all_tags > max_allocation / 2) {
+    // The tags in all may hold what one of them may (libtiff's cap on one allocation, at the
+    // scan's 64 MiB): the same for the scan and the render whatever the budget, so a photo the
+    // scan takes is drawn, and a layered Photoshop TIFF of tens of MB still is, as before.
+    if (all_tags > TESSERA_TIFF_TAG_BYTES) {
         snprintf(message, message_bytes, "its tags hold %llu MiB, which libtiff would hold in memory to open the page: more "
-                 "than its memory budget allows", (unsigned long long)(all_tags >> 20));
+                 "than the %d MiB Tessera lets it", (unsigned long long)(all_tags >> 20), TESSERA_TIFF_TAG_BYTES >> 20);
         return NULL;
     }
     struct tessera_tiff *tiff = calloc(1, sizeof *tiff);

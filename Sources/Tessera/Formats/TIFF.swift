@@ -31,7 +31,7 @@ enum TIFFFormat: PhotoFormat {
         return try TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes).header
     }
 
-    /// Whether the TIFF is one Tessera wrote (`--tiff`): its ImageDescription is the output
+    /// Whether the TIFF is one Tessera wrote (a pyramidal TIFF output): its ImageDescription is the output
     /// comment a rendered JPEG carries. Left out of a scan as the JPEG is (its IFD lies at the
     /// file's end, past the bytes `sniff` sees).
     static func isOwnOutput(_ photo: PhotoFile, decoderMemoryBytes: Int) -> Bool {
@@ -119,7 +119,7 @@ final class TIFFReader {
         case .rgb: return ColorProfiles.conversion(icc: iccProfile)
         case .cmyk where iccProfile.count > 0:
             guard inksConvertible else {
-                // Not reached with libtiff 4.5, whose RGBA interface refuses every other CMYK layout.
+                // 8-bit CMYK in separate planes, which libtiff's RGBA interface converts itself.
                 return .unused("its CMYK profile is not used for this TIFF's layout of inks", fromCMYK: true)
             }
             return ColorProfiles.conversion(cmykICC: iccProfile, inverted: false)

@@ -110,7 +110,19 @@ final class AtomicOutputFile {
         let destination = self.destination
         var existing = stat()
         let stood = system_lstat(destination, &existing) == 0
-        if stood, (existing.st_mode & S_IFMT) == S_IFREG, (try? exchangePaths(temporary, destination)) != nil {
+        var exchanged = false
+        if stood, (existing.st_mode & S_IFMT) == S_IFREG {
+            // Renamed over the old file (which a later failure cannot bring back) only where the
+            // filesystem has no exchange; any other failure is the commit's.
+            switch valueOrErrno("renameat2", path: destination, { system_rename_exchange(temporary, destination) }) {
+            case .success: exchanged = true
+            case .failure(let error) where [EINVAL, ENOSYS, EOPNOTSUPP].contains(error.rawValue): break
+            case .failure(let error):
+                removeFile(temporary)
+                throw .system(operation: "renameat2", errno: error.rawValue, path: destination)
+            }
+        }
+        if exchanged {
             // The old file is at `temporary` now.
             commit.onUndo {
                 if (try? exchangePaths(temporary, destination)) != nil { removeFile(temporary) }
