@@ -270,15 +270,17 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
         let untagged = scratch.file("untagged.jpg")
         #expect(runTool(["convert", formatFixtures.directory + "/master.png", "-quality", "90", untagged]) == 0)
         let (plain, _) = try drawnCell(untagged)
-        for segments in [3, 16_000] {
-            let tagged = scratch.file("segments-\(segments).jpg")
-            writeBytes(withICCProfile(readBytes(untagged), segmentedCurveProfile(segments: segments)), to: tagged)
+        // (Curves of 64 segments of 4,096 samples each crashed it too: 6 MB to read.)
+        for (segments, samples, refusal) in [(3, 0, nil), (16_000, 0, "a curve of more than 64 segments"),
+                                             (64, 4096, "a table that takes more than 2 MiB to read")] as [(Int, Int, String?)] {
+            let tagged = scratch.file("segments-\(segments)-\(samples).jpg")
+            writeBytes(withICCProfile(readBytes(untagged), segmentedCurveProfile(segments: segments, samples: samples)), to: tagged)
             let (cell, notes) = try drawnCell(tagged)
-            if segments > 64 {
-                #expect(notes.warningCount == 1 && notes.firstWarning.contains("a curve of more than 64 segments"), "\(notes.firstWarning)")
+            if let refusal {
+                #expect(notes.warningCount == 1 && notes.firstWarning.contains(refusal), "\(notes.firstWarning)")
                 #expect(meanAbsoluteDifference(cell, plain) == 0)
             } else {
-                #expect(!notes.firstWarning.contains("segments"), "\(notes.firstWarning)")
+                #expect(!notes.firstWarning.contains("segments") && !notes.firstWarning.contains("to read"), "\(notes.firstWarning)")
             }
         }
     }
@@ -412,7 +414,8 @@ func withICCProfile(_ jpeg: [UInt8], _ profile: [UInt8]) -> [UInt8] {
 
 /// A v4 RGB profile whose floating-point tables (D2B0 and D2B1) are three segmented curves of
 /// `segments` identity segments each, then a matrix (a hostile profile's shape, at thousands).
-func segmentedCurveProfile(segments: Int) -> [UInt8] {
+/// With `samples` > 0, every segment after the first is a sampled one of that many points.
+func segmentedCurveProfile(segments: Int, samples: Int = 0) -> [UInt8] {
     func be32(_ value: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> UInt32($0)) } }
     func be16(_ value: Int) -> [UInt8] { [UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] }
     func float(_ value: Float) -> [UInt8] { be32(value.bitPattern) }
@@ -420,7 +423,13 @@ func segmentedCurveProfile(segments: Int) -> [UInt8] {
     func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4) }
     var curve = text("curf") + [0, 0, 0, 0] + be16(segments) + be16(0)
     for i in 0..<(segments - 1) { curve += float(1 + Float(i) * 1e-3) }
-    for _ in 0..<segments { curve += text("parf") + [0, 0, 0, 0] + be16(0) + be16(0) + float(1) + float(1) + float(0) + float(0) }
+    for segment in 0..<segments {
+        if samples > 0 && segment > 0 {
+            curve += text("samf") + [0, 0, 0, 0] + be32(UInt32(samples)) + (0..<samples).flatMap { float(Float($0) / Float(samples)) }
+        } else {
+            curve += text("parf") + [0, 0, 0, 0] + be16(0) + be16(0) + float(1) + float(1) + float(0) + float(0)
+        }
+    }
     curve = padded(curve)
     var curves = text("cvst") + [0, 0, 0, 0] + be16(3) + be16(3)
     for i in 0..<3 { curves += be32(UInt32(12 + 24 + i * curve.count)) + be32(UInt32(curve.count)) }
