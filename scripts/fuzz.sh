@@ -27,7 +27,7 @@ for name in base s422 s444 s440 gray; do
     jpegtran -progressive -optimize -restart 2B "$variants/$name.jpg" > "$seeds/$name-restart.jpg"
 done
 # The other formats Tessera reads (recognised by content, so the fuzzer's current.jpg name does not
-# matter): PNG (RGB, palette, Adam7, alpha, an ICC profile), WebP (lossy, lossless), HEIC (with a
+# matter): PNG (RGB, palette, Adam7, alpha, an ICC profile), WebP (lossy, lossless, lossy with a lossless alpha stream), HEIC (with a
 # thumbnail), AVIF, and a JPEG with an ICC profile, through libspng, libwebp, libheif and Little CMS.
 convert "$variants/base.jpg" PNG24:"$seeds/rgb.png"
 convert "$variants/base.jpg" -dither None -colors 64 PNG8:"$seeds/palette.png"
@@ -37,6 +37,11 @@ convert "$variants/base.jpg" -profile /usr/share/color/icc/sRGB.icc -profile /us
 convert "$variants/base.jpg" -profile /usr/share/color/icc/sRGB.icc -profile /usr/share/color/icc/colord/AdobeRGB1998.icc "$seeds/adobe.jpg"
 cwebp -quiet -q 70 "$seeds/rgb.png" -o "$seeds/lossy.webp"
 cwebp -quiet -lossless "$seeds/alpha.png" -o "$seeds/lossless.webp"
+# A lossy picture whose alpha stream is lossless with a predictor (-m 6, filtered), and a
+# lossless one of many prefix-code groups and a colour cache (-z 9): tessera_vp8l.c reads both.
+convert "$variants/base.jpg" -alpha set -channel A -fx "0.5+0.5*sin(i/9)" +channel PNG32:"$seeds/wave.png"
+cwebp -quiet -q 70 -m 6 -alpha_filter best "$seeds/wave.png" -o "$seeds/alpha-predicted.webp"
+cwebp -quiet -lossless -z 9 "$seeds/wave.png" -o "$seeds/lossless-z9.webp"
 heif-enc -q 50 -t 32 "$seeds/rgb.png" -o "$seeds/small.heic" >/dev/null
 heif-enc -A -q 50 "$seeds/rgb.png" -o "$seeds/small.avif" >/dev/null
 # GIF (plain, interlaced, a transparent index) through giflib; TIFF (LZW strips, tiles, 16-bit,

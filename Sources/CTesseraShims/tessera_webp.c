@@ -132,7 +132,37 @@ static const char *status_text(VP8StatusCode status) {
     }
 }
 
-tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *info, char *message, size_t message_bytes) {
+/// The lossless stream of `fragment` (the frame's chunks: ALPH then VP8, or VP8L) measured:
+/// what libwebp will allocate for it, 0 when there is none. -1 with `message` when libwebp
+/// would refuse it.
+static int measure_lossless(const uint8_t *fragment, size_t size, uint32_t width, uint32_t height, uint64_t cap,
+                            tessera_webp_info *info, char *message, size_t message_bytes) {
+    size_t at = 0;
+    while (size - at >= 8) {
+        const uint8_t *chunk = fragment + at;
+        uint64_t length = (uint64_t)chunk[4] | (uint64_t)chunk[5] << 8 | (uint64_t)chunk[6] << 16 | (uint64_t)chunk[7] << 24;
+        if (length > size - at - 8) length = size - at - 8;
+        const uint8_t *payload = chunk + 8;
+        int lossless = memcmp(chunk, "VP8L", 4) == 0, alpha = memcmp(chunk, "ALPH", 4) == 0;
+        if ((lossless && length >= 5) || (alpha && length >= 1 && (payload[0] & 3) == 1)) {
+            tessera_vp8l_cost cost;
+            size_t skip = lossless ? 5 : 1;
+            if (tessera_vp8l_measure(payload + skip, (size_t)length - skip, width, height, alpha, cap, &cost, message,
+                                     message_bytes) != 0) return -1;
+            // A lossy picture's alpha is decoded into a plane of its own, a byte a pixel.
+            info->lossless_bytes = cost.bytes + (alpha ? (uint64_t)width * height : 0);
+            info->groups = cost.groups;
+            info->at_least = cost.at_least;
+            return 0;
+        }
+        if (memcmp(chunk, "VP8 ", 4) == 0) return 0;
+        at += 8 + (size_t)length + (length & 1);
+    }
+    return 0;
+}
+
+tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, uint64_t cap, tessera_webp_info *info, char *message,
+                                size_t message_bytes) {
     if (file_bytes < 12 || file_bytes > (1ull << 32)) {
         snprintf(message, message_bytes, "a WebP of %llu bytes is not a picture", (unsigned long long)file_bytes);
         return NULL;
@@ -174,6 +204,15 @@ tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *
     info->has_alpha = features.has_alpha;
     info->lossless = features.format == 2;
     info->animated = WebPDemuxGetI(webp->demux, WEBP_FF_FRAME_COUNT) > 1;
+    char lossless_message[120];
+    if (measure_lossless(webp->frame.fragment.bytes, webp->frame.fragment.size, (uint32_t)features.width,
+                         (uint32_t)features.height, cap, info, lossless_message, sizeof lossless_message) != 0
+        || guarded_cut(webp->slot)) {
+        if (guarded_cut(webp->slot)) snprintf(message, message_bytes, "%s", cut_message);
+        else snprintf(message, message_bytes, "%s stream: %s", info->lossless ? "lossless" : "alpha", lossless_message);
+        tessera_webp_close(webp);
+        return NULL;
+    }
     if (WebPDemuxGetChunk(webp->demux, "ICCP", 1, &webp->icc)) webp->has_icc = 1;
     WebPChunkIterator exif;
     if (WebPDemuxGetChunk(webp->demux, "EXIF", 1, &exif)) {

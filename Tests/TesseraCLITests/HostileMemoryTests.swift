@@ -79,6 +79,36 @@ elif kind == "lutprofile":
 elif kind == "white": n = int(sys.argv[3]); png(path, n, n, 1, fill=b"\\xff")
 """
 
+/// The lossless WebP writer: a 1024 x 1024 picture whose entropy image (256 x 256, one value
+/// per 4 x 4 block, written with two codes of 256 symbols of 8 bits) names 65,536 prefix-code
+/// groups, each of five one-symbol codes: 295 KB, every pixel coded in no bits. libwebp 1.2
+/// builds a table of about 12 KiB for each group (dwebp: 374 MB).
+private let webpGroupsWriter = """
+import struct, sys
+bits = []
+def put(v, n): bits.extend((v >> i) & 1 for i in range(n))
+def code(c, n): bits.extend((c >> i) & 1 for i in range(n - 1, -1, -1))
+def simple(): put(1, 1); put(0, 1); put(0, 1); put(0, 1)
+def eights(alphabet):
+    put(0, 1); put(8, 4)
+    for s in [17, 18, 0, 1, 2, 3, 4, 5, 16, 6, 7, 8]: put(1 if s in (0, 8) else 0, 3)
+    if alphabet > 256: put(1, 1); put(4, 3); put(254, 10)
+    else: put(0, 1)
+    for i in range(256): code(1, 1)
+side = 1024
+put(0x2f, 8); put(side - 1, 14); put(side - 1, 14); put(0, 4)
+put(0, 1); put(0, 1); put(1, 1); put(0, 3)
+put(0, 1); eights(280); eights(256); simple(); simple(); simple()
+for i in range((side // 4) ** 2): code(i & 255, 8); code(i >> 8, 8)
+for i in range(65536):
+    for k in range(5): simple()
+data = bytearray((len(bits) + 7) // 8)
+for i, b in enumerate(bits):
+    if b: data[i >> 3] |= 1 << (i & 7)
+chunk = b"VP8L" + struct.pack("<I", len(data)) + bytes(data) + (b"\\0" if len(data) % 2 else b"")
+open(sys.argv[1], "wb").write(b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk)
+"""
+
 /// A folder with the hostile file `name` (made by `make`, given its path) and one valid photo.
 private func hostileFolder(_ name: String, _ make: (String) -> Bool) -> String? {
     let folder = testRoot + "/hostile-\(UInt32.random(in: 0...UInt32.max))"
@@ -144,6 +174,22 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         HostileCase(name: "PNG of 1,048,576 x 64, 32M", file: "wide.png", budgetMiB: 32, saying: "") { writePNG("wide", $0) },
         HostileCase(name: "lossy WebP with alpha, 8000 x 8000", file: "alpha.webp", budgetMiB: 64, saying: "alpha plane") {
             writePNG("alpha", $0 + ".png", "8000") && system("cwebp -quiet -q 50 '\($0).png' -o '\($0)' && rm '\($0).png'") == 0
+        },
+        // libwebp builds its tables for every prefix-code group of a lossless picture: 377 MiB
+        // at 64M. Counted from the stream before libwebp reads it (tessera_vp8l.c).
+        HostileCase(name: "lossless WebP of 65,536 prefix-code groups in 295 KB", file: "groups.webp", budgetMiB: 64,
+                    saying: "65536 prefix-code groups") {
+            let script = $0 + ".py"
+            writeText(webpGroupsWriter, to: script)
+            defer { unlink(script) }
+            return system("python3 '\(script)' '\($0)'") == 0
+        },
+        // cwebp -m 6 codes this alpha plane with a predictor: libwebp decodes it at four bytes a
+        // pixel beside the plane (0.6.15 counted one and an eighth: 60.8 MiB at 32M).
+        HostileCase(name: "lossy WebP of 3000 x 3000 whose alpha stream is predicted (cwebp -m 6), 32M", file: "predicted.webp",
+                    budgetMiB: 32, saying: "alpha plane") {
+            system("convert -size 3000x3000 gradient:red-blue \\( -size 3000x3000 radial-gradient:white-black \\) -alpha off "
+                   + "-compose copy_opacity -composite '\($0).png' && cwebp -quiet -q 50 -m 6 '\($0).png' -o '\($0)' && rm '\($0).png'") == 0
         },
         HostileCase(name: "PNG with a bad IDAT CRC", file: "crc.png", budgetMiB: 32, saying: "CRC") { writePNG("crc", $0) },
         HostileCase(name: "PNG with palette indices past its palette", file: "palette.png", budgetMiB: 32,

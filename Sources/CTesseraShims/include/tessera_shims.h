@@ -323,14 +323,36 @@ typedef struct {
     int32_t animated;          // the first frame is drawn
     int32_t exif_orientation;
     int64_t date_taken;        // YYYYMMDDhhmmss from EXIF, 0 when absent
+    uint64_t lossless_bytes;   // what libwebp allocates for the lossless stream (the picture's, or a lossy
+                               // picture's alpha plane and its stream); 0: none (tessera_vp8l_measure)
+    uint32_t groups;           // that stream's prefix-code groups
+    int32_t at_least;          // counting stopped past the cap: lossless_bytes is a lower bound
 } tessera_webp_info;
 
-tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, tessera_webp_info *info, char *message, size_t message_bytes);
+/// Opens the WebP of `fd` and reads its header; counts what its lossless stream needs up to `cap`.
+tessera_webp *tessera_webp_open(int fd, uint64_t file_bytes, uint64_t cap, tessera_webp_info *info, char *message,
+                                size_t message_bytes);
 const uint8_t *tessera_webp_icc(tessera_webp *webp, size_t *length);
 /// Decodes the (first) picture scaled to `width` x `height`, RGBA, rows `stride` bytes apart.
 int tessera_webp_decode(tessera_webp *webp, int width, int height, uint8_t *rgba, size_t stride, char *message,
                         size_t message_bytes);
 void tessera_webp_close(tessera_webp *webp);
+
+// MARK: Lossless WebP's memory (tessera_vp8l.c)
+
+typedef struct {
+    uint64_t bytes;          // what libwebp 1.2 allocates to decode the stream, its pixels included
+    uint32_t groups;         // prefix-code groups libwebp builds tables for
+    int32_t one_byte_alpha;  // an alpha stream libwebp decodes at one byte a pixel
+    int32_t at_least;        // counting stopped past the cap: `bytes` is a lower bound
+} tessera_vp8l_cost;
+
+/// What libwebp will allocate to decode the VP8L image stream `data` (after the 5-byte header
+/// of a VP8L chunk, or the 1-byte header of an ALPH chunk, `alpha` set) of `width` x `height`,
+/// read from its transforms, entropy image and codes. -1 with `message` for a stream libwebp
+/// refuses; counting stops past `cap`.
+int tessera_vp8l_measure(const uint8_t *data, size_t size, uint32_t width, uint32_t height, int alpha, uint64_t cap,
+                         tessera_vp8l_cost *cost, char *message, size_t message_bytes);
 
 // MARK: HEIF (tessera_heif.c, libheif)
 

@@ -21,7 +21,7 @@ enum WebPFormat: PhotoFormat {
     }
 
     static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
-        try WebPReader(photo: photo).header
+        try WebPReader(photo: photo, cap: decoderMemoryBytes).header
     }
 
     /// libwebp's whole-image buffers (WebPReader.wholeImageBytes), whatever the cell.
@@ -31,7 +31,7 @@ enum WebPFormat: PhotoFormat {
 
     static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
                        into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        try decoder.decodeWebP(WebPReader(photo: photo), into: cell)
+        try decoder.decodeWebP(WebPReader(photo: photo, cap: decoder.budget.wholeImageLimitBytes), into: cell)
     }
 }
 
@@ -40,11 +40,14 @@ final class WebPReader {
     private let webp: OpaquePointer
     let info: tessera_webp_info
 
-    init(photo: PhotoFile) throws(TesseraError) {
+    /// Opens `photo`; what its lossless stream needs is counted up to `cap` bytes (past that,
+    /// no budget that cap comes from would admit it, and the count stops).
+    init(photo: PhotoFile, cap: Int) throws(TesseraError) {
         self.photo = photo
         var info = tessera_webp_info()
         var message = [CChar](repeating: 0, count: 200)
-        guard let webp = tessera_webp_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
+        guard let webp = tessera_webp_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), UInt64(max(0, cap)), &info,
+                                           &message, 200) else {
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "WebP: \(cMessage(message))")
         }
         self.webp = webp
@@ -64,16 +67,21 @@ final class WebPReader {
         return header
     }
 
-    /// libwebp's own whole-image buffers, plus the mapped file: a lossless picture is decoded
-    /// whole (4 bytes a pixel); a lossy one with alpha has its alpha plane decoded whole at full
-    /// size whatever size it is scaled to: 1 byte a pixel, and about an eighth more for the
-    /// lossless decoder of the plane (measured, 8000 x 8000 lossy drawn into a 100 px cell at
-    /// a 160 MiB budget: 15.2 MiB peak opaque, 83.6 MiB with alpha, 68.4 MiB more for 64 MP).
-    /// A lossy decode's rows of macroblocks cost about 64 bytes a column.
+    /// libwebp's own whole-image buffers, plus the mapped file. A lossless picture is decoded
+    /// whole, and its stream says what libwebp allocates beside: the transforms' images, the
+    /// entropy image, and a table of about 12 KiB for each prefix-code group, of which a hostile
+    /// stream can ask for 65,536 (a 295 KB file took 378 MiB under a 64 MiB budget). That is
+    /// read from the stream before libwebp sees it (tessera_vp8l_measure), as is a lossy
+    /// picture's alpha stream: its plane is decoded whole at full size whatever size it is
+    /// scaled to, one byte a pixel, and as much again (or four times, for a stream libwebp
+    /// cannot decode a byte at a time). An uncompressed alpha plane: 1 byte a pixel, and
+    /// about an eighth more (measured). A lossy decode's rows of macroblocks cost about 64
+    /// bytes a column.
     var wholeImageBytes: Int64 {
-        let pixels = Int64(info.width) * Int64(info.height)
-        if info.lossless != 0 { return pixels * 4 + photo.fileBytes }
-        return (info.has_alpha != 0 ? pixels + pixels / 8 : 0) + Int64(info.width) * 64 + photo.fileBytes
+        let pixels = Int64(info.width) * Int64(info.height), lossless = Int64(clamping: info.lossless_bytes)
+        if info.lossless != 0 { return lossless + photo.fileBytes }
+        let alpha = info.has_alpha == 0 ? 0 : lossless > 0 ? lossless : pixels + pixels / 8
+        return alpha + Int64(info.width) * 64 + photo.fileBytes
     }
 
     var iccProfile: UnsafeRawBufferPointer {
@@ -107,8 +115,9 @@ extension CellDecoder {
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
         let request = workingBytes(outputWidth: scaled.width, orientation: orientation) + output + Int(clamping: reader.wholeImageBytes)
-        let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole)"
-            : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole)" : "WebP"
+        let groups = reader.info.groups > 100 ? ", with tables for \(reader.info.groups) prefix-code groups" : ""
+        let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole\(groups))"
+            : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole\(groups))" : "WebP"
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path, what: "decoding this \(width) x \(height) \(kind)")
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: output)

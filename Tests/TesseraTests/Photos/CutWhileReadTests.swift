@@ -34,7 +34,7 @@ import TesseraTestSupport
             // a partly cut page reads as.
             #expect(readBytes(file).count > 3 * 4096)
             let reason = cutAfterOpen(file, keep: 4096, scratch: scratch) { (photo) throws(TesseraError) in
-                let reader = try WebPReader(photo: photo)
+                let reader = try WebPReader(photo: photo, cap: 1 << 30)
                 let rgba = UnsafeMutablePointer<UInt8>.allocate(capacity: 600 * 400 * 4)
                 defer { rgba.deallocate() }
                 try reader.decode(width: 600, height: 400, into: rgba)

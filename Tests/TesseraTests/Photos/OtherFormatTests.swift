@@ -337,6 +337,47 @@ func drawnCell(_ path: String, width: Int = 150, height: Int = 100, pool: Int = 
         }
     }
 
+    /// A lossless WebP's stream is read before libwebp sees it (tessera_vp8l.c): cwebp's picture
+    /// is counted at what libwebp allocates (four bytes a pixel and its tables, measured 4.1 to
+    /// 4.3), and a stream of a code libwebp refuses (255 symbols of 8 bits: not complete) is
+    /// named at the scan; the same stream with the code complete is read, pixel for pixel.
+    @Test func aLosslessWebPStreamIsMeasuredBeforeLibwebpReadsIt() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let cwebp = try #require(try PhotoLibrary.scan([formatFixtures.directory + "/lossless.webp"]).photos.first?.header)
+        let pixels = Int64(cwebp.width * cwebp.height)
+        #expect(cwebp.wholeImageBytes >= 4 * pixels && cwebp.wholeImageBytes < 5 * pixels + (1 << 20), "\(cwebp.wholeImageBytes)")
+        /// A 2 x 2 lossless WebP: green 0, 60, 120 and 180 by a code of `symbols` lengths of 8
+        /// bits; red 200, blue 100 and alpha 255 by codes of one symbol.
+        func tinyLossless(symbols: Int) -> [UInt8] {
+            var bits: [UInt8] = []
+            func put(_ value: Int, _ count: Int) { for i in 0..<count { bits.append(UInt8((value >> i) & 1)) } }
+            func code(_ value: Int, _ count: Int) { for i in stride(from: count - 1, through: 0, by: -1) { bits.append(UInt8((value >> i) & 1)) } }
+            func single(_ symbol: Int) { put(1, 1); put(0, 1); put(1, 1); put(symbol, 8) }
+            put(0x2f, 8); put(1, 14); put(1, 14); put(0, 4)
+            put(0, 3)  // no transform, no colour cache, no meta codes
+            put(0, 1); put(8, 4)
+            for symbol in [17, 18, 0, 1, 2, 3, 4, 5, 16, 6, 7, 8] { put(symbol == 0 || symbol == 8 ? 1 : 0, 3) }
+            put(0, 1)
+            for i in 0..<280 { code(i < symbols ? 1 : 0, 1) }
+            single(200); single(100); single(255); single(0)
+            for pixel in 0..<4 { code(pixel * 60, 8) }
+            var data = [UInt8](repeating: 0, count: (bits.count + 7) / 8)
+            for (i, bit) in bits.enumerated() where bit == 1 { data[i >> 3] |= 1 << UInt8(i & 7) }
+            if data.count % 2 == 1 { data.append(0) }
+            func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xff) } }
+            let chunk = Array("VP8L".utf8) + le32(data.count) + data
+            return Array("RIFF".utf8) + le32(4 + chunk.count) + Array("WEBP".utf8) + chunk
+        }
+        writeBytes(tinyLossless(symbols: 256), to: scratch.file("complete.webp"))
+        writeBytes(tinyLossless(symbols: 255), to: scratch.file("incomplete.webp"))
+        let library = try PhotoLibrary.scan([scratch.path])
+        #expect(library.photos.map { String($0.path.split(separator: "/").last!) } == ["complete.webp"])
+        #expect(library.skipped.first?.reason.contains("a prefix code libwebp refuses") == true, "\(library.skipped)")
+        #expect(runTool(["dwebp", "-quiet", scratch.file("complete.webp"), "-o", scratch.file("complete.png")]) == 0)
+        #expect(runTool(["dwebp", "-quiet", scratch.file("incomplete.webp"), "-o", scratch.file("incomplete.png")]) != 0)
+    }
+
     /// A HEIC turned by irot/imir (and carrying the same orientation in EXIF, as an iPhone's
     /// does), and one turned by EXIF alone (as heif-enc 1.15 writes them), with and without a
     /// thumbnail, in orientations 1, 3, 6 and 8: every one comes out upright, turned once.
