@@ -7,8 +7,12 @@
 // "YYYY:MM:DD HH:MM:SS" (the EXIF form) as the number YYYYMMDDhhmmss, or 0 when the text is not
 // a plausible date (any byte out of place, a month 13, a year before 1800...).
 static int64_t exif_date_number(const ExifEntry *entry) {
-    if (entry == NULL || entry->format != EXIF_FORMAT_ASCII || entry->data == NULL || entry->size < 19) return 0;
-    const unsigned char *t = entry->data;
+    if (entry == NULL || entry->format != EXIF_FORMAT_ASCII || entry->data == NULL) return 0;
+    return tessera_exif_date_text(entry->data, entry->size);
+}
+
+int64_t tessera_exif_date_text(const uint8_t *t, size_t length) {
+    if (length < 19) return 0;
     static const char pattern[] = "dddd:dd:dd dd:dd:dd";
     int64_t number = 0;
     for (int i = 0; i < 19; i++) {

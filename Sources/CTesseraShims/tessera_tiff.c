@@ -180,6 +180,76 @@ static uint64_t icc_tag_bytes(int fd, uint64_t file_bytes, uint64_t *all_tags) {
     return found;
 }
 
+// MARK: The date taken, from the file's own IFDs
+
+typedef struct {
+    int fd;
+    uint64_t file_bytes;
+    int little;
+    int big;  // BigTIFF: 8-byte counts and offsets, 20-byte entries
+} ifd_file;
+
+static uint64_t ifd_number(const ifd_file *file, const uint8_t *bytes, int count) {
+    uint64_t value = 0;
+    for (int k = 0; k < count; k++) value |= (uint64_t)bytes[file->little ? k : count - 1 - k] << (8 * k);
+    return value;
+}
+
+/// The entry of `tag` in the IFD at `ifd` (its 12 or 20 bytes in `entry`), 1 when found.
+static int ifd_entry(const ifd_file *file, uint64_t ifd, uint16_t tag, uint8_t entry[20]) {
+    uint8_t counted[8];
+    int count_bytes = file->big ? 8 : 2;
+    if (ifd < 8 || ifd >= file->file_bytes || pread(file->fd, counted, (size_t)count_bytes, (off_t)ifd) != count_bytes) return 0;
+    uint64_t count = ifd_number(file, counted, count_bytes);
+    size_t size = file->big ? 20 : 12;
+    if (count > 4096) count = 4096;
+    uint8_t entries[64 * 20];
+    for (uint64_t first = 0; first < count; first += 64) {
+        uint64_t batch = count - first < 64 ? count - first : 64;
+        ssize_t got = pread(file->fd, entries, batch * size, (off_t)(ifd + (uint64_t)count_bytes + first * size));
+        if (got <= 0) return 0;
+        for (uint64_t i = 0; i < (uint64_t)got / size; i++) {
+            if (ifd_number(file, entries + i * size, 2) != tag) continue;
+            memcpy(entry, entries + i * size, size);
+            return 1;
+        }
+        if ((uint64_t)got < batch * size) return 0;
+    }
+    return 0;
+}
+
+/// The date in the ASCII entry of `tag` in the IFD at `ifd`; 0 when none is plausible.
+static int64_t ifd_date(const ifd_file *file, uint64_t ifd, uint16_t tag) {
+    uint8_t entry[20], text[20];
+    if (!ifd_entry(file, ifd, tag, entry) || ifd_number(file, entry + 2, 2) != 2) return 0;
+    uint64_t count = file->big ? ifd_number(file, entry + 4, 8) : ifd_number(file, entry + 4, 4);
+    if (count < 19) return 0;  // and so never inline: the entry holds its offset
+    uint64_t at = file->big ? ifd_number(file, entry + 12, 8) : ifd_number(file, entry + 8, 4);
+    if (at >= file->file_bytes || pread(file->fd, text, 19, (off_t)at) != 19) return 0;
+    return tessera_exif_date_text(text, 19);
+}
+
+int64_t tessera_tiff_date_taken(int fd, uint64_t file_bytes) {
+    uint8_t head[16];
+    if (file_bytes < 16 || pread(fd, head, 16, 0) != 16) return 0;
+    ifd_file file = { .fd = fd, .file_bytes = file_bytes, .little = head[0] == 'I' && head[1] == 'I' };
+    if (!file.little && !(head[0] == 'M' && head[1] == 'M')) return 0;
+    uint64_t magic = ifd_number(&file, head + 2, 2);
+    file.big = magic == 43;
+    // TIFF 42, BigTIFF 43, and the camera RAWs built as TIFFs under another number: Olympus's
+    // ORF ("RO", "RS") and Panasonic's RW2 (0x55).
+    if (magic != 42 && !file.big && magic != 0x4f52 && magic != 0x5352 && magic != 0x55) return 0;
+    uint64_t ifd0 = file.big ? ifd_number(&file, head + 8, 8) : ifd_number(&file, head + 4, 4);
+    uint8_t entry[20];
+    if (ifd_entry(&file, ifd0, 34665, entry)) {  // the EXIF IFD
+        uint64_t exif = file.big ? ifd_number(&file, entry + 12, 8) : ifd_number(&file, entry + 8, 4);
+        int64_t date = ifd_date(&file, exif, 36867);     // DateTimeOriginal
+        if (date == 0) date = ifd_date(&file, exif, 36868);  // DateTimeDigitized
+        if (date != 0) return date;
+    }
+    return ifd_date(&file, ifd0, 306);  // DateTime
+}
+
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes) {
     pthread_once(&silenced, silence_global_handlers);

@@ -221,6 +221,9 @@ int tessera_exif_orientation(const uint8_t *app1, size_t length);
 /// The same, and when the photo was taken (DateTimeOriginal, else DateTimeDigitized, else
 /// DateTime) as the number YYYYMMDDhhmmss in `*date_taken` (0 when none is a plausible date).
 int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
+/// "YYYY:MM:DD HH:MM:SS" (EXIF's form of a date) as the number YYYYMMDDhhmmss; 0 when the text
+/// is not a plausible date.
+int64_t tessera_exif_date_text(const uint8_t *text, size_t length);
 
 /// The ICC profile a JPEG's APP2 markers carry (after read_header), or NULL. Valid until the
 /// decoder is destroyed.

@@ -30,6 +30,11 @@ typedef struct {
 /// reason in `message` when libtiff cannot read it, or cannot turn its page into RGBA.
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes);
+/// When the picture in the TIFF-structured file on `fd` was taken, as YYYYMMDDhhmmss (0 when
+/// it does not say): its EXIF IFD's DateTimeOriginal, else DateTimeDigitized, else the first
+/// IFD's DateTime, read with pread (a TIFF, or a camera RAW built as one: CR2, NEF, ARW, DNG,
+/// ORF, RW2).
+int64_t tessera_tiff_date_taken(int fd, uint64_t file_bytes);
 /// The ImageDescription tag, NULL when none; valid while the reader lives.
 const char *tessera_tiff_description(tessera_tiff *tiff);
 /// The ICC profile (TIFFTAG_ICCPROFILE), NULL when none; valid while the reader lives.

@@ -10,6 +10,7 @@
 // any JPEG (JPEGFormat, from its offset in the file), turned by its own EXIF orientation, or
 // by IFD0's Orientation tag when it has none. Every offset and count is checked against the
 // file's size, every IFD is read once (a loop of IFDs ends), and the walk reads at most 64.
+import CTesseraShims
 import Glibc
 
 extension ImageFormat {
@@ -38,6 +39,8 @@ enum RAWFormat: PhotoFormat {
         var header = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: decoderMemoryBytes).readHeader()
         header.format = .raw
         if header.exifOrientation == 0 { header.exifOrientation = orientation }
+        // A preview seldom carries EXIF: the date is the RAW's own (its EXIF IFD, as a TIFF's).
+        if header.dateTaken == 0 { header.dateTaken = tessera_tiff_date_taken(photo.file.rawValue, UInt64(max(0, photo.fileBytes))) }
         return header
     }
 

@@ -98,6 +98,7 @@ final class TIFFReader {
         header.colorTag = colorModel == .rgb ? ColorProfiles.tag(icc: iccProfile)
             : inksConvertible ? ColorProfiles.tag(cmykICC: iccProfile, inverted: false) : nil
         header.wholeImageBytes = Int64(clamping: info.chunk_bytes)
+        header.dateTaken = tessera_tiff_date_taken(photo.file.rawValue, UInt64(max(0, photo.fileBytes)))
         return header
     }
 

@@ -32,7 +32,7 @@ struct TIFFBuilder {
         let sorted = entries.sorted { $0.tag < $1.tag }
         var fields: [[UInt8]] = []
         for entry in sorted {
-            let size = entry.type == 3 ? 2 : entry.type == 1 ? 1 : 4
+            let size = entry.type == 3 ? 2 : entry.type == 1 || entry.type == 2 ? 1 : 4
             let data = entry.values.flatMap { Self.le($0, size) }
             fields.append(data.count <= 4 ? data + [UInt8](repeating: 0, count: 4 - data.count) : Self.le(append(data), 4))
         }
@@ -54,8 +54,9 @@ struct TIFFBuilder {
 /// A DNG as a camera writes one: IFD0 a 60 x 40 uncompressed thumbnail (solid green, so a
 /// reader that drew it would be far off) with DNGVersion and Orientation; SubIFD 1 the JPEG
 /// `preview` (NewSubFileType 1, Compression 7); SubIFD 2 the sensor data, a lossless JPEG's
-/// header claiming 6000 x 4000 px.
-func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32? = nil, loop: Bool = false) -> [UInt8] {
+/// header claiming 6000 x 4000 px. `dateTaken`: an EXIF IFD with that DateTimeOriginal.
+func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32? = nil, loop: Bool = false,
+             dateTaken: String? = nil) -> [UInt8] {
     var tiff = TIFFBuilder()
     let thumb = tiff.append([UInt8]((0..<(60 * 40)).flatMap { _ in [0, 200, 0] as [UInt8] }))
     let jpeg = tiff.append(preview)
@@ -73,6 +74,10 @@ func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32
         (0xC612, 1, [1, 4, 0, 0]),
     ]
     if let orientation { first.append((0x112, 3, [orientation])) }
+    if let dateTaken {
+        let exif = tiff.ifd([(0x9003, 2, (Array(dateTaken.utf8) + [0]).map { UInt32($0) })])
+        first.append((0x8769, 4, [exif]))
+    }
     let ifd0 = tiff.ifd(first)
     tiff.setFirstIFD(ifd0)
     if loop {
