@@ -298,6 +298,17 @@ int tessera_vp8l_measure(const uint8_t *data, size_t size, uint32_t width, uint3
     measure m = { .bits = { .data = data, .size = size }, .cap = cap };
     bit_reader *r = &m.bits;
     uint32_t packed = width;
+    // The pixels libwebp decodes into, counted first at what they cost at the least: half a
+    // byte a pixel (four bytes a pixel of a width packed eight to one; an alpha plane's is a
+    // byte a pixel besides), twice any entropy image decoded below. A picture whose pixels
+    // alone pass the cap is not read further (an entropy image of 4096 x 2875 took 47 MB of
+    // the scan's memory before, outside any budget: a helper's finding).
+    uint64_t least = (uint64_t)width * height / 2;
+    if (!count(&m, least)) {
+        cost->bytes = m.bytes;
+        cost->at_least = 1;
+        return 0;
+    }
     int transforms = 0, only_indexing = 0, ok = measure_transforms(&m, &packed, height, &transforms, &only_indexing);
     int cache_bits = 0;
     uint32_t *entropy = NULL;
@@ -355,7 +366,10 @@ int tessera_vp8l_measure(const uint8_t *data, size_t size, uint32_t width, uint3
     // alone with trivial codes, else four, with a row and sixteen rows of cache at full width.
     cost->one_byte_alpha = alpha && transforms == 1 && only_indexing && trivial;
     uint64_t pixels = (uint64_t)packed * height;
-    if (ok && !m.over) count(&m, cost->one_byte_alpha ? pixels : (pixels + (uint64_t)width * 17) * 4);
+    if (ok && !m.over) {
+        m.bytes -= least;  // counted at the start
+        count(&m, cost->one_byte_alpha ? pixels : (pixels + (uint64_t)width * 17) * 4);
+    }
     cost->bytes = m.bytes + m.peak_extra;
     cost->at_least = m.over;
     if (!ok && !m.over) {

@@ -115,7 +115,8 @@ extension CellDecoder {
                       height: max(1, min(height, Int((Double(height) * factor).rounded(.up)))))
         let output = scaled.width * scaled.height * 4
         let request = workingBytes(outputWidth: scaled.width, orientation: orientation) + output + Int(clamping: reader.wholeImageBytes)
-        let groups = reader.info.groups > 100 ? ", with tables for \(reader.info.groups) prefix-code groups" : ""
+        let groups = (reader.info.groups > 100 ? ", with tables for \(reader.info.groups) prefix-code groups" : "")
+            + (reader.info.at_least != 0 ? ", counted only until it passed what the budget allows one photo" : "")
         let kind = reader.info.lossless != 0 ? "lossless WebP (libwebp decodes it whole\(groups))"
             : reader.info.has_alpha != 0 ? "WebP with alpha (libwebp decodes its alpha plane whole\(groups))" : "WebP"
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path, what: "decoding this \(width) x \(height) \(kind)")
