@@ -25,6 +25,11 @@ struct tessera_heif {
     int64_t position;
     int64_t file_bytes;
     int cut;  // a read found the file shorter than at open (read_bytes)
+    // Bytes read ahead: libheif 1.15 reads some boxes a byte at a time (a 950 KB colr profile
+    // took 1.9 million preads); small reads are served from here.
+    uint8_t ahead[16384];
+    int64_t ahead_start;
+    size_t ahead_bytes;
     struct heif_context *context;
     struct heif_image_handle *primary;
     struct heif_image_handle *thumbnail;
@@ -54,6 +59,18 @@ static int64_t get_position(void *user) { return ((struct tessera_heif *)user)->
 static int read_bytes(void *data, size_t size, void *user) {
     struct tessera_heif *heif = user;
     uint8_t *out = data;
+    if (size < sizeof heif->ahead / 4) {
+        if (heif->position < heif->ahead_start || heif->position + (int64_t)size > heif->ahead_start + (int64_t)heif->ahead_bytes) {
+            ssize_t n = pread(heif->fd, heif->ahead, sizeof heif->ahead, (off_t)heif->position);
+            heif->ahead_start = heif->position;
+            heif->ahead_bytes = n > 0 ? (size_t)n : 0;
+        }
+        if (heif->position + (int64_t)size <= heif->ahead_start + (int64_t)heif->ahead_bytes) {
+            memcpy(out, heif->ahead + (heif->position - heif->ahead_start), size);
+            heif->position += (int64_t)size;
+            return 0;
+        }
+    }
     while (size > 0) {
         ssize_t n = pread(heif->fd, out, size, (off_t)heif->position);
         if (n <= 0) {
@@ -490,49 +507,155 @@ static int av1_obus_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h
     return found;
 }
 
+/// Item `id`'s coded data read as one stream over its extents, in the file or in 'idat' (an
+/// extent of length 0, or one past the end, reaches to the end).
+struct item_stream {
+    struct tessera_heif *heif;
+    const struct meta_boxes *m;
+    uint64_t *offsets, *lengths;
+    uint32_t extents;
+    int in_idat;
+    uint64_t total;
+};
+
+#define ITEM_STREAM_EXTENTS 1024  // a coded picture in more pieces is not read
+#define ITEM_STREAM_UNITS 4096    // NAL units or OBUs of one item walked for parameter sets
+
+static int item_stream_open(struct item_stream *s, struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id) {
+    memset(s, 0, sizeof *s);
+    s->heif = heif;
+    s->m = m;
+    uint64_t offset, length;
+    uint32_t count = 0;
+    if (!item_extents(m, id, &offset, &length, 1, &count, &s->in_idat) || count > ITEM_STREAM_EXTENTS) return 0;
+    s->offsets = malloc(count * sizeof *s->offsets);
+    s->lengths = malloc(count * sizeof *s->lengths);
+    if (s->offsets == NULL || s->lengths == NULL || !item_extents(m, id, s->offsets, s->lengths, count, &count, &s->in_idat)) return 0;
+    s->extents = count;
+    uint64_t source = s->in_idat ? m->idat_size : (uint64_t)heif->file_bytes;
+    for (uint32_t e = 0; e < count; e++) {
+        if (s->offsets[e] > source) s->offsets[e] = source;
+        if (s->lengths[e] == 0 || s->lengths[e] > source - s->offsets[e]) s->lengths[e] = source - s->offsets[e];
+        s->total += s->lengths[e];
+    }
+    return 1;
+}
+
+static void item_stream_close(struct item_stream *s) {
+    free(s->offsets);
+    free(s->lengths);
+}
+
+/// Up to `n` bytes of the stream from `at`; how many were read.
+static size_t item_stream_read(const struct item_stream *s, uint64_t at, uint8_t *out, size_t n) {
+    size_t got = 0;
+    uint64_t base = 0;
+    for (uint32_t e = 0; e < s->extents && got < n; base += s->lengths[e], e++) {
+        if (at + got >= base + s->lengths[e]) continue;
+        uint64_t within = at + got - base;
+        size_t take = n - got;
+        if (take > s->lengths[e] - within) take = (size_t)(s->lengths[e] - within);
+        if (s->in_idat) {
+            memcpy(out + got, s->m->data + s->m->idat + s->offsets[e] + within, take);
+        } else {
+            ssize_t r = pread(s->heif->fd, out + got, take, (off_t)(s->offsets[e] + within));
+            if (r <= 0) return got;
+            if ((size_t)r < take) return got + (size_t)r;
+        }
+        got += take;
+    }
+    return got;
+}
+
+/// The largest SPS among the NAL units of an HEVC item's whole data, each after its length (an
+/// SPS there replaces hvcC's when the picture is decoded, wherever in the data it is: one after
+/// a 5,000-byte first unit made libde265 decode 8192 x 4096 behind a declared 8192 x 64).
+static int hevc_data_size(const struct item_stream *s, int length_bytes, int found, uint32_t *w, uint32_t *h,
+                          uint32_t *shown_w, uint32_t *shown_h) {
+    uint8_t unit[512];
+    uint64_t q = 0;
+    for (int units = 0; q + (uint64_t)length_bytes + 2 <= s->total; units++) {
+        if (units == ITEM_STREAM_UNITS) return 0;
+        if (item_stream_read(s, q, unit, (size_t)length_bytes + 2) != (size_t)length_bytes + 2) break;
+        uint64_t length = 0;
+        read_n(unit, (size_t)length_bytes, 0, length_bytes, &length);
+        q += (uint64_t)length_bytes;
+        if (((unit[length_bytes] >> 1) & 0x3F) == 33) {
+            size_t n = item_stream_read(s, q, unit, length < sizeof unit ? (size_t)length : sizeof unit);
+            uint32_t cw, ch, sw, sh;
+            if (hevc_sps_size(unit, n, &cw, &ch, &sw, &sh) && (!found || (uint64_t)cw * ch > (uint64_t)*w * *h)) {
+                *w = cw; *h = ch; *shown_w = sw; *shown_h = sh;
+                found = 1;
+            }
+        }
+        if (length > s->total - q) break;
+        q += length;
+    }
+    return found;
+}
+
+/// The largest AV1 sequence header among the OBUs of an AV1 item's whole data.
+static int av1_data_size(const struct item_stream *s, int found, uint32_t *w, uint32_t *h) {
+    uint8_t obu[512];
+    uint64_t q = 0;
+    for (int units = 0; q < s->total; units++) {
+        if (units == ITEM_STREAM_UNITS) return 0;
+        size_t n = item_stream_read(s, q, obu, 10);
+        if (n == 0) break;
+        int header = obu[0], type = header >> 3 & 15, extension = header >> 2 & 1, has_size = header >> 1 & 1;
+        size_t at = 1 + (size_t)extension;
+        uint64_t length = 0;
+        if (has_size) {
+            for (int i = 0;; i++) {
+                if (at >= n || i == 8) return found;
+                length |= (uint64_t)(obu[at] & 0x7F) << (7 * i);
+                if (!(obu[at++] & 0x80)) break;
+            }
+        } else {
+            length = s->total - q > at ? s->total - q - at : 0;
+        }
+        q += at;
+        if (length > s->total - q) break;
+        if (type == 1) {
+            size_t got = item_stream_read(s, q, obu, length < sizeof obu ? (size_t)length : sizeof obu);
+            uint32_t sw, sh;
+            if (av1_sequence_size(obu, got, &sw, &sh) && (!found || (uint64_t)sw * sh > (uint64_t)*w * *h)) {
+                *w = sw; *h = sh;
+                found = 1;
+            }
+        }
+        q += length;
+    }
+    return found;
+}
+
 /// What a decoder allocates for coded item `id` (hvc1 or av01), and what it shows (HEVC's
-/// conformance window), from its decoder configuration and the start of its data (where a
-/// parameter set may repeat and override it). 1 when read.
+/// conformance window), from its decoder configuration and every parameter set in its data
+/// (where one may repeat and override it). 1 when read; 0 also for data of more than
+/// ITEM_STREAM_EXTENTS pieces or ITEM_STREAM_UNITS units, which is not walked.
 static int coded_size(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, uint32_t *w, uint32_t *h,
                       uint32_t *shown_w, uint32_t *shown_h) {
     char type[4];
     size_t at, size;
     if (!item_type(m, id, type)) return 0;
-    uint8_t head[4096];
-    size_t head_bytes = item_head(heif, m, id, head, sizeof head);
-    if (memcmp(type, "hvc1", 4) == 0) {
-        int length_bytes = 4, found = 0;
-        if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes);
-        // NAL units in the data, each after its length: an SPS there replaces hvcC's.
-        for (size_t q = 0; q + (size_t)length_bytes + 2 <= head_bytes;) {
-            uint64_t length = 0;
-            read_n(head, head_bytes, q, length_bytes, &length);
-            q += (size_t)length_bytes;
-            uint32_t cw, ch, sw, sh;
-            if (((head[q] >> 1) & 0x3F) == 33 && hevc_sps_size(head + q, length < head_bytes - q ? (size_t)length : head_bytes - q,
-                                                               &cw, &ch, &sw, &sh) &&
-                (!found || (uint64_t)cw * ch > (uint64_t)*w * *h)) {
-                *w = cw; *h = ch; *shown_w = sw; *shown_h = sh;
-                found = 1;
-            }
-            if (length > head_bytes - q) break;
-            q += (size_t)length;
-        }
-        return found;
+    struct item_stream stream;
+    int found = 0;
+    if (!item_stream_open(&stream, heif, m, id)) {
+        item_stream_close(&stream);
+        return 0;
     }
-    if (memcmp(type, "av01", 4) == 0) {
-        int found = 0;
+    if (memcmp(type, "hvc1", 4) == 0) {
+        int length_bytes = 4;
+        if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes);
+        found = hevc_data_size(&stream, length_bytes, found, w, h, shown_w, shown_h);
+    } else if (memcmp(type, "av01", 4) == 0) {
         if (item_property(m, id, "av1C", &at, &size) && size > 4) found = av1_obus_size(m->data + at + 4, size - 4, w, h);
-        uint32_t dw = 0, dh = 0;
-        if (av1_obus_size(head, head_bytes, &dw, &dh) && (!found || (uint64_t)dw * dh > (uint64_t)*w * *h)) {
-            *w = dw; *h = dh;
-            found = 1;
-        }
+        found = av1_data_size(&stream, found, w, h);
         *shown_w = *w;
         *shown_h = *h;
-        return found;
     }
-    return 0;
+    item_stream_close(&stream);
+    return found;
 }
 
 /// Whether two sizes of one picture disagree by more than coding can explain (HEVC codes whole
@@ -611,11 +734,9 @@ static int decode_size(struct tessera_heif *heif, const struct meta_boxes *m, ui
     return 1;
 }
 
-/// Reads the top-level 'meta' box (a HEIF file puts it first, after 'ftyp') into `*data`
-/// (freed by the caller) and finds its children. 1 when found.
-static int read_meta(struct tessera_heif *heif, uint8_t **data, struct meta_boxes *m) {
-    *data = NULL;
-    memset(m, 0, sizeof *m);
+/// Where the top-level 'meta' box is (a HEIF file puts it first, after 'ftyp') and how long;
+/// 1 when found among the first 64 boxes.
+static int find_meta(struct tessera_heif *heif, int64_t *at_out, uint64_t *length_out) {
     int64_t at = 0;
     for (int boxes = 0; boxes < 64 && at + 8 <= heif->file_bytes; boxes++) {
         uint8_t head[16];
@@ -624,27 +745,80 @@ static int read_meta(struct tessera_heif *heif, uint8_t **data, struct meta_boxe
         if (length == 1) length = (uint64_t)be32(head + 8) << 32 | be32(head + 12);
         if (length < 8) return 0;
         if (memcmp(head + 4, "meta", 4) == 0) {
-            if (length > (16u << 20) || length < 12) return 0;
-            uint8_t *meta = malloc((size_t)length);
-            if (meta == NULL || pread(heif->fd, meta, (size_t)length, at) != (ssize_t)length) { free(meta); return 0; }
-            *data = meta;
-            m->data = meta;
-            m->end = (size_t)length;
-            // 'meta' is a full box: 8 bytes of header, 4 of version and flags.
-            size_t iprp, iprp_size;
-            find_box(meta, 12, m->end, "iinf", &m->iinf, &m->iinf_size);
-            find_box(meta, 12, m->end, "iref", &m->iref, &m->iref_size);
-            find_box(meta, 12, m->end, "iloc", &m->iloc, &m->iloc_size);
-            find_box(meta, 12, m->end, "idat", &m->idat, &m->idat_size);
-            if (find_box(meta, 12, m->end, "iprp", &iprp, &iprp_size)) {
-                find_box(meta, iprp, iprp + iprp_size, "ipco", &m->ipco, &m->ipco_size);
-                find_box(meta, iprp, iprp + iprp_size, "ipma", &m->ipma, &m->ipma_size);
-            }
+            *at_out = at;
+            *length_out = length;
             return 1;
         }
         at += (int64_t)length;
     }
     return 0;
+}
+
+/// Reads the top-level 'meta' box into `*data` (freed by the caller) and finds its children.
+/// 1 when found.
+static int read_meta(struct tessera_heif *heif, uint8_t **data, struct meta_boxes *m) {
+    *data = NULL;
+    memset(m, 0, sizeof *m);
+    int64_t at = 0;
+    uint64_t length = 0;
+    if (!find_meta(heif, &at, &length) || length > (16u << 20) || length < 12) return 0;
+    uint8_t *meta = malloc((size_t)length);
+    if (meta == NULL || pread(heif->fd, meta, (size_t)length, at) != (ssize_t)length) { free(meta); return 0; }
+    *data = meta;
+    m->data = meta;
+    m->end = (size_t)length;
+    // 'meta' is a full box: 8 bytes of header, 4 of version and flags.
+    size_t iprp, iprp_size;
+    find_box(meta, 12, m->end, "iinf", &m->iinf, &m->iinf_size);
+    find_box(meta, 12, m->end, "iref", &m->iref, &m->iref_size);
+    find_box(meta, 12, m->end, "iloc", &m->iloc, &m->iloc_size);
+    find_box(meta, 12, m->end, "idat", &m->idat, &m->idat_size);
+    if (find_box(meta, 12, m->end, "iprp", &iprp, &iprp_size)) {
+        find_box(meta, iprp, iprp + iprp_size, "ipco", &m->ipco, &m->ipco_size);
+        find_box(meta, iprp, iprp + iprp_size, "ipma", &m->ipma, &m->ipma_size);
+    }
+    return 1;
+}
+
+#define TESSERA_HEIF_META_BYTES (4u << 20)  // the most 'meta' libheif is let read: it holds about 2.3 copies
+                                            // of a profile in it (7 MiB took 16 MiB); a real one is a few KB
+#define TESSERA_HEIF_ITEMS 4096             // items libheif is let parse (its parsing grows as their square)
+
+/// The count at the start of full box `at` ('iinf': 16 bits in version 0; 'iloc': 16 bits
+/// before version 2, after the size fields), 0 when it cannot be read.
+static uint64_t entry_count(const struct meta_boxes *m, size_t at, size_t size, int iloc) {
+    if (size < 8 || at + size > m->end) return 0;
+    const uint8_t *d = m->data + at;
+    size_t q = iloc ? 6 : 4;
+    int wide = iloc ? d[0] >= 2 : d[0] != 0;
+    if (q + (wide ? 4u : 2u) > size) return 0;
+    return wide ? be32(d + q) : be16(d + q);
+}
+
+/// What libheif would read before any of Tessera's checks, checked first: a 'meta' box over
+/// TESSERA_HEIF_META_BYTES (libheif holds it, and copies of its profile: a 30 MiB colr took
+/// 76 MiB and 42 s at --max-memory 32M), or more than TESSERA_HEIF_ITEMS items (10,000 in a
+/// 512 KB file took 9.3 s of CPU in libheif's parsing). 1 when libheif may read the file.
+static int meta_acceptable(struct tessera_heif *heif, char *message, size_t message_bytes) {
+    int64_t at = 0;
+    uint64_t length = 0;
+    if (!find_meta(heif, &at, &length)) return 1;  // libheif says what is wrong
+    if (length > TESSERA_HEIF_META_BYTES) {
+        snprintf(message, message_bytes, "its item boxes (meta) hold %llu MiB, which libheif would read into memory: more "
+                 "than the %u MiB Tessera lets it", (unsigned long long)(length >> 20), TESSERA_HEIF_META_BYTES >> 20);
+        return 0;
+    }
+    uint8_t *data = NULL;
+    struct meta_boxes m;
+    if (!read_meta(heif, &data, &m)) { free(data); return 1; }
+    uint64_t items = entry_count(&m, m.iinf, m.iinf_size, 0), located = entry_count(&m, m.iloc, m.iloc_size, 1);
+    free(data);
+    if (items > TESSERA_HEIF_ITEMS || located > TESSERA_HEIF_ITEMS) {
+        snprintf(message, message_bytes, "it declares %llu items, more than the %d libheif is let parse",
+                 (unsigned long long)(items > located ? items : located), TESSERA_HEIF_ITEMS);
+        return 0;
+    }
+    return 1;
 }
 
 /// The primary item's id ('pitm'); 0 when absent.
@@ -941,6 +1115,7 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     heif_context_set_max_decoding_threads(heif->context, 0);
     // No image wider or taller than this (a hostile header); the caller budgets the rest.
     heif_context_set_maximum_image_size_limit(heif->context, 1 << 15);
+    if (!meta_acceptable(heif, message, message_bytes)) { tessera_heif_close(heif); return NULL; }
     struct heif_error error = heif_context_read_from_reader(heif->context, &reader, heif, NULL);
     if (heif->cut) { snprintf(message, message_bytes, "%s", cut_message); tessera_heif_close(heif); return NULL; }
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); tessera_heif_close(heif); return NULL; }

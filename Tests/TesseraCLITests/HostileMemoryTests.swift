@@ -109,6 +109,10 @@ chunk = b"VP8L" + struct.pack("<I", len(data)) + bytes(data) + (b"\\0" if len(da
 open(sys.argv[1], "wb").write(b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk)
 """
 
+/// Tests/Scripts/heif-edit.py: HEIF files edited from heif-enc's (a picture's parameter sets
+/// hidden behind a long first unit, thousands of items, a large profile in the boxes).
+private let heifEditor = repositoryRoot + "/Tests/Scripts/heif-edit.py"
+
 /// A folder with the hostile file `name` (made by `make`, given its path) and one valid photo.
 private func hostileFolder(_ name: String, _ make: (String) -> Bool) -> String? {
     let folder = testRoot + "/hostile-\(UInt32.random(in: 0...UInt32.max))"
@@ -190,6 +194,28 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
                     budgetMiB: 32, saying: "alpha plane") {
             system("convert -size 3000x3000 gradient:red-blue \\( -size 3000x3000 radial-gradient:white-black \\) -alpha off "
                    + "-compose copy_opacity -composite '\($0).png' && cwebp -quiet -q 50 -m 6 '\($0).png' -o '\($0)' && rm '\($0).png'") == 0
+        },
+        // libheif decodes the parameter sets wherever they are in the item's data: one behind a
+        // 5,000-byte first unit (Tessera read the first 4 KiB) made libde265 decode 4096 x 4096
+        // behind a declared 4096 x 64: 106 MiB at 32M (a helper's finding).
+        HostileCase(name: "HEIC whose 4096 x 4096 SPS hides behind a 5,000-byte first unit, declared 4096 x 64, 32M",
+                    file: "hidden.heic", budgetMiB: 32, saying: "coded picture is 4096 x 4096") {
+            system("convert -size 4096x4096 xc:gray '\($0).big.png' && convert -size 4096x64 xc:gray '\($0).small.png' "
+                   + "&& heif-enc -q 10 '\($0).big.png' -o '\($0).big.heic' && heif-enc -q 10 '\($0).small.png' -o '\($0).small.heic' "
+                   + "&& python3 '\(heifEditor)' hidden '\($0).big.heic' '\($0).small.heic' '\($0)' && rm '\($0)'.big.* '\($0)'.small.*") == 0
+        },
+        // libheif's parsing grows as the square of the items: 5,000 in a 110 KB file cost 2.2 s
+        // of CPU, 10,000 9.3 s. Counted before libheif reads them.
+        HostileCase(name: "HEIC of 5,000 hidden items", file: "items.heic", budgetMiB: 64, saying: "items, more than the 4096") {
+            system("convert -size 64x64 xc:gray '\($0).png' && heif-enc -q 10 '\($0).png' -o '\($0).source.heic' "
+                   + "&& python3 '\(heifEditor)' items '\($0).source.heic' '\($0)' 5000 && rm '\($0).png' '\($0).source.heic'") == 0
+        },
+        // libheif reads the whole 'meta' box, a colour profile in it byte by byte, and holds
+        // copies: a 30 MiB one took 76 MiB and 42 s at 32M. Refused past 4 MiB before libheif.
+        HostileCase(name: "HEIC whose meta holds a 9 MiB colour profile, 32M", file: "profile.heic", budgetMiB: 32,
+                    saying: "item boxes (meta) hold 9 MiB") {
+            system("convert -size 64x64 xc:gray '\($0).png' && heif-enc -q 10 '\($0).png' -o '\($0).source.heic' "
+                   + "&& python3 '\(heifEditor)' meta '\($0).source.heic' '\($0)' 9437184 && rm '\($0).png' '\($0).source.heic'") == 0
         },
         HostileCase(name: "PNG with a bad IDAT CRC", file: "crc.png", budgetMiB: 32, saying: "CRC") { writePNG("crc", $0) },
         HostileCase(name: "PNG with palette indices past its palette", file: "palette.png", budgetMiB: 32,
