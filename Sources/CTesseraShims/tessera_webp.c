@@ -140,7 +140,7 @@ static const char *status_text(VP8StatusCode status) {
 static int measure_lossless(const uint8_t *fragment, size_t size, uint32_t width, uint32_t height, uint64_t cap,
                             tessera_webp_info *info, char *message, size_t message_bytes) {
     size_t at = 0;
-    while (size - at >= 8) {
+    while (at <= size && size - at >= 8) {  // (a padding byte past a clamped length can take `at` past `size`)
         const uint8_t *chunk = fragment + at;
         uint64_t length = (uint64_t)chunk[4] | (uint64_t)chunk[5] << 8 | (uint64_t)chunk[6] << 16 | (uint64_t)chunk[7] << 24;
         if (length > size - at - 8) length = size - at - 8;
