@@ -8,20 +8,19 @@ let package = Package(
         .executable(name: "tessera", targets: ["tessera"]),
     ],
     targets: [
-        // C libraries from Debian: libjpeg62-turbo-dev and libexif-dev; for the other formats and
-        // colour, libspng-dev, libwebp-dev, libheif-dev, libgif-dev, libtiff-dev and liblcms2-dev
-        // (used from C only).
+        // C libraries from Debian: libjpeg62-turbo-dev; for the other formats and colour,
+        // libspng-dev, libwebp-dev, libheif-dev, libgif-dev, libtiff-dev and liblcms2-dev (used
+        // from C only). EXIF is read by Tessera's own bounded reader (tessera_exif.c).
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
-        .systemLibrary(name: "CExif", path: "Sources/CExif"),
-        // The setjmp-guarded libjpeg calls, the libexif accessors Swift cannot import, and the PNG,
+        // The setjmp-guarded libjpeg calls, the bounded EXIF reader, and the PNG,
         // WebP, HEIF, GIF, TIFF and Little CMS readers behind plain C structs.
         // The system-library targets' `link` lines reach only Swift importers, so the libraries are
         // named here as well for this C target.
         // Tessera's own decoding pieces, not a shim: the DC decoder (multi-scan JPEGs at 1/8),
         // the row store, and the coefficient arrays the libjpeg shim installs.
         .target(name: "CTesseraCodec", dependencies: ["CJPEG"], path: "Sources/CTesseraCodec"),
-        .target(name: "CTesseraShims", dependencies: ["CJPEG", "CExif", "CTesseraCodec"], path: "Sources/CTesseraShims",
-                linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("exif"), .linkedLibrary("spng"),
+        .target(name: "CTesseraShims", dependencies: ["CJPEG", "CTesseraCodec"], path: "Sources/CTesseraShims",
+                linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("spng"),
                                  .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
                                  .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff")]),
         // The engine: photos in, stripes, encoder out. Never prints.

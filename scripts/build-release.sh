@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tessera binary as it is installed: release mode, the Swift standard library and
 # runtime linked statically (--static-swift-stdlib), so that it depends only on Debian's shared
-# libraries (libjpeg62-turbo, libexif, libspng, libwebp, libheif, liblcms2 and the C/C++
+# libraries (libjpeg62-turbo, libspng, libwebp, libheif, liblcms2 and the C/C++
 # runtimes) and runs on a machine without the Swift toolchain. The commit it is built from is
 # compiled in for `tessera --version` ("-dirty" when the work tree has changes).
 #   scripts/build-release.sh            prints the binary's path (.build-release/release/tessera)

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev libexif-dev \
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev \
     libspng-dev libwebp-dev libheif-dev liblcms2-dev libgif-dev libtiff-dev \
     libjpeg-turbo-progs libvips-tools openslide-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
     zsh fish lintian debootstrap unzip libmagic1 >/dev/null

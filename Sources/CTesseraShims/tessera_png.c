@@ -171,7 +171,7 @@ tessera_png *tessera_png_open(int fd, uint64_t file_bytes, tessera_png_info *inf
     if (spng_get_iccp(png->ctx, &png->iccp) == 0 && png->iccp.profile_len > 0) png->has_iccp = 1;
     struct spng_exif exif;
     if (spng_get_exif(png->ctx, &exif) == 0 && exif.length > 0 && exif.length < (1u << 20)) {
-        // libexif wants the JPEG APP1 form: "Exif\0\0" then the TIFF structure.
+        // The EXIF reader takes the JPEG APP1 form: "Exif\0\0" then the TIFF structure.
         uint8_t *app1 = malloc(exif.length + 6);
         if (app1 != NULL) {
             memcpy(app1, "Exif\0\0", 6);

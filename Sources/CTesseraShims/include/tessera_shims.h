@@ -1,5 +1,5 @@
 // tessera_shims.h — the setjmp-guarded calls into the C libraries Tessera uses: libjpeg,
-// libexif, libspng, libwebp, libheif and Little CMS. The decoders of Tessera's own (the DC
+// libspng, libwebp, libheif, giflib, libtiff and Little CMS, and Tessera's bounded EXIF reader. The decoders of Tessera's own (the DC
 // decoder, the row store, the coefficient arrays) are a codec apart: CTesseraCodec.
 //
 // Why this target exists: libjpeg reports every error by calling error_exit, whose default
@@ -9,7 +9,8 @@
 // The longjmp never leaves C. libjpeg's message is copied into the handle's own buffer, not a
 // global one, because several workers decode at once.
 //
-// libexif is here too because its accessors (exif_data_get_entry) are macros Swift cannot import.
+// EXIF is read by Tessera's own reader (tessera_exif.c), which follows only IFD0 and the EXIF
+// IFD, each once, with every offset checked.
 //
 // Every symbol is prefixed tessera_. Functions return TESSERA_JPEG_OK (0) or TESSERA_JPEG_ERROR
 // (-1); on error, tessera_jpeg_*_message() returns the reason.
@@ -215,7 +216,7 @@ void tessera_average_rows(const uint8_t *top, const uint8_t *bottom, uint8_t *ou
 // MARK: EXIF
 
 /// The EXIF Orientation tag (1...8, or whatever out-of-range value is stored) of an APP1 payload
-/// (starting with "Exif\0\0"), or 0 when there is none or libexif cannot parse it.
+/// (starting with "Exif\0\0"), or 0 when there is none or it cannot be read.
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
 
 /// The same, and when the photo was taken (DateTimeOriginal, else DateTimeDigitized, else
