@@ -43,7 +43,7 @@ extension Runner {
             layout = try CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: shape.style, gap: collage.gap,
                                             heightLimit: sideLimit)
         } catch {
-            throw Self.tooTall(error, style: shape.style, sideLimit: sideLimit) { style in
+            throw Self.tooTall(error, style: shape.style, sideLimit: sideLimit, photoCount: photos.count, gap: collage.gap) { style in
                 (try? CollageLayout.make(aspects: aspects, sequence: sequence, width: shape.width, style: style, gap: collage.gap,
                                          heightLimit: sideLimit)) != nil
             }
@@ -59,7 +59,8 @@ extension Runner {
     /// is the one that fits, found by laying the photos out again (`fits`): the height grows
     /// with the square of the row height (taller rows, and more of them), so scaling it by the
     /// proportion named rows a quarter lower than needed.
-    static func tooTall(_ error: TesseraError, style: CollageStyle, sideLimit: Int, fits: (CollageStyle) -> Bool) -> TesseraError {
+    static func tooTall(_ error: TesseraError, style: CollageStyle, sideLimit: Int, photoCount: Int, gap: Int,
+                        fits: (CollageStyle) -> Bool) -> TesseraError {
         guard case .outputTooLarge(let width, let height, let limit) = error, height > limit else { return error }
         var fixes: [String] = []
         switch style {
@@ -72,9 +73,11 @@ extension Runner {
             }
             if low >= 1 { fixes.append("give --row-height \(low) or less") }
         case .columns(let count):
-            // The fewest columns that fit, at most one a pixel of the width.
-            var low = count, high = max(count + 1, width)
-            if fits(.columns(count: high)) {
+            // The fewest columns that fit, of the counts a collage takes: at most one a photo,
+            // and each at least a pixel wide between the gaps (more, and the layout has no room).
+            let most = min(photoCount, (width - gap) / (gap + 1))
+            var low = count, high = most
+            if high > low, fits(.columns(count: high)) {
                 while high - low > 1 {
                     let middle = (low + high) / 2
                     if fits(.columns(count: middle)) { high = middle } else { low = middle }

@@ -16,7 +16,7 @@ extension TesseraError {
         case let .budgetTooSmall(_, needed):
             // Said with the flag that gives it (a new user's trial: the figure alone named none).
             return description + "; " + memoryAdvice(Int64(needed), what: "to render it") + ", or ask for less: "
-                + (collage ? "lower rows (--row-height) or more --columns, a narrower picture (--width)"
+                + (collage ? "lower rows (--row-height; with --layout columns, more --columns), a narrower picture (--width)"
                            : "smaller cells (--tile-size), a smaller picture") + " or fewer --workers"
         case let .minUsesImpossible(conflict):
             return conflict.commandLineDescription

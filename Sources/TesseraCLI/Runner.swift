@@ -63,11 +63,13 @@ public struct Runner {
                 if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount) }
             }
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
-            guard let summary = try render(renderer, options: options, photoCount: library.photos.count) else { return .success }
-            if let path = options.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try RenderManifest.write(layout: layout, photos: library.photos, to: path,
-                                         notes: Report.manifestNotes(skipped: library, drawn: summary))
+            let manifest = options.manifestPath.map { path in
+                RenderManifest.withOutputs(layout: layout, photos: library.photos, to: path) { Report.manifestNotes(skipped: library, drawn: $0) }
             }
+            guard let summary = try render(renderer, options: options, photoCount: library.photos.count, manifest: manifest) else {
+                return .success
+            }
+            if options.shard?.shard.number == 1 { try manifest?.write(summary: summary) }  // (a shard's render writes none)
             let runSeconds = monotonicSeconds() - runStarted
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos, runSeconds: runSeconds))
@@ -166,15 +168,13 @@ public struct Runner {
                 if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount + prepared.failed.count) }
             }
             let renderer = try mosaicRenderer(prepared, options: options)
+            let manifest = mosaic.manifestPath.map { Self.manifest(of: prepared, library: library, to: $0) }
             guard let rendered = try render(renderer, options: options, photoCount: prepared.photoCount,
-                                           preparationBytes: prepared.preparationBytes) else {
+                                           preparationBytes: prepared.preparationBytes, manifest: manifest) else {
                 console.result(Report.mosaic(prepared))
                 return .success
             }
-            if let path = mosaic.manifestPath, options.shard.map({ $0.shard.number == 1 }) ?? true {
-                try MosaicJob.writeManifest(prepared, to: path, notes: Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed,
-                                                                                          drawn: rendered))
-            }
+            if options.shard?.shard.number == 1 { try manifest?.write(summary: rendered) }  // (a shard's render writes none)
             let similarity = likeness(prepared, summary: rendered, options: options, target: settings.targetPath)
             // The likeness is measured after the render: the peak it reaches is the run's too
             // (the report said 20.9 MiB of a run that peaked at 27).
@@ -367,8 +367,16 @@ public struct Runner {
     /// The shared end of grid and mosaic: dry run or pre-flight, then the render with progress
     /// and warnings. Returns the summary, or nil after a dry run.
     /// `preparationBytes`: what a mosaic held before the render (analysis, target, matching).
+    /// A mosaic's manifest, written with its outputs: its notes from the library's skipped
+    /// photos, the ones the analysis could not read and what the render drew as placeholders.
+    static func manifest(of prepared: PreparedMosaic, library: PhotoLibrary, to path: String) -> ManifestOutput {
+        RenderManifest.withOutputs(match: prepared.match, photos: prepared.request.photos, to: path) {
+            Report.manifestNotes(skipped: library, alsoSkipped: prepared.failed, drawn: $0)
+        }
+    }
+
     func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int,
-                preparationBytes: Int = 0) throws(TesseraError) -> RenderSummary? {
+                preparationBytes: Int = 0, manifest: ManifestOutput? = nil) throws(TesseraError) -> RenderSummary? {
         let plan = renderer.plan
         // A shard writes its part, about its band's share of the outputs, into the shard folder.
         let shardShare = renderer.shard.map { target in
@@ -391,7 +399,7 @@ public struct Runner {
         try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: shardShare)
         console.phase(.render)
         let started = monotonicSeconds()
-        let summary = try renderer.render { event in
+        let summary = try renderer.render(manifest: manifest) { event in
             switch event {
             case .progress(let done, let total):
                 console.progress(.render, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: renderer.layout.width)

@@ -156,6 +156,28 @@ import Tessera
         #expect(access(directory + "/c.jpg", F_OK) != 0)
     }
 
+    /// Too tall in masonry columns with gaps: the columns named are a count the collage takes
+    /// (no more than the photos, each column a pixel wide at least between the gaps), and it
+    /// fits. (The search tried up to a column a pixel of the width, which with gaps left no
+    /// room: a precondition failure, exit 132, instead of the error.)
+    @Test func aTooTallMasonryCollageWithGapsNamesColumnsItTakes() {
+        let directory = folder("tall-gaps")
+        defer { _ = system("rm -rf '\(directory)'") }
+        let photoCount = listNames(fixtures).filter { $0.hasSuffix(".jpg") }.count
+        for gap in ["1", "40"] {
+            let tall = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", "1", "--width", "20000",
+                                   "--gap", gap, "--dry-run", "--temp-dir", directory])
+            #expect(tall.status == 2 && tall.output.contains("(65,500 px)"), "gap \(gap): \(tall.output)")
+            let named = tall.output.components(separatedBy: "give --columns ").dropFirst().first?.split(separator: " ").first.flatMap { Int($0) }
+            #expect(named.map { $0 > 1 && $0 <= photoCount } == true, "gap \(gap), \(photoCount) photos: \(tall.output)")
+            if let named {
+                let fits = runTessera(["collage", fixtures, "-o", directory + "/c.jpg", "--layout", "columns", "--columns", String(named),
+                                       "--width", "20000", "--gap", gap, "--dry-run", "--temp-dir", directory])
+                #expect(fits.status == 0, "gap \(gap): \(fits.output)")
+            }
+        }
+    }
+
     /// A collage of the fixtures (landscapes and portraits, each in all eight EXIF
     /// orientations): the manifest's cells are every photo once, upright shapes, rows exactly
     /// the width; the JPEG is the canvas they make; the viewer knows each cell's rectangle;

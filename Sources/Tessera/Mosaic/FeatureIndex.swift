@@ -332,7 +332,8 @@ public final class FeatureIndex: @unchecked Sendable {
     }
 }
 
-/// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera, else /tmp/tessera-cache.
+/// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera, else /tmp/tessera-cache-UID (this
+/// user's, 0700; see `privateTemporaryCache`).
 public func defaultCacheDirectory() -> String {
     if let value = getenv("XDG_CACHE_HOME"), value.pointee != 0 {
         // Made if missing, as the XDG spec asks (0700): a $XDG_CACHE_HOME that did not exist
@@ -346,5 +347,24 @@ public func defaultCacheDirectory() -> String {
         try? makeDirectory(cache)
         return cache + "/tessera"
     }
-    return "/tmp/tessera-cache"
+    return privateTemporaryCache()
+}
+
+/// The cache's folder in /tmp, for a process with neither $HOME nor $XDG_CACHE_HOME (`env -i`,
+/// some services): /tmp/tessera-cache-UID, made 0700, and used only when it is a folder (not a
+/// link) this user owns that no one else may write or read. /tmp is everyone's: a shared
+/// "/tmp/tessera-cache" that another user made first let that user read the photos' paths and
+/// plant forged entries (a photo's size, which shapes a collage). A name taken by someone else
+/// gets a new private folder (mkdtemp) for this run.
+func privateTemporaryCache(in root: String = "/tmp") -> String {
+    let uid = geteuid()
+    let path = root + "/tessera-cache-\(uid)"
+    _ = try? makeDirectory(path, mode: 0o700)
+    if case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == uid, info.st_mode & 0o077 == 0 {
+        return path
+    }
+    var template = Array((path + "-XXXXXX").utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
+    guard made != nil else { return path + "-unusable/cache" }
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -596,11 +596,6 @@ public enum MosaicJob {
                               failed: features.outcome.failed, indexPath: index.path, seconds: monotonicSeconds() - started,
                               peakResidentBytes: peakResidentBytes())
     }
-
-    /// Writes where every photo went (CSV, or JSON for a path ending in .json).
-    public static func writeManifest(_ mosaic: PreparedMosaic, to path: String, notes: ManifestNotes = ManifestNotes()) throws(TesseraError) {
-        try RenderManifest.write(match: mosaic.match, photos: mosaic.request.photos, to: path, notes: notes)
-    }
 }
 
 /// What `MosaicJob.analyse` did.

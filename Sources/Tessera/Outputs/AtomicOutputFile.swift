@@ -111,6 +111,12 @@ final class AtomicOutputFile {
         var existing = stat()
         let stood = system_lstat(destination, &existing) == 0
         var exchanged = false
+        do throws(TesseraError) {
+            try commit.willMove(temporary, to: destination, exchange: stood && (existing.st_mode & S_IFMT) == S_IFREG)
+        } catch {
+            removeFile(temporary)
+            throw error
+        }
         if stood, (existing.st_mode & S_IFMT) == S_IFREG {
             // Renamed over the old file (which a later failure cannot bring back) only where the
             // filesystem has no exchange; any other failure is the commit's.

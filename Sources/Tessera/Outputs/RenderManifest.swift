@@ -66,6 +66,24 @@ public enum RenderManifest {
         try streamed(to: path) { out in emit(match: match, path: { photos[$0].path }, format: format(for: path), notes: notes, out) }
     }
 
+    /// A grid's or collage's manifest written with the render's outputs and moved into place
+    /// with them (StripeRenderer.render(manifest:)): `notes` is given the render's summary, for
+    /// what was drawn as a placeholder or only in part.
+    public static func withOutputs(layout: CellLayout, photos: PhotoTable, to path: String,
+                                   notes: @escaping (RenderSummary) -> ManifestNotes) -> ManifestOutput {
+        ManifestOutput(path: path) { summary, out in
+            emit(layout: layout, path: { photos[$0].path }, format: format(for: path), notes: notes(summary), out)
+        }
+    }
+
+    /// A mosaic's manifest written with the render's outputs (as the grid's above).
+    public static func withOutputs(match: MosaicMatch, photos: PhotoTable, to path: String,
+                                   notes: @escaping (RenderSummary) -> ManifestNotes) -> ManifestOutput {
+        ManifestOutput(path: path) { summary, out in
+            emit(match: match, path: { photos[$0].path }, format: format(for: path), notes: notes(summary), out)
+        }
+    }
+
     private static func emit(match: MosaicMatch, path: (Int) -> String, format: Format, notes: ManifestNotes, _ out: (String) -> Void) {
         // An adaptive mosaic's cells also give their rectangle in pixels (column and row: the
         // top-left corner in smallest cells).
@@ -146,6 +164,12 @@ public enum RenderManifest {
     /// Collects what `body` emits and appends it to a new file at `path` a MiB at a time,
     /// committed when complete.
     private static func streamed(to path: String, _ body: ((String) -> Void) -> Void) throws(TesseraError) {
+        try staged(to: path, body).commit()
+    }
+
+    /// The same, finished but not yet in place: the caller commits it (with a render's outputs,
+    /// OutputCommit) or discards it. Discarded here if writing fails.
+    static func staged(to path: String, _ body: ((String) -> Void) -> Void) throws(TesseraError) -> AtomicOutputFile {
         let output = try AtomicOutputFile(destination: path)
         var pending = ""
         var failure: TesseraError?
@@ -161,8 +185,11 @@ public enum RenderManifest {
             if pending.utf8.count >= 1 << 20 { flush() }
         }
         flush()
-        if let failure { throw failure }
-        try output.commit()
+        if let failure {
+            output.discard()
+            throw failure
+        }
+        return output
     }
 
     private static let placeholderHeader = PhotoHeader(width: 1, height: 1, colorModel: .rgb, isProgressive: false,
@@ -174,4 +201,21 @@ public enum RenderManifest {
     }
 
     static func jsonString(_ value: String) -> String { jsonStringLiteral(value) }
+}
+
+/// A manifest that a render writes once its stripes are done, when it knows which photos were
+/// drawn as placeholders, and commits with its outputs: a run killed or failing before the last
+/// of them is in place leaves the old manifest beside the old outputs, never a new one beside
+/// old outputs or an old one beside new.
+public struct ManifestOutput {
+    public let path: String
+    let emit: (RenderSummary, (String) -> Void) -> Void
+
+    /// Writes the manifest into place by itself (a shard's, after its part).
+    public func write(summary: RenderSummary) throws(TesseraError) { try stage(summary).commit() }
+
+    /// The manifest, finished under a hidden name, for the render to commit.
+    func stage(_ summary: RenderSummary) throws(TesseraError) -> AtomicOutputFile {
+        try RenderManifest.staged(to: path) { out in emit(summary, out) }
+    }
 }

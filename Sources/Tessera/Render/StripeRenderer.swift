@@ -63,8 +63,10 @@ public final class StripeRenderer: Sendable {
 
     /// Renders the layout in one pass into every output of the request; each appears only when
     /// complete, replacing what was at its name. On failure or cancellation nothing of the
-    /// render is left and what was at the outputs' names is untouched.
-    public func render(observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
+    /// render is left and what was at the outputs' names is untouched. `manifest` is written
+    /// once the stripes are done and moved into place with the outputs (not by a part: a
+    /// shard's caller writes it).
+    public func render(manifest: ManifestOutput? = nil, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
         let started = monotonicSeconds()
         for path in removeStaleTemporaries() { observer(.staleTemporaryRemoved(path: path)) }
         let sinks = try makeSinks()
@@ -114,23 +116,32 @@ public final class StripeRenderer: Sendable {
             throw error
         }
         store.releaseAll()
-        // In order: the pyramid first (its commit checks the names again and may still refuse),
-        // the JPEG's rename last, all as one (OutputCommit): a failure undoes the outputs moved
-        // in before it, and discards every output.
+        func drawn() -> RenderSummary {
+            var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
+                                        outputBytes: 0, peakResidentBytes: peakResidentBytes(),
+                                        photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+            summary.cellsShared = cache.fromSourceCount
+            summary.partialPhotos = cache.partialPhotos
+            return summary
+        }
+        // In order: the manifest, the pyramid (its commit checks the names again and may still
+        // refuse), the JPEG's rename last, all as one (OutputCommit): a failure undoes the
+        // outputs moved in before it, and discards every output.
+        var manifestFile: AtomicOutputFile?
         do throws(TesseraError) {
-            try OutputCommit.all { commit throws(TesseraError) in
+            if let manifest, part == nil { manifestFile = try manifest.stage(drawn()) }
+            let folders = (request.outputs.map(\.path) + [manifestFile?.destination].compactMap { $0 }).map { parentDirectory(of: $0) }
+            try OutputCommit.all(locking: folders) { commit throws(TesseraError) in
+                try manifestFile?.commit(in: commit)
                 for sink in sinks { try sink.commit(in: commit) }
             }
         } catch {
+            manifestFile?.discard()
             for sink in sinks { sink.discard() }
             throw error
         }
         for event in cache.takeEvents() { observer(event) }
-        var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
-                                    outputBytes: 0, peakResidentBytes: peakResidentBytes(),
-                                    photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
-        summary.cellsShared = cache.fromSourceCount
-        summary.partialPhotos = cache.partialPhotos
+        var summary = drawn()
         for sink in sinks { sink.record(into: &summary) }
         return summary
     }

@@ -997,16 +997,12 @@ private struct Joiner {
         try tiffOutput?.writer?.finish()
         try tiffOutput?.file.finish()
         // As one (OutputCommit): a failure puts back what the outputs before it replaced.
-        let commit = OutputCommit()
-        do throws(TesseraError) {
+        let folders = [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath].compactMap { $0 }.map { parentDirectory(of: $0) }
+        try OutputCommit.all(locking: folders) { commit throws(TesseraError) in
             try zoomOutput?.commit(in: commit)
             try tiffOutput?.file.commit(in: commit)
             try jpegOutput?.commit(in: commit)
-        } catch {
-            commit.rollBack()
-            throw error
         }
-        commit.finish()
         if let zoomOutput {
             summary.deepZoomTiles = zoomOutput.tilesWritten
             summary.deepZoomBytes = zoomOutput.bytesWritten

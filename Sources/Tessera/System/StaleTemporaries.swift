@@ -63,7 +63,10 @@ public enum StaleTemporaries {
     @discardableResult
     public static func remove(in directory: String) -> [String] {
         // Only names of a temporary's shape are kept from the listing (/tmp may hold millions).
-        guard let names = try? listDirectory(directory, limit: 4096, where: { parse($0) != nil }) else { return [] }
+        guard var names = try? listDirectory(directory, limit: 4096, where: { parse($0) != nil }) else { return [] }
+        // A commit's journal first: a commit killed half-way is undone (CommitJournal.swift)
+        // before the temporaries holding the outputs it replaced are removed.
+        names.sort { CommitJournal.isJournal($0) && !CommitJournal.isJournal($1) }
         var removed: [String] = []
         for name in names {
             guard let (pid, folder) = parse(name) else { continue }
@@ -80,6 +83,11 @@ public enum StaleTemporaries {
             }
             guard pid <= Self.largestPID else { continue }
             guard isAbandoned(path, pid: pid) else { continue }
+            if CommitJournal.isJournal(name) {
+                CommitJournal.recover(path)
+                removed.append(path)
+                continue
+            }
             // A Deep Zoom pyramid is staged in a directory: remove it whole.
             if removeTree(path) { removed.append(path) }
         }

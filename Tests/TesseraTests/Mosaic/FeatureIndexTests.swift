@@ -22,6 +22,39 @@ private func look(_ index: FeatureIndex, _ photos: [Photo]) throws -> (found: [I
 }
 
 @Suite struct FeatureIndexTests {
+    /// With neither $HOME nor $XDG_CACHE_HOME the cache is in /tmp, shared with everyone: this
+    /// user's own folder, 0700, and never one someone else made or can write (another user's
+    /// "/tmp/tessera-cache" let them read the photos' paths and plant forged sizes).
+    @Test func theCacheInTmpIsThisUsersAlone() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        func isPrivate(_ path: String) -> Bool {
+            guard case .success(let info) = linkStatus(path) else { return false }
+            return (info.st_mode & S_IFMT) == S_IFDIR && info.st_uid == geteuid() && info.st_mode & 0o077 == 0
+        }
+        let own = scratch.file("tessera-cache-\(geteuid())")
+        #expect(privateTemporaryCache(in: scratch.path) == own && isPrivate(own))
+        #expect(privateTemporaryCache(in: scratch.path) == own, "this user's folder is used again")
+        // Made by someone else, writable by others, or a link: another folder, private.
+        var taken: [String] = []
+        chmod(own, 0o777)
+        taken.append(privateTemporaryCache(in: scratch.path))
+        chmod(own, 0o700)
+        if geteuid() == 0 {
+            chown(own, 65534, 65534)
+            taken.append(privateTemporaryCache(in: scratch.path))
+            chown(own, 0, 0)
+        }
+        rmdir(own)
+        mkdir(scratch.file("elsewhere"), 0o700)
+        symlink(scratch.file("elsewhere"), own)
+        taken.append(privateTemporaryCache(in: scratch.path))
+        for path in taken {
+            #expect(path != own && path.hasPrefix(own + "-") && isPrivate(path), "\(path)")
+        }
+        #expect(Set(taken).count == taken.count)
+    }
+
     @Test func featuresRoundTripAndMissWhenThePhotoChanged() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }

@@ -97,6 +97,59 @@ extension RenderTests {
         _ = system("rm -rf '\(staged)'")
     }
 
+    /// A commit's journal is read as hostile: only what tessera writes is undone, and a step
+    /// only where what stands at its destination is what the journal says moved there. (The
+    /// kill itself, through the binary: CommitCrashTests.)
+    @Test func aCommitJournalUndoesOnlyItsOwnMoves() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let old = scratch.file("out.jpg"), hidden = scratch.file(".out.jpg.tessera-999999-x1.tmp")
+        let other = scratch.file("notes.txt"), otherNew = scratch.file("notes-new.txt")
+        writeBytes(Array("old".utf8), to: old)
+        writeBytes(Array("new".utf8), to: hidden)
+        writeBytes(Array("mine".utf8), to: other)
+        writeBytes(Array("replacement".utf8), to: otherNew)
+        // Written as a commit writes it, then the move made and the process "killed".
+        let journal = try CommitJournal(directory: scratch.path)
+        try journal.willMove(hidden, to: old, exchange: true, isNew: true)
+        try exchangePaths(hidden, old)
+        let written = try readWholeFile(journal.path)
+        let parsed = CommitJournal.parse(written)
+        #expect(parsed?.steps.count == 1 && parsed?.done == false && parsed?.steps.first?.to == old)
+        // Hostile or damaged: a step that touches no temporary (it would swap a user's files),
+        // bytes after "done", another magic.
+        var hostile = CommitJournal.magic
+        hostile += Array(written[CommitJournal.magic.count...]).prefix(2 + 16)
+        func path(_ text: String) -> [UInt8] { withUnsafeBytes(of: UInt64(text.utf8.count).littleEndian, Array.init) + Array(text.utf8) }
+        hostile += path(otherNew) + path(other)
+        #expect(CommitJournal.parse(hostile) == nil)
+        #expect(CommitJournal.parse(written + [UInt8(ascii: "D"), 0]) == nil)
+        #expect(CommitJournal.parse(Array("TSCOMMIT2\n".utf8) + written.dropFirst(CommitJournal.magic.count)) == nil)
+        #expect(CommitJournal.parse(written + [UInt8(ascii: "D")])?.done == true)
+        // A step cut short (the kill came while it was written) is not one.
+        #expect(CommitJournal.parse(written + [UInt8(ascii: "E"), 1, 7])?.steps.count == 1)
+        // Writable by others: not read at all.
+        let copy = scratch.file(".commit.tessera-999999-journal.tmp")
+        journal.remove()
+        writeBytes(written, to: copy)
+        chmod(copy, 0o666)
+        CommitJournal.recover(copy)
+        #expect(readBytes(old) == Array("new".utf8) && readBytes(hidden) == Array("old".utf8))
+        // Recovered: the old file back, the new one gone, the journal gone.
+        writeBytes(written, to: copy)
+        chmod(copy, 0o600)
+        CommitJournal.recover(copy)
+        #expect(readBytes(old) == Array("old".utf8))
+        #expect(access(hidden, F_OK) != 0 && access(copy, F_OK) != 0)
+        #expect(readBytes(other) == Array("mine".utf8))
+        // Replayed once more (the file at the destination is no longer the one that moved):
+        // nothing is touched.
+        writeBytes(written, to: copy)
+        chmod(copy, 0o600)
+        CommitJournal.recover(copy)
+        #expect(readBytes(old) == Array("old".utf8))
+    }
+
     @Test func preflightNamesTheDirectoryAndTheShortfall() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
@@ -188,20 +241,29 @@ extension RenderTests {
 
 extension RenderTests {
     /// The outputs of a render appear together or not at all: when the last one (the JPEG)
-    /// cannot be moved into place, the pyramid folder, its page and the TIFF moved in before it
-    /// are put back as they were, and nothing of the failed render is left; with the fault gone
-    /// the same render replaces all of them.
+    /// cannot be moved into place, the manifest, the pyramid folder, its page and the TIFF moved
+    /// in before it are put back as they were, and nothing of the failed render is left; with
+    /// the fault gone the same render replaces all of them.
     @Test func aFailureAtTheLastOutputPutsBackTheOnesMovedInBeforeIt() throws {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let folder = scratch.file("out"), jpeg = scratch.file("out") + "/out.jpg"
         try makeDirectory(folder)
         try makeDirectory(folder + "/zoom")
+        // Each render's manifest carries a word of its own, so a manifest put back is told
+        // from one written again.
+        func manifest(_ word: String, _ request: RenderRequest) -> ManifestOutput {
+            RenderManifest.withOutputs(layout: request.layout, photos: request.photos, to: folder + "/out.json") { _ in
+                ManifestNotes(skipped: [(path: word, reason: "the render that wrote this manifest")])
+            }
+        }
         var first = ShardCase()
         first.tiff = PyramidTIFFSettings()
-        _ = try StripeRenderer(request: shardRequest(first, folder: folder)).render()
+        let firstRequest = try shardRequest(first, folder: folder)
+        _ = try StripeRenderer(request: firstRequest).render(manifest: manifest("first", firstRequest))
         let before = treeContents(folder)
         #expect(before.keys.contains("zoom/out.dzi") && before.keys.contains("out.tif") && before.keys.contains("out.jpg"))
+        #expect(String(decoding: before["out.json"] ?? [], as: UTF8.self).contains("\"first\""))
         var second = first
         second.settings.quality = 60
         second.zoom?.quality = 60
@@ -209,8 +271,9 @@ extension RenderTests {
         // (Only a filesystem without the exchange, EINVAL, has the JPEG renamed over the old one.)
         SyscallFaults.inject("renameat2", errno: EPERM, pathPrefix: jpeg)
         defer { SyscallFaults.reset(pathPrefix: jpeg) }
+        let secondRequest = try shardRequest(second, folder: folder)
         #expect(throws: TesseraError.system(operation: "renameat2", errno: EPERM, path: jpeg)) {
-            _ = try StripeRenderer(request: shardRequest(second, folder: folder)).render()
+            _ = try StripeRenderer(request: secondRequest).render(manifest: manifest("second", secondRequest))
         }
         #expect(SyscallFaults.fired("renameat2", pathPrefix: jpeg) == 1)
         let after = treeContents(folder)
@@ -218,12 +281,13 @@ extension RenderTests {
         for (name, bytes) in before where after[name] != bytes { Issue.record("\(name) is not as it was") }
         #expect(!listNames(folder).contains { $0.hasPrefix(".") } && !listNames(folder + "/zoom").contains { $0.hasPrefix(".") })
         SyscallFaults.reset(pathPrefix: jpeg)
-        _ = try StripeRenderer(request: shardRequest(second, folder: folder)).render()
+        _ = try StripeRenderer(request: secondRequest).render(manifest: manifest("second", secondRequest))
         let replaced = treeContents(folder)
+        #expect(String(decoding: replaced["out.json"] ?? [], as: UTF8.self).contains("\"second\""))
         #expect(Set(replaced.keys) == Set(before.keys), "\(Set(replaced.keys).symmetricDifference(Set(before.keys)).sorted())")
         let tiles = before.keys.filter { $0.hasPrefix("zoom/out_files/") && $0.hasSuffix(".jpg") }
         #expect(!tiles.isEmpty)
-        for name in ["out.jpg", "out.tif"] + tiles {
+        for name in ["out.jpg", "out.tif", "out.json"] + tiles {
             let changed = replaced[name] != before[name]
             #expect(changed, "\(name) was not replaced")
         }

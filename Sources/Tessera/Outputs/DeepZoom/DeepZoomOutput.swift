@@ -339,7 +339,9 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         func moveIn(_ entry: String) throws(TesseraError) {
             let from = staging + "/" + entry, to = folder + "/" + entry
             var existing = stat()
-            if system_lstat(to, &existing) == 0 {
+            let stood = system_lstat(to, &existing) == 0
+            try commit.willMove(from, to: to, exchange: stood)
+            if stood {
                 try exchangePaths(from, to)
                 undo.append { try? exchangePaths(from, to) }
             } else {
@@ -356,6 +358,7 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
             let page = folder + "/" + name + ".html"
             if !viewer, access(folder + "/" + name + ".szi", F_OK) != 0, DeepZoomViewer.isOwnPage(page) {
                 let parked = staging + "/" + name + ".html"
+                try commit.willMove(page, to: parked, exchange: false, isNew: false)
                 try renameFile(page, to: parked)
                 undo.append { try? renameFile(parked, to: page) }
             }

@@ -166,7 +166,9 @@ final class IIIFTileFolder: @unchecked Sendable {
         // on the open file; a sweep of stale temporaries meanwhile sees this process alive.)
         _ = system_unlink(staging + "/" + StaleTemporaries.lockName)
         var existing = stat()
-        if system_lstat(destination, &existing) == 0 {
+        let stood = system_lstat(destination, &existing) == 0
+        try commit.willMove(staging, to: destination, exchange: stood)
+        if stood {
             try exchangePaths(staging, destination)
             committed = true
             // The old folder, swapped in: given a lock file (removed last), so that a removal
