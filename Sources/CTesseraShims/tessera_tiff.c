@@ -250,6 +250,126 @@ int64_t tessera_tiff_date_taken(int fd, uint64_t file_bytes) {
     return ifd_date(&file, ifd0, 306);  // DateTime
 }
 
+// MARK: What the codecs inside libtiff would allocate
+
+/// Whether libtiff's decoder for `compression` allocates no more than the strip or tile it
+/// decodes (libtiff checks the decoded size against it): none, the CCITT and fax codings, LZW,
+/// Deflate, PackBits, NeXT, ThunderScan, PixarLog, SGI Log, LZMA, ZSTD and LERC (each tried
+/// with a dictionary or a count far past its strip: stopped at the strip). JPEG and WebP are
+/// checked strip by strip below. Any other is refused: JBIG's decoder (jbig-kit) allocates the
+/// size its own header declares before libtiff sees it, so a 168-byte 64 x 64 page whose JBIG
+/// data says 120,000 x 120,000 took 1.8 GB (a helper's finding), and a codec not known here
+/// is not known to be bounded.
+static int bounded_codec(uint16_t compression) {
+    switch (compression) {
+    case COMPRESSION_NONE: case COMPRESSION_CCITTRLE: case COMPRESSION_CCITTFAX3: case COMPRESSION_CCITTFAX4:
+    case COMPRESSION_LZW: case COMPRESSION_OJPEG: case COMPRESSION_ADOBE_DEFLATE: case COMPRESSION_DEFLATE:
+    case COMPRESSION_NEXT: case COMPRESSION_CCITTRLEW: case COMPRESSION_PACKBITS: case COMPRESSION_THUNDERSCAN:
+    case COMPRESSION_PIXARLOG: case COMPRESSION_SGILOG: case COMPRESSION_SGILOG24: case COMPRESSION_LZMA:
+    case COMPRESSION_ZSTD: case COMPRESSION_LERC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/// The frame of the JPEG stream at `at` (`length` bytes, a JPEG-compressed strip or tile): its
+/// width and height from its SOF, found by walking its marker segments with small reads.
+/// 0 when it has none before its scan (libtiff then fails it as a decode error).
+static int strile_jpeg_frame(int fd, uint64_t at, uint64_t length, uint32_t *width, uint32_t *height) {
+    uint8_t b[9];
+    uint64_t pos = 2, end = at + length;
+    if (length < 4 || pread(fd, b, 2, (off_t)at) != 2 || b[0] != 0xFF || b[1] != 0xD8) return 0;
+    for (int segments = 0; segments < 4096 && at + pos + 4 <= end; segments++) {
+        if (pread(fd, b, 4, (off_t)(at + pos)) != 4 || b[0] != 0xFF) return 0;
+        uint8_t marker = b[1];
+        if (marker == 0xFF) { pos += 1; continue; }  // fill bytes
+        if (marker == 0xDA || marker == 0xD9) return 0;
+        uint64_t segment = ((uint64_t)b[2] << 8) | b[3];
+        if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+            if (pread(fd, b, 9, (off_t)(at + pos)) != 9) return 0;
+            *height = ((uint32_t)b[5] << 8) | b[6];
+            *width = ((uint32_t)b[7] << 8) | b[8];
+            return 1;
+        }
+        pos += 2 + segment;
+    }
+    return 0;
+}
+
+/// Every strip or tile of a JPEG- or WebP-compressed page checked before libtiff decodes one:
+/// its own JPEG frame no larger than the strip or tile, and a lossless WebP's tables within
+/// `cap`. libtiff takes a last strip taller than the page says (a warning), and libjpeg then
+/// holds every coefficient of a progressive one: a 939 KB file of 4000 x 8 px whose last strip
+/// is a 4000 x 60,000 progressive JPEG took 489 MB (a helper's finding). And libtiff hands a
+/// WebP strip to libwebp itself, past the measure of a lossless stream that a .webp gets
+/// (tessera_vp8l.c): the test suite's 65,536-group stream as a strip took 391 MB.
+static int check_striles(struct tessera_tiff *tiff, uint64_t cap, char *message, size_t message_bytes) {
+    TIFF *tif = tiff->tif;
+    uint16_t compression = tiff->info.compression;
+    if (!bounded_codec(compression) && compression != COMPRESSION_JPEG && compression != COMPRESSION_WEBP) {
+        snprintf(message, message_bytes, "its page is compressed with %s (TIFF compression %u), whose decoder Tessera does "
+                 "not let libtiff run: it allocates what its own data declares, unchecked",
+                 compression == COMPRESSION_JBIG ? "JBIG" : "a codec Tessera does not know", compression);
+        return 0;
+    }
+    if (bounded_codec(compression)) return 1;
+    int tiled = TIFFIsTiled(tif);
+    uint32_t strile_width = tiff->info.width, strile_rows = tiff->info.chunk_rows;
+    if (tiled) {
+        TIFFGetField(tif, TIFFTAG_TILEWIDTH, &strile_width);
+        TIFFGetField(tif, TIFFTAG_TILELENGTH, &strile_rows);
+    } else {
+        uint32_t rows = 0;
+        TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows);
+        strile_rows = rows == 0 || rows > tiff->info.height ? tiff->info.height : rows;
+    }
+    uint32_t count = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+    for (uint32_t i = 0; i < count; i++) {
+        int failed = 0;
+        uint64_t at = TIFFGetStrileOffsetWithErr(tif, i, &failed), length = TIFFGetStrileByteCountWithErr(tif, i, &failed);
+        if (failed || length == 0 || at >= tiff->file_bytes) continue;  // libtiff fails it when it comes to it
+        if (length > tiff->file_bytes - at) length = tiff->file_bytes - at;
+        if (compression == COMPRESSION_JPEG) {
+            uint32_t width = 0, height = 0;
+            if (!strile_jpeg_frame(tiff->fd, at, length, &width, &height)) continue;
+            if (width > strile_width || height > strile_rows) {
+                snprintf(message, message_bytes, "its %s %u holds a JPEG of %u x %u px where the page has room for %u x %u: "
+                         "libjpeg would hold all of it", tiled ? "tile" : "strip", i, width, height, strile_width, strile_rows);
+                return 0;
+            }
+            continue;
+        }
+        // WebP: a RIFF whose first chunk is VP8L is a lossless stream (VP8X is not written by
+        // libtiff; one is measured through its own chunks by libwebp's demuxer, not here).
+        uint8_t head[25];
+        if (length < 25 || pread(tiff->fd, head, 25, (off_t)at) != 25 || memcmp(head + 12, "VP8L", 4) != 0) continue;
+        if (length > cap) {
+            snprintf(message, message_bytes, "its %s %u is a lossless WebP of %llu bytes, more than its memory budget allows",
+                     tiled ? "tile" : "strip", i, (unsigned long long)length);
+            return 0;
+        }
+        uint8_t *data = malloc((size_t)length);
+        if (data == NULL || pread(tiff->fd, data, (size_t)length, (off_t)at) != (ssize_t)length) {
+            free(data);
+            continue;
+        }
+        uint32_t bits = (uint32_t)data[21] | ((uint32_t)data[22] << 8) | ((uint32_t)data[23] << 16) | ((uint32_t)data[24] << 24);
+        uint32_t width = (bits & 0x3FFF) + 1, height = ((bits >> 14) & 0x3FFF) + 1;
+        tessera_vp8l_cost cost = {0};
+        char why[200] = {0};
+        int measured = data[20] == 0x2F ? tessera_vp8l_measure(data + 25, (size_t)length - 25, width, height, 0, cap, &cost,
+                                                               why, sizeof why) : 0;
+        free(data);
+        if (measured < 0 || cost.bytes > cap) {
+            snprintf(message, message_bytes, "its %s %u is a lossless WebP %s", tiled ? "tile" : "strip", i,
+                     measured < 0 ? why : "that libwebp would need more memory to decode than its budget allows");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
                                 char *message, size_t message_bytes) {
     pthread_once(&silenced, silence_global_handlers);
@@ -295,6 +415,7 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
         return NULL;
     }
     fill_info(tiff);
+    tiff->info.tag_bytes = all_tags;
     // A strip's or tile's offset and size take 16 bytes in libtiff's two arrays, each array
     // under the allocation cap, together over it: a 46 MB file of 5.8 million one-row strips
     // grew the process by 92 MB (a helper's finding). A quarter of the cap is far more than any
@@ -304,6 +425,10 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
         snprintf(message, message_bytes, "its %llu %s need %llu MiB of offsets, more than its memory budget allows",
                  (unsigned long long)striles, TIFFIsTiled(tiff->tif) ? "tiles" : "strips",
                  (unsigned long long)((striles * 16) >> 20));
+        tessera_tiff_close(tiff);
+        return NULL;
+    }
+    if (!check_striles(tiff, max_allocation, message, message_bytes)) {
         tessera_tiff_close(tiff);
         return NULL;
     }

@@ -109,6 +109,49 @@ chunk = b"VP8L" + struct.pack("<I", len(data)) + bytes(data) + (b"\\0" if len(da
 open(sys.argv[1], "wb").write(b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk)
 """
 
+/// A TIFF of one strip holding `strip`'s bytes as they are, under any compression tag:
+/// `tiff.py OUT WIDTH HEIGHT BITS SAMPLES COMPRESSION PHOTOMETRIC STRIP`.
+private let rawStripTIFFWriter = """
+import struct, sys
+out, width, height, bits, samples, compression, photometric, strip_path = sys.argv[1], *map(int, sys.argv[2:8]), sys.argv[8]
+strip = open(strip_path, "rb").read()
+tags = [(256, 4, [width]), (257, 4, [height]), (258, 3, [bits] * samples), (259, 3, [compression]), (262, 3, [photometric]),
+        (273, 4, [0]), (277, 3, [samples]), (278, 4, [height]), (279, 4, [len(strip)])]
+extra_at = 8 + 2 + 12 * len(tags) + 4
+strip_at = extra_at + 16
+entries, extra = b"", b""
+for tag, kind, values in tags:
+    if tag == 273: values = [strip_at]
+    packed = b"".join(struct.pack("<H" if kind == 3 else "<I", v) for v in values)
+    if len(packed) <= 4: entries += struct.pack("<HHI", tag, kind, len(values)) + packed.ljust(4, b"\\0")
+    else:
+        entries += struct.pack("<HHII", tag, kind, len(values), extra_at + len(extra))
+        extra += packed
+open(out, "wb").write(b"II*\\0" + struct.pack("<IH", 8, len(tags)) + entries + b"\\0" * 4 + extra.ljust(16, b"\\0") + strip)
+"""
+
+/// A "DNG" whose preview (JPEGInterchangeFormat, after 12 MB of the RAW's data) is a JPEG of
+/// a few hundred bytes whose frame claims 65,500 x 65,500 px.
+private let lyingPreviewDNGWriter = """
+import struct, subprocess, sys
+j = bytearray(subprocess.run(["cjpeg", "-grayscale", "-progressive"], input=b"P5\\n64 64\\n255\\n" + bytes([128]) * 4096,
+                             capture_output=True, check=True).stdout)
+i = j.index(b"\\xff\\xc2")
+j[i + 5:i + 9] = struct.pack(">HH", 65500, 65500)
+k = j.index(b"\\xff\\xda")
+jpeg = bytes(j[:k + 2 + struct.unpack(">H", j[k + 2:k + 4])[0] + 200])
+body = bytes(range(256)) * (12 << 12) + jpeg
+entries = [(254, 4, 1, 1), (256, 3, 1, 16), (257, 3, 1, 16), (258, 3, 1, 8), (259, 3, 1, 1), (262, 3, 1, 32803),
+           (273, 4, 1, 8), (277, 3, 1, 1), (278, 3, 1, 16), (279, 4, 1, 256),
+           (0x201, 4, 1, 8 + len(body) - len(jpeg)), (0x202, 4, 1, len(jpeg)), (0xC612, 1, 4, 0x00000401)]
+at = 8 + len(body) + (len(body) & 1)
+ifd = struct.pack("<H", len(entries))
+for tag, kind, count, value in entries:
+    ifd += struct.pack("<HHIHH", tag, kind, count, value, 0) if kind == 3 else struct.pack("<HHII", tag, kind, count, value)
+f = b"II*\\0" + struct.pack("<I", at) + body
+open(sys.argv[1], "wb").write(f + b"\\0" * (at - len(f)) + ifd + b"\\0" * 4)
+"""
+
 /// Tests/Scripts/heif-edit.py: HEIF files edited from heif-enc's (a picture's parameter sets
 /// hidden behind a long first unit, thousands of items, a large profile in the boxes).
 private let heifEditor = repositoryRoot + "/Tests/Scripts/heif-edit.py"
@@ -256,6 +299,41 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
             system("convert -size 64x64 xc:'#0ac80a' '\($0).base.jpg' && python3 -c \"import struct; j = open('\($0).base.jpg', 'rb').read(); "
                    + "seg = lambda m: m + struct.pack('>H', 65535) + bytes(65533); "
                    + "open('\($0)', 'wb').write(j[:2] + (seg(b'\\xff\\xe1') + seg(b'\\xff\\xe2')) * 450 + j[2:])\" && rm '\($0).base.jpg'") == 0
+        },
+        // libtiff hands a strip to the codec the page names, and jbig-kit allocates the size its
+        // own header declares: a 168-byte 64 x 64 page saying 120,000 x 120,000 took 1.8 GB.
+        HostileCase(name: "JBIG-compressed TIFF whose data declares 120,000 x 120,000 px, 32M", file: "jbig.tif", budgetMiB: 32,
+                    saying: "JBIG") {
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            // jbig-kit's header (BIH): one plane, 120,000 x 120,000, 128-line stripes; then a marker.
+            let header = "00000100" + "0001d4c0" + "0001d4c0" + "00000080" + "00000000" + "ff02"
+            return system("python3 -c \"open('\($0).strip', 'wb').write(bytes.fromhex('\(header)'))\" && python3 '\($0).py' '\($0)' 64 64 1 1 34661 0 '\($0).strip' "
+                          + "&& rm '\($0).py' '\($0).strip'") == 0
+        },
+        // libtiff takes a last strip taller than the page (a warning), and libjpeg holds every
+        // coefficient of a progressive one: 4000 x 60,000 in a 4000 x 8 page took 489 MB.
+        HostileCase(name: "JPEG-compressed TIFF of 2000 x 8 px whose strip is a 2000 x 30,000 progressive JPEG, 32M",
+                    file: "tall.tif", budgetMiB: 32, saying: "holds a JPEG of 2000 x 30000 px") {
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            return system("python3 -c \"import sys; sys.stdout.buffer.write(b'P5\\\\n2000 30000\\\\n255\\\\n' + bytes([128]) * 60000000)\" "
+                          + "| cjpeg -grayscale -progressive > '\($0).jpg' && python3 '\($0).py' '\($0)' 2000 8 8 1 7 1 '\($0).jpg' "
+                          + "&& rm '\($0).py' '\($0).jpg'") == 0
+        },
+        // libtiff hands a WebP strip to libwebp itself, past the measure a .webp gets: the
+        // 65,536-group stream as a strip took 391 MB.
+        HostileCase(name: "WebP-compressed TIFF whose strip is the lossless stream of 65,536 groups, 32M", file: "groups.tif",
+                    budgetMiB: 32, saying: "lossless WebP that libwebp would need more memory") {
+            writeText(webpGroupsWriter, to: $0 + ".webp.py")
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            return system("python3 '\($0).webp.py' '\($0).webp' && python3 '\($0).py' '\($0)' 1024 1024 8 3 50001 2 '\($0).webp' "
+                          + "&& rm '\($0).py' '\($0).webp.py' '\($0).webp'") == 0
+        },
+        // A RAW's preview was held to the whole file's size: a few hundred bytes claiming
+        // 65,500 x 65,500 px behind 40 MB of the RAW spilled 8 GB in 30 s.
+        HostileCase(name: "DNG whose 400-byte preview claims 65,500 x 65,500 px behind 12 MB", file: "liar.dng", budgetMiB: 32,
+                    saying: "but the preview holds only") {
+            writeText(lyingPreviewDNGWriter, to: $0 + ".py")
+            return system("python3 '\($0).py' '\($0)' && rm '\($0).py'") == 0
         },
         // Zeros after IEND made the file large enough to pass: its IDAT chunks are what count.
         HostileCase(name: "the same PNG with 1 MB of zeros after its end", file: "padded.png", budgetMiB: 64,

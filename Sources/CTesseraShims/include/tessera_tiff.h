@@ -23,6 +23,7 @@ typedef struct {
     uint32_t chunk_rows;       // rows read at once: a strip's (or a few small strips'), or a row of tiles
     uint64_t chunk_bytes;      // what reading one chunk holds: libtiff's strip or tile buffers and the RGBA rows
     uint64_t image_bytes;      // the whole page's samples, decoded: the work a file of this size can ask for
+    uint64_t tag_bytes;        // the page's tags' values, which libtiff holds while the page is open
 } tessera_tiff_info;
 
 /// Opens the TIFF on `fd` (read with pread, from byte 0) at its first page and sets up libtiff's

@@ -36,7 +36,9 @@ enum RAWFormat: PhotoFormat {
     static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
         let (preview, orientation) = try RAWStructure(photo: photo).preview()
         try photo.seek(to: preview.offset)
-        var header = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: decoderMemoryBytes).readHeader()
+        let reader = try ScaledJPEGReader(photo: photo, decoderMemoryBytes: decoderMemoryBytes)
+        reader.limit(toBytes: preview.length, startingAt: preview.offset)
+        var header = try reader.readHeader()
         header.format = .raw
         if header.exifOrientation == 0 { header.exifOrientation = orientation }
         // A preview seldom carries EXIF: the date is the RAW's own (its EXIF IFD, as a TIFF's).
@@ -50,7 +52,7 @@ enum RAWFormat: PhotoFormat {
     static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
                        into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let (preview, orientation) = try RAWStructure(photo: photo).preview()
-        return try decoder.decodeJPEG(photo, startingAt: preview.offset, orientationIfNone: orientation, into: cell)
+        return try decoder.decodeJPEG(photo, startingAt: preview.offset, length: preview.length, orientationIfNone: orientation, into: cell)
     }
 }
 

@@ -31,10 +31,12 @@ final class DCScaledJPEGReader {
         case unsupported(reason: String)
     }
 
-    init(file: FileDescriptor, path: String, fileBytes: Int64, memoryLimitBytes: Int, spillDirectory: String,
+    /// `offset`: where the JPEG starts in the file (a camera RAW's preview); `fileBytes`: its length.
+    init(file: FileDescriptor, path: String, startingAt offset: Int64 = 0, fileBytes: Int64, memoryLimitBytes: Int, spillDirectory: String,
          storedRGB: Bool) throws(TesseraError) {
         self.path = path
         source = SourceBox(file)
+        source.offset = offset
         spill = SpillFile(directory: spillDirectory)
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()

@@ -20,6 +20,20 @@ final class ScaledJPEGReader {
     private let source: SourceBox
     /// The file's size in bytes when opened.
     var fileBytes: Int64 { photoFile.fileBytes }
+    /// The JPEG's own bytes: the file's, or a camera RAW's preview's (`limit(toBytes:)`).
+    private(set) var dataBytes: Int64
+    /// Where the JPEG starts in the file.
+    private(set) var dataOffset: Int64 = 0
+
+    /// The JPEG is `bytes` long (a preview inside a RAW): its header's claims and its decoding
+    /// work are held to those bytes, not the whole file's. (A 378-byte preview claiming
+    /// 65,500 x 65,500 px behind 40 MB of the RAW's data was decoded for 30 s, spilling 8 GB,
+    /// where the same JPEG alone is refused at once: a helper's finding.)
+    func limit(toBytes bytes: Int64, startingAt offset: Int64) {
+        dataBytes = max(0, min(bytes, fileBytes))
+        dataOffset = offset
+        tessera_jpeg_decoder_set_work_limit(decoder, tessera_work_limit_blocks(UInt64(dataBytes)))
+    }
     /// The opened file's device and inode.
     var identity: OutputDestination.Identity { photoFile.identity }
     private var spill: SpillFile?
@@ -46,6 +60,7 @@ final class ScaledJPEGReader {
     init(photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) {
         path = photo.path
         photoFile = photo
+        dataBytes = photo.fileBytes
         source = SourceBox(photo.file)
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
@@ -88,11 +103,11 @@ final class ScaledJPEGReader {
         header.dateTaken = raw.date_taken
         // A header whose picture cannot fit in the file is refused now, before a decode would
         // spend seconds (or a whole-image buffer) on it.
-        if header.minimumDataBytes > fileBytes {
+        if header.minimumDataBytes > dataBytes {
             throw TesseraError.unreadablePhoto(
                 path: path,
-                reason: "its header claims \(header.width) x \(header.height) px, which takes at least "
-                    + "\(formatBytes(header.minimumDataBytes)) of image data, but the file holds only \(formatBytes(fileBytes))"
+                reason: "its \(dataBytes < fileBytes ? "preview's " : "")header claims \(header.width) x \(header.height) px, which takes at least "
+                    + "\(formatBytes(header.minimumDataBytes)) of image data, but the \(dataBytes < fileBytes ? "preview" : "file") holds only \(formatBytes(dataBytes))"
                     + ": it is truncated or corrupt")
         }
         return header
@@ -150,9 +165,10 @@ final class ScaledJPEGReader {
          Int(clamping: tessera_jpeg_decoder_coefficient_allocated_bytes(decoder)))
     }
 
-    /// A DC decoder over the same file (from its first byte), for a multi-scan file drawn at 1/8.
+    /// A DC decoder over the same JPEG (from its first byte: the file's, or a RAW preview's),
+    /// for a multi-scan file drawn at 1/8.
     func dcReader(memoryLimitBytes: Int, spillDirectory: String, storedRGB: Bool) throws(TesseraError) -> DCScaledJPEGReader {
-        try DCScaledJPEGReader(file: file, path: path, fileBytes: fileBytes, memoryLimitBytes: memoryLimitBytes,
+        try DCScaledJPEGReader(file: file, path: path, startingAt: dataOffset, fileBytes: dataBytes, memoryLimitBytes: memoryLimitBytes,
                                spillDirectory: spillDirectory, storedRGB: storedRGB)
     }
 
