@@ -33,6 +33,7 @@ struct tessera_tiff {
     uint32_t next_row;
     int inks;              // the raster holds C, M, Y, K bytes (tessera_tiff_keep_inks), not RGBA
     char message[300];
+    char problem[300];     // a warning about the data (tessera_tiff_problem)
 };
 
 static tmsize_t read_proc(thandle_t handle, void *buffer, tmsize_t size) {
@@ -80,11 +81,20 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *forma
 }
 
 /// libtiff's warnings are dropped: most say a tag is unknown (every camera and scanner writes
-/// private ones), nothing a person can act on; what goes wrong with the data is an error.
+/// private ones), nothing a person can act on; what goes wrong with the data is an error. But
+/// one: a JPEG strip or tile smaller than its place, whose rest libtiff leaves unfilled (the
+/// cell was drawn mostly black without a word: a helper's finding), is kept as the page's
+/// problem, and the photo counts as drawn in part.
 static int on_warning(TIFF *tif, void *user, const char *module, const char *format, va_list args) {
-    (void)tif; (void)user; (void)module; (void)format; (void)args;
+    (void)tif; (void)module;
+    struct tessera_tiff *tiff = user;
+    if (tiff->problem[0] == 0 && strstr(format, "Improper JPEG strip/tile size") != NULL) {
+        vsnprintf(tiff->problem, sizeof tiff->problem, format, args);
+    }
     return 1;
 }
+
+const char *tessera_tiff_problem(const tessera_tiff *tiff) { return tiff->problem[0] ? tiff->problem : NULL; }
 
 static pthread_once_t silenced = PTHREAD_ONCE_INIT;
 

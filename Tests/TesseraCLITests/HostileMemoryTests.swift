@@ -319,6 +319,15 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
                           + "| cjpeg -grayscale -progressive > '\($0).jpg' && python3 '\($0).py' '\($0)' 2000 8 8 1 7 1 '\($0).jpg' "
                           + "&& rm '\($0).py' '\($0).jpg'") == 0
         },
+        // A strip holding a JPEG smaller than the strip: libtiff leaves the rest unfilled and only
+        // warns (the cell was drawn mostly black without a word). Named, drawn in part.
+        HostileCase(name: "JPEG-compressed TIFF of 64 x 64 px whose strip is an 8 x 8 JPEG", file: "short.tif", budgetMiB: 32,
+                    saying: "Improper JPEG strip/tile size") {
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            return system("python3 -c \"import sys; sys.stdout.buffer.write(b'P5\\\\n8 8\\\\n255\\\\n' + bytes([200]) * 64)\" "
+                          + "| cjpeg -grayscale > '\($0).jpg' && python3 '\($0).py' '\($0)' 64 64 8 1 7 1 '\($0).jpg' "
+                          + "&& rm '\($0).py' '\($0).jpg'") == 0
+        },
         // libtiff hands a WebP strip to libwebp itself, past the measure a .webp gets: the
         // 65,536-group stream as a strip took 391 MB.
         HostileCase(name: "WebP-compressed TIFF whose strip is the lossless stream of 65,536 groups, 32M", file: "groups.tif",

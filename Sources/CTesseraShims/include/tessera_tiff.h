@@ -52,6 +52,9 @@ int tessera_tiff_start(tessera_tiff *tiff);
 int tessera_tiff_read_rows(tessera_tiff *tiff, uint8_t *rgb, size_t stride, int max_rows,
                            uint8_t red, uint8_t green, uint8_t blue);
 const char *tessera_tiff_message(const tessera_tiff *tiff);
+/// What libtiff said was wrong with the data it decoded so far (a JPEG strip or tile smaller
+/// than its place, the rest left unfilled), or NULL.
+const char *tessera_tiff_problem(const tessera_tiff *tiff);
 void tessera_tiff_close(tessera_tiff *tiff);
 
 #endif

@@ -85,6 +85,9 @@ final class TIFFReader {
 
     deinit { tessera_tiff_close(tiff) }
 
+    /// What libtiff said was wrong with the data decoded so far (tessera_tiff_problem).
+    var problem: String? { tessera_tiff_problem(tiff).map { String(cString: $0) } }
+
     /// Grey (min-is-white, min-is-black), CMYK (separated), or RGB (RGB, palette, YCbCr, ...).
     var colorModel: PhotoHeader.ColorModel {
         switch info.photometric { case 0, 1: .gray; case 5: .cmyk; default: .rgb }
@@ -171,7 +174,13 @@ extension CellDecoder {
                 if cancellation?.isCancelled == true { throw .cancelled }
                 return rows
             }, into: cell)
-            return notes(conversion)
+            var result = notes(conversion)
+            if let problem = reader.problem {
+                result.incomplete = "damaged TIFF data (\(problem))"
+                result.warningCount += 1
+                result.firstWarning = "damaged TIFF data (\(problem)): drawn as decoded, the rest of that strip or tile black"
+            }
+            return result
         }
     }
 }
