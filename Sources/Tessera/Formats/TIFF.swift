@@ -101,7 +101,7 @@ final class TIFFReader {
         header.colorTag = colorModel == .rgb ? ColorProfiles.tag(icc: iccProfile)
             : inksConvertible ? ColorProfiles.tag(cmykICC: iccProfile, inverted: false) : nil
         // The tags' values too: libtiff holds them while the page is open (eight private tags of
-        // 7.7 MiB each, 91.5 MB at --max-memory 32M: a helper's finding).
+        // 7.7 MiB each, 91.5 MB with a 32 MiB budget: a helper's finding).
         header.wholeImageBytes = Int64(clamping: info.chunk_bytes) + Int64(clamping: info.tag_bytes)
         header.dateTaken = tessera_tiff_date_taken(photo.file.rawValue, UInt64(max(0, photo.fileBytes)))
         return header

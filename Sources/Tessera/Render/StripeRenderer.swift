@@ -64,8 +64,8 @@ public final class StripeRenderer: Sendable {
     /// Renders the layout in one pass into every output of the request; each appears only when
     /// complete, replacing what was at its name. On failure or cancellation nothing of the
     /// render is left and what was at the outputs' names is untouched. `manifest` is written
-    /// once the stripes are done and moved into place with the outputs (not by a part: a
-    /// shard's caller writes it).
+    /// once the stripes are done and moved into place with the outputs (not by a part of a
+    /// render: the caller writes it after the part).
     public func render(manifest: ManifestOutput? = nil, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
         let started = monotonicSeconds()
         for path in removeStaleTemporaries() { observer(.staleTemporaryRemoved(path: path)) }
