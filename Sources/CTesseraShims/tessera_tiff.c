@@ -283,23 +283,30 @@ static int bounded_codec(uint16_t compression) {
     }
 }
 
-/// The frame of the JPEG stream at `at` (`length` bytes, a JPEG-compressed strip or tile): its
-/// width and height from its SOF, found by walking its marker segments with small reads.
-/// 0 when it has none before its scan (libtiff then fails it as a decode error).
-static int strile_jpeg_frame(int fd, uint64_t at, uint64_t length, uint32_t *width, uint32_t *height) {
-    uint8_t b[9];
-    uint64_t pos = 2, end = at + length;
-    if (length < 4 || pread(fd, b, 2, (off_t)at) != 2 || b[0] != 0xFF || b[1] != 0xD8) return 0;
-    for (int segments = 0; segments < 4096 && at + pos + 4 <= end; segments++) {
-        if (pread(fd, b, 4, (off_t)(at + pos)) != 4 || b[0] != 0xFF) return 0;
-        uint8_t marker = b[1];
-        if (marker == 0xFF) { pos += 1; continue; }  // fill bytes
-        if (marker == 0xDA || marker == 0xD9) return 0;
-        uint64_t segment = ((uint64_t)b[2] << 8) | b[3];
+/// How much of a JPEG strip's or tile's start is read for its frame header: a real one's SOF
+/// comes within a few hundred bytes (tables, at most, before it).
+#define TESSERA_STRILE_HEAD_BYTES (64 << 10)
+
+/// The frame of the JPEG stream in `head` (the first bytes of a JPEG-compressed strip or
+/// tile): its width and height from its SOF, found by walking its markers as libjpeg does
+/// (bytes that are not a marker skipped, fill bytes, markers without a length: RSTn, TEM).
+/// 0 when there is none before the scan or the end of `head`: the strip is then refused,
+/// since libjpeg may find one where this walk stopped (a helper hid it behind one stray byte,
+/// a restart marker, or 4,097 comments: 476 MiB).
+static int strile_jpeg_frame(const uint8_t *head, size_t length, uint32_t *width, uint32_t *height) {
+    if (length < 4 || head[0] != 0xFF || head[1] != 0xD8) return 0;
+    size_t pos = 2;
+    while (pos + 2 <= length) {
+        if (head[pos] != 0xFF) { pos++; continue; }  // not a marker: libjpeg skips it too
+        uint8_t marker = head[pos + 1];
+        if (marker == 0xFF || marker == 0x00) { pos++; continue; }
+        if ((marker >= 0xD0 && marker <= 0xD7) || marker == 0x01 || marker == 0xD8) { pos += 2; continue; }
+        if (marker == 0xDA || marker == 0xD9 || pos + 4 > length) return 0;
+        size_t segment = ((size_t)head[pos + 2] << 8) | head[pos + 3];
         if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
-            if (pread(fd, b, 9, (off_t)(at + pos)) != 9) return 0;
-            *height = ((uint32_t)b[5] << 8) | b[6];
-            *width = ((uint32_t)b[7] << 8) | b[8];
+            if (pos + 9 > length) return 0;
+            *height = ((uint32_t)head[pos + 5] << 8) | head[pos + 6];
+            *width = ((uint32_t)head[pos + 7] << 8) | head[pos + 8];
             return 1;
         }
         pos += 2 + segment;
@@ -335,25 +342,59 @@ static int check_striles(struct tessera_tiff *tiff, uint64_t cap, char *message,
         strile_rows = rows == 0 || rows > tiff->info.height ? tiff->info.height : rows;
     }
     uint32_t count = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+    // Strips lie apart in a real file, so their heads together are at most the file: more
+    // means strips that share their bytes, each walked again (100,000 strips on one 16 KB
+    // strip of comments ran for minutes: a helper's finding).
+    uint64_t read_in_all = 0, last_at = UINT64_MAX;
+    uint8_t *head = compression == COMPRESSION_JPEG ? malloc(TESSERA_STRILE_HEAD_BYTES) : NULL;
+    if (compression == COMPRESSION_JPEG && head == NULL) {
+        snprintf(message, message_bytes, "out of memory");
+        return 0;
+    }
     for (uint32_t i = 0; i < count; i++) {
         int failed = 0;
         uint64_t at = TIFFGetStrileOffsetWithErr(tif, i, &failed), length = TIFFGetStrileByteCountWithErr(tif, i, &failed);
         if (failed || length == 0 || at >= tiff->file_bytes) continue;  // libtiff fails it when it comes to it
         if (length > tiff->file_bytes - at) length = tiff->file_bytes - at;
         if (compression == COMPRESSION_JPEG) {
+            if (at == last_at) continue;  // the same bytes as the strip before: checked
+            last_at = at;
+            size_t want = length < TESSERA_STRILE_HEAD_BYTES ? (size_t)length : TESSERA_STRILE_HEAD_BYTES;
+            read_in_all += want;
+            if (read_in_all > tiff->file_bytes + TESSERA_STRILE_HEAD_BYTES) {
+                snprintf(message, message_bytes, "its %ss share their bytes (their JPEG heads come to more than the file): "
+                         "each would be decoded again", tiled ? "tile" : "strip");
+                free(head);
+                return 0;
+            }
+            ssize_t got = pread(tiff->fd, head, want, (off_t)at);
             uint32_t width = 0, height = 0;
-            if (!strile_jpeg_frame(tiff->fd, at, length, &width, &height)) continue;
+            if (got <= 0 || !strile_jpeg_frame(head, (size_t)got, &width, &height)) {
+                snprintf(message, message_bytes, "its %s %u holds no JPEG frame header in its first %d KiB that Tessera can "
+                         "check against its size", tiled ? "tile" : "strip", i, TESSERA_STRILE_HEAD_BYTES >> 10);
+                free(head);
+                return 0;
+            }
             if (width > strile_width || height > strile_rows) {
                 snprintf(message, message_bytes, "its %s %u holds a JPEG of %u x %u px where the page has room for %u x %u: "
                          "libjpeg would hold all of it", tiled ? "tile" : "strip", i, width, height, strile_width, strile_rows);
+                free(head);
                 return 0;
             }
             continue;
         }
-        // WebP: a RIFF whose first chunk is VP8L is a lossless stream (VP8X is not written by
-        // libtiff; one is measured through its own chunks by libwebp's demuxer, not here).
-        uint8_t head[25];
-        if (length < 25 || pread(tiff->fd, head, 25, (off_t)at) != 25 || memcmp(head + 12, "VP8L", 4) != 0) continue;
+        // WebP: libtiff writes a RIFF whose one chunk is VP8 (lossy) or VP8L (lossless); a VP8L
+        // is measured. Any other layout (VP8X, with its ALPH and VP8L chunks anywhere) is
+        // refused: libwebp would decode it unmeasured (381 MiB for the 65,536 groups as VP8X).
+        uint8_t riff[25];
+        if (length < 25 || pread(tiff->fd, riff, 25, (off_t)at) != 25) continue;
+        if (memcmp(riff, "RIFF", 4) != 0 || memcmp(riff + 8, "WEBP", 4) != 0
+            || (memcmp(riff + 12, "VP8 ", 4) != 0 && memcmp(riff + 12, "VP8L", 4) != 0)) {
+            snprintf(message, message_bytes, "its %s %u is not a WebP of the one layout libtiff writes (a VP8 or VP8L "
+                     "chunk alone): libwebp would decode it unmeasured", tiled ? "tile" : "strip", i);
+            return 0;
+        }
+        if (memcmp(riff + 12, "VP8L", 4) != 0) continue;
         if (length > cap) {
             snprintf(message, message_bytes, "its %s %u is a lossless WebP of %llu bytes, more than its memory budget allows",
                      tiled ? "tile" : "strip", i, (unsigned long long)length);
@@ -377,6 +418,7 @@ static int check_striles(struct tessera_tiff *tiff, uint64_t cap, char *message,
             return 0;
         }
     }
+    free(head);
     return 1;
 }
 

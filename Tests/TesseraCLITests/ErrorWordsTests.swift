@@ -58,7 +58,7 @@ import Tessera
         }
         // A collage has no --tile-size: its cells come from --row-height or --columns.
         let collage = TesseraError.budgetTooSmall(budgetBytes: 60 << 20, neededBytes: 74 << 20).commandLineDescription(collage: true)
-        #expect(collage.contains("lower rows (--row-height) or more --columns, a narrower picture (--width)") && !collage.contains("--tile-size"),
+        #expect(collage.contains("lower rows (--row-height; with --layout columns, more --columns), a narrower picture (--width)") && !collage.contains("--tile-size"),
                 "\(collage)")
     }
 }

@@ -319,6 +319,16 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
                           + "| cjpeg -grayscale -progressive > '\($0).jpg' && python3 '\($0).py' '\($0)' 2000 8 8 1 7 1 '\($0).jpg' "
                           + "&& rm '\($0).py' '\($0).jpg'") == 0
         },
+        // The same JPEG behind one stray byte after its SOI: libjpeg skips it, and a walk of the
+        // markers that stopped there let the strip through (475 MiB).
+        HostileCase(name: "the same TIFF with a stray byte before the strip's frame header, 32M", file: "stray.tif", budgetMiB: 32,
+                    saying: "holds a JPEG of 2000 x 30000 px") {
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            return system("python3 -c \"import sys; sys.stdout.buffer.write(b'P5\\\\n2000 30000\\\\n255\\\\n' + bytes([128]) * 60000000)\" "
+                          + "| cjpeg -grayscale -progressive > '\($0).jpg' "
+                          + "&& python3 -c \"j = open('\($0).jpg', 'rb').read(); open('\($0).jpg', 'wb').write(j[:2] + bytes(1) + j[2:])\" "
+                          + "&& python3 '\($0).py' '\($0)' 2000 8 8 1 7 1 '\($0).jpg' && rm '\($0).py' '\($0).jpg'") == 0
+        },
         // A strip holding a JPEG smaller than the strip: libtiff leaves the rest unfilled and only
         // warns (the cell was drawn mostly black without a word). Named, drawn in part.
         HostileCase(name: "JPEG-compressed TIFF of 64 x 64 px whose strip is an 8 x 8 JPEG", file: "short.tif", budgetMiB: 32,
@@ -336,6 +346,17 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
             writeText(rawStripTIFFWriter, to: $0 + ".py")
             return system("python3 '\($0).webp.py' '\($0).webp' && python3 '\($0).py' '\($0)' 1024 1024 8 3 50001 2 '\($0).webp' "
                           + "&& rm '\($0).py' '\($0).webp.py' '\($0).webp'") == 0
+        },
+        // The same stream in the extended layout (VP8X, then VP8L), which libwebp takes too and
+        // the measure skipped: 381 MiB.
+        HostileCase(name: "WebP-compressed TIFF whose strip is the same stream behind a VP8X chunk, 32M", file: "vp8x.tif",
+                    budgetMiB: 32, saying: "not a WebP of the one layout libtiff writes") {
+            writeText(webpGroupsWriter, to: $0 + ".webp.py")
+            writeText(rawStripTIFFWriter, to: $0 + ".py")
+            let wrap = "import struct; w = open('\($0).webp', 'rb').read(); x = b'VP8X' + struct.pack('<I', 10) + bytes(4) + (1023).to_bytes(3, 'little') * 2; "
+                + "body = b'WEBP' + x + w[12:]; open('\($0).webp', 'wb').write(b'RIFF' + struct.pack('<I', len(body)) + body)"
+            return system("python3 '\($0).webp.py' '\($0).webp' && python3 -c \"\(wrap)\" "
+                          + "&& python3 '\($0).py' '\($0)' 1024 1024 8 3 50001 2 '\($0).webp' && rm '\($0).py' '\($0).webp.py' '\($0).webp'") == 0
         },
         // A RAW's preview was held to the whole file's size: a few hundred bytes claiming
         // 65,500 x 65,500 px behind 40 MB of the RAW spilled 8 GB in 30 s.

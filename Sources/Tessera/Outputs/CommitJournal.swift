@@ -1,6 +1,7 @@
 // CommitJournal.swift — what a commit of several outputs has moved so far, on disk, so that a
-// process killed in the middle of it (SIGKILL, the OOM killer, a node lost) leaves what a later
-// run puts back.
+// process killed in the middle of it (SIGKILL, the OOM killer) leaves what a later run puts
+// back. (It is not fsynced: like the rest of the commit's bookkeeping, it guards against the
+// process dying, not a power cut.)
 //
 // OutputCommit undoes the moves made when a later output fails, but only while the process
 // lives: killed between two moves, a render left a new pyramid folder under the old
@@ -8,7 +9,8 @@
 // the staging folder and the hidden file holding the old ones as stale temporaries, and the
 // mixed state could not be repaired.
 //
-// So before each move the commit appends a step to a journal beside its first output:
+// So before each move the commit appends a step to a journal in the folder it moves into, the
+// same steps in each such folder (outputs in two folders: a later run may clean either first):
 // ".commit.tessera-PID-journal.tmp", 0600, under flock(2) for as long as the commit runs (a
 // live commit is never recovered: StaleTemporaries.isAbandoned). Each step names the two paths
 // (absolute), whether they are swapped or one renamed to the other, whether what moves is the
@@ -16,17 +18,19 @@
 // made the commit appends "done"; once the old outputs are removed it removes the journal.
 //
 // A later run's cleanup of a folder (StaleTemporaries.remove) reads an abandoned journal there
-// before it removes any temporary: without "done" it undoes the steps newest first, each only
-// if what stands at its destination is what the journal says moved there (a step journaled but
-// not made, or changed since, is left alone), and removes the new output it took back; so the
-// old outputs stand, as after any failed render. With "done" nothing is undone: the old
-// outputs, under hidden names, are removed as stale temporaries.
+// before it removes any temporary, holding the journal's lock and the locks of every folder
+// its steps name (as a commit holds them: two runs recovering at once take turns): without
+// "done" it undoes the steps newest first, each only if what stands at its destination is what
+// the journal says moved there (a step journaled but not made, or changed since, is left
+// alone), and removes the new output it took back or that never moved; so the old outputs
+// stand, as after any failed render. With "done" nothing is undone: the old outputs, under
+// hidden names, are removed as stale temporaries.
 //
-// A journal is read as hostile input (the folder may be shared): it must be a regular file of
-// this user's that no one else can write, at most 64 KiB and 64 steps, every path absolute and
-// free of NUL, and every step must move something to or from a temporary of tessera's shape
-// (StaleTemporaries.parse names it). The limit: the journal lies in the first output's folder,
-// so a later run that cleans only another output's folder does not see it.
+// A journal is read as hostile input (the folder may be shared): opened without following a
+// link and checked by its descriptor (a name checked, then read, could be swapped between the
+// two for another user's link), it must be a regular file of this user's that no one else can
+// write, at most 64 KiB and 64 steps, every path absolute and free of NUL, and every step must
+// move something to or from a temporary of tessera's shape (StaleTemporaries.parse names it).
 //
 // Threading: the one thread that commits the outputs.
 import Glibc
@@ -42,13 +46,14 @@ final class CommitJournal {
     static let maxBytes = 64 << 10
     static let maxSteps = 64
 
-    /// A new journal in `directory`, locked for as long as this commit runs.
-    init(directory: String) throws(TesseraError) {
+    /// A new journal in `directory` holding `records`, locked for as long as this commit runs.
+    init(directory: String, records: [[UInt8]]) throws(TesseraError) {
         path = directory + "/" + StaleTemporaries.name(prefix: Self.prefix, unique: Self.unique + ".tmp")
         file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         do throws(TesseraError) {
             _ = try file.tryLock()
             try append(Self.magic)
+            for record in records { try append(record) }
         } catch {
             file.close()
             removeFile(path)
@@ -62,28 +67,29 @@ final class CommitJournal {
             && StaleTemporaries.parse(name) != nil
     }
 
-    private func append(_ data: [UInt8]) throws(TesseraError) {
+    func append(_ data: [UInt8]) throws(TesseraError) {
         try data.withUnsafeBytes { raw in Result { () throws(TesseraError) in try file.writeAll(raw, at: bytes) } }.get()
         bytes += Int64(data.count)
     }
 
-    /// Records a move about to be made: `from` to `to`, swapped (`exchange`) or renamed;
+    /// The step of a move about to be made: `from` to `to`, swapped (`exchange`) or renamed;
     /// `isNew`: what moves is the render's new output (taken back and removed on recovery).
-    func willMove(_ from: String, to: String, exchange: Bool, isNew: Bool) throws(TesseraError) {
-        guard case .success(let info) = linkStatus(from) else { return }
+    /// nil when nothing is at `from`.
+    static func record(_ from: String, to: String, exchange: Bool, isNew: Bool) -> [UInt8]? {
+        guard case .success(let info) = linkStatus(from) else { return nil }
         var record: [UInt8] = [exchange ? UInt8(ascii: "E") : UInt8(ascii: "R"), isNew ? 1 : 0]
-        Self.put(UInt64(info.st_dev), into: &record)
-        Self.put(UInt64(info.st_ino), into: &record)
-        for path in [Self.absolute(from), Self.absolute(to)] {
+        put(UInt64(info.st_dev), into: &record)
+        put(UInt64(info.st_ino), into: &record)
+        for path in [absolute(from), absolute(to)] {
             let utf8 = Array(path.utf8)
-            Self.put(UInt64(utf8.count), into: &record)
+            put(UInt64(utf8.count), into: &record)
             record += utf8
         }
-        try append(record)
+        return record
     }
 
-    /// Every move is made: nothing is to be undone.
-    func done() throws(TesseraError) { try append([UInt8(ascii: "D")]) }
+    /// "Every move is made": nothing is to be undone.
+    static let done: [UInt8] = [UInt8(ascii: "D")]
 
     /// Closes and removes the journal (the commit is over, either way).
     func remove() {
@@ -153,24 +159,44 @@ final class CommitJournal {
     }
 
     /// Puts back what the abandoned journal at `path` says was moved (see the file's header),
-    /// then removes it. The caller has checked that it is this user's and abandoned.
+    /// then removes it; leaves it for a later run when another holds it or its folders.
     static func recover(_ path: String) {
-        defer { removeFile(path) }
-        guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
-              info.st_mode & 0o022 == 0, info.st_size <= maxBytes,
-              let data = try? readWholeFile(path), let (steps, done) = parse(data), !done else { return }
+        guard let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return }
+        defer { file.close() }
+        var info = stat()
+        guard fstat(file.rawValue, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
+              info.st_mode & 0o022 == 0, info.st_size <= maxBytes, (try? file.tryLock()) == true else { return }
+        var data = [UInt8](repeating: 0, count: Int(info.st_size))
+        let count = data.withUnsafeMutableBytes { buffer in (try? file.read(into: buffer, at: 0)) ?? -1 }
+        guard count == data.count, let (steps, done) = parse(data) else {
+            removeFile(path)
+            return
+        }
+        if !done {
+            let folders = steps.flatMap { [parentDirectory(of: $0.from), parentDirectory(of: $0.to)] }
+            guard let locks = try? OutputCommit.lockFolders(folders, patienceSeconds: 10) else { return }
+            defer { for lock in locks { lock.close() } }
+            undo(steps)
+        }
+        removeFile(path)
+    }
+
+    private static func undo(_ steps: [Step]) {
+        func holds(_ path: String, _ step: Step) -> Bool {
+            guard case .success(let standing) = linkStatus(path) else { return false }
+            return UInt64(standing.st_dev) == step.device && UInt64(standing.st_ino) == step.inode
+        }
         for step in steps.reversed() {
-            guard case .success(let standing) = linkStatus(step.to), UInt64(standing.st_dev) == step.device,
-                  UInt64(standing.st_ino) == step.inode else { continue }
-            if step.exchange {
-                guard (try? exchangePaths(step.from, step.to)) != nil else { continue }
-            } else {
-                guard linkStatus(step.from).isFailure, (try? renameFile(step.to, to: step.from)) != nil else { continue }
+            if holds(step.to, step) {
+                if step.exchange {
+                    guard (try? exchangePaths(step.from, step.to)) != nil else { continue }
+                } else {
+                    guard linkStatus(step.from).isFailure, (try? renameFile(step.to, to: step.from)) != nil else { continue }
+                }
             }
-            if step.isNew, case .success(let back) = linkStatus(step.from), UInt64(back.st_ino) == step.inode,
-               UInt64(back.st_dev) == step.device {
-                _ = removeTree(step.from)
-            }
+            // The new output, taken back or never moved (an IIIF folder whose staging lock was
+            // already gone), goes: no later cleanup would know it.
+            if step.isNew, holds(step.from, step) { _ = removeTree(step.from) }
         }
     }
 }

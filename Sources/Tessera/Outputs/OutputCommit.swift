@@ -28,13 +28,29 @@ import Glibc
 final class OutputCommit {
     private var undoSteps: [() -> Void] = []
     private var afterSteps: [() -> Void] = []
-    private var journal: CommitJournal?
+    /// A journal in each folder moved into, each holding every step (CommitJournal.swift).
+    private var journals: [(folder: String, journal: CommitJournal)] = []
+    private var records: [[UInt8]] = []
 
-    /// Records a move about to be made, in the journal (made beside the first move's
-    /// destination): `from` to `to`, swapped or renamed; `isNew`: what moves is the new output.
+    /// Records a move about to be made, in the journals: `from` to `to`, swapped or renamed;
+    /// `isNew`: what moves is the new output.
     func willMove(_ from: String, to: String, exchange: Bool, isNew: Bool = true) throws(TesseraError) {
-        if journal == nil { journal = try CommitJournal(directory: parentDirectory(of: to)) }
-        try journal!.willMove(from, to: to, exchange: exchange, isNew: isNew)
+        guard let record = CommitJournal.record(from, to: to, exchange: exchange, isNew: isNew) else { return }
+        // One a folder however it is named (a bind mount reaches one folder by two paths).
+        let folder = parentDirectory(of: to)
+        var info = stat()
+        let key = stat(folder.isEmpty ? "." : folder, &info) == 0 ? "\(info.st_dev):\(info.st_ino)" : folder
+        if !journals.contains(where: { $0.folder == key }) {
+            journals.append((key, try CommitJournal(directory: folder, records: records)))
+        }
+        records.append(record)
+        for entry in journals { try entry.journal.append(record) }
+    }
+
+    private func removeJournals() {
+        for entry in journals { entry.journal.remove() }
+        journals = []
+        records = []
     }
 
     /// What puts back the state before a move, should a later output fail.
@@ -48,8 +64,7 @@ final class OutputCommit {
         for step in undoSteps.reversed() { step() }
         undoSteps = []
         afterSteps = []
-        journal?.remove()
-        journal = nil
+        removeJournals()
     }
 
     /// Every output is in place: removes what they replaced.
@@ -58,19 +73,20 @@ final class OutputCommit {
         let steps = afterSteps
         afterSteps = []
         for step in steps { step() }
-        journal?.remove()
-        journal = nil
+        removeJournals()
     }
 
     /// Commits `body`'s moves as one: rolled back if it throws, finished if it does not.
-    /// `locking`: the folders the moves go into (their flock held throughout).
-    static func all(locking folders: [String] = [], _ body: (OutputCommit) throws(TesseraError) -> Void) throws(TesseraError) {
-        let locks = lockFolders(folders)
+    /// `locking`: the folders the moves go into (their flock held throughout); waiting for
+    /// them stops (`.cancelled`, nothing moved) when `cancellation` is raised.
+    static func all(locking folders: [String] = [], cancellation: RenderCancellation? = nil,
+                    _ body: (OutputCommit) throws(TesseraError) -> Void) throws(TesseraError) {
+        let locks = try lockFolders(folders, cancellation: cancellation) ?? []
         defer { for lock in locks { lock.close() } }
         let commit = OutputCommit()
         do throws(TesseraError) {
             try body(commit)
-            try commit.journal?.done()
+            for entry in commit.journals { try entry.journal.append(CommitJournal.done) }
         } catch {
             commit.rollBack()
             throw error
@@ -78,17 +94,45 @@ final class OutputCommit {
         commit.finish()
     }
 
-    /// flock(2) LOCK_EX on each folder, in order of their resolved paths, waiting for a commit
-    /// that holds one. Best effort: a folder that cannot be opened or locked (NFS without
-    /// lock support) is committed into without.
-    private static func lockFolders(_ folders: [String]) -> [FileDescriptor] {
-        let resolved = Set(folders.compactMap { resolvedPath($0.isEmpty ? "." : $0) }).sorted()
-        var locks: [FileDescriptor] = []
-        for folder in resolved {
+    /// flock(2) LOCK_EX on each folder, one lock a folder however it is named (by device and
+    /// inode: a folder reached by two paths, a bind mount, was locked twice and the render
+    /// waited on itself), in the order of their device and inode, so that two commits never
+    /// wait on each other crosswise. Polled: a raised `cancellation` stops the wait (Ctrl-C
+    /// was ignored while another process held a folder), and past `patienceSeconds` nil is
+    /// returned. Best effort otherwise: a folder that cannot be opened or locked (no read
+    /// permission, NFS without lock support) is committed into without.
+    static func lockFolders(_ folders: [String], cancellation: RenderCancellation? = nil,
+                            patienceSeconds: Double? = nil) throws(TesseraError) -> [FileDescriptor]? {
+        var opened: [(key: [UInt64], file: FileDescriptor)] = []
+        for folder in Set(folders.map { $0.isEmpty ? "." : $0 }) {
             guard let file = try? FileDescriptor.open(folder, flags: O_RDONLY | O_DIRECTORY) else { continue }
-            var status: Int32
-            repeat { status = system_flock(file.rawValue, LOCK_EX) } while status != 0 && errno == EINTR
-            if status == 0 { locks.append(file) } else { file.close() }
+            var info = stat()
+            guard fstat(file.rawValue, &info) == 0, !opened.contains(where: { $0.key == [UInt64(info.st_dev), UInt64(info.st_ino)] }) else {
+                file.close()
+                continue
+            }
+            opened.append(([UInt64(info.st_dev), UInt64(info.st_ino)], file))
+        }
+        opened.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        let started = monotonicSeconds()
+        var locks: [FileDescriptor] = []
+        func release() {
+            for entry in opened { entry.file.close() }
+        }
+        for entry in opened {
+            while system_flock(entry.file.rawValue, LOCK_EX | LOCK_NB) != 0 {
+                guard errno == EWOULDBLOCK || errno == EINTR else { break }  // unlockable: without
+                if cancellation?.isCancelled == true {
+                    release()
+                    throw .cancelled
+                }
+                if let patienceSeconds, monotonicSeconds() - started > patienceSeconds {
+                    release()
+                    return nil
+                }
+                usleep(20_000)
+            }
+            locks.append(entry.file)
         }
         return locks
     }

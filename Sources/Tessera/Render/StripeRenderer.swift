@@ -131,7 +131,7 @@ public final class StripeRenderer: Sendable {
         do throws(TesseraError) {
             if let manifest, part == nil { manifestFile = try manifest.stage(drawn()) }
             let folders = (request.outputs.map(\.path) + [manifestFile?.destination].compactMap { $0 }).map { parentDirectory(of: $0) }
-            try OutputCommit.all(locking: folders) { commit throws(TesseraError) in
+            try OutputCommit.all(locking: folders, cancellation: cancellation) { commit throws(TesseraError) in
                 try manifestFile?.commit(in: commit)
                 for sink in sinks { try sink.commit(in: commit) }
             }

@@ -119,7 +119,7 @@ public enum ShardJoin {
                     progress(number, joiner.shards)
                 }
                 try joiner.checkComplete()
-                try joiner.commit()
+                try joiner.commit(cancellation: cancellation)
             } catch {
                 joiner.discard()
                 throw error
@@ -138,7 +138,7 @@ public enum ShardJoin {
                     try joiner.write(part, threads: threads, cancellation: cancellation)
                     progress(index + 1, parts.count)
                 }
-                try joiner.commit()
+                try joiner.commit(cancellation: cancellation)
             } catch {
                 joiner.discard()
                 throw error
@@ -992,13 +992,13 @@ private struct Joiner {
 
     /// Finishes and commits the outputs, the pyramid first (as a render commits); removes the
     /// shards' shared cells.
-    mutating func commit() throws(TesseraError) {
+    mutating func commit(cancellation: RenderCancellation? = nil) throws(TesseraError) {
         try zoomOutput?.finish()
         try tiffOutput?.writer?.finish()
         try tiffOutput?.file.finish()
         // As one (OutputCommit): a failure puts back what the outputs before it replaced.
         let folders = [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath].compactMap { $0 }.map { parentDirectory(of: $0) }
-        try OutputCommit.all(locking: folders) { commit throws(TesseraError) in
+        try OutputCommit.all(locking: folders, cancellation: cancellation) { commit throws(TesseraError) in
             try zoomOutput?.commit(in: commit)
             try tiffOutput?.file.commit(in: commit)
             try jpegOutput?.commit(in: commit)

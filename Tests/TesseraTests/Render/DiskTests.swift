@@ -110,8 +110,8 @@ extension RenderTests {
         writeBytes(Array("mine".utf8), to: other)
         writeBytes(Array("replacement".utf8), to: otherNew)
         // Written as a commit writes it, then the move made and the process "killed".
-        let journal = try CommitJournal(directory: scratch.path)
-        try journal.willMove(hidden, to: old, exchange: true, isNew: true)
+        let journal = try CommitJournal(directory: scratch.path, records: [])
+        try journal.append(try #require(CommitJournal.record(hidden, to: old, exchange: true, isNew: true)))
         try exchangePaths(hidden, old)
         let written = try readWholeFile(journal.path)
         let parsed = CommitJournal.parse(written)
@@ -128,9 +128,17 @@ extension RenderTests {
         #expect(CommitJournal.parse(written + [UInt8(ascii: "D")])?.done == true)
         // A step cut short (the kill came while it was written) is not one.
         #expect(CommitJournal.parse(written + [UInt8(ascii: "E"), 1, 7])?.steps.count == 1)
-        // Writable by others: not read at all.
+        // A link to a journal: not followed (another user could swap the name for one between
+        // a check and the read).
         let copy = scratch.file(".commit.tessera-999999-journal.tmp")
         journal.remove()
+        writeBytes(written, to: scratch.file("elsewhere"))
+        chmod(scratch.file("elsewhere"), 0o600)
+        symlink(scratch.file("elsewhere"), copy)
+        CommitJournal.recover(copy)
+        #expect(readBytes(old) == Array("new".utf8) && readBytes(hidden) == Array("old".utf8))
+        unlink(copy)
+        // Writable by others: not read at all.
         writeBytes(written, to: copy)
         chmod(copy, 0o666)
         CommitJournal.recover(copy)
