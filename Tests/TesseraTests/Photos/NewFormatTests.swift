@@ -55,7 +55,7 @@ struct TIFFBuilder {
 /// reader that drew it would be far off) with DNGVersion and Orientation; SubIFD 1 the JPEG
 /// `preview` (NewSubFileType 1, Compression 7); SubIFD 2 the sensor data, a lossless JPEG's
 /// header claiming 6000 x 4000 px. `dateTaken`: an EXIF IFD with that DateTimeOriginal.
-func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32? = nil, loop: Bool = false,
+func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32? = nil, previewLength: UInt32? = nil, loop: Bool = false,
              dateTaken: String? = nil) -> [UInt8] {
     var tiff = TIFFBuilder()
     let thumb = tiff.append([UInt8]((0..<(60 * 40)).flatMap { _ in [0, 200, 0] as [UInt8] }))
@@ -65,7 +65,7 @@ func makeDNG(preview: [UInt8], orientation: UInt32? = nil, previewOffset: UInt32
                                + [UInt8](repeating: 0x55, count: 200))
     let previewIFD = tiff.ifd([(0xFE, 4, [1]), (0x100, 4, [600]), (0x101, 4, [400]), (0x102, 3, [8, 8, 8]), (0x103, 3, [7]),
                                (0x106, 3, [6]), (0x111, 4, [previewOffset ?? jpeg]), (0x115, 3, [3]), (0x116, 4, [400]),
-                               (0x117, 4, [UInt32(preview.count)])])
+                               (0x117, 4, [previewLength ?? UInt32(preview.count)])])
     let rawIFD = tiff.ifd([(0xFE, 4, [0]), (0x100, 4, [6000]), (0x101, 4, [4000]), (0x102, 3, [12]), (0x103, 3, [7]),
                            (0x106, 3, [32803]), (0x111, 4, [lossless]), (0x115, 3, [1]), (0x116, 4, [4000]), (0x117, 4, [215])])
     var first: [(tag: UInt16, type: UInt16, values: [UInt32])] = [
@@ -398,6 +398,14 @@ func skippedReason(_ path: String) throws -> String? {
         let (alone, aloneNotes) = try drawnCell(scratch.file("progressive.jpg"), width: 60, height: 40)
         #expect(notes.method == .dcOnly(spilled: false) && aloneNotes.method == .dcOnly(spilled: false), "\(notes.method)")
         #expect(meanAbsoluteDifference(progressive, alone) < 0.01)
+        // A preview whose length says half its JPEG: drawn as far as that goes, with a warning
+        // (the reader read on past it, and drew it whole without a word).
+        writeBytes(makeDNG(preview: preview, previewLength: UInt32(preview.count / 2)), to: scratch.file("half.dng"))
+        if case .success(let halfNotes) = decodeOutcome(scratch.file("half.dng")) {
+            #expect(halfNotes.incomplete?.contains("ends early") == true, "\(halfNotes)")
+        } else {
+            Issue.record("the preview of half its length was not drawn: \(decodeOutcome(scratch.file("half.dng")))")
+        }
         writeBytes(makeDNG(preview: preview, previewOffset: 0x7FFF_FFF0), to: scratch.file("far.dng"))
         #expect(try skippedReason(scratch.file("far.dng"))?.hasPrefix("a DNG with no JPEG preview") == true)
         writeBytes(makeRAF(preview: preview, offset: 0xFFFF_FF00), to: scratch.file("far.raf"))

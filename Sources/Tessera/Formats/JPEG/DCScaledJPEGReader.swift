@@ -18,6 +18,8 @@ final class DCScaledJPEGReader {
     private final class SourceBox {
         let file: FileDescriptor
         var offset: Int64 = 0
+        /// Where the JPEG ends (a RAW preview's end): the decoder sees its end there.
+        var end = Int64.max
         var error: TesseraError?
         init(_ file: FileDescriptor) { self.file = file }
     }
@@ -37,11 +39,13 @@ final class DCScaledJPEGReader {
         self.path = path
         source = SourceBox(file)
         source.offset = offset
+        source.end = offset + fileBytes
         spill = SpillFile(directory: spillDirectory)
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
             do throws(TesseraError) {
-                let count = try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), at: box.offset)
+                let count = try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(min(Int64(capacity), max(0, box.end - box.offset)))),
+                                              at: box.offset)
                 box.offset += Int64(count)
                 return count
             } catch {

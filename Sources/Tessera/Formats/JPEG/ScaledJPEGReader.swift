@@ -32,6 +32,8 @@ final class ScaledJPEGReader {
     func limit(toBytes bytes: Int64, startingAt offset: Int64) {
         dataBytes = max(0, min(bytes, fileBytes))
         dataOffset = offset
+        // Read from `offset` on (the file was sought there; nothing is read before the header).
+        source.remaining = dataBytes
         tessera_jpeg_decoder_set_work_limit(decoder, tessera_work_limit_blocks(UInt64(dataBytes)))
     }
     /// The opened file's device and inode.
@@ -43,6 +45,8 @@ final class ScaledJPEGReader {
     private final class SourceBox {
         let file: FileDescriptor
         var error: TesseraError?
+        /// Bytes the JPEG has left to give (a RAW preview's length): the decoder sees its end there.
+        var remaining = Int64.max
         init(_ file: FileDescriptor) { self.file = file }
     }
 
@@ -65,7 +69,9 @@ final class ScaledJPEGReader {
         let callback: tessera_jpeg_source = { context, buffer, capacity in
             let box = Unmanaged<SourceBox>.fromOpaque(context!).takeUnretainedValue()
             do throws(TesseraError) {
-                return try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+                let count = try box.file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(min(Int64(capacity), box.remaining))))
+                box.remaining -= Int64(count)
+                return count
             } catch {
                 box.error = error
                 return -1
