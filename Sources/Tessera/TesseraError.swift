@@ -116,6 +116,7 @@ public enum OutputRole: String, Equatable, Sendable {
     case jpeg = "the JPEG"
     case pyramid = "the pyramid"
     case tiff = "the TIFF"
+    case manifest = "the manifest"
 }
 
 /// How the outputs given to a join disagree with the parts.
@@ -132,6 +133,10 @@ public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
     case noTIFFInParts
     /// Outputs were given, but not the TIFF the parts also hold.
     case tiffNotGiven
+    /// A manifest was asked for, but the shards were given none.
+    case noManifestInParts
+    /// Outputs were given, but not the manifest the parts also hold.
+    case manifestNotGiven
 
     public var description: String {
         switch self {
@@ -141,6 +146,8 @@ public enum JoinOutputMismatch: Equatable, Sendable, CustomStringConvertible {
         case .pyramidNotGiven: "the parts hold a pyramid too: give its path as well (or no paths, to use those the shards named)"
         case .noTIFFInParts: "the parts hold no TIFF (their render was not given one)"
         case .tiffNotGiven: "the parts hold a TIFF too: give its path as well (or no paths, to use those the shards named)"
+        case .noManifestInParts: "the parts hold no manifest (the shards were not given one)"
+        case .manifestNotGiven: "the parts hold a manifest too: give its path as well (or no paths, to use those the shards named)"
         }
     }
 }

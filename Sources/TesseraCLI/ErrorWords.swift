@@ -30,9 +30,11 @@ extension TesseraError {
             case .pyramidNotGiven: return "the parts hold a pyramid too: give --dzi PATH (or --szi, --iiif) as well (or no paths, to use the paths the shards named)"
             case .noTIFFInParts: return "--tiff: \(mismatch); give only the outputs the parts hold"
             case .tiffNotGiven: return "the parts hold a TIFF too: give --tiff PATH as well (or no paths, to use the paths the shards named)"
+            case .noManifestInParts: return "--manifest: \(mismatch); give only the outputs the parts hold"
+            case .manifestNotGiven: return "the parts hold a manifest too: give --manifest PATH as well (or no paths, to use the paths the shards named)"
             }
         case let .joinPathFromParts(path, output, file, problem):
-            let flag = output == .jpeg ? "-o" : output == .tiff ? "--tiff" : "--dzi"
+            let flag = output == .jpeg ? "-o" : output == .tiff ? "--tiff" : output == .manifest ? "--manifest" : "--dzi"
             switch problem {
             case .notJPEGName: return "\(path): \(problem.description(file: file)): give -o PATH to join"
             case .exists: return "\(path): \(problem.description(file: file)) (\(flag) PATH)"

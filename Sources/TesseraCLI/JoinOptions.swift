@@ -79,6 +79,10 @@ public enum JoinCommand {
             }
             options.destinations.tiffPath = given.value
         },
+        Option("--manifest", value: "FILE", help: "Write the manifest here (as -o; the shards were given --manifest): CSV, or JSON for a name ending in .json, as the shards were given. A JSON manifest lists the placeholders and photos drawn in part of every shard.") { options, given throws(CommandLineError) in
+            guard !given.value.isEmpty else { throw given.refusal("--manifest expects a file to write, like out/wall.json") }
+            options.destinations.manifestPath = given.value
+        },
         Option("--wait", value: "SECONDS", help: "Start before the shards are done: take parts 1...N in order as they appear (one still being copied in, once it ends), each checked before it is copied, waiting at most SECONDS for the next (then exit 3, writing nothing). Run beside the shards on one machine, the join's copying overlaps their rendering. Without it, every part must be there and all are checked first.") { options, given throws(CommandLineError) in
             options.waitSeconds = Double(try given.integer(1...604_800))
         },

@@ -176,6 +176,7 @@ public enum Report {
         if let path = summary.tiffPath {
             names.append("\(path) (a TIFF of \(summary.tiffPages) level\(summary.tiffPages == 1 ? "" : "s") in \(formatBytes(summary.tiffBytes)))")
         }
+        if let path = summary.manifestPath { names.append("the manifest \(path)") }
         return "joined \(summary.shards) part(s) from \(directory): wrote \(names.joined(separator: " and ")), \(summary.width) x \(summary.height) px, "
             + "in \(formatDecimal(summary.seconds, places: 2)) s, peak RSS \(formatBytes(summary.peakResidentBytes))"
     }

@@ -69,7 +69,6 @@ public struct Runner {
             guard let summary = try render(renderer, options: options, photoCount: library.photos.count, manifest: manifest) else {
                 return .success
             }
-            if options.shard?.shard.number == 1 { try manifest?.write(summary: summary) }  // (a shard's render writes none)
             let runSeconds = monotonicSeconds() - runStarted
             console.result(report(summary, renderer: renderer, options: options, skipped: library.skippedCount,
                                   videos: library.leftOut.videos, runSeconds: runSeconds))
@@ -174,7 +173,6 @@ public struct Runner {
                 console.result(Report.mosaic(prepared))
                 return .success
             }
-            if options.shard?.shard.number == 1 { try manifest?.write(summary: rendered) }  // (a shard's render writes none)
             let similarity = likeness(prepared, summary: rendered, options: options, target: settings.targetPath)
             // The likeness is measured after the render: the peak it reaches is the run's too
             // (the report said 20.9 MiB of a run that peaked at 27).

@@ -39,6 +39,8 @@ import Tessera
             (.joinOutputs(.pyramidNotGiven), "give --dzi PATH (or --szi, --iiif) as well (or no paths", .usage),
             (.joinOutputs(.noTIFFInParts), "--tiff: the parts hold no TIFF", .usage),
             (.joinOutputs(.tiffNotGiven), "give --tiff PATH as well", .usage),
+            (.joinOutputs(.manifestNotGiven), "give --manifest PATH as well", .usage),
+            (.joinOutputs(.noManifestInParts), "--manifest: the parts hold no manifest", .usage),
             (.joinPathFromParts(path: "x.jpeg2", output: .jpeg, file: "the JPEG", problem: .notJPEGName), "give -o PATH to join", .usage),
             (.joinPathFromParts(path: "z.dzi", output: .pyramid, file: "the Deep Zoom tiles", problem: .exists), "(--dzi PATH)", .usage),
             (.noParts(directory: "parts"), "run the shards with --shard K/N --shard-dir parts first", .badInput),

@@ -149,6 +149,54 @@ import Tessera
         #expect(system("diff -r '\(directory)/ref' '\(directory)/out'") == 0)
     }
 
+    /// A sharded render's JSON manifest lists what every shard drew as a placeholder or in part
+    /// (it listed shard 1's only, written by shard 1 before the join): the join writes it from
+    /// part 1's cells and every part's notes, the single process's manifest; a CSV one too. A
+    /// join given its outputs must be given the manifest, at a name of the parts' format.
+    @Test func aShardedManifestIsTheSingleProcessManifest() throws {
+        let directory = "\(testRoot)/tessera-shard-manifest-\(getpid())"
+        defer { _ = system("rm -rf '\(directory)'") }
+        #expect(system("mkdir -p '\(directory)/photos' '\(directory)/out' '\(directory)/parts' '\(directory)/ref' "
+                       + "&& cp '\(fixtures)'/*.jpg '\(directory)/photos/'") == 0)
+        // 18 photos in 18 cells, each once: photos cut at both ends of the grid's order are drawn
+        // in part by the first shard alone and the last alone.
+        for name in ["Landscape_1.jpg", "Portrait_8.jpg"] {
+            let whole = readFile(fixtures + "/" + name)
+            writeFile(Array(whole.prefix(whole.count / 3)), to: directory + "/photos/" + name)
+        }
+        writeFile(Array("not a photo".utf8), to: directory + "/photos/zz.jpg")
+        let flags = [directory + "/photos", "--grid", "3x6", "--tile-size", "40x30", "--order", "name", "-q"]
+        for format in ["json", "csv"] {
+            let whole = runTesseraSplit(["grid"] + flags + ["-o", directory + "/ref/w.jpg", "--manifest", directory + "/ref/m." + format,
+                                                            "--encoder", "parallel"])
+            #expect(whole.status == 0, "\(whole.standardError)")
+            for k in 1...3 {
+                let shard = runTesseraSplit(["grid"] + flags + ["-o", directory + "/out/w.jpg", "--manifest", directory + "/out/m." + format,
+                                                                "--shard", "\(k)/3", "--shard-dir", directory + "/parts"])
+                #expect(shard.status == 0, "\(shard.standardError)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: directory + "/out/m." + format))  // nothing before the join
+            let refused = runTesseraSplit(["join", directory + "/parts", "-o", directory + "/out/given.jpg"])
+            #expect(refused.status == 2 && refused.standardError.contains("give --manifest PATH as well"), "\(refused.standardError)")
+            let other = format == "json" ? "csv" : "json"
+            let wrongName = runTesseraSplit(["join", directory + "/parts", "-o", directory + "/out/given.jpg",
+                                             "--manifest", directory + "/out/given." + other])
+            #expect(wrongName.status == 2 && wrongName.standardError.contains("the parts hold a \(format.uppercased()) manifest"),
+                    "\(wrongName.standardError)")
+            let joined = runTesseraSplit(["join", directory + "/parts"])
+            #expect(joined.status == 0, "\(joined.standardError)")
+            #expect(joined.standardOutput.contains("the manifest \(directory)/out/m.\(format)"), "\(joined.standardOutput)")
+            #expect(readFile(directory + "/out/w.jpg") == readFile(directory + "/ref/w.jpg"))
+            #expect(String(decoding: readFile(directory + "/out/m." + format), as: UTF8.self)
+                    == String(decoding: readFile(directory + "/ref/m." + format), as: UTF8.self))
+            _ = system("rm -f '\(directory)'/out/* '\(directory)'/parts/*")
+        }
+        let reference = try #require(try JSONSerialization.jsonObject(with: Data(readFile(directory + "/ref/m.json"))) as? [String: Any])
+        let partial = (reference["partial"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        #expect(partial.count == 2 && partial.allSatisfy { $0.hasSuffix("Landscape_1.jpg") || $0.hasSuffix("Portrait_8.jpg") }, "\(partial)")
+        #expect(reference["skipped_count"] as? Int == 1)
+    }
+
     /// A mosaic's shards each analyse and match (the same assignment from the same seed) and
     /// render their band: joined, the single-process mosaic.
     @Test func aShardedMosaicIsTheSingleProcessMosaic() throws {
@@ -678,6 +726,58 @@ private func snapshot(_ root: String) -> [String: [UInt8]] {
         stray.reseal()
         stray.write(to: part(folder, p))
         expectRefused(folder, saying: ["part-000\(p)-of-0003.tessera-part holds a preview of photo 99999, but the render's cells name"])
+    }
+
+    /// A sharded manifest's records edited (checksums recomputed): a note of a kind no render
+    /// writes, a note that is not a path and a reason, a piece that is not text, a part naming
+    /// another manifest; each refused (exit 3), and an existing file at the manifest's path
+    /// the parts name is not replaced (exit 2, naming --manifest).
+    @Test func editedManifestRecordsAreRefused() throws {
+        let folder = "\(testRoot)/hostile-manifest"
+        _ = system("rm -rf '\(folder)'")
+        defer { _ = system("rm -rf '\(folder)'") }
+        #expect(system("mkdir -p '\(folder)/photos' '\(folder)/parts' '\(folder)/out' && cp '\(fixtures)'/Landscape_*.jpg '\(folder)/photos/'") == 0)
+        let cut = readFile(fixtures + "/Landscape_0.jpg")
+        writeFile(Array(cut.prefix(cut.count / 3)), to: folder + "/photos/Landscape_0.jpg")
+        for k in 1...3 {
+            let shard = runTesseraSplit(["grid", folder + "/photos", "--grid", "3x9", "--tile-size", "40x30", "--order", "name",
+                                         "-o", folder + "/out/w.jpg", "--manifest", folder + "/out/m.json", "--shard", "\(k)/3",
+                                         "--shard-dir", folder + "/parts", "-q"])
+            #expect(shard.status == 0, "\(shard.standardError)")
+        }
+        let original = (1...3).map { PartEditor(path: part(folder, $0)) }
+        let notes = original[0].firstRecord(kind: 10), pieces = original[0].firstRecord(kind: 9)
+        try #require(notes != nil && pieces != nil, "part 1 holds no manifest note or no manifest")
+        let note = notes!, piece = pieces!
+        var kind = original[0]
+        kind.setRecord32(note, 4, 2)
+        var joined = original[0]
+        let start = Int(joined.record64(note, 16)), length = Int(joined.record64(note, 24))
+        let nul = try #require((start..<(start + length)).first { joined.bytes[$0] == 0 })
+        joined.bytes[nul] = UInt8(ascii: "x")
+        var binary = original[0]
+        binary.bytes[Int(binary.record64(piece, 16)) + 3] = 0xFF
+        for (var edited, said) in [(kind, "holds a manifest note no render writes"),
+                                   (joined, "holds a manifest note that is not a photo's path and a reason"),
+                                   (binary, "piece 0 of the manifest is not text")] {
+            edited.reseal()
+            edited.write(to: part(folder, 1))
+            expectRefused(folder, saying: ["part-0001-of-0003.tessera-part", said], given: false)
+        }
+        original[0].write(to: part(folder, 1))
+        var other = original[1]
+        other.setHeader("manifest", folder + "/out/other.json")
+        other.write(to: part(folder, 2))
+        expectRefused(folder, saying: ["part-0002-of-0003.tessera-part names other outputs"], given: false)
+        original[1].write(to: part(folder, 2))
+        writeFile(Array("old manifest".utf8), to: folder + "/out/m.json")
+        expectRefused(folder, status: 2, saying: ["m.json", "comes from the parts", "(--manifest PATH)"], given: false)
+        unlink(folder + "/out/m.json")
+        let join = runTesseraSplit(["join", folder + "/parts", "-q"])
+        #expect(join.status == 0, "\(join.standardError)")
+        // Drawn in part by every shard (it is in every band), listed once.
+        #expect(String(decoding: readFile(folder + "/out/m.json"), as: UTF8.self)
+            .split(separator: "Landscape_0.jpg\", \"reason\": \"file ends early").count == 2)
     }
 
     /// Parts edited to name a photo of the render, another part, or a path in the shard folder

@@ -10,6 +10,9 @@ public struct ManifestNotes: Sendable {
     public var skippedCount: Int
     public var placeholders: [(path: String, reason: String)]
     public var partial: [(path: String, reason: String)]
+    /// The JSON ends after `skipped`: the placeholders and the photos drawn in part are a
+    /// sharded render's join's to add, from every part (`RenderManifest.tail`).
+    var tailInJoin = false
 
     public init(skipped: [(path: String, reason: String)] = [], skippedCount: Int? = nil,
                 placeholders: [(path: String, reason: String)] = [], partial: [(path: String, reason: String)] = []) {
@@ -71,16 +74,16 @@ public enum RenderManifest {
     /// what was drawn as a placeholder or only in part.
     public static func withOutputs(layout: CellLayout, photos: PhotoTable, to path: String,
                                    notes: @escaping (RenderSummary) -> ManifestNotes) -> ManifestOutput {
-        ManifestOutput(path: path) { summary, out in
-            emit(layout: layout, path: { photos[$0].path }, format: format(for: path), notes: notes(summary), out)
+        ManifestOutput(path: path, notes: notes) { notes, out in
+            emit(layout: layout, path: { photos[$0].path }, format: format(for: path), notes: notes, out)
         }
     }
 
     /// A mosaic's manifest written with the render's outputs (as the grid's above).
     public static func withOutputs(match: MosaicMatch, photos: PhotoTable, to path: String,
                                    notes: @escaping (RenderSummary) -> ManifestNotes) -> ManifestOutput {
-        ManifestOutput(path: path) { summary, out in
-            emit(match: match, path: { photos[$0].path }, format: format(for: path), notes: notes(summary), out)
+        ManifestOutput(path: path, notes: notes) { notes, out in
+            emit(match: match, path: { photos[$0].path }, format: format(for: path), notes: notes, out)
         }
     }
 
@@ -153,12 +156,18 @@ public enum RenderManifest {
 
     /// The JSON manifest's end: its cells' array closed, then what the run left out.
     private static func emitNotes(_ notes: ManifestNotes, _ out: (String) -> Void) {
-        func list(_ photos: [(path: String, reason: String)]) -> String {
-            photos.isEmpty ? "[]" : "[\n" + photos.map { "    {\"path\": \(jsonString($0.path)), \"reason\": \(jsonString($0.reason))}" }
-                .joined(separator: ",\n") + "\n  ]"
-        }
-        out("],\n  \"skipped_count\": \(notes.skippedCount),\n  \"skipped\": \(list(notes.skipped)),\n"
-            + "  \"placeholders\": \(list(notes.placeholders)),\n  \"partial\": \(list(notes.partial))\n}\n")
+        out("],\n  \"skipped_count\": \(notes.skippedCount),\n  \"skipped\": \(list(notes.skipped)),\n")
+        if !notes.tailInJoin { out(tail(placeholders: notes.placeholders, partial: notes.partial)) }
+    }
+
+    /// The JSON manifest's last lines: the photos drawn as placeholders and those drawn in part.
+    static func tail(placeholders: [(path: String, reason: String)], partial: [(path: String, reason: String)]) -> String {
+        "  \"placeholders\": \(list(placeholders)),\n  \"partial\": \(list(partial))\n}\n"
+    }
+
+    private static func list(_ photos: [(path: String, reason: String)]) -> String {
+        photos.isEmpty ? "[]" : "[\n" + photos.map { "    {\"path\": \(jsonString($0.path)), \"reason\": \(jsonString($0.reason))}" }
+            .joined(separator: ",\n") + "\n  ]"
     }
 
     /// Collects what `body` emits and appends it to a new file at `path` a MiB at a time,
@@ -206,16 +215,27 @@ public enum RenderManifest {
 /// A manifest that a render writes once its stripes are done, when it knows which photos were
 /// drawn as placeholders, and commits with its outputs: a run killed or failing before the last
 /// of them is in place leaves the old manifest beside the old outputs, never a new one beside
-/// old outputs or an old one beside new.
+/// old outputs or an old one beside new. A sharded render's is written by its join: part 1
+/// holds the manifest but its last lines, and every part the photos it drew as placeholders or
+/// in part (`ManifestSink`).
 public struct ManifestOutput {
     public let path: String
-    let emit: (RenderSummary, (String) -> Void) -> Void
+    /// What the run left out, from the render's summary.
+    let notes: (RenderSummary) -> ManifestNotes
+    let emit: (ManifestNotes, (String) -> Void) -> Void
 
-    /// Writes the manifest into place by itself (a shard's, after its part).
-    public func write(summary: RenderSummary) throws(TesseraError) { try stage(summary).commit() }
+    public var format: RenderManifest.Format { RenderManifest.format(for: path) }
 
     /// The manifest, finished under a hidden name, for the render to commit.
     func stage(_ summary: RenderSummary) throws(TesseraError) -> AtomicOutputFile {
-        try RenderManifest.staged(to: path) { out in emit(summary, out) }
+        let notes = notes(summary)
+        return try RenderManifest.staged(to: path) { out in emit(notes, out) }
+    }
+
+    /// The manifest without its JSON's last lines (all of a CSV), for a join to finish.
+    func emitAllButTail(_ summary: RenderSummary, _ out: (String) -> Void) {
+        var notes = notes(summary)
+        notes.tailInJoin = true
+        emit(notes, out)
     }
 }

@@ -32,6 +32,13 @@ protocol PreviewSink: AnyObject {
     var previews: PhotoPreviews? { get set }
 }
 
+/// A part's sink that carries the render's manifest to the join (which writes it): set by the
+/// renderer before the stripes run, with what tells it, once they are done, which photos were
+/// drawn as placeholders or only in part.
+protocol ManifestSink: AnyObject {
+    var manifest: (output: ManifestOutput, drawn: () -> RenderSummary)? { get set }
+}
+
 /// Chooses a render's part once it is planned.
 protocol RenderPartChooser: Sendable {
     /// Adjusts the request before it is validated and planned (a part may need one encoder).

@@ -64,8 +64,8 @@ public final class StripeRenderer: Sendable {
     /// Renders the layout in one pass into every output of the request; each appears only when
     /// complete, replacing what was at its name. On failure or cancellation nothing of the
     /// render is left and what was at the outputs' names is untouched. `manifest` is written
-    /// once the stripes are done and moved into place with the outputs (not by a part of a
-    /// render: the caller writes it after the part).
+    /// once the stripes are done and moved into place with the outputs (by a part of a render,
+    /// into the part, for the join).
     public func render(manifest: ManifestOutput? = nil, observer: (RenderEvent) -> Void = { _ in }) throws(TesseraError) -> RenderSummary {
         let started = monotonicSeconds()
         for path in removeStaleTemporaries() { observer(.staleTemporaryRemoved(path: path)) }
@@ -104,6 +104,18 @@ public final class StripeRenderer: Sendable {
             previews.share = part?.previewShare ?? (0, 1)
             if let sink = sinks.lazy.compactMap({ $0 as? PreviewSink }).first { sink.previews = previews }
         }
+        let drawn = { [plan, cache] () -> RenderSummary in
+            var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
+                                        outputBytes: 0, peakResidentBytes: peakResidentBytes(),
+                                        photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
+            summary.cellsShared = cache.fromSourceCount
+            summary.partialPhotos = cache.partialPhotos
+            return summary
+        }
+        // A part of a render hands the manifest to the join (which has every part's placeholders).
+        if let manifest, part != nil, let sink = sinks.lazy.compactMap({ $0 as? ManifestSink }).first {
+            sink.manifest = (manifest, drawn)
+        }
         let painter = CellPainter(layout: layout, geometry: plan.geometry, cache: cache, tint: request.tint,
                                   background: settings.background)
         do throws(TesseraError) {
@@ -116,14 +128,6 @@ public final class StripeRenderer: Sendable {
             throw error
         }
         store.releaseAll()
-        func drawn() -> RenderSummary {
-            var summary = RenderSummary(width: plan.width, height: plan.height, seconds: monotonicSeconds() - started,
-                                        outputBytes: 0, peakResidentBytes: peakResidentBytes(),
-                                        photosDecoded: cache.decodedCount, failedPhotos: cache.failedPhotos)
-            summary.cellsShared = cache.fromSourceCount
-            summary.partialPhotos = cache.partialPhotos
-            return summary
-        }
         // In order: the manifest, the pyramid (its commit checks the names again and may still
         // refuse), the JPEG's rename last, all as one (OutputCommit): a failure undoes the
         // outputs moved in before it, and discards every output.

@@ -50,6 +50,12 @@ enum PartRecordKind: UInt32 {
     case tiffReducedRows = 7
     /// The viewer's preview of a photo (a JPEG): a = the photo's number in cells.js.
     case preview = 8
+    /// A piece of the manifest (part 1's), in order: a = piece number. All of a CSV; a JSON's
+    /// but its last lines, which the join writes from every part's notes.
+    case manifestPiece = 9
+    /// A photo this part drew as a placeholder (a = 0) or only in part (a = 1), for a JSON
+    /// manifest: its path, a NUL, the reason.
+    case manifestNote = 10
 }
 
 struct PartRecord: Equatable, Sendable {
@@ -75,6 +81,11 @@ enum PartFormat {
     /// The most a piece of the viewer's cells.js may hold (the writer cuts them at 64 KiB, plus
     /// at most one photo's name).
     static let maxCellsPieceBytes = 1 << 20
+    /// The most a piece of the manifest may hold (the writer cuts them at 256 KiB, plus at most
+    /// one cell's line).
+    static let maxManifestPieceBytes = 1 << 20
+    /// The most a manifest note may hold (a path of at most 4 KiB and a reason).
+    static let maxManifestNoteBytes = 64 << 10
 }
 
 final class PartWriter: @unchecked Sendable {
@@ -390,6 +401,8 @@ final class PartReader {
         case .tiffTile: return "TIFF tile \(record.a)/\(record.b)_\(record.c)"
         case .tiffReducedRows: return "TIFF reduced row \(record.a)"
         case .preview: return "preview of photo \(record.a)"
+        case .manifestPiece: return "piece \(record.a) of the manifest"
+        case .manifestNote: return "a manifest note"
         }
     }
 

@@ -51,6 +51,8 @@ public struct JoinSummary: Equatable, Sendable {
     public var tiffPages = 0
     /// The viewer's previews copied from the parts.
     public var previews = 0
+    /// The manifest, when the shards were given one.
+    public var manifestPath: String?
     public var seconds: Double = 0
     public var peakResidentBytes: Int64 = 0
 }
@@ -65,10 +67,13 @@ public struct JoinDestinations: Equatable, Sendable {
     public var iiifPath: String?
     public var iiifIdentifier: String?
     public var tiffPath: String?
+    /// The manifest (the shards were given one).
+    public var manifestPath: String?
 
     public init(jpegPath: String? = nil, deepZoomPath: String? = nil, archivePath: String? = nil, iiifPath: String? = nil,
-                iiifIdentifier: String? = nil, tiffPath: String? = nil) {
+                iiifIdentifier: String? = nil, tiffPath: String? = nil, manifestPath: String? = nil) {
         self.tiffPath = tiffPath
+        self.manifestPath = manifestPath
         self.jpegPath = jpegPath
         self.deepZoomPath = deepZoomPath
         self.archivePath = archivePath
@@ -76,7 +81,9 @@ public struct JoinDestinations: Equatable, Sendable {
         self.iiifIdentifier = iiifIdentifier
     }
 
-    public var isEmpty: Bool { jpegPath == nil && deepZoomPath == nil && archivePath == nil && iiifPath == nil && tiffPath == nil }
+    public var isEmpty: Bool {
+        jpegPath == nil && deepZoomPath == nil && archivePath == nil && iiifPath == nil && tiffPath == nil && manifestPath == nil
+    }
 
     /// Whether a container of the pyramid is given.
     var givesPyramid: Bool { deepZoomPath != nil || archivePath != nil || iiifPath != nil }
@@ -312,6 +319,8 @@ private struct Joiner {
     private var zoomShare: PyramidShare?
     private var tiffShare: PyramidShare?
     private var firstHasCells = false
+    /// The manifest the parts hold (JoinedManifest.swift).
+    private var manifest: JoinedManifest?
     /// The viewer's previews' long side (0: none), the photos the parts hold one of, and their bytes.
     private var previewSide = 0
     private var previewPhotos = Set<UInt32>()
@@ -406,6 +415,7 @@ private struct Joiner {
         }
         self.fingerprint = fingerprint
         self.shards = shards
+        manifest = try JoinedManifest(header: header, name: name, bad: bad)
         summary = JoinSummary(shards: shards, width: width, height: height)
         namedJPEG = header["jpeg"]
         namedZoom = header["dzi"]
@@ -494,6 +504,13 @@ private struct Joiner {
             if given.tiffPath == nil && namedTIFF != nil {
                 throw .joinOutputs(.tiffNotGiven)
             }
+            if given.manifestPath != nil && manifest == nil {
+                throw .joinOutputs(.noManifestInParts)
+            }
+            if given.manifestPath == nil && manifest != nil {
+                throw .joinOutputs(.manifestNotGiven)
+            }
+            if let path = given.manifestPath { manifest?.path = path }
             tiffPath = given.tiffPath
             summary.jpegPath = given.jpegPath
             summary.deepZoomPath = given.deepZoomPath
@@ -510,7 +527,7 @@ private struct Joiner {
         }
         // A NUL would end the path where the kernel reads it: "evil.sh\0.jpg" passes the checks
         // below as a .jpg and creates evil.sh.
-        for path in [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath].compactMap({ $0 }) where path.utf8.contains(0) {
+        for path in [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath, manifest?.path].compactMap({ $0 }) where path.utf8.contains(0) {
             throw .unusableOutput(path: path.replacing("\u{0}", with: "\\0"), reason: "a part names a path with a NUL byte in it: it is damaged or not a part")
         }
         var outputs: [RenderOutput] = []
@@ -532,17 +549,23 @@ private struct Joiner {
         summary.tiffPath = tiffPath
         // A shard names its outputs by absolute paths: a relative one would land wherever the
         // join runs.
-        if given.isEmpty, let path = [summary.jpegPath, zoomPath, tiffPath].compactMap({ $0 }).first(where: { !$0.hasPrefix("/") }) {
+        if let manifest, RenderManifest.format(for: manifest.path) != manifest.format {
+            throw .unusableOutput(path: manifest.path, reason: manifest.format == .json
+                ? "the parts hold a JSON manifest: give a path ending in .json" : "the parts hold a CSV manifest: give a path not ending in .json")
+        }
+        if given.isEmpty, let path = [summary.jpegPath, zoomPath, tiffPath, manifest?.path].compactMap({ $0 }).first(where: { !$0.hasPrefix("/") }) {
             throw .unusableOutput(path: path, reason: "a part names this relative path as an output, and a shard names absolute paths: "
                                   + "it is damaged or not a part (give the outputs' paths to the join)")
         }
         if given.isEmpty, let path = summary.jpegPath, !(path.lowercased().hasSuffix(".jpg") || path.lowercased().hasSuffix(".jpeg")) {
             throw .joinPathFromParts(path: path, output: .jpeg, file: "the JPEG", problem: .notJPEGName)
         }
-        try RenderRequest.checkDestinations(outputs, temporaryDirectory: nil)
+        let manifestFile = manifest.map { [OutputFile(path: $0.path, role: OutputRole.manifest.rawValue, isFolder: false)] } ?? []
+        try RenderRequest.checkDestinations(outputs, alsoWriting: manifestFile, temporaryDirectory: nil)
+        summary.manifestPath = manifest?.path
         let folder = resolvedPath(directory) ?? directory
         let partsByIdentity = Dictionary(parts.map { ($0.identity, $0.name) }, uniquingKeysWith: { first, _ in first })
-        for file in outputs.flatMap(\.files) {
+        for file in outputs.flatMap(\.files) + manifestFile {
             let canonical = OutputDestination.canonicalPath(file.path)
             if canonical == folder || canonical.hasPrefix(folder == "/" ? "/" : folder + "/") {
                 throw .unusableOutput(path: file.path, reason: "\(file.role) would be inside the shard folder \(directory), "
@@ -553,8 +576,7 @@ private struct Joiner {
             }
             if let identity = OutputDestination.identity(file.path) { destinationIdentities[identity] = file.path }
             if given.isEmpty, case .success = linkStatus(file.path) {
-                throw .joinPathFromParts(path: file.path, output: file.role == "the JPEG" ? .jpeg : file.role == "the TIFF" ? .tiff : .pyramid,
-                                         file: file.role, problem: .exists)
+                throw .joinPathFromParts(path: file.path, output: OutputRole(rawValue: file.role) ?? .pyramid, file: file.role, problem: .exists)
             }
         }
     }
@@ -584,7 +606,9 @@ private struct Joiner {
         if let path = destinationIdentities[part.identity] {
             throw .unusableOutput(path: path, reason: "it is the part \(name); writing the output there would destroy it")
         }
-        guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom, part.header["tiff"] == namedTIFF else {
+        guard part.header["jpeg"] == namedJPEG, part.header["dzi"] == namedZoom, part.header["tiff"] == namedTIFF,
+              part.header["manifest"] == manifest?.named,
+              part.header["manifest-format"] == manifest.map({ $0.format == .json ? "json" : "csv" }) else {
             throw bad("\(name) names other outputs than the part before it: it is damaged or not a part of this render")
         }
         // What the first part's description decided (the outputs' settings, the picture): the
@@ -664,7 +688,13 @@ private struct Joiner {
         // page it writes, and the spool's index), and the parts' indexes, within the budget
         // before any is built.
         let tiffTables = tiffShare.map { share in share.geometry.levels[share.bottom...].reduce(0) { $0 + $1.columns * $1.rows } * 24 } ?? 0
+        if manifest != nil {
+            try manifest!.check(part, first: part.header["shard"] == "1", buffer: &buffer, bad: bad)
+        } else if let record = part.records.first(where: { $0.kind == .manifestPiece || $0.kind == .manifestNote }) {
+            throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no manifest")
+        }
         let need = (zoomShare?.writerBytes ?? 0) + (tiffShare?.writerBytes ?? 0) + tiffTables + ShardJoin.fixedBytes + heldIndexBytes
+            + (manifest?.heldBytes ?? 0)
         guard need <= memoryBytes else { throw .budgetTooSmall(budgetBytes: memoryBytes, neededBytes: need) }
         for record in part.records {
             switch record.kind {
@@ -740,6 +770,7 @@ private struct Joiner {
             if zoomSettings.viewer && !firstHasCells { throw bad("part 1 holds no viewer cells") }
         }
         try tiffShare?.checkComplete(bad: bad)
+        if let manifest, manifest.pieces == 0 { throw bad("part 1 holds no manifest, though the parts name one") }
     }
 
     /// Room for the outputs (what dead runs left in their folders goes first).
@@ -768,6 +799,7 @@ private struct Joiner {
             needs[parentDirectory(of: path), default: 0] += share.topTileBytes + 2 * (share.tileBytes - share.topTileBytes + built)
                 + Int64(share.tileCount) * 24
         }
+        if let manifest { needs[parentDirectory(of: manifest.path), default: 0] += manifest.diskBytes }
         for (folder, bytes) in needs {
             _ = StaleTemporaries.remove(in: folder)
             let free = try freeDiskBytes(folder)
@@ -796,6 +828,8 @@ private struct Joiner {
                 for path in [zoomPath, archivePath] {
                     if let path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) }
                 }
+            case .manifestPiece, .manifestNote:
+                if let path = manifest?.path { needs[parentDirectory(of: path), default: 0] += Int64(record.length) + 16 }
             }
         }
         for (folder, bytes) in needs {
@@ -997,8 +1031,11 @@ private struct Joiner {
         try tiffOutput?.writer?.finish()
         try tiffOutput?.file.finish()
         // As one (OutputCommit): a failure puts back what the outputs before it replaced.
-        let folders = [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath].compactMap { $0 }.map { parentDirectory(of: $0) }
+        if manifest != nil, let firstPart { try manifest!.stage(from: firstPart, buffer: &buffer) }
+        let folders = [summary.jpegPath, zoomPath, archivePath, iiif?.path, tiffPath, manifest?.path].compactMap { $0 }.map { parentDirectory(of: $0) }
+        let manifest = self.manifest
         try OutputCommit.all(locking: folders, cancellation: cancellation) { commit throws(TesseraError) in
+            try manifest?.commit(in: commit)
             try zoomOutput?.commit(in: commit)
             try tiffOutput?.file.commit(in: commit)
             try jpegOutput?.commit(in: commit)
@@ -1020,6 +1057,7 @@ private struct Joiner {
     }
 
     func discard() {
+        manifest?.discard()
         zoomOutput?.discard()
         tiffOutput?.writer?.abandon()
         tiffOutput?.file.discard()

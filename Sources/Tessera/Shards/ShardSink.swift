@@ -27,7 +27,7 @@ public struct ShardTarget: Equatable, Sendable {
     public var partPath: String { (directory.hasSuffix("/") ? directory : directory + "/") + shard.partFileName }
 }
 
-final class ShardSink: StripeSink, PreviewSink {
+final class ShardSink: StripeSink, PreviewSink, ManifestSink {
     private let part: PartWriter
     private let band: ShardBand
     private let plan: RenderPlan
@@ -35,8 +35,11 @@ final class ShardSink: StripeSink, PreviewSink {
     private let marks: JPEGMarks
     private let zoom: DeepZoomWriter?
     private let tiff: DeepZoomWriter?
-    private let header: [(key: String, value: String)]
+    private var header: [(key: String, value: String)]
     private let cells: CellLabels?
+    private let isFirst: Bool
+    /// The render's manifest, when asked for: set by the renderer before the render.
+    var manifest: (output: ManifestOutput, drawn: () -> RenderSummary)?
     private let writesCells: Bool
     /// The viewer's previews this shard makes (its share), when asked for: set by the renderer,
     /// which has the decoder, before the render.
@@ -52,6 +55,7 @@ final class ShardSink: StripeSink, PreviewSink {
         settings = request.settings
         marks = .output(dotsPerInch: request.settings.dotsPerInch)
         part = try PartWriter(path: target.partPath)
+        isFirst = target.shard.number == 1
         var header: [(key: String, value: String)] = [
             ("format", PartFormat.version), ("shard", String(target.shard.number)),
             ("shards", String(target.shard.count)), ("fingerprint", fingerprint),
@@ -210,7 +214,47 @@ final class ShardSink: StripeSink, PreviewSink {
                 piece += 1
             }
         }
+        try writeManifest()
         try part.finish(header: header)
+    }
+
+    /// The manifest's share of the part: every part names it and holds the photos it drew as
+    /// placeholders or in part (for a JSON manifest); part 1 holds the rest, in pieces of about
+    /// 256 KiB (the join writes it, with every part's notes as its last lines).
+    private func writeManifest() throws(TesseraError) {
+        guard let manifest else { return }
+        let summary = manifest.drawn()
+        let json = manifest.output.format == .json
+        header += [("manifest", OutputDestination.canonicalPath(manifest.output.path)), ("manifest-format", json ? "json" : "csv")]
+        if json {
+            let notes = manifest.output.notes(summary)
+            for (kind, list) in [(0, notes.placeholders), (1, notes.partial)] {
+                for entry in list {
+                    try Array((entry.path + "\u{0}" + entry.reason).utf8).withUnsafeBytes { raw in
+                        Result { () throws(TesseraError) in try part.append(.manifestNote, a: kind, bytes: raw) }
+                    }.get()
+                }
+            }
+        }
+        guard isFirst else { return }
+        var pending = "", piece = 0
+        var failure: TesseraError?
+        func flush() {
+            guard failure == nil, !pending.isEmpty else { return }
+            do throws(TesseraError) {
+                try Array(pending.utf8).withUnsafeBytes { raw in
+                    Result { () throws(TesseraError) in try part.append(.manifestPiece, a: piece, bytes: raw) }
+                }.get()
+            } catch { failure = error }
+            pending = ""
+            piece += 1
+        }
+        manifest.output.emitAllButTail(summary) { text in
+            pending += text
+            if pending.utf8.count >= 256 << 10 { flush() }
+        }
+        flush()
+        if let failure { throw failure }
     }
 
     func commit(in commit: OutputCommit) throws(TesseraError) { try part.commit() }
