@@ -422,7 +422,13 @@ static int check_striles(struct tessera_tiff *tiff, uint64_t cap, char *message,
     return 1;
 }
 
-tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
+uint64_t tessera_tiff_tag_bytes(int fd, uint64_t file_bytes, int *profile_refused) {
+    uint64_t all_tags = 0, profile = icc_tag_bytes(fd, file_bytes, &all_tags);
+    if (profile_refused != NULL) *profile_refused = profile > TESSERA_COLOR_MAKING_BYTES;
+    return all_tags;
+}
+
+tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, uint64_t max_tag_bytes, tessera_tiff_info *info,
                                 char *message, size_t message_bytes) {
     pthread_once(&silenced, silence_global_handlers);
     uint64_t all_tags = 0, profile = icc_tag_bytes(fd, file_bytes, &all_tags);
@@ -434,9 +440,11 @@ tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_alloca
     // The tags in all may hold what one of them may (libtiff's cap on one allocation, at the
     // scan's 64 MiB): the same for the scan and the render whatever the budget, so a photo the
     // scan takes is drawn, and a layered Photoshop TIFF of tens of MB still is, as before.
-    if (all_tags > TESSERA_TIFF_TAG_BYTES) {
-        snprintf(message, message_bytes, "its tags hold %llu MiB, which libtiff would hold in memory to open the page: more "
-                 "than the %d MiB Tessera lets it", (unsigned long long)(all_tags >> 20), TESSERA_TIFF_TAG_BYTES >> 20);
+    // (The scan gives less under a small budget: TIFFFormat.scan.)
+    uint64_t tag_cap = max_tag_bytes < TESSERA_TIFF_TAG_BYTES ? max_tag_bytes : TESSERA_TIFF_TAG_BYTES;
+    if (all_tags > tag_cap) {
+        snprintf(message, message_bytes, "its tags hold %.1f MiB, which libtiff would hold in memory to open the page: more "
+                 "than the %.1f MiB Tessera lets it", all_tags / 1048576.0, tag_cap / 1048576.0);
         return NULL;
     }
     struct tessera_tiff *tiff = calloc(1, sizeof *tiff);

@@ -303,6 +303,7 @@ public struct Runner {
             // Skipped photos are reported as they are found (the console groups them): a
             // folder of 100,000 broken files is never a list.
             library = try PhotoLibrary.scan(search.paths, lists: search.lists, workers: search.workers ?? onlineCoreCount(),
+                                            memoryBudgetBytes: search.memoryBytes,
                                             cancellation: cancellation, selection: search.selection, progress: { done, total in
                 console.progress(.scan, done: done, total: total, seconds: monotonicSeconds() - started, rowWidth: 0)
             }, cache: HeaderIndex(directory: search.cacheDirectory ?? defaultCacheDirectory()),
@@ -556,6 +557,8 @@ struct PhotoSearch {
     var cacheDirectory: String?
     /// Where the scan's sorting and photo table files go.
     var temporaryDirectory: String?
+    /// The run's memory budget: what the scan lets a TIFF's tags hold follows from it.
+    var memoryBytes = RenderSettings().maxMemoryBytes
     /// Refuse a run with skipped photos (`--strict`).
     var strict = false
     /// Print what the search left out (a dry run).
@@ -593,7 +596,8 @@ extension GridOptions {
     /// The photo search this command line asks for.
     var search: PhotoSearch {
         PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers,
-                    cacheDirectory: cacheDirectory, temporaryDirectory: settings.temporaryDirectory, strict: strict, countsLeftOut: dryRun)
+                    cacheDirectory: cacheDirectory, temporaryDirectory: settings.temporaryDirectory, memoryBytes: settings.maxMemoryBytes,
+                    strict: strict, countsLeftOut: dryRun)
     }
 }
 
@@ -601,7 +605,7 @@ extension AnalyseOptions {
     /// The photo search `tessera analyse` asks for.
     var search: PhotoSearch {
         PhotoSearch(paths: photoPaths, lists: photoLists, selection: selection, workers: settings.workers, cacheDirectory: cacheDirectory,
-                    temporaryDirectory: settings.temporaryDirectory)
+                    temporaryDirectory: settings.temporaryDirectory, memoryBytes: settings.maxMemoryBytes)
     }
 }
 

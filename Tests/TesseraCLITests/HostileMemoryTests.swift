@@ -130,6 +130,25 @@ for tag, kind, values in tags:
 open(out, "wb").write(b"II*\\0" + struct.pack("<IH", 8, len(tags)) + entries + b"\\0" * 4 + extra.ljust(16, b"\\0") + strip)
 """
 
+/// `tags.py OUT COUNT BYTES`: an 8 x 8 grey TIFF with COUNT private UNDEFINED tags of BYTES
+/// each, all pointing at the same BYTES of the file.
+private let privateTagsTIFFWriter = """
+import struct, sys
+out, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+tags = [(256, 3, 8), (257, 3, 8), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, 0), (277, 3, 1), (278, 3, 8), (279, 4, 64)]
+tags += [(65000 + i, 7, None) for i in range(count)]
+ifd_bytes = 2 + 12 * len(tags) + 4
+strip_at = 8 + ifd_bytes
+block_at = strip_at + 64
+entries = b""
+for tag, kind, value in tags:
+    if tag == 273: value = strip_at
+    if kind == 7: entries += struct.pack("<HHII", tag, kind, size, block_at)
+    elif kind == 3: entries += struct.pack("<HHIHH", tag, kind, 1, value, 0)
+    else: entries += struct.pack("<HHII", tag, kind, 1, value)
+open(out, "wb").write(b"II*\\0" + struct.pack("<IH", 8, len(tags)) + entries + bytes(4) + bytes([128]) * 64 + bytes(size))
+"""
+
 /// A "DNG" whose preview (JPEGInterchangeFormat, after 12 MB of the RAW's data) is a JPEG of
 /// a few hundred bytes whose frame claims 65,500 x 65,500 px.
 private let lyingPreviewDNGWriter = """
@@ -310,6 +329,14 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
             return system("python3 -c \"open('\($0).strip', 'wb').write(bytes.fromhex('\(header)'))\" && python3 '\($0).py' '\($0)' 64 64 1 1 34661 0 '\($0).strip' "
                           + "&& rm '\($0).py' '\($0).strip'") == 0
         },
+        // libtiff holds a page's tags while it is open: eight private tags of 7.7 MiB, all the
+        // same 7.7 MiB of an 8 MB file, took 88 MiB under 32M (the scan opened it at any budget,
+        // and the render before its budget counted them); killed in a 64 MiB container.
+        HostileCase(name: "TIFF of 8 x 8 px with eight private tags of 7.7 MiB, 32M", file: "tags.tif", budgetMiB: 32,
+                    saying: "libtiff holds") {
+            writeText(privateTagsTIFFWriter, to: $0 + ".py")
+            return system("python3 '\($0).py' '\($0)' 8 8060928 && rm '\($0).py'") == 0
+        },
         // libtiff takes a last strip taller than the page (a warning), and libjpeg holds every
         // coefficient of a progressive one: 4000 x 60,000 in a 4000 x 8 page took 489 MB.
         HostileCase(name: "JPEG-compressed TIFF of 2000 x 8 px whose strip is a 2000 x 30,000 progressive JPEG, 32M",
@@ -390,6 +417,30 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         }
         #expect(run.peakBytes <= (hostile.budgetMiB << 20) + hostileSlackBytes,
                 "\(hostile.name): peak \(run.peakMiB) MiB over \(hostile.budgetMiB) MiB and the slack")
+    }
+
+    /// The same TIFF of 61.5 MiB of tags, three copies, under a budget that holds one: each is
+    /// opened with its tags admitted first, one at a time, and drawn (a decode that nested its
+    /// two admissions waited for itself forever: the process hung at 0% CPU), inside the budget.
+    @Test func tiffsWhoseTagsTheBudgetHoldsAreDrawnOneAtATime() throws {
+        guard let folder = hostileFolder("tags.tif", { path in
+            writeText(privateTagsTIFFWriter, to: path + ".py")
+            return system("python3 '\(path).py' '\(path)' 8 8060928 && rm '\(path).py' && cp '\(path)' '\(path).2.tif' "
+                          + "&& cp '\(path)' '\(path).3.tif'") == 0
+        }) else {
+            Issue.record("could not make the files")
+            return
+        }
+        defer { _ = system("rm -rf '\(folder)'") }
+        let deadline = time(nil) + 120
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "2x2", "--tile-size", "100",
+                               "--max-memory", "160M", "--no-progress", "--temp-dir", folder]) { pid in
+            if time(nil) > deadline { kill(pid, SIGKILL) }
+        }
+        print("three TIFFs of 61.5 MiB of tags at 160M: exit \(run.exitCode), peak \(run.peakMiB) MiB")
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(!run.output.contains("warning"), "\(run.output)")
+        #expect(run.peakBytes <= (160 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
     }
 
     /// A white interlaced picture of 25 MP binned into one pixel: every pixel in one bin. Its

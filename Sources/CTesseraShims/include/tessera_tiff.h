@@ -29,7 +29,13 @@ typedef struct {
 /// Opens the TIFF on `fd` (read with pread, from byte 0) at its first page and sets up libtiff's
 /// RGBA reading of it. libtiff allocates at most `max_allocation` bytes at once. NULL with the
 /// reason in `message` when libtiff cannot read it, or cannot turn its page into RGBA.
-tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, tessera_tiff_info *info,
+/// The bytes the first page's tags hold (what libtiff loads to open it), from the file's own
+/// IFD: its strips' and tiles' offsets and sizes left out (read when needed). `profile_refused`
+/// (may be NULL): set to 1 when its ICC profile is larger than tessera_tiff_open takes (it then
+/// refuses the page before libtiff opens it, whatever the tags hold).
+uint64_t tessera_tiff_tag_bytes(int fd, uint64_t file_bytes, int *profile_refused);
+/// `max_tag_bytes`: the most the page's tags may hold in all (at most 64 MiB whatever is given).
+tessera_tiff *tessera_tiff_open(int fd, uint64_t file_bytes, uint64_t max_allocation, uint64_t max_tag_bytes, tessera_tiff_info *info,
                                 char *message, size_t message_bytes);
 /// When the picture in the TIFF-structured file on `fd` was taken, as YYYYMMDDhhmmss (0 when
 /// it does not say): its EXIF IFD's DateTimeOriginal, else DateTimeDigitized, else the first

@@ -127,8 +127,11 @@ public final class DecodeBudget: @unchecked Sendable {
     private static func clampedBytes(_ bytes: Int64) -> Int64 { min(max(bytes, 0), 1 << 50) }
 
     /// Runs `body` once `bytes` (at most the pool) are free, holding them until it returns.
-    func admitted<T, E: Error>(bytes: Int, _ body: () throws(E) -> T) throws(E) -> T {
-        let grant = max(0, min(bytes, poolBytes))
+    /// `holding`: what this thread was already granted around this call (one thread at a time
+    /// may nest, TIFFFormat.decode): the grant is capped to the pool with it, or the thread
+    /// would wait for itself.
+    func admitted<T, E: Error>(bytes: Int, holding: Int = 0, _ body: () throws(E) -> T) throws(E) -> T {
+        let grant = max(0, min(bytes, poolBytes - min(poolBytes, holding)))
         lock.withLock {
             while inUseBytes + grant > poolBytes { released.wait() }
             inUseBytes += grant

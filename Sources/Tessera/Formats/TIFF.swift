@@ -27,15 +27,57 @@ enum TIFFFormat: PhotoFormat {
     }
 
     static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
-        if try RAWStructure(photo: photo).isCameraRAW { return try RAWFormat.header(of: photo, decoderMemoryBytes: decoderMemoryBytes) }
-        return try TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes).header
+        try header(of: photo, decoderMemoryBytes: decoderMemoryBytes, tagBytes: TIFFReader.mostTagBytes)
     }
+
+    static func header(of photo: PhotoFile, decoderMemoryBytes: Int, tagBytes: Int) throws(TesseraError) -> PhotoHeader {
+        if try RAWStructure(photo: photo).isCameraRAW { return try RAWFormat.header(of: photo, decoderMemoryBytes: decoderMemoryBytes) }
+        return try TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes, tagBytes: tagBytes).header
+    }
+
+    /// Pages whose tags hold more than this are opened by one of the scan's workers at a time.
+    static let largeTagBytes = 1 << 20
+    private static let largeTagOpens = Mutex()
+
+    /// Runs the scan's reading of `photo` (`body`: whether Tessera wrote it, its header) within
+    /// `tagBytes`: libtiff holds the page's tags whole while it is open, outside any budget, so a
+    /// page whose tags hold more is refused before it is opened, naming the budget that reads
+    /// it, and one whose tags hold more than 1 MiB is opened by one worker at a time (an 8 MB
+    /// file of eight 7.7 MiB private tags took 88 MiB to scan under a 32 MiB budget, and was
+    /// killed in a 64 MiB container at the default budget: a helper's finding).
+    static func scan<T>(_ photo: PhotoFile, tagBytes: Int, _ body: (Int) throws(TesseraError) -> T) throws(TesseraError) -> T {
+        var profileRefused: Int32 = 0
+        let tags = Int(clamping: tessera_tiff_tag_bytes(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &profileRefused))
+        let cap = min(tagBytes, TIFFReader.mostTagBytes)
+        // (A profile too large for any budget is refused by the open, before libtiff reads a tag.)
+        if tags > cap && profileRefused == 0 {
+            guard tags <= TIFFReader.mostTagBytes else {
+                throw TesseraError.unreadablePhoto(path: photo.path, reason: "TIFF: its tags hold \(formatBytes(Int64(tags))), which libtiff "
+                                                   + "would hold in memory to open the page: more than the \(formatBytes(Int64(TIFFReader.mostTagBytes))) Tessera lets it")
+            }
+            throw TesseraError.photoNeedsMemory(path: photo.path, reason: "its TIFF tags hold \(formatBytes(Int64(tags))), which libtiff "
+                                                + "holds in memory to open the page", budgetToDrawBytes: Int64(scanBudget(forTagBytes: tags)))
+        }
+        guard tags > largeTagBytes else { return try body(cap) }
+        largeTagOpens.lock()
+        defer { largeTagOpens.unlock() }
+        return try body(cap)
+    }
+
+    /// The most a scan under `budgetBytes` lets a page's tags hold: half of what the budget
+    /// leaves beside the process (libtiff holds a tag twice while it sets it), 1 to 64 MiB.
+    static func scanTagBytes(budgetBytes: Int) -> Int {
+        min(TIFFReader.mostTagBytes, max(1 << 20, (budgetBytes - RenderPlan.processAllowanceBytes) / 2))
+    }
+
+    /// The budget whose scan reads a page of `tagBytes` of tags.
+    static func scanBudget(forTagBytes tagBytes: Int) -> Int { 2 * tagBytes + RenderPlan.processAllowanceBytes }
 
     /// Whether the TIFF is one Tessera wrote (a pyramidal TIFF output): its ImageDescription is the output
     /// comment a rendered JPEG carries. Left out of a scan as the JPEG is (its IFD lies at the
     /// file's end, past the bytes `sniff` sees).
-    static func isOwnOutput(_ photo: PhotoFile, decoderMemoryBytes: Int) -> Bool {
-        guard let reader = try? TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes),
+    static func isOwnOutput(_ photo: PhotoFile, decoderMemoryBytes: Int, tagBytes: Int = TIFFReader.mostTagBytes) -> Bool {
+        guard let reader = try? TIFFReader(photo: photo, maxAllocation: decoderMemoryBytes, tagBytes: tagBytes),
               let text = tessera_tiff_description(reader.tiff) else { return false }
         return String(cString: text) == JPEGMarks.outputComment
     }
@@ -48,7 +90,20 @@ enum TIFFFormat: PhotoFormat {
     static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
                        into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         if try RAWStructure(photo: photo).isCameraRAW { return try RAWFormat.decode(photo, with: decoder, into: cell) }
-        return try decoder.decodeTIFF(TIFFReader(photo: photo, maxAllocation: decoder.budget.oneDecodeLimitBytes), into: cell)
+        let cap = decoder.budget.oneDecodeLimitBytes
+        var profileRefused: Int32 = 0
+        let tags = Int(clamping: tessera_tiff_tag_bytes(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &profileRefused))
+        guard tags > largeTagBytes, profileRefused == 0 else { return try decoder.decodeTIFF(TIFFReader(photo: photo, maxAllocation: cap), into: cell) }
+        // libtiff holds the page's tags from its open to its close: they are admitted before it
+        // opens (they were held outside the budget: 88 MiB under a 32 MiB budget), one such page
+        // at a time, since each takes two admissions that two workers could each half-hold.
+        try decoder.budget.check(oneDecodeBytes: tags, photo: photo.path,
+                                 what: "opening this TIFF's page (libtiff holds its tags whole)")
+        largeTagOpens.lock()
+        defer { largeTagOpens.unlock() }
+        return try decoder.budget.admitted(bytes: tags) { () throws(TesseraError) -> DecodeNotes in
+            try decoder.decodeTIFF(TIFFReader(photo: photo, maxAllocation: cap, tagBytes: cap), into: cell, tagsAdmitted: true)
+        }
     }
 }
 
@@ -62,13 +117,18 @@ final class TIFFReader {
     /// libtiff spends minutes decoding nothing.
     static let bytesPerByte: Int64 = 3_000
 
-    /// `maxAllocation`: the most libtiff may allocate at once.
-    init(photo: PhotoFile, maxAllocation: Int) throws(TesseraError) {
+    /// The most a page's tags may hold (libtiff holds them while it is open): its cap on one
+    /// allocation at the scan's default, so that a layered Photoshop TIFF of tens of MB is read.
+    static let mostTagBytes = 64 << 20
+
+    /// `maxAllocation`: the most libtiff may allocate at once; `tagBytes`: the most the page's
+    /// tags may hold in all (at most `mostTagBytes`).
+    init(photo: PhotoFile, maxAllocation: Int, tagBytes: Int = mostTagBytes) throws(TesseraError) {
         self.photo = photo
         var info = tessera_tiff_info()
         var message = [CChar](repeating: 0, count: 300)
         guard let tiff = tessera_tiff_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), UInt64(max(1, maxAllocation)),
-                                           &info, &message, 300) else {
+                                           UInt64(max(1, tagBytes)), &info, &message, 300) else {
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "TIFF: \(cMessage(message))")
         }
         self.tiff = tiff
@@ -154,7 +214,8 @@ final class TIFFReader {
 }
 
 extension CellDecoder {
-    func decodeTIFF(_ reader: TIFFReader, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
+    /// `tagsAdmitted`: the page's tags were admitted before it was opened (TIFFFormat.decode).
+    func decodeTIFF(_ reader: TIFFReader, into cell: UnsafeMutableRawBufferPointer, tagsAdmitted: Bool = false) throws(TesseraError) -> DecodeNotes {
         let width = Int(reader.info.width), height = Int(reader.info.height)
         let orientation = OrientationTransform(exifOrientation: Int(reader.info.orientation))
         let conversion = reader.conversion
@@ -165,7 +226,8 @@ extension CellDecoder {
         try budget.check(oneDecodeBytes: request, photo: reader.photo.path,
                          what: "decoding this \(width) x \(height) TIFF \(layout) (\(reader.info.chunk_rows) rows) at a time")
         let inks = conversion.fromCMYK && conversion.converts
-        return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
+        let tags = tagsAdmitted ? Int(clamping: reader.info.tag_bytes) : 0
+        return try budget.admitted(bytes: request - tags, holding: tags) { () throws(TesseraError) -> DecodeNotes in
             if inks { reader.keepInks() }
             try reader.start()
             try draw(path: reader.photo.path, orientation: orientation, scaled: (width, height), components: inks ? 4 : 3,

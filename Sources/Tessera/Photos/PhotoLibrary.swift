@@ -168,12 +168,14 @@ public struct PhotoLibrary: Sendable {
     /// The walk hands every file to an external sort (in `temporaryDirectory`, default
     /// `defaultTemporaryDirectory()`); the sorted files are then read `Reading.batchSize` at a
     /// time, in path order, so the photos come out sorted and only a batch is held.
+    /// `memoryBudgetBytes`: the run's budget, which bounds what a TIFF's tags may hold while
+    /// the scan reads its header (TIFFFormat.scan); nil: 64 MiB.
     /// `lists`: files naming photos or folders, one a line (PhotoList), taken as named paths.
     /// `cache`: answers the files unchanged since it recorded them (they are not opened), and
     /// records what this scan read. `onSkipped`: every skipped photo as it is found, on the
     /// scanning thread.
     public static func scan(_ paths: [String], lists: [PhotoList] = [], workers: Int = 1, decoderMemoryBytes: Int = 64 << 20,
-                            cancellation: RenderCancellation? = nil,
+                            memoryBudgetBytes: Int? = nil, cancellation: RenderCancellation? = nil,
                             selection: PhotoSelection = PhotoSelection(),
                             progress: (@Sendable (Int, Int) -> Void)? = nil,
                             cache: (any ScanCache)? = nil, temporaryDirectory: String? = nil,
@@ -189,7 +191,8 @@ public struct PhotoLibrary: Sendable {
                 try walk.named(PathBytes(line))
             }
         }
-        var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, ownOutputs: selection.includeOwnOutputs,
+        let tiffTagBytes = memoryBudgetBytes.map { TIFFFormat.scanTagBytes(budgetBytes: $0) } ?? TIFFReader.mostTagBytes
+        var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes, ownOutputs: selection.includeOwnOutputs,
                                   cancellation: cancellation, progress: progress, found: walk.found, cache: cache,
                                   builder: PhotoTable.Builder(temporaryDirectory: directory), skips: walk.skips)
         try walk.sorter.finish { (key: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) in
@@ -347,6 +350,8 @@ public struct PhotoLibrary: Sendable {
         static let batchSize = 1024
         let workers: Int
         let decoderMemoryBytes: Int
+        /// The most a TIFF's tags may hold (TIFFFormat.scan).
+        let tiffTagBytes: Int
         let ownOutputs: Bool
         let cancellation: RenderCancellation?
         let progress: (@Sendable (Int, Int) -> Void)?
@@ -367,11 +372,12 @@ public struct PhotoLibrary: Sendable {
         var pending: Candidate?
         var batch: [Candidate] = []
 
-        init(workers: Int, decoderMemoryBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
+        init(workers: Int, decoderMemoryBytes: Int, tiffTagBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
              progress: (@Sendable (Int, Int) -> Void)?, found: Int, cache: (any ScanCache)?, builder: PhotoTable.Builder,
              skips: SkipSink) throws(TesseraError) {
             self.workers = workers
             self.decoderMemoryBytes = decoderMemoryBytes
+            self.tiffTagBytes = tiffTagBytes
             self.ownOutputs = ownOutputs
             self.cancellation = cancellation
             self.progress = progress
@@ -428,13 +434,13 @@ public struct PhotoLibrary: Sendable {
             }
             let misses = batch.indices.filter { known[$0] == nil }
             let files = misses.map { batch[$0].path }
-            let (decoderMemoryBytes, ownOutputs, progress) = (self.decoderMemoryBytes, self.ownOutputs, self.progress)
+            let (decoderMemoryBytes, tiffTagBytes, ownOutputs, progress) = (self.decoderMemoryBytes, self.tiffTagBytes, self.ownOutputs, self.progress)
             let headersRead = AtomicCounter()
             let (before, total) = (done + batch.count - misses.count, self.total)
             if misses.count < batch.count { progress?(before, total) }
             let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
                 defer { progress?(before + headersRead.increment(), total) }
-                return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, ownOutputs: ownOutputs)
+                return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes, ownOutputs: ownOutputs)
             }
             if cancellation?.isCancelled == true { throw .cancelled }
             var read = [FileRead?](repeating: nil, count: batch.count)
@@ -699,7 +705,7 @@ public struct PhotoLibrary: Sendable {
     }
 
     /// The photo at `file`, or what else it is.
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, ownOutputs: Bool) -> FileRead {
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, tiffTagBytes: Int, ownOutputs: Bool) -> FileRead {
         let path = file.display
         var read = FileRead(found: .success(.notAnImage))
         do {
@@ -708,14 +714,20 @@ public struct PhotoLibrary: Sendable {
             let header: PhotoHeader
             var isOwnOutput = false
             switch try opened.sniff() {
-            case .readable(let format):
-                if format == .tiff, TIFFFormat.isOwnOutput(opened, decoderMemoryBytes: decoderMemoryBytes) {
-                    guard ownOutputs else {
-                        read.found = .success(.ownOutput)
-                        return read
+            case .readable(let format) where format == .tiff:
+                let scanned = try TIFFFormat.scan(opened, tagBytes: tiffTagBytes) { (cap) throws(TesseraError) -> PhotoHeader? in
+                    if TIFFFormat.isOwnOutput(opened, decoderMemoryBytes: decoderMemoryBytes, tagBytes: cap) {
+                        guard ownOutputs else { return nil }
+                        isOwnOutput = true
                     }
-                    isOwnOutput = true
+                    return try TIFFFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes, tagBytes: cap)
                 }
+                guard let scanned else {
+                    read.found = .success(.ownOutput)
+                    return read
+                }
+                header = scanned
+            case .readable(let format):
                 header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .ownOutput where ownOutputs:
                 header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
