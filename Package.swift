@@ -9,7 +9,8 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian: libjpeg62-turbo-dev; for the other formats and colour,
-        // libspng-dev, libwebp-dev, libheif-dev, libgif-dev, libtiff-dev and liblcms2-dev (used
+        // libspng-dev, libwebp-dev, libheif-dev (with libdav1d-dev: AV1 on one thread,
+        // tessera_av1.c), libgif-dev, libtiff-dev and liblcms2-dev (used
         // from C only). EXIF is read by Tessera's own bounded reader (tessera_exif.c).
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
         // The setjmp-guarded libjpeg calls, the bounded EXIF reader, and the PNG,
@@ -22,7 +23,7 @@ let package = Package(
         .target(name: "CTesseraShims", dependencies: ["CJPEG", "CTesseraCodec"], path: "Sources/CTesseraShims",
                 linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("spng"),
                                  .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
-                                 .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff")]),
+                                 .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff"), .linkedLibrary("dav1d")]),
         // The engine: photos in, stripes, encoder out. Never prints.
         .target(name: "Tessera", dependencies: ["CTesseraShims", "CTesseraCodec"], path: "Sources/Tessera"),
         // Command-line parsing and help, testable without running a process.

@@ -14,6 +14,7 @@
 #include <libheif/heif.h>
 
 #include "tessera_shims.h"
+#include "tessera_private.h"
 
 int tessera_exif_orientation(const uint8_t *app1, size_t length);
 int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
@@ -1108,6 +1109,7 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     if (heif == NULL) { snprintf(message, message_bytes, "out of memory"); return NULL; }
     heif->fd = fd;
     heif->file_bytes = (int64_t)file_bytes;
+    tessera_av1_register();
     heif->context = heif_context_alloc();
     if (heif->context == NULL) { free(heif); snprintf(message, message_bytes, "out of memory"); return NULL; }
     // One decoding thread: the render's workers are the parallelism, and each thread of

@@ -12,6 +12,10 @@
 
 #include "tessera_codec_internal.h"
 
+/// Registers the AV1 decoder plugin that runs dav1d on one thread (tessera_av1.c), once; before
+/// the first HEIF context.
+void tessera_av1_register(void);
+
 // MARK: Errors and the decoder
 
 typedef struct {

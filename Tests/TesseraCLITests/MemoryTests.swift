@@ -350,6 +350,25 @@ let mixedFormatPhotos: String = {
         #expect(arenas == 0, "\(arenas) malloc arenas besides the main one")
     }
 
+    /// A 2048 x 2048 AVIF in 4:4:4 with alpha under 64M: dav1d on one thread with one frame in
+    /// flight (tessera_av1.c), drawn inside the budget. libheif's own plugin ran dav1d on every
+    /// core (73.4 MiB here; a folder of such photos was OOM-killed in a 64 MiB container).
+    @Test func anAVIFIsDecodedOnOneThreadInsideTheBudget() throws {
+        let folder = testRoot + "/memory-avif-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        mkdir(folder + "/photos", 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        try #require(system("convert -size 2048x2048 plasma:fractal -depth 8 -alpha set -channel A -evaluate set 80% +channel "
+                            + "PNG32:'\(folder)/p.png' && heif-enc -A -p chroma=444 -q 60 '\(folder)/p.png' -o '\(folder)/photos/p.avif' "
+                            + "&& convert -size 300x200 gradient:red-blue '\(folder)/photos/valid.png'") == 0)
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--grid", "2x1", "--tile-size", "200",
+                               "--max-memory", "64M", "--no-progress", "--temp-dir", folder])
+        print("2048 x 2048 4:4:4 AVIF with alpha at 64M: exit \(run.exitCode), peak \(run.peakMiB) MiB")
+        #expect(run.exitCode == 0, "\(run.output)")
+        #expect(!run.output.contains("warning"), "\(run.output)")
+        #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
+    }
+
     /// A mosaic at the smallest budget it accepts: its plan (the render's and the decoder pool
     /// that preparing leaves resident under it) and its run inside that budget. The render was
     /// planned for the whole budget, so the dry run showed a peak over it and the run followed:
