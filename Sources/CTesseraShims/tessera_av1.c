@@ -88,13 +88,14 @@ static int av1_picture(av1_decoder *d, Dav1dPicture *picture) {
     if (result == 0) {
         result = DAV1D_ERR(EAGAIN);
         while (result == DAV1D_ERR(EAGAIN)) {
+            size_t before = data.sz;
             if (data.sz > 0) {
                 int sent = dav1d_send_data(context, &data);
                 if (sent < 0 && sent != DAV1D_ERR(EAGAIN)) { result = sent; break; }
             }
             result = dav1d_get_picture(context, picture);
-            // (All data sent and still no picture: none will come.)
-            if (result == DAV1D_ERR(EAGAIN) && data.sz == 0) { result = DAV1D_ERR(EINVAL); break; }
+            // All data sent and still no picture, or none taken and none given: none will come.
+            if (result == DAV1D_ERR(EAGAIN) && (data.sz == 0 || data.sz == before)) { result = DAV1D_ERR(EINVAL); break; }
         }
         if (data.sz > 0) dav1d_data_unref(&data);
     }

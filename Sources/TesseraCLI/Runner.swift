@@ -46,6 +46,7 @@ public struct Runner {
     /// manifest and the report.
     func runLayout(_ options: GridOptions, collage: Bool = false,
                    layout makeLayout: (PhotoLibrary, GridOptions) throws(TesseraError) -> CellLayout) -> ExitCode {
+        if let refused = refuseFewOpenFiles() { return refused }
         let runStarted = monotonicSeconds()
         let options = options.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)
@@ -81,7 +82,16 @@ public struct Runner {
         }
     }
 
+    /// Exit 4 before anything is read when this process may open fewer files than a render needs.
+    func refuseFewOpenFiles() -> ExitCode? {
+        guard let limit = openFileLimitTooLowForRender() else { return nil }
+        console.message("this process may open at most \(limit) files (ulimit -n), and a render needs at least "
+                        + "\(leastOpenFilesForRender): raise the limit (ulimit -n 1024; LimitNOFILE= for a service) and run again")
+        return .insufficientResources
+    }
+
     public func mosaic(_ mosaic: MosaicOptions) -> ExitCode {
+        if let refused = refuseFewOpenFiles() { return refused }
         let runStarted = monotonicSeconds()
         let options = mosaic.render.withMemoryChosen()
         warnIfOverCgroup(options.settings, given: !options.automaticMemory)

@@ -3,7 +3,7 @@ import Tessera
 
 /// The version: the one place it is written (the package, the manual and `--version` read it
 /// here; CHANGELOG.md's newest heading must name it, which a test checks).
-public let tesseraVersion = "0.6.17"
+public let tesseraVersion = "0.6.18"
 /// When this version was made, for the manual page's header.
 public let tesseraReleaseDate = "2026-12-01"
 
@@ -33,7 +33,7 @@ public enum ExitCode: Int32, Error, Sendable {
         ("1", "the render failed (I/O or encoder error); nothing was written under the output names"),
         ("2", "bad command line or settings, found before any photo is read: an unknown or conflicting flag, an output that cannot be written, a --target that is missing or not a file (a folder, a FIFO), a JPEG over 65,500 px a side"),
         ("3", "no usable photo found, or a photo would be skipped (a mosaic: a cell could not meet its constraints) under --strict; for join, a part missing, duplicated, truncated, damaged (a checksum), not a readable file or of another render"),
-        ("4", "not enough disk space, inodes or memory budget, found before rendering started (the message says what would fit)"),
+        ("4", "not enough disk space, inodes, memory budget or open files, found before rendering started (the message says what would fit)"),
         ("129 / 130 / 143", "hung up (SIGHUP) / interrupted (SIGINT) / terminated (SIGTERM); nothing written, temporaries removed"),
     ]
 

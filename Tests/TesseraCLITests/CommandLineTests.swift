@@ -511,6 +511,16 @@ let fixtures: String = {
         #expect(status & 0x7F == 0 && (status >> 8) & 0xFF == 1, "status \(status): \(log)")
         #expect(log.contains("File too large"), "\(log)")
         #expect(readFile(directory + "/big.jpg") == Array("kept".utf8))
+        // 4: a limit on open files below what a render needs (soft and hard: ulimit -n sets both),
+        // said before any photo is read (it died with SIGILL inside Dispatch).
+        // (The log opened first: the test process may hold more than 16 files its child inherits.)
+        let few = "exec >'\(directory)/log' 2>&1; ulimit -n 16; exec '\(toolPath())' grid '\(fixtures)' -o '\(directory)/few.jpg' "
+            + "--dzi '\(directory)/few.dzi' --tiff '\(directory)/few.tif' --grid 4x4 --tile-size 16 --no-progress --temp-dir '\(directory)'"
+        let fewStatus = system("sh -c \"\(few)\"")
+        let fewLog = String(decoding: readFile(directory + "/log"), as: UTF8.self)
+        #expect(fewStatus & 0x7F == 0 && (fewStatus >> 8) & 0xFF == 4, "status \(fewStatus): \(fewLog)")
+        #expect(fewLog.contains("may open at most 16 files (ulimit -n), and a render needs at least 64"), "\(fewLog)")
+        #expect(access(directory + "/few.jpg", F_OK) != 0)
         // 2: usage.
         let usage = runTessera(grid + ["-o", directory + "/u.jpg", "--grid", "4x4", "--tile-size", "0"])
         #expect(usage.status == 2, "\(usage.output)")

@@ -158,6 +158,13 @@ import Testing
         #expect(listNames(directory).filter { $0.hasPrefix(".") }.isEmpty, "\(listNames(directory))")
         // The folder published holds its marker and the service, not the staging lock.
         #expect(listNames(directory + "/w").filter { $0.hasPrefix(".") } == [".tessera-iiif"], "\(listNames(directory + "/w"))")
+        // The lock a replaced folder is given while it is removed, left in it by a kill (the
+        // folder put back by the next run): the folder is still tessera's, and replaced (every
+        // later render there was refused, "holds .lock").
+        writeFile([], to: directory + "/w/.lock")
+        let locked = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"])
+        #expect(locked.status == 0, "\(locked.output)")
+        #expect(access(directory + "/w/.lock", F_OK) != 0)
         // A file someone put in the folder tessera wrote is named, and kept with the old tiles.
         writeFile(Array("keep".utf8), to: directory + "/w/full/notes.txt")
         let added = runTessera(grid + ["--iiif", directory + "/w", "--iiif-id", "https://e.org/w"])

@@ -18,10 +18,12 @@ struct WrittenFolder: Sendable {
     let admits: @Sendable (_ path: [Substring], _ isFolder: Bool) -> Bool
 
     /// A Deep Zoom pyramid's NAME_files: the marker, level folders of `C_R.jpg` tiles, and
-    /// `viewer` with `cells.js` and `previews/P.jpg`.
+    /// `viewer` with `cells.js` and `previews/P.jpg`. In both kinds, `.lock` at the top: the
+    /// lock a replaced folder is given while it is removed, which a kill then (the folder put
+    /// back by the next run's recovery) left inside it, and every later render there was refused.
     static let deepZoomTiles = WrittenFolder { path, isFolder in
         switch (path.count, isFolder) {
-        case (1, false): return path[0] == DeepZoomOutput.marker
+        case (1, false): return path[0] == DeepZoomOutput.marker || path[0] == StaleTemporaries.lockName
         case (1, true): return path[0] == "viewer" || isNumber(path[0])
         case (2, false) where path[0] == "viewer": return path[1] == "cells.js"
         case (2, true) where path[0] == "viewer": return path[1] == "previews"
@@ -35,7 +37,7 @@ struct WrittenFolder: Sendable {
     /// REGION is `full` or `X,Y,W,H` and SIZE `W,H` or (under `full`) `max`.
     static let iiifTiles = WrittenFolder { path, isFolder in
         switch (path.count, isFolder) {
-        case (1, false): return path[0] == IIIFTileFolder.marker || path[0] == "info.json"
+        case (1, false): return path[0] == IIIFTileFolder.marker || path[0] == "info.json" || path[0] == StaleTemporaries.lockName
         case (1, true): return path[0] == "full" || isNumberList(path[0], count: 4)
         case (2, true): return isNumberList(path[1], count: 2) || (path[0] == "full" && path[1] == "max")
         case (3, true): return path[2] == "0"

@@ -437,6 +437,18 @@ public func raiseOpenFileLimit() {
     _ = setrlimit(resource, &limit)
 }
 
+/// The fewest open files a render works with: its photos in flight, the stripe, spill and
+/// output files, the journal, and Dispatch's own (under `ulimit -n 16` a render with every
+/// output died with SIGILL inside Dispatch, a helper's finding).
+public let leastOpenFilesForRender = 64
+
+/// The limit on open files when it is below `leastOpenFilesForRender` (after
+/// `raiseOpenFileLimit`), else nil.
+public func openFileLimitTooLowForRender() -> Int? {
+    guard let soft = openFileLimits()?.soft, soft < leastOpenFilesForRender else { return nil }
+    return soft
+}
+
 /// The soft and hard limits on open files (`ulimit -Sn`, `ulimit -Hn`), or nil when unknown or
 /// unlimited.
 func openFileLimits() -> (soft: Int, hard: Int)? {
