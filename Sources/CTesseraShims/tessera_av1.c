@@ -80,6 +80,9 @@ static int av1_picture(av1_decoder *d, Dav1dPicture *picture) {
     settings.n_threads = 1;
     settings.max_frame_delay = 1;
     settings.all_layers = 0;
+    // dav1d's own lines on standard error ("Error parsing OBU data") would break --progress
+    // json's one object a line: a damaged picture is named by the warning its failure makes.
+    settings.logger.callback = NULL;
     Dav1dContext *context = NULL;
     if (dav1d_open(&context, &settings) != 0) return DAV1D_ERR(ENOMEM);
     Dav1dData data;

@@ -714,6 +714,9 @@ public struct PhotoLibrary: Sendable {
             let header: PhotoHeader
             var isOwnOutput = false
             switch try opened.sniff() {
+            case .readable(let format) where format == .tiff && (try? RAWStructure(photo: opened).isCameraRAW) == true:
+                // (A camera RAW is drawn from its preview: libtiff never opens it, whatever its tags hold.)
+                header = try RAWFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .readable(let format) where format == .tiff:
                 let scanned = try TIFFFormat.scan(opened, tagBytes: tiffTagBytes) { (cap) throws(TesseraError) -> PhotoHeader? in
                     if TIFFFormat.isOwnOutput(opened, decoderMemoryBytes: decoderMemoryBytes, tagBytes: cap) {

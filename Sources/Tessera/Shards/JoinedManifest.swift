@@ -50,8 +50,13 @@ struct JoinedManifest {
     /// Checks `part`'s manifest records: a note (JSON only) is a path, a NUL and a reason, each
     /// UTF-8; the pieces are part 1's only, in order, text, each no longer than the writer makes
     /// them (read through once here). Holds the notes, each photo once.
-    mutating func check(_ part: PartReader, first: Bool, buffer: inout [UInt8], bad: (String) -> TesseraError) throws(TesseraError) {
+    /// `mostHeldBytes`: what the notes may hold in all (a part forged with thousands of 64 KiB
+    /// notes grew the join past 200 MB before its budget was compared).
+    mutating func check(_ part: PartReader, first: Bool, buffer: inout [UInt8], mostHeldBytes: Int,
+                        bad: (String) -> TesseraError) throws(TesseraError) {
         let name = ShardJoin.name(part)
+        // What this part's notes would hold at the most, for the budget a refusal names.
+        let most = heldBytes + part.records.reduce(0) { $0 + ($1.kind == .manifestNote ? 2 * Int(min($1.length, 1 << 20)) + 96 : 0) }
         for record in part.records {
             switch record.kind {
             case .manifestNote:
@@ -69,6 +74,11 @@ struct JoinedManifest {
                 if seen[list].insert(path).inserted {
                     lists[list].append((path, reason))
                     heldBytes += 2 * path.utf8.count + reason.utf8.count + 96
+                    guard heldBytes <= mostHeldBytes else {
+                        throw .partIndexTooLarge(directory: part.directory, reason: "\(name) holds more photos drawn as placeholders or in "
+                                                 + "part than the manifest's quarter of the join's budget holds (\(formatBytes(Int64(mostHeldBytes))))",
+                                                 neededBytes: 4 * most + (16 << 20))
+                    }
                 }
             case .manifestPiece:
                 guard first, Int(record.a) == pieces, record.length <= UInt64(PartFormat.maxManifestPieceBytes) else {

@@ -689,7 +689,7 @@ private struct Joiner {
         // before any is built.
         let tiffTables = tiffShare.map { share in share.geometry.levels[share.bottom...].reduce(0) { $0 + $1.columns * $1.rows } * 24 } ?? 0
         if manifest != nil {
-            try manifest!.check(part, first: part.header["shard"] == "1", buffer: &buffer, bad: bad)
+            try manifest!.check(part, first: part.header["shard"] == "1", buffer: &buffer, mostHeldBytes: memoryBytes / 4, bad: bad)
         } else if let record = part.records.first(where: { $0.kind == .manifestPiece || $0.kind == .manifestNote }) {
             throw bad("\(name) holds \(PartReader.describe(record)), but its render wrote no manifest")
         }
