@@ -19,7 +19,7 @@ $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev \
     libspng-dev libwebp-dev libheif-dev libdav1d-dev liblcms2-dev libgif-dev libtiff-dev \
     libjpeg-turbo-progs libvips-tools openslide-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
-    zsh fish lintian debootstrap unzip libmagic1 strace >/dev/null
+    zsh fish lintian debootstrap unzip libmagic1 strace bindfs >/dev/null
 # The tests' independent readers from PyPI: the IIIF validator, and tifffile for the TIFF
 # (into the user's site on Debian's own python3, which refuses system-wide pip installs).
 scripts/install-python-readers.sh

@@ -93,15 +93,16 @@ final class AtomicOutputFile {
     }
 
     /// The same as one output of several (OutputCommit): a file it replaces is swapped out to
-    /// the hidden temporary name, put back if a later output fails, removed when all are in.
+    /// the hidden temporary name (or moved aside to another: OutputCommit.move), put back if a
+    /// later output fails, removed when all are in.
     func commit(in commit: OutputCommit) throws(TesseraError) {
         try file.sync()
         file.dropCache(offset: 0, length: 0)
         let temporary: String
+        let base = destination.split(separator: "/").last.map(String.init) ?? "output"
         if let named = namedTemporary {
             temporary = named
         } else {
-            let base = destination.split(separator: "/").last.map(String.init) ?? "output"
             temporary = directory + "/" + StaleTemporaries.name(prefix: base + ".", unique: "\(UInt32.random(in: 0...UInt32.max)).tmp")
             _ = try valueOrErrno("linkat", path: temporary) {
                 system_linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW)
@@ -110,39 +111,24 @@ final class AtomicOutputFile {
         let destination = self.destination
         var existing = stat()
         let stood = system_lstat(destination, &existing) == 0
-        var exchanged = false
         do throws(TesseraError) {
-            try commit.willMove(temporary, to: destination, exchange: stood && (existing.st_mode & S_IFMT) == S_IFREG)
+            if stood, (existing.st_mode & S_IFMT) == S_IFREG {
+                // The old file is swapped to `temporary` (or moved aside where the filesystem
+                // cannot swap), put back if a later output fails, removed once all are in.
+                let aside = directory + "/" + StaleTemporaries.name(prefix: base + ".", unique: "\(UInt32.random(in: 0...UInt32.max)).tmp")
+                let move = try commit.move(temporary, to: destination, aside: aside)
+                let replaced = move.replaced ?? temporary
+                commit.onUndo { if move.undo() { removeFile(temporary) } }
+                commit.afterwards { removeFile(replaced) }
+            } else {
+                // Nothing stood there (or something not a file, which the rename replaces or refuses).
+                try commit.willMove(temporary, to: destination, exchange: false)
+                try renameFile(temporary, to: destination)
+                if !stood { commit.onUndo { removeFile(destination) } }
+            }
         } catch {
             removeFile(temporary)
             throw error
-        }
-        if stood, (existing.st_mode & S_IFMT) == S_IFREG {
-            // Renamed over the old file (which a later failure cannot bring back) only where the
-            // filesystem has no exchange; any other failure is the commit's.
-            switch valueOrErrno("renameat2", path: destination, { system_rename_exchange(temporary, destination) }) {
-            case .success: exchanged = true
-            case .failure(let error) where [EINVAL, ENOSYS, EOPNOTSUPP].contains(error.rawValue): break
-            case .failure(let error):
-                removeFile(temporary)
-                throw .system(operation: "renameat2", errno: error.rawValue, path: destination)
-            }
-        }
-        if exchanged {
-            // The old file is at `temporary` now.
-            commit.onUndo {
-                if (try? exchangePaths(temporary, destination)) != nil { removeFile(temporary) }
-            }
-            commit.afterwards { removeFile(temporary) }
-        } else {
-            do {
-                try renameFile(temporary, to: destination)
-            } catch {
-                removeFile(temporary)
-                throw error
-            }
-            // Nothing stood there (or the filesystem cannot exchange: the old file is gone).
-            if !stood { commit.onUndo { removeFile(destination) } }
         }
         namedTemporary = nil
         committed = true

@@ -193,15 +193,28 @@ final class CommitJournal {
                 } else {
                     guard linkStatus(step.from).isFailure, (try? renameFile(step.to, to: step.from)) != nil else { continue }
                 }
+                // An old IIIF folder put back drops the lock file it was given to wait for its
+                // removal under (IIIFTileFolder.commit).
+                if let old = step.exchange ? (step.isNew ? step.to : nil) : (step.isNew ? nil : step.from) { dropLock(in: old) }
             }
             // The new output, taken back or never moved (an IIIF folder whose staging lock was
             // already gone), goes: no later cleanup would know it.
             if step.isNew, holds(step.from, step) { _ = removeTree(step.from) }
         }
     }
+
+    /// Removes `folder`'s staging lock file, when it is one (a regular file nobody holds).
+    private static func dropLock(in folder: String) {
+        let path = folder + "/" + StaleTemporaries.lockName
+        guard case .success(let info) = linkStatus(path), (info.st_mode & S_IFMT) == S_IFREG,
+              let file = try? FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return }
+        let free = (try? file.tryLock()) == true
+        file.close()
+        if free { removeFile(path) }
+    }
 }
 
-private extension Result {
+extension Result {
     var isFailure: Bool {
         if case .failure = self { return true }
         return false

@@ -11,9 +11,11 @@
 // output is in place are the old ones, now under hidden names, removed. A process killed in
 // between leaves those under names a later run knows as stale temporaries and removes.
 //
-// A filesystem without the exchange (EINVAL) has the new file renamed over the old one, which a
-// later failure cannot bring back; it is the only case where a failed render can leave an
-// output replaced.
+// A filesystem without the exchange (NFS, FUSE: EINVAL) has the old output renamed aside first,
+// to a hidden temporary name, and the new one renamed in: two moves, journaled and undone like
+// one, with an instant between them where the name stands empty. (The new file renamed over the
+// old one could not be brought back: a failed re-render on an NFS home replaced the manifest
+// and failed at the pyramid's folder, which rename(2) cannot put over a folder.)
 //
 // The undo steps live in memory; a process killed between two moves leaves them in a journal
 // on disk (CommitJournal.swift), which a later run's cleanup of the folder reads and undoes.
@@ -37,14 +39,60 @@ final class OutputCommit {
     func willMove(_ from: String, to: String, exchange: Bool, isNew: Bool = true) throws(TesseraError) {
         guard let record = CommitJournal.record(from, to: to, exchange: exchange, isNew: isNew) else { return }
         // One a folder however it is named (a bind mount reaches one folder by two paths).
+        // None in a staging folder (an old output moved aside into it): it is a temporary
+        // itself, beside the folder whose journal names the step, and a journal open in it
+        // kept it from being removed on NFS and FUSE.
         let folder = parentDirectory(of: to)
         var info = stat()
         let key = stat(folder.isEmpty ? "." : folder, &info) == 0 ? "\(info.st_dev):\(info.st_ino)" : folder
-        if !journals.contains(where: { $0.folder == key }) {
+        let staging = folder.split(separator: "/").last.map { StaleTemporaries.parse(String($0)) != nil } ?? false
+        if !staging, !journals.contains(where: { $0.folder == key }) {
             journals.append((key, try CommitJournal(directory: folder, records: records)))
         }
         records.append(record)
         for entry in journals { try entry.journal.append(record) }
+    }
+
+    /// Errors of renameat2's exchange that mean the filesystem has none.
+    static let noExchange: [Int32] = [EINVAL, ENOSYS, EOPNOTSUPP]
+
+    /// Where a move by `move(_:to:aside:)` left what stood at its destination (nil: nothing
+    /// stood there), and how it is taken back (true when it was).
+    struct Move {
+        let replaced: String?
+        let undo: () -> Bool
+    }
+
+    /// Moves the output at `from` to `to`, journaled. What stood at `to` is swapped to `from`
+    /// (renameat2's exchange), or, on a filesystem without the exchange, renamed to `aside`
+    /// first (a name a later run knows as a temporary). Nothing has moved when it throws.
+    func move(_ from: String, to: String, aside: String, isNew: Bool = true) throws(TesseraError) -> Move {
+        guard case .success = linkStatus(to) else {
+            try willMove(from, to: to, exchange: false, isNew: isNew)
+            try renameFile(from, to: to)
+            return Move(replaced: nil) { (try? renameFile(to, to: from)) != nil }
+        }
+        try willMove(from, to: to, exchange: true, isNew: isNew)
+        switch valueOrErrno("renameat2", path: to, { system_rename_exchange(from, to) }) {
+        case .success: return Move(replaced: from) { (try? exchangePaths(from, to)) != nil }
+        case .failure(let error) where Self.noExchange.contains(error.rawValue): break
+        case .failure(let error): throw .system(operation: "renameat2", errno: error.rawValue, path: to)
+        }
+        // (The exchange journaled above was not made: a recovery finds the old output at `to`,
+        // not the new one it names, and leaves it.)
+        try willMove(to, to: aside, exchange: false, isNew: false)
+        try renameFile(to, to: aside)
+        do throws(TesseraError) {
+            try willMove(from, to: to, exchange: false, isNew: isNew)
+            try renameFile(from, to: to)
+        } catch {
+            _ = try? renameFile(aside, to: to)
+            throw error
+        }
+        return Move(replaced: aside) {
+            guard linkStatus(from).isFailure, (try? renameFile(to, to: from)) != nil else { return false }
+            return (try? renameFile(aside, to: to)) != nil
+        }
     }
 
     private func removeJournals() {

@@ -160,9 +160,15 @@ public enum RenderManifest {
         if !notes.tailInJoin { out(tail(placeholders: notes.placeholders, partial: notes.partial)) }
     }
 
-    /// The JSON manifest's last lines: the photos drawn as placeholders and those drawn in part.
+    /// The JSON manifest's last lines: the photos drawn as placeholders and those drawn in part,
+    /// each list in the byte order of the paths. (In the order their decodes ended, two runs of
+    /// one render listed them differently, and a sharded render's join otherwise again.)
     static func tail(placeholders: [(path: String, reason: String)], partial: [(path: String, reason: String)]) -> String {
-        "  \"placeholders\": \(list(placeholders)),\n  \"partial\": \(list(partial))\n}\n"
+        "  \"placeholders\": \(list(sorted(placeholders))),\n  \"partial\": \(list(sorted(partial)))\n}\n"
+    }
+
+    private static func sorted(_ photos: [(path: String, reason: String)]) -> [(path: String, reason: String)] {
+        photos.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
     }
 
     private static func list(_ photos: [(path: String, reason: String)]) -> String {

@@ -287,6 +287,10 @@ private func removeContents(of folder: Int32, depth: Int, last: [UInt8]? = nil) 
     // Names that could not be removed, skipped by the next batches (bounded: past it, give up).
     var failed: Set<[UInt8]> = []
     var keptLast = false
+    // Listings that held all that was left, every name of which was then removed: the next
+    // finds the folder empty, unless removing makes names (on FUSE, a file still open is renamed
+    // .fuse_hiddenXXXX when removed, and that one again: a removal spun forever).
+    var wholeListings = 0
     while failed.count < removeTreeBatch {
         // Listed first, removed after: readdir over a folder being emptied may skip entries.
         // Each batch lists the folder again from its start, where only what is left remains.
@@ -307,6 +311,13 @@ private func removeContents(of folder: Int32, depth: Int, last: [UInt8]? = nil) 
         }
         _ = system_closedir(directory)
         if names.isEmpty { break }
+        if names.count < removeTreeBatch {
+            wholeListings += 1
+            if wholeListings > 3 {
+                complete = false
+                break
+            }
+        }
         for name in names where !removeEntry(name, in: folder, depth: depth) {
             failed.insert(name)
             complete = false

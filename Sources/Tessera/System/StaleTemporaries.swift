@@ -76,9 +76,14 @@ public enum StaleTemporaries {
             guard case .success(let info) = linkStatus(path), info.st_uid == geteuid(),
                   (info.st_mode & S_IFMT) == (folder ? S_IFDIR : S_IFREG) else { continue }
             // A staging folder holds its lock file (made the instant after the folder): a folder
-            // of someone's named ".notes.dzi.tessera-2023-drafts" does not.
+            // of someone's named ".notes.dzi.tessera-2023-drafts" does not (and goes only if empty).
             if folder, case .success(let lock) = linkStatus(path + "/" + lockName), (lock.st_mode & S_IFMT) == S_IFREG {
             } else if folder {
+                // An empty one is what a removal cut short just before its last step leaves (the
+                // lock goes last but for the folder): rmdir(2) removes nothing else.
+                if pid <= Self.largestPID, pid != getpid(), system_kill(pid, 0) == -1, errno == ESRCH, system_rmdir(path) == 0 {
+                    removed.append(path)
+                }
                 continue
             }
             guard pid <= Self.largestPID else { continue }
@@ -119,6 +124,21 @@ public enum StaleTemporaries {
         // kill(pid, 0) probes without signalling: ESRCH means no such process.
         guard pid != getpid() else { return false }
         return system_kill(pid, 0) == -1 && errno == ESRCH
+    }
+
+    /// Removes the staging folder `directory` whose lock `lock` holds, then releases the lock.
+    /// On NFS and FUSE a removed file still open (the lock) stays in its folder under a hidden
+    /// name (.nfsXXXX, .fuse_hiddenXXXX) until it is closed, and the folder with it: so the
+    /// folder is removed again once the lock is released (an empty staging folder was left
+    /// beside every output on such a folder).
+    @discardableResult
+    static func removeStaging(_ directory: String, lock: FileDescriptor?) -> Bool {
+        if removeTree(directory) {
+            lock?.close()
+            return true
+        }
+        lock?.close()
+        return removeTree(directory)
     }
 
     /// Creates `directory`'s lock file and takes its lock, for as long as the returned file is

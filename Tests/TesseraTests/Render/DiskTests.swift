@@ -9,13 +9,13 @@ extension RenderTests {
         let scratch = ScratchDirectory()
         defer { scratch.remove() }
         let pid = deadProcessID()  // a pid that just ended
-        let dead = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd.tmp"]
+        let deadFiles = [".out.jpg.tessera-\(pid)-123.tmp", ".tessera-\(pid)-Ab12Cd.tmp"]
         let kept = [".out.jpg.tessera-1-77.tmp",          // pid 1 is alive
                     "out.tessera-\(pid)-1",                // not hidden: not ours
                     ".wall.tessera-\(pid)-final.jpg",      // a hidden output someone named so
                     ".x.dzi.tessera-\(pid)-abc",           // a staging folder's name, but a file
                     "holiday.jpg"]
-        for name in dead + kept { writeBytes([1, 2, 3], to: scratch.file(name)) }
+        for name in deadFiles + kept { writeBytes([1, 2, 3], to: scratch.file(name)) }
         // Folders of notes whose names look like temporaries' (one a staging folder's, without its
         // lock file), a link with a file's name, a pid no process here can have.
         for folder in [".notes.tessera-\(pid)-drafts", ".notes.dzi.tessera-\(pid)-drafts", ".photos.iiif.tessera-\(pid)-old"] {
@@ -24,8 +24,13 @@ extension RenderTests {
         }
         #expect(symlink("holiday.jpg", scratch.file(".y.jpg.tessera-\(pid)-9.tmp")) == 0)
         writeBytes([1], to: scratch.file(".big.jpg.tessera-999999999-1.tmp"))
+        // An empty staging folder (a removal killed just before its last rmdir, its lock gone)
+        // of a dead process goes; a live one's stays.
+        mkdir(scratch.file(".w.dzi.tessera-\(pid)-k3x9"), 0o755)
+        mkdir(scratch.file(".w.iiif.tessera-1-k3x9"), 0o755)
+        let dead = deadFiles + [".w.dzi.tessera-\(pid)-k3x9"]
         let keptToo = [".notes.tessera-\(pid)-drafts", ".notes.dzi.tessera-\(pid)-drafts", ".photos.iiif.tessera-\(pid)-old",
-                       ".y.jpg.tessera-\(pid)-9.tmp", ".big.jpg.tessera-999999999-1.tmp"]
+                       ".y.jpg.tessera-\(pid)-9.tmp", ".big.jpg.tessera-999999999-1.tmp", ".w.iiif.tessera-1-k3x9"]
         var settings = RenderSettings()
         settings.temporaryDirectory = scratch.path
         var removed: [String] = []

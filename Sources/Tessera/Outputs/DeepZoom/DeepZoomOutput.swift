@@ -190,8 +190,8 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
             writer = try DeepZoomWriter(geometry: writerGeometry ?? geometry, quality: settings.quality, subsampling: subsampling,
                                         filesDirectory: staging + "/" + name + "_files", threads: threads, alsoTo: handler)
         } catch {
-            removeTree(staging)
-            stagingLock?.close()
+            StaleTemporaries.removeStaging(staging, lock: stagingLock)
+            stagingLock = nil
             archive?.discard()
             service?.discard()
             throw error
@@ -331,23 +331,15 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         // Everything that can be refused is checked before the first rename (the names may have
         // changed since the render started).
         try DeepZoomOutput.checkReplaceable(destination: destination, viewer: viewer)
-        // NAME_files, then NAME.html, each swapped with what stood there (renameat2 exchange) or
-        // moved in; the descriptor last, the same way. If a step fails, the steps before are
-        // undone in reverse, so the old pyramid stays whole under its old descriptor and the new
-        // one goes with the staging folder.
+        // NAME_files, then NAME.html, each swapped with what stood there (renameat2 exchange),
+        // or moved in (what stood there moved aside into the staging folder first, where the
+        // filesystem cannot swap: OutputCommit.move); the descriptor last, the same way. If a
+        // step fails, the steps before are undone in reverse, so the old pyramid stays whole
+        // under its old descriptor and the new one goes with the staging folder.
         var undo: [() -> Void] = []
         func moveIn(_ entry: String) throws(TesseraError) {
-            let from = staging + "/" + entry, to = folder + "/" + entry
-            var existing = stat()
-            let stood = system_lstat(to, &existing) == 0
-            try commit.willMove(from, to: to, exchange: stood)
-            if stood {
-                try exchangePaths(from, to)
-                undo.append { try? exchangePaths(from, to) }
-            } else {
-                try renameFile(from, to: to)
-                undo.append { try? renameFile(to, to: from) }
-            }
+            let move = try commit.move(staging + "/" + entry, to: folder + "/" + entry, aside: staging + "/replaced-" + entry)
+            undo.append { _ = move.undo() }
         }
         do throws(TesseraError) {
             try moveIn(name + "_files")
@@ -376,7 +368,10 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
             for step in undo.reversed() { step() }
             finished = false
         }
-        commit.afterwards { removeTree(staging) }
+        commit.afterwards { [self] in
+            StaleTemporaries.removeStaging(staging, lock: stagingLock)
+            stagingLock = nil
+        }
     }
 
     /// Removes everything this output made (nothing of an existing pyramid is touched).
@@ -385,7 +380,10 @@ final class DeepZoomOutput: StripeSink, PreviewSink {
         archive?.discard()
         archivePage?.discard()
         iiif?.discard()
-        if !finished, let staging { removeTree(staging) }
+        if !finished, let staging {
+            StaleTemporaries.removeStaging(staging, lock: stagingLock)
+            stagingLock = nil
+        }
     }
 
     var tilesWritten: Int { writer.tilesWritten }

@@ -59,15 +59,18 @@ final class IIIFTileFolder: @unchecked Sendable {
             stagingLock = try StaleTemporaries.lockDirectory(staging)
             try writeNewFile(staging + "/" + Self.marker, UnsafeRawBufferPointer(start: nil, count: 0))
         } catch {
-            removeTree(staging)
-            stagingLock?.close()
+            StaleTemporaries.removeStaging(staging, lock: stagingLock)
+            stagingLock = nil
             throw error
         }
     }
 
     deinit {
-        if !committed { removeTree(staging) }
-        stagingLock?.close()
+        if !committed {
+            StaleTemporaries.removeStaging(staging, lock: stagingLock)
+        } else {
+            stagingLock?.close()
+        }
     }
 
     /// Throws `.invalidSettings` unless what stands at `destination` may be replaced: nothing, an
@@ -162,42 +165,39 @@ final class IIIFTileFolder: @unchecked Sendable {
     /// Moves the folder into place: swapped with one tessera wrote, or renamed in.
     func commit(in commit: OutputCommit) throws(TesseraError) {
         try IIIFTileFolder.checkReplaceable(destination)
-        // The staging lock is the folder's own file: it is not published. (The lock stays held
-        // on the open file; a sweep of stale temporaries meanwhile sees this process alive.)
+        // The staging lock is the folder's own file: it is not published. (Released first: on
+        // NFS and FUSE a removed file still open stays as a hidden file, here in the output. A
+        // sweep of stale temporaries meanwhile sees this process alive.)
+        stagingLock?.close()
+        stagingLock = nil
         _ = system_unlink(staging + "/" + StaleTemporaries.lockName)
-        var existing = stat()
-        let stood = system_lstat(destination, &existing) == 0
-        try commit.willMove(staging, to: destination, exchange: stood)
-        if stood {
-            try exchangePaths(staging, destination)
-            committed = true
-            // The old folder, swapped in: given a lock file (removed last), so that a removal
-            // cut short (the process killed) leaves a folder a later run knows as a stale
-            // temporary and removes, not one it no longer recognises once its marker is gone.
-            let lock = try? StaleTemporaries.lockDirectory(staging)
-            commit.onUndo { [self] in
-                lock?.close()
-                removeFile(staging + "/" + StaleTemporaries.lockName)
-                if (try? exchangePaths(staging, destination)) != nil { committed = false }
-            }
-            commit.afterwards { [staging] in
-                removeTree(staging)
-                lock?.close()
-            }
-        } else {
-            try renameFile(staging, to: destination)
-            committed = true
-            commit.onUndo { [self] in
-                if (try? renameFile(destination, to: staging)) != nil { committed = false }
-            }
+        let name = destination.split(separator: "/").last.map(String.init) ?? "iiif"
+        let aside = parentDirectory(of: destination) + "/"
+            + StaleTemporaries.name(prefix: name + ".iiif.", unique: String(UInt32.random(in: 0..<2_176_782_336), radix: 36))
+        let move = try commit.move(staging, to: destination, aside: aside)
+        committed = true
+        guard let replaced = move.replaced else {
+            commit.onUndo { [self] in if move.undo() { committed = false } }
+            return
         }
+        // The old folder, swapped or moved aside: given a lock file (removed last), so that a
+        // removal cut short (the process killed) leaves a folder a later run knows as a stale
+        // temporary and removes, not one it no longer recognises once its marker is gone.
+        let lock = try? StaleTemporaries.lockDirectory(replaced)
+        commit.onUndo { [self] in
+            lock?.close()
+            removeFile(replaced + "/" + StaleTemporaries.lockName)
+            if move.undo() { committed = false }
+        }
+        commit.afterwards { StaleTemporaries.removeStaging(replaced, lock: lock) }
     }
 
     /// Removes the staging folder; what stood at `destination` stays.
     func discard() {
         guard !committed else { return }
         committed = true
-        removeTree(staging)
+        StaleTemporaries.removeStaging(staging, lock: stagingLock)
+        stagingLock = nil
     }
 }
 
