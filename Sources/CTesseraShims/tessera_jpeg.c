@@ -51,6 +51,16 @@ static void tessera_emit_message(j_common_ptr cinfo, int msg_level) {
                 // below, and libjpeg reads no further.
                 if (d->finishing && d->ended_while_finishing) return;
                 if (d->finishing) goto counted;
+                // Damage inside the data of a file with restart markers: the data met a restart
+                // marker early, or bytes that are no marker at all (a bit flipped in one). libjpeg
+                // leaves the blocks to the next restart at zero and resynchronises there, and the
+                // picture goes on: damage, counted below, however often it comes (no scan more
+                // is decoded for it; the scans are limited in scan_limit_monitor). A camera photo
+                // with a damaged stretch (restart interval 4) was a placeholder, where image
+                // viewers show it whole but for a band.
+                int marker = ((j_decompress_ptr)cinfo)->unread_marker;
+                if (d->allow_early_end && ((j_decompress_ptr)cinfo)->restart_interval > 0
+                    && ((marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7) || marker < 0xC0)) goto counted;
                 if (d->allow_early_end && !d->stopped_early) {
                     d->stopped_early = 1;
                     d->ended_early = 1;

@@ -59,11 +59,16 @@ public struct Runner {
         do throws(TesseraError) {
             let layout = try makeLayout(library, options)
             let request = RenderRequest(photos: library.photos, layout: layout, settings: options.settings, outputs: options.plannedOutputs)
-            if let path = options.previewPath {
-                let preview = try writePreview(of: request, to: path, dryRun: options.dryRun)
-                if options.outputs.isEmpty { return previewOnly(preview, path: path, skipped: library.skippedCount) }
+            if let path = options.previewPath, options.outputs.isEmpty {
+                return previewOnly(try writePreview(of: request, to: path, dryRun: options.dryRun), path: path, skipped: library.skippedCount)
             }
             let renderer = try StripeRenderer(request: request, cancellation: cancellation, shard: options.shard)
+            if let path = options.previewPath {
+                // The full render's free space first: a preview (replacing the one before) is not
+                // written for a render that cannot be. (A mosaic checks before its analysis.)
+                try checkDisk(renderer, options: options)
+                _ = try writePreview(of: request, to: path, dryRun: options.dryRun)
+            }
             let manifest = options.manifestPath.map { path in
                 RenderManifest.withOutputs(layout: layout, photos: library.photos, to: path) { Report.manifestNotes(skipped: library, drawn: $0) }
             }
@@ -384,13 +389,27 @@ public struct Runner {
         }
     }
 
+    /// A shard writes its part, about its band's share of the outputs, into the shard folder.
+    private static func shardShare(_ renderer: StripeRenderer) -> (String, Double)? {
+        renderer.shard.map { target in
+            (target.directory, Double(max(1, renderer.band!.renderedStripes.count)) / Double(renderer.plan.geometry.stripeCount))
+        }
+    }
+
+    /// The free-space pre-flight of `renderer`'s outputs, once what dead renders left there is
+    /// removed (a SIGKILLed pyramid's staging folder can be most of a small disk). Nothing in a
+    /// dry run.
+    func checkDisk(_ renderer: StripeRenderer, options: GridOptions) throws(TesseraError) {
+        guard !options.dryRun else { return }
+        for path in renderer.removeStaleTemporaries() { console.warning("removed \(path), left by an earlier run that was killed") }
+        try DiskPreflight.check(plan: renderer.plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath,
+                                iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: Self.shardShare(renderer))
+    }
+
     func render(_ renderer: StripeRenderer, options: GridOptions, photoCount: Int,
                 preparationBytes: Int = 0, manifest: ManifestOutput? = nil) throws(TesseraError) -> RenderSummary? {
         let plan = renderer.plan
-        // A shard writes its part, about its band's share of the outputs, into the shard folder.
-        let shardShare = renderer.shard.map { target in
-            (target.directory, Double(max(1, renderer.band!.renderedStripes.count)) / Double(plan.geometry.stripeCount))
-        }
+        let shardShare = Self.shardShare(renderer)
         let disk = try DiskPreflight.requirements(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath,
                                                   shard: shardShare)
         if options.dryRun {
@@ -402,10 +421,7 @@ public struct Runner {
             }
             return nil
         }
-        // What dead renders left (a SIGKILLed pyramid's staging folder can be most of a small disk)
-        // goes before the pre-flight counts the free space.
-        for path in renderer.removeStaleTemporaries() { console.warning("removed \(path), left by an earlier run that was killed") }
-        try DiskPreflight.check(plan: plan, outputPath: options.jpegPath, deepZoomPath: options.deepZoomPath, archivePath: options.deepZoomArchivePath, iiifPath: options.iiifPath, tiffPath: options.tiffPath, shard: shardShare)
+        try checkDisk(renderer, options: options)
         console.phase(.render)
         let started = monotonicSeconds()
         let summary = try renderer.render(manifest: manifest) { event in

@@ -110,6 +110,21 @@ import Tessera
         #expect(access(directory + "/c.jpg", F_OK) != 0)
     }
 
+    /// A temporary folder no file can be made in (/proc here; a read-only mount the same) is
+    /// refused before any work, exit 2, a dry run too: it failed after the scan, exit 1, as
+    /// "mkstemp failed", and a dry run said all was well.
+    @Test func aTemporaryFolderThatCannotBeWrittenIsRefusedFirst() {
+        let directory = folder("proc-temp")
+        defer { _ = system("rm -rf '\(directory)'") }
+        for dryRun in [false, true] {
+            let run = runTessera(["grid", fixtures, "-o", directory + "/g.jpg", "--temp-dir", "/proc", "--no-progress"] + (dryRun ? ["--dry-run"] : []))
+            #expect(run.status == 2, "\(run.output)")
+            #expect(run.output.contains("/proc") && run.output.contains("the temporary folder cannot be written"), "\(run.output)")
+            #expect(!run.output.contains("scanned"), "\(run.output)")
+        }
+        #expect(access(directory + "/g.jpg", F_OK) != 0)
+    }
+
     /// Rows too tall for a JPEG: the row height named is the tallest that fits, found by laying
     /// the photos out again. (It was the height scaled by the proportion over, but the height
     /// grows with the square of the row height: 5,000 photos 6,000 px wide were told 178 px,

@@ -881,6 +881,25 @@ let fixtures: String = {
         #expect(dry.status == 4 && dry.output.contains("NOT ENOUGH"))
     }
 
+    /// On a disk with room for the preview's work but not the full render's: exit 4 before the
+    /// preview is written, so the one an earlier run wrote stands (it was replaced, and then
+    /// the render refused).
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func notEnoughDiskForTheRenderLeavesThePreviewAsItWas() {
+        let mountPoint = "\(testRoot)/tessera-small-disk-preview-\(getpid())"
+        let preview = "\(testRoot)/tessera-small-disk-preview-\(getpid()).jpg"
+        mkdir(mountPoint, 0o755)
+        defer { rmdir(mountPoint); unlink(preview) }
+        #expect(system("mount -t tmpfs -o size=2m tessera-test '\(mountPoint)'") == 0)
+        defer { _ = system("umount '\(mountPoint)'") }
+        writeFile(Array("an earlier preview".utf8), to: preview)
+        let result = runTessera(["grid", fixtures, "-o", mountPoint + "/out.jpg", "--grid", "40x40", "--tile-size", "100",
+                                 "--temp-dir", mountPoint, "--preview", preview])
+        #expect(result.status == 4 && result.output.contains("not enough disk space in \(mountPoint)"), "\(result.output)")
+        #expect(!result.output.contains("preview: wrote"), "\(result.output)")
+        #expect(readFile(preview) == Array("an earlier preview".utf8))
+    }
+
     /// A mosaic's Deep Zoom viewer names, for every cell, the photo the manifest says is there.
     @Test func mosaicViewerLabelsAgreeWithTheManifest() throws {
         let directory = "\(testRoot)/tessera-mosaic-dzi-\(getpid())"

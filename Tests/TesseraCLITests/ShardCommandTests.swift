@@ -158,14 +158,15 @@ import Tessera
         defer { _ = system("rm -rf '\(directory)'") }
         #expect(system("mkdir -p '\(directory)/photos' '\(directory)/out' '\(directory)/parts' '\(directory)/ref' "
                        + "&& cp '\(fixtures)'/*.jpg '\(directory)/photos/'") == 0)
-        // 18 photos in 18 cells, each once: photos cut at both ends of the grid's order are drawn
-        // in part by the first shard alone and the last alone.
+        // 18 photos in 18 cells, each once: two photos cut short, drawn in part by the first shard
+        // alone (Portrait_8, in the top row at this seed) and the last alone (Landscape_1, in the
+        // bottom row). The manifest lists them by path, whichever decode ended first.
         for name in ["Landscape_1.jpg", "Portrait_8.jpg"] {
             let whole = readFile(fixtures + "/" + name)
             writeFile(Array(whole.prefix(whole.count / 3)), to: directory + "/photos/" + name)
         }
         writeFile(Array("not a photo".utf8), to: directory + "/photos/zz.jpg")
-        let flags = [directory + "/photos", "--grid", "3x6", "--tile-size", "40x30", "--order", "name", "-q"]
+        let flags = [directory + "/photos", "--grid", "3x6", "--tile-size", "40x30", "--order", "shuffle", "--seed", "3", "-q"]
         for format in ["json", "csv"] {
             let whole = runTesseraSplit(["grid"] + flags + ["-o", directory + "/ref/w.jpg", "--manifest", directory + "/ref/m." + format,
                                                             "--encoder", "parallel"])
@@ -193,7 +194,9 @@ import Tessera
         }
         let reference = try #require(try JSONSerialization.jsonObject(with: Data(readFile(directory + "/ref/m.json"))) as? [String: Any])
         let partial = (reference["partial"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
-        #expect(partial.count == 2 && partial.allSatisfy { $0.hasSuffix("Landscape_1.jpg") || $0.hasSuffix("Portrait_8.jpg") }, "\(partial)")
+        #expect(partial == [directory + "/photos/Landscape_1.jpg", directory + "/photos/Portrait_8.jpg"], "\(partial)")
+        let rows = String(decoding: readFile(directory + "/ref/m.csv"), as: UTF8.self)
+        #expect(rows.contains("1,0,\(directory)/photos/Portrait_8.jpg") && rows.contains("0,5,\(directory)/photos/Landscape_1.jpg"), "\(rows)")
         #expect(reference["skipped_count"] as? Int == 1)
     }
 

@@ -211,6 +211,16 @@ public struct RenderRequest: Sendable {
                 ? "not an existing folder, and $TMPDIR names it as the temporary folder (create it, or unset TMPDIR)"
                 : "not an existing folder (create it first)")
         }
+        // Writable as the outputs' folders are (below): a read-only mount or /proc failed
+        // after the scan, exit 1, as "open(O_TMPFILE) failed".
+        do throws(TesseraError) {
+            try FileDescriptor.openAnonymousTemporary(in: temporary).close()
+        } catch {
+            var reason = "no file can be made there"
+            if case .system(_, let code, _) = error { reason += " (\(String(cString: strerror(code))))" }
+            throw .unusableOutput(path: temporary, reason: "the temporary folder cannot be written: " + reason
+                                  + (temporaryDirectory == nil ? " (set TMPDIR to a folder that can be written)" : ""))
+        }
         let files = outputs.flatMap(\.files) + extra
         var probed = Set<String>()  // (a pyramid's descriptor, viewer and tiles share one folder)
         for file in files {

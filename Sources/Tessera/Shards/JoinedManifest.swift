@@ -4,7 +4,7 @@
 // holds it whole but for a JSON manifest's last lines (`manifestPiece` records), and every part
 // the photos it drew as placeholders or only in part (`manifestNote` records). The join checks
 // them with the rest of the part, writes part 1's pieces and then those lines from every part's
-// notes in shard order, each photo once (as one process lists it), and commits the manifest
+// notes, each photo once, by path (as one process lists them), and commits the manifest
 // with the other outputs (ShardJoin.swift).
 //
 // The pieces come from a part, so they are checked as text (UTF-8, no NUL, no longer than the

@@ -367,6 +367,38 @@ private func cellsForEachScale(width: Int, height: Int) -> [(scale: Int, width: 
         }
     }
 
+    /// A photo with restart markers whose data is damaged in two places (a marker's byte
+    /// flipped, as in a camera photo of exif-samples): libjpeg resynchronises at the next
+    /// restart marker each time and the picture goes on, but for a band, as djpeg draws it. It
+    /// is drawn, the damage named, at 1/8 (where the DC decoder hands it to libjpeg) and at full
+    /// size. It was a placeholder: the second stop at a marker was refused.
+    @Test func damageThatRestartMarkersResynchronisePastIsDrawn() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        var bytes = readBytes(transcode(landscape, ["-restart", "1"], in: scratch, name: "r.jpg"))
+        // The restart markers of the picture's data: after its scan header, the last FF DA (a
+        // thumbnail's scan comes before it).
+        var start = bytes.count - 2
+        while start > 0 && !(bytes[start] == 0xFF && bytes[start + 1] == 0xDA) { start -= 1 }
+        let restarts = (start..<(bytes.count - 1)).filter { bytes[$0] == 0xFF && (0xD0...0xD7).contains(bytes[$0 + 1]) }
+        try #require(restarts.count > 20, "\(restarts.count) restart markers")
+        for k in [restarts.count / 3, 2 * restarts.count / 3] { bytes[restarts[k] + 1] = 0x9F }
+        let path = scratch.file("damaged.jpg"), ppm = scratch.file("damaged.ppm")
+        writeBytes(bytes, to: path)
+        #expect(runTool(["djpeg", "-ppm", path], stdout: ppm) == 2)   // drawn, with libjpeg's warning
+        let oracle = try #require(readPPM(ppm))
+        let whole = try JPEGFile.read(landscape)
+        for (width, height) in [(200, 140), (900, 600)] {
+            let (cell, notes) = try tile(path, width: width, height: height)
+            #expect(notes.incomplete?.hasPrefix("damaged JPEG data") == true, "\(width) x \(height): \(notes)")
+            #expect(notes.firstWarning.contains("damaged JPEG data"), "\(notes.firstWarning)")
+            let fromOracle = meanAbsoluteDifference(cell, referenceCell(oracle, width: width, height: height))
+            #expect(fromOracle < 3, "\(width) x \(height): \(fromOracle) from libjpeg's picture of the damaged file")
+            let fromWhole = meanAbsoluteDifference(cell, referenceCell(whole, width: width, height: height))
+            #expect(fromWhole < 6, "\(width) x \(height): \(fromWhole) from the whole file's picture")
+        }
+    }
+
     /// A progressive photo cut off after a third of its bytes (a copy interrupted) still holds
     /// every block's first scans: it is drawn whole from them, less sharp, as libjpeg draws it
     /// (djpeg of the same cut file is the oracle), with a warning, at 1/8 (where the DC decoder
