@@ -38,6 +38,9 @@ struct tessera_heif {
     uint8_t *icc;
     size_t icc_bytes;
     int is_grid;
+    // The most bits a sample that any HEVC SPS or AV1 sequence header read says (coded_size):
+    // what the decoder allocates by, whatever the container's hvcC, av1C or pixi claim.
+    int coded_bits;
     // The tiled path (info.tiled): the 'meta' box kept for the tiles' boxes, the tiles' item
     // ids row by row, and the decoded tiles of one row (one slot a column).
     uint8_t *meta_data;
@@ -380,10 +383,10 @@ static uint32_t read_ue(struct bits *b) {
     return (uint32_t)(((uint64_t)1 << zeros) - 1 + read_bits(b, zeros));
 }
 
-/// An HEVC SPS NAL unit (with its 2-byte header): the coded picture's size as decoded, and the
-/// size after its conformance window. 1 when read.
+/// An HEVC SPS NAL unit (with its 2-byte header): the coded picture's size as decoded, the
+/// size after its conformance window, and its bits a luma sample (0 when not read). 1 when read.
 static int hevc_sps_size(const uint8_t *nal, size_t length, uint32_t *coded_w, uint32_t *coded_h,
-                         uint32_t *shown_w, uint32_t *shown_h) {
+                         uint32_t *shown_w, uint32_t *shown_h, int *bits) {
     uint8_t rbsp[512];
     size_t count = 0;
     for (size_t i = 2, zeros = 0; i < length && count < sizeof rbsp; i++) {
@@ -407,6 +410,8 @@ static int hevc_sps_size(const uint8_t *nal, size_t length, uint32_t *coded_w, u
     uint32_t left = 0, right = 0, top = 0, bottom = 0;
     if (read_bits(&b, 1)) { left = read_ue(&b); right = read_ue(&b); top = read_ue(&b); bottom = read_ue(&b); }
     if (b.failed || w == 0 || h == 0 || chroma > 3) return 0;
+    uint32_t luma_bits = read_ue(&b) + 8;           // bit_depth_luma_minus8
+    *bits = b.failed || luma_bits > 16 ? 0 : (int)luma_bits;
     uint32_t unit_x = chroma == 1 || chroma == 2 ? 2 : 1, unit_y = chroma == 1 ? 2 : 1;
     uint64_t crop_x = ((uint64_t)left + right) * unit_x, crop_y = ((uint64_t)top + bottom) * unit_y;
     *coded_w = w;
@@ -418,7 +423,7 @@ static int hevc_sps_size(const uint8_t *nal, size_t length, uint32_t *coded_w, u
 
 /// The largest SPS picture in an hvcC payload (its parameter-set arrays).
 static int hvcc_size(const uint8_t *p, size_t size, uint32_t *coded_w, uint32_t *coded_h, uint32_t *shown_w, uint32_t *shown_h,
-                     int *length_bytes) {
+                     int *length_bytes, int *bits) {
     if (size < 23) return 0;
     *length_bytes = (p[21] & 3) + 1;
     int arrays = p[22], found = 0;
@@ -433,10 +438,13 @@ static int hvcc_size(const uint8_t *p, size_t size, uint32_t *coded_w, uint32_t 
             q += 2;
             if (length > size - q) return found;
             uint32_t cw, ch, sw, sh;
-            if (type == 33 && hevc_sps_size(p + q, length, &cw, &ch, &sw, &sh) &&
-                (!found || (uint64_t)cw * ch > (uint64_t)*coded_w * *coded_h)) {
-                *coded_w = cw; *coded_h = ch; *shown_w = sw; *shown_h = sh;
-                found = 1;
+            int sps_bits = 0;
+            if (type == 33 && hevc_sps_size(p + q, length, &cw, &ch, &sw, &sh, &sps_bits)) {
+                if (sps_bits > *bits) *bits = sps_bits;
+                if (!found || (uint64_t)cw * ch > (uint64_t)*coded_w * *coded_h) {
+                    *coded_w = cw; *coded_h = ch; *shown_w = sw; *shown_h = sh;
+                    found = 1;
+                }
             }
             q += length;
         }
@@ -445,10 +453,10 @@ static int hvcc_size(const uint8_t *p, size_t size, uint32_t *coded_w, uint32_t 
 }
 
 /// An AV1 sequence header OBU's payload: max_frame_width and max_frame_height, what dav1d and
-/// libaom size their frames from.
-static int av1_sequence_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h) {
+/// libaom size their frames from, and its bits a sample (0 when not read; AV1 5.5.1-5.5.2).
+static int av1_sequence_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h, int *bits) {
     struct bits b = { p, size, 0, 0 };
-    read_bits(&b, 3);                               // seq_profile
+    int profile = (int)read_bits(&b, 3);            // seq_profile
     read_bits(&b, 1);                               // still_picture
     int reduced = (int)read_bits(&b, 1);
     if (reduced) {
@@ -480,11 +488,28 @@ static int av1_sequence_size(const uint8_t *p, size_t size, uint32_t *w, uint32_
     int width_bits = (int)read_bits(&b, 4) + 1, height_bits = (int)read_bits(&b, 4) + 1;
     *w = read_bits(&b, width_bits) + 1;
     *h = read_bits(&b, height_bits) + 1;
-    return !b.failed;
+    if (b.failed) return 0;
+    // On to color_config's high_bitdepth and twelve_bit.
+    if (!reduced && read_bits(&b, 1)) read_bits(&b, 7);   // frame_id_numbers_present_flag, its lengths
+    read_bits(&b, 3);                               // 128x128 superblocks, filter intra, intra edge filter
+    if (!reduced) {
+        read_bits(&b, 4);                           // interintra, masked compound, warped motion, dual filter
+        int order_hint = (int)read_bits(&b, 1);
+        if (order_hint) read_bits(&b, 2);           // jnt_comp, ref_frame_mvs
+        int screen_content = 2;                     // SELECT_SCREEN_CONTENT_TOOLS
+        if (!read_bits(&b, 1)) screen_content = (int)read_bits(&b, 1);
+        if (screen_content > 0 && !read_bits(&b, 1)) read_bits(&b, 1);   // seq_choose_integer_mv, seq_force_integer_mv
+        if (order_hint) read_bits(&b, 3);           // order_hint_bits_minus_1
+    }
+    read_bits(&b, 3);                               // superres, cdef, restoration
+    int high = (int)read_bits(&b, 1);
+    int depth = profile == 2 && high ? (read_bits(&b, 1) ? 12 : 10) : high ? 10 : 8;
+    *bits = b.failed ? 0 : depth;
+    return 1;
 }
 
 /// The largest AV1 sequence header among the OBUs in [p, p + size).
-static int av1_obus_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h) {
+static int av1_obus_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h, int *bits) {
     int found = 0;
     size_t q = 0;
     for (int obus = 0; obus < 64 && q < size; obus++) {
@@ -501,8 +526,11 @@ static int av1_obus_size(const uint8_t *p, size_t size, uint32_t *w, uint32_t *h
         }
         if (q > size || length > size - q) return found;
         uint32_t sw, sh;
-        if (type == 1 && av1_sequence_size(p + q, (size_t)length, &sw, &sh) &&
-            (!found || (uint64_t)sw * sh > (uint64_t)*w * *h)) { *w = sw; *h = sh; found = 1; }
+        int sequence_bits = 0;
+        if (type == 1 && av1_sequence_size(p + q, (size_t)length, &sw, &sh, &sequence_bits)) {
+            if (sequence_bits > *bits) *bits = sequence_bits;
+            if (!found || (uint64_t)sw * sh > (uint64_t)*w * *h) { *w = sw; *h = sh; found = 1; }
+        }
         q += (size_t)length;
     }
     return found;
@@ -572,7 +600,7 @@ static size_t item_stream_read(const struct item_stream *s, uint64_t at, uint8_t
 /// SPS there replaces hvcC's when the picture is decoded, wherever in the data it is: one after
 /// a 5,000-byte first unit made libde265 decode 8192 x 4096 behind a declared 8192 x 64).
 static int hevc_data_size(const struct item_stream *s, int length_bytes, int found, uint32_t *w, uint32_t *h,
-                          uint32_t *shown_w, uint32_t *shown_h) {
+                          uint32_t *shown_w, uint32_t *shown_h, int *bits) {
     uint8_t unit[512];
     uint64_t q = 0;
     for (int units = 0; q + (uint64_t)length_bytes + 2 <= s->total; units++) {
@@ -584,9 +612,13 @@ static int hevc_data_size(const struct item_stream *s, int length_bytes, int fou
         if (((unit[length_bytes] >> 1) & 0x3F) == 33) {
             size_t n = item_stream_read(s, q, unit, length < sizeof unit ? (size_t)length : sizeof unit);
             uint32_t cw, ch, sw, sh;
-            if (hevc_sps_size(unit, n, &cw, &ch, &sw, &sh) && (!found || (uint64_t)cw * ch > (uint64_t)*w * *h)) {
-                *w = cw; *h = ch; *shown_w = sw; *shown_h = sh;
-                found = 1;
+            int sps_bits = 0;
+            if (hevc_sps_size(unit, n, &cw, &ch, &sw, &sh, &sps_bits)) {
+                if (sps_bits > *bits) *bits = sps_bits;
+                if (!found || (uint64_t)cw * ch > (uint64_t)*w * *h) {
+                    *w = cw; *h = ch; *shown_w = sw; *shown_h = sh;
+                    found = 1;
+                }
             }
         }
         if (length > s->total - q) break;
@@ -596,7 +628,7 @@ static int hevc_data_size(const struct item_stream *s, int length_bytes, int fou
 }
 
 /// The largest AV1 sequence header among the OBUs of an AV1 item's whole data.
-static int av1_data_size(const struct item_stream *s, int found, uint32_t *w, uint32_t *h) {
+static int av1_data_size(const struct item_stream *s, int found, uint32_t *w, uint32_t *h, int *bits) {
     uint8_t obu[512];
     uint64_t q = 0;
     for (int units = 0; q < s->total; units++) {
@@ -620,9 +652,10 @@ static int av1_data_size(const struct item_stream *s, int found, uint32_t *w, ui
         if (type == 1) {
             size_t got = item_stream_read(s, q, obu, length < sizeof obu ? (size_t)length : sizeof obu);
             uint32_t sw, sh;
-            if (av1_sequence_size(obu, got, &sw, &sh) && (!found || (uint64_t)sw * sh > (uint64_t)*w * *h)) {
-                *w = sw; *h = sh;
-                found = 1;
+            int sequence_bits = 0;
+            if (av1_sequence_size(obu, got, &sw, &sh, &sequence_bits)) {
+                if (sequence_bits > *bits) *bits = sequence_bits;
+                if (!found || (uint64_t)sw * sh > (uint64_t)*w * *h) { *w = sw; *h = sh; found = 1; }
             }
         }
         q += length;
@@ -647,11 +680,11 @@ static int coded_size(struct tessera_heif *heif, const struct meta_boxes *m, uin
     }
     if (memcmp(type, "hvc1", 4) == 0) {
         int length_bytes = 4;
-        if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes);
-        found = hevc_data_size(&stream, length_bytes, found, w, h, shown_w, shown_h);
+        if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes, &heif->coded_bits);
+        found = hevc_data_size(&stream, length_bytes, found, w, h, shown_w, shown_h, &heif->coded_bits);
     } else if (memcmp(type, "av01", 4) == 0) {
-        if (item_property(m, id, "av1C", &at, &size) && size > 4) found = av1_obus_size(m->data + at + 4, size - 4, w, h);
-        found = av1_data_size(&stream, found, w, h);
+        if (item_property(m, id, "av1C", &at, &size) && size > 4) found = av1_obus_size(m->data + at + 4, size - 4, w, h, &heif->coded_bits);
+        found = av1_data_size(&stream, found, w, h, &heif->coded_bits);
         *shown_w = *w;
         *shown_h = *h;
     }
@@ -1188,6 +1221,10 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
             return NULL;
         }
     }
+    // The bits a sample the decoder allocates by: a parameter set's, where the container claims
+    // fewer (an av1C and pixi of 8 bits over a 12-bit stream was admitted at half its cost, and
+    // peaked at 67 MiB under --max-memory 52M before libheif refused its picture).
+    if (heif->coded_bits > info->luma_bits) info->luma_bits = heif->coded_bits;
     // The largest thumbnail.
     heif_item_id ids[8];
     int thumbnails = heif_image_handle_get_list_of_thumbnail_IDs(heif->primary, ids, 8);

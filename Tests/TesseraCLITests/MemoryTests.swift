@@ -369,6 +369,46 @@ let mixedFormatPhotos: String = {
         #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
     }
 
+    /// An AVIF whose av1C and pixi claim 8 bits a sample over a 12-bit stream (and an HEIC whose
+    /// hvcC and pixi claim 8 over a 10-bit SPS): the budget counts what the decoder allocates
+    /// by, the stream's bits, and refuses it before decoding. The AVIF was admitted at half its
+    /// cost and peaked at 67 MiB under 64M before libheif refused its picture.
+    @Test func aContainerClaimingFewerBitsThanItsStreamIsCountedByTheStream() throws {
+        let folder = testRoot + "/memory-bits-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        mkdir(folder + "/photos", 0o755)
+        defer { _ = system("rm -rf '\(folder)'") }
+        try #require(system("convert -size 2048x2048 plasma:fractal -depth 16 PNG48:'\(folder)/p.png' "
+                            + "&& heif-enc -b 12 -p chroma=444 -q 60 '\(folder)/p.png' -o '\(folder)/p.avif' "
+                            + "&& heif-enc -b 10 -q 60 '\(folder)/p.png' -o '\(folder)/p.heic'") == 0)
+        func claimEightBits(_ name: String, config: String, patch: (inout [UInt8], Int) -> Void) throws {
+            var bytes = readFile(folder + "/" + name)
+            let box = try #require(bytes.indices.dropLast(4).first { bytes[$0..<$0 + 4].elementsEqual(config.utf8) }, "no \(config)")
+            patch(&bytes, box + 4)
+            let pixi = try #require(bytes.indices.dropLast(4).first { bytes[$0..<$0 + 4].elementsEqual("pixi".utf8) }, "no pixi")
+            for k in 0..<Int(bytes[pixi + 8]) { bytes[pixi + 9 + k] = 8 }
+            writeFile(bytes, to: folder + "/photos/" + name)
+        }
+        // av1C: seq_profile 0, then 8 bits 4:2:0 (high_bitdepth, twelve_bit, monochrome 0;
+        // subsampling 1, 1). hvcC: bitDepthLumaMinus8 and bitDepthChromaMinus8 0.
+        try claimEightBits("p.avif", config: "av1C") { bytes, at in
+            bytes[at + 1] &= 0x1F
+            bytes[at + 2] = 0x0C
+        }
+        try claimEightBits("p.heic", config: "hvcC") { bytes, at in
+            bytes[at + 17] &= 0xF8
+            bytes[at + 18] &= 0xF8
+        }
+        for (name, budget) in [("p.avif", 64), ("p.heic", 48)] {
+            let run = runMeasured(["grid", folder + "/photos/" + name, "-o", folder + "/out.jpg", "--tile-size", "200",
+                                   "--max-memory", "\(budget)M", "--no-progress", "--temp-dir", folder])
+            print("\(name) claiming 8 bits at \(budget)M: exit \(run.exitCode), peak \(run.peakMiB) MiB")
+            #expect(run.exitCode == 0, "\(run.output)")
+            #expect(run.output.contains("takes about") && run.output.contains("more than the memory budget leaves"), "\(run.output)")
+            #expect(run.peakBytes <= (budget << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
+        }
+    }
+
     /// A mosaic at the smallest budget it accepts: its plan (the render's and the decoder pool
     /// that preparing leaves resident under it) and its run inside that budget. The render was
     /// planned for the whole budget, so the dry run showed a peak over it and the run followed:
