@@ -354,9 +354,7 @@ let mixedFormatPhotos: String = {
     /// flight (tessera_av1.c), drawn inside the budget. libheif's own plugin ran dav1d on every
     /// core (73.4 MiB here; a folder of such photos was OOM-killed in a 64 MiB container).
     @Test func anAVIFIsDecodedOnOneThreadInsideTheBudget() throws {
-        let folder = testRoot + "/memory-avif-\(UInt32.random(in: 0...UInt32.max))"
-        mkdir(folder, 0o755)
-        mkdir(folder + "/photos", 0o755)
+        let folder = folderWithPhotos("avif")
         defer { _ = system("rm -rf '\(folder)'") }
         try #require(system("convert -size 2048x2048 plasma:fractal -depth 8 -alpha set -channel A -evaluate set 80% +channel "
                             + "PNG32:'\(folder)/p.png' && heif-enc -A -p chroma=444 -q 60 '\(folder)/p.png' -o '\(folder)/photos/p.avif' "
@@ -369,14 +367,20 @@ let mixedFormatPhotos: String = {
         #expect(run.peakBytes <= (64 << 20) + hostileSlackBytes, "peak \(run.peakMiB) MiB")
     }
 
+    /// A new folder with an empty `photos` folder in it.
+    private func folderWithPhotos(_ name: String) -> String {
+        let folder = testRoot + "/memory-\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o755)
+        mkdir(folder + "/photos", 0o755)
+        return folder
+    }
+
     /// An AVIF whose av1C and pixi claim 8 bits a sample over a 12-bit stream (and an HEIC whose
     /// hvcC and pixi claim 8 over a 10-bit SPS): the budget counts what the decoder allocates
     /// by, the stream's bits, and refuses it before decoding. The AVIF was admitted at half its
     /// cost and peaked at 67 MiB under 64M before libheif refused its picture.
     @Test func aContainerClaimingFewerBitsThanItsStreamIsCountedByTheStream() throws {
-        let folder = testRoot + "/memory-bits-\(UInt32.random(in: 0...UInt32.max))"
-        mkdir(folder, 0o755)
-        mkdir(folder + "/photos", 0o755)
+        let folder = folderWithPhotos("bits")
         defer { _ = system("rm -rf '\(folder)'") }
         try #require(system("convert -size 2048x2048 plasma:fractal -depth 16 PNG48:'\(folder)/p.png' "
                             + "&& heif-enc -b 12 -p chroma=444 -q 60 '\(folder)/p.png' -o '\(folder)/p.avif' "
