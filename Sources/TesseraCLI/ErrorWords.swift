@@ -1,6 +1,7 @@
 // ErrorWords.swift — the library's errors in the command line's words. The library carries
 // values (the budget that would draw a photo, which output a join lacks); the flags that set
 // them are named here, and nowhere in Sources/Tessera.
+import Glibc
 import Tessera
 
 extension TesseraError {
@@ -87,9 +88,18 @@ extension SkippedPhoto {
 /// This process's memory cgroup limit, read once.
 let cgroupMemoryLimitBytes: Int64? = MemoryBudget.cgroupLimitBytes()
 
+/// This machine's memory (sysconf: physical pages times their size).
+let physicalMemoryBytes: Int64? = {
+    let pages = sysconf(Int32(_SC_PHYS_PAGES)), size = sysconf(Int32(_SC_PAGESIZE))
+    return pages > 0 && size > 0 ? Int64(pages) * Int64(size) : nil
+}()
+
 /// "give --max-memory X or more to draw it", X rounded up (4.02 GiB is not "4.0 GiB"), and
-/// said to be out of reach when it is more than the memory cgroup allows (`limitBytes`).
-func memoryAdvice(_ budget: Int64, what: String = "to draw it", limitBytes: Int64? = cgroupMemoryLimitBytes) -> String {
+/// said to be out of reach when it is more than the memory cgroup allows (`limitBytes`) or
+/// this machine has (`machineBytes`: a hostile TIFF's tags were met with "give --max-memory
+/// 4.4 TiB").
+func memoryAdvice(_ budget: Int64, what: String = "to draw it", limitBytes: Int64? = cgroupMemoryLimitBytes,
+                  machineBytes: Int64? = physicalMemoryBytes) -> String {
     let shown: String
     if budget < 1 << 30 {
         shown = formatBytes(((budget + (1 << 20) - 1) >> 20) << 20)
@@ -98,6 +108,9 @@ func memoryAdvice(_ budget: Int64, what: String = "to draw it", limitBytes: Int6
         shown = "\(tenths / 10).\(tenths % 10) GiB"
     }
     let advice = "give --max-memory \(shown) or more \(what)"
+    if let machine = machineBytes, budget > machine, machine <= limitBytes ?? machine {
+        return advice + " (more than this machine's \(formatBytes(machine)) of memory: not here)"
+    }
     guard let limit = limitBytes, budget > limit else { return advice }
     return advice + " (more than this memory cgroup's limit of \(formatBytes(limit)): not here)"
 }

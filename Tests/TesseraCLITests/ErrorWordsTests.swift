@@ -28,6 +28,11 @@ import Tessera
         #expect(memoryAdvice(4 << 30, limitBytes: nil) == "give --max-memory 4.0 GiB or more to draw it")
         #expect(memoryAdvice(99 << 20, limitBytes: 64 << 20).hasSuffix("(more than this memory cgroup's limit of 64.0 MiB: not here)"))
         #expect(!memoryAdvice(48 << 20, limitBytes: 64 << 20).contains("cgroup"))
+        // More than the machine has (a hostile file's claim): out of reach, whichever is smaller said.
+        #expect(memoryAdvice(4_400 << 30, limitBytes: nil, machineBytes: 24 << 30)
+                == "give --max-memory 4400.0 GiB or more to draw it (more than this machine's 24.0 GiB of memory: not here)")
+        #expect(memoryAdvice(30 << 30, limitBytes: 8 << 30, machineBytes: 24 << 30).hasSuffix("(more than this memory cgroup's limit of 8.0 GiB: not here)"))
+        #expect(!memoryAdvice(20 << 30, limitBytes: nil, machineBytes: 24 << 30).contains("not here"))
     }
 
     @Test func everyValueCaseIsWordedWithItsFlag() {
