@@ -87,6 +87,39 @@ public struct Runner {
         }
     }
 
+    /// The output folder (a pyramid's tiles, an IIIF folder) that `path` is in or is, or nil.
+    static func replacedFolder(holding path: String, _ outputs: [RenderOutput]) -> String? {
+        let inside = Self.absolute(path)
+        for output in outputs {
+            for file in output.files where file.isFolder {
+                let folder = Self.absolute(file.path)
+                if inside == folder || inside.hasPrefix(folder + "/") { return file.path }
+            }
+        }
+        return nil
+    }
+
+    /// `path` made absolute with every link resolved, as far as it exists (the rest as given),
+    /// and without "." or empty parts.
+    static func absolute(_ path: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let here = getcwd(&buffer, buffer.count) != nil ? String(cString: buffer) : "."
+        var head = path.hasPrefix("/") ? path : here + "/" + path
+        var tail: [Substring] = []
+        while !head.isEmpty, head != "/" {
+            if let resolved = realpath(head, nil) {
+                defer { free(resolved) }
+                head = String(cString: resolved)
+                break
+            }
+            let cut = head.lastIndex(of: "/") ?? head.startIndex
+            tail.insert(head[head.index(after: cut)...], at: 0)
+            head = String(head[..<cut])
+        }
+        let parts = (head.split(separator: "/") + tail).filter { $0 != "." && !$0.isEmpty }
+        return "/" + parts.joined(separator: "/")
+    }
+
     /// Exit 4 before anything is read when this process may open fewer files than a render needs.
     func refuseFewOpenFiles() -> ExitCode? {
         guard let limit = openFileLimitTooLowForRender() else { return nil }
@@ -265,6 +298,12 @@ public struct Runner {
             try RenderRequest.checkDestinations(options.plannedOutputs, alsoWriting: extra, temporaryDirectory: options.settings.temporaryDirectory)
         } catch {
             return .failure(report(error, options: options, manifest: manifest))
+        }
+        if let cache = options.cacheDirectory, let folder = Self.replacedFolder(holding: cache, options.plannedOutputs) {
+            // It would be written into the folder the render then replaces and removes (the
+            // render failed after the analysis, and left its cache there).
+            console.message("--cache-dir \(cache) is inside \(folder), which the render replaces: give a folder outside it")
+            return .failure(.usage)
         }
         // A named input besides the photos (a mosaic's target) that is not there is a command
         // line naming nothing (exit 2), said before any photo is read.

@@ -125,6 +125,30 @@ import Tessera
         #expect(access(directory + "/g.jpg", F_OK) != 0)
     }
 
+    /// A --cache-dir inside an output folder the render replaces (an IIIF folder, a pyramid's
+    /// tiles), by any path to it, is refused before any work (the render failed after the
+    /// analysis, and left its cache in the old folder).
+    @Test func aCacheInsideAFolderTheRenderReplacesIsRefused() {
+        let directory = folder("cache-inside")
+        defer { _ = system("rm -rf '\(directory)'") }
+        mkdir(directory + "/out", 0o755)
+        #expect(symlink(directory + "/out", directory + "/link") == 0)
+        for (outputs, cache) in [(["--iiif", directory + "/out/iiif", "--iiif-id", "https://example.org/i"], directory + "/link/iiif/cache"),
+                                 (["--dzi", directory + "/out/w.dzi"], directory + "/out/./w_files")] {
+            let run = runTessera(["grid", fixtures, "--cache-dir", cache, "--no-progress"] + outputs)
+            #expect(run.status == 2 && run.output.contains("--cache-dir \(cache) is inside"), "\(run.output)")
+        }
+        // Relative to the working folder.
+        let capture = directory + "/output.txt"
+        let status = system("cd '\(directory)/out' && '\(toolPath())' grid '\(fixtures)' --dzi w.dzi --cache-dir w_files/c --no-progress "
+                            + ">'\(capture)' 2>&1 </dev/null")
+        let output = String(decoding: readFile(capture), as: UTF8.self)
+        #expect(status >> 8 == 2 && output.contains("--cache-dir w_files/c is inside w_files"), "\(output)")
+        #expect(listNames(directory + "/out").isEmpty)
+        let outside = runTessera(["grid", fixtures, "--cache-dir", directory + "/cache", "--dzi", directory + "/out/w.dzi", "--no-progress"])
+        #expect(outside.status == 0, "\(outside.output)")
+    }
+
     /// Rows too tall for a JPEG: the row height named is the tallest that fits, found by laying
     /// the photos out again. (It was the height scaled by the proportion over, but the height
     /// grows with the square of the row height: 5,000 photos 6,000 px wide were told 178 px,
