@@ -768,6 +768,27 @@ static int decode_size(struct tessera_heif *heif, const struct meta_boxes *m, ui
     return 1;
 }
 
+/// Whether item `id` (of `type`) is a picture Tessera decodes: HEVC or AV1, or a grid of them.
+/// Else says what it is (it was "the coded size of its picture cannot be read").
+static int decodable_kind(const struct meta_boxes *m, uint32_t id, const char type[4], char *message, size_t message_bytes) {
+    const char *kind = type;
+    char tile_type[4];
+    if (memcmp(type, "grid", 4) == 0) {
+        uint32_t tile = 0;
+        if (item_references(m, id, "dimg", &tile, 1) == 0 || !item_type(m, tile, tile_type)) return 1;  // said when sized
+        kind = tile_type;
+    }
+    if (memcmp(kind, "hvc1", 4) == 0 || memcmp(kind, "av01", 4) == 0) return 1;
+    char shown[5] = { 0 };
+    for (int i = 0; i < 4; i++) shown[i] = kind[i] >= 0x20 && kind[i] < 0x7F ? kind[i] : '?';
+    if (memcmp(kind, "iovl", 4) == 0) {
+        snprintf(message, message_bytes, "its picture is an overlay of other pictures (iovl), which Tessera does not draw");
+    } else {
+        snprintf(message, message_bytes, "its picture is coded as '%s', which Tessera does not decode (it reads HEVC and AV1)", shown);
+    }
+    return 0;
+}
+
 /// Where the top-level 'meta' box is (a HEIF file puts it first, after 'ftyp') and how long;
 /// 1 when found among the first 64 boxes.
 static int find_meta(struct tessera_heif *heif, int64_t *at_out, uint64_t *length_out) {
@@ -1174,6 +1195,11 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     }
     info->has_transform = has_transform(&meta, primary);
     info->is_grid = heif->is_grid = memcmp(type, "grid", 4) == 0;
+    if (!decodable_kind(&meta, primary, type, message, message_bytes)) {
+        free(meta_data);
+        tessera_heif_close(heif);
+        return NULL;
+    }
     char reason[160];
     if (!decode_size(heif, &meta, primary, &info->decode, reason, sizeof reason)) {
         free(meta_data);

@@ -37,4 +37,27 @@ import TesseraTestSupport
         let (_, notes) = try drawnCell(heic, pool: 4 * small)
         #expect(notes.method == .wholeImage, "\(notes.method)")
     }
+
+    /// A HEIF whose picture is an overlay (iovl) or coded otherwise than HEVC and AV1 (VVC) is
+    /// skipped by the scan for what it is: it was "the coded size of its picture cannot be
+    /// read (refused: libheif would decode the larger)".
+    @Test func aPictureTesseraCannotDecodeIsNamedForWhatItIs() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let jpeg = scratch.file("picture.jpg"), heic = scratch.file("picture.heic")
+        try JPEGFile.write(SamplePhotos.picture(width: 64, height: 48, seed: 3), to: jpeg, quality: 90)
+        #expect(runTool(["heif-enc", "-q", "50", jpeg, "-o", heic]) == 0)
+        let bytes = readBytes(heic)
+        // The item's type in its infe box (the only hvc1 item: no thumbnail).
+        let infe = try #require(bytes.indices.dropLast(4).first { bytes[$0..<$0 + 4].elementsEqual("infe".utf8) })
+        let type = try #require((infe..<(infe + 64)).first { bytes[$0..<$0 + 4].elementsEqual("hvc1".utf8) })
+        for (kind, said) in [("iovl", "an overlay of other pictures (iovl)"), ("vvc1", "coded as 'vvc1', which Tessera does not decode")] {
+            var patched = bytes
+            patched.replaceSubrange(type..<(type + 4), with: Array(kind.utf8))
+            let path = scratch.file(kind + ".heic")
+            writeBytes(patched, to: path)
+            let library = try PhotoLibrary.scan([path])
+            #expect(library.photos.isEmpty && library.skipped.first?.reason.contains(said) == true, "\(library.skipped)")
+        }
+    }
 }
