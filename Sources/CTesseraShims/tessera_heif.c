@@ -411,7 +411,9 @@ static int hevc_sps_size(const uint8_t *nal, size_t length, uint32_t *coded_w, u
     if (read_bits(&b, 1)) { left = read_ue(&b); right = read_ue(&b); top = read_ue(&b); bottom = read_ue(&b); }
     if (b.failed || w == 0 || h == 0 || chroma > 3) return 0;
     uint32_t luma_bits = read_ue(&b) + 8;           // bit_depth_luma_minus8
-    *bits = b.failed || luma_bits > 16 ? 0 : (int)luma_bits;
+    uint32_t chroma_bits = read_ue(&b) + 8;         // bit_depth_chroma_minus8: libde265 sizes each plane by its own
+    uint32_t deeper = chroma_bits > luma_bits && chroma != 0 ? chroma_bits : luma_bits;
+    *bits = b.failed || deeper > 16 ? 0 : (int)deeper;
     uint32_t unit_x = chroma == 1 || chroma == 2 ? 2 : 1, unit_y = chroma == 1 ? 2 : 1;
     uint64_t crop_x = ((uint64_t)left + right) * unit_x, crop_y = ((uint64_t)top + bottom) * unit_y;
     *coded_w = w;
@@ -1259,8 +1261,16 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         if (heif_image_handle_get_thumbnail(heif->primary, ids[i], &thumbnail).code != heif_error_Ok) continue;
         int w = heif_image_handle_get_width(thumbnail), h = heif_image_handle_get_height(thumbnail);
         // A thumbnail whose coded size cannot be read or disagrees with its ispe is not used.
+        // Its own bits a sample (its stream's where more than its boxes say): it is decoded
+        // on its own, and may be deeper than the picture (a helper's 8192 x 8192 12-bit one
+        // under an 8-bit grid peaked at 978 MiB under --max-memory 32M).
         tessera_heif_size size;
-        if (!decode_size(heif, &meta, ids[i], &size, reason, sizeof reason)) { heif_image_handle_release(thumbnail); continue; }
+        int picture_bits = heif->coded_bits;
+        heif->coded_bits = heif_image_handle_get_luma_bits_per_pixel(thumbnail);
+        int read = decode_size(heif, &meta, ids[i], &size, reason, sizeof reason);
+        int thumbnail_bits = heif->coded_bits;
+        heif->coded_bits = picture_bits;
+        if (!read) { heif_image_handle_release(thumbnail); continue; }
         // Nor one turned otherwise than the picture: a thumbnail without the primary's irot (an
         // editor that turned the picture and kept its thumbnail) drew a portrait sideways at the
         // sizes it covers. Their irot and imir must come to the same orientation (when either
@@ -1276,6 +1286,7 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         }
         if ((uint64_t)w * (uint64_t)h > (uint64_t)info->thumbnail_width * info->thumbnail_height) {
             info->thumbnail_decode = size;
+            info->thumbnail_bits = thumbnail_bits;
             if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);
             heif->thumbnail = thumbnail;
             info->thumbnail_width = (uint32_t)w;

@@ -399,6 +399,7 @@ typedef struct {
     uint32_t canvas_width;     // the grid's output size, before irot and imir
     uint32_t canvas_height;
     int32_t grid_orientation;  // the grid's irot and imir, in libheif's order, as an EXIF orientation (1..8)
+    int32_t thumbnail_bits;    // the thumbnail's bits a sample: its handle's or its stream's, the larger
 } tessera_heif_info;
 
 typedef struct {

@@ -157,6 +157,11 @@ final class HEIFReader {
         return Self.decodeBytes(info.decode, bits: Int(info.luma_bits), av1: isAV1) + alpha
     }
 
+    /// The largest thumbnail's decode (0 when there is none), at its own bits a sample.
+    var thumbnailDecodeBytes: Int64 {
+        info.thumbnail_width == 0 ? 0 : Self.decodeBytes(info.thumbnail_decode, bits: Int(max(info.thumbnail_bits, 8)), av1: isAV1)
+    }
+
     /// What the tiled path holds at once: one row of decoded tiles (planar RGB, 3 samples a
     /// pixel, as libheif converts each tile), and one tile's decode beside it (its decoder and
     /// libheif's conversion, counted like a single picture of the largest coded tile) with its
@@ -319,12 +324,15 @@ extension CellDecoder {
         let stored = storedCell(orientation)
         // The thumbnail when its crop covers the cell: a few hundred pixels instead of millions.
         let thumbnail = (width: Int(reader.info.thumbnail_width), height: Int(reader.info.thumbnail_height))
-        var useThumbnail = HEIFFormat.thumbnailCovers(thumbnail, storedCell: stored, aspect: cropAspect(orientation))
+        // A thumbnail is decoded whole, on its own: one the budget cannot hold is not used (a
+        // helper's 8192 x 8192 12-bit thumbnail of a cheap grid was decoded at 978 MiB under 32M).
+        let thumbnailFits = reader.thumbnailDecodeBytes <= Int64(budget.wholeImageLimitBytes)
+        var useThumbnail = thumbnailFits && HEIFFormat.thumbnailCovers(thumbnail, storedCell: stored, aspect: cropAspect(orientation))
         let fullBytes = reader.decodeBytes
         var warning: String?
         if !useThumbnail && fullBytes > Int64(budget.wholeImageLimitBytes) {
             let needed = formatBytes(budget.budgetToDraw(oneDecodeBytes: Int(clamping: fullBytes)))
-            if thumbnail.width > 0 {
+            if thumbnail.width > 0 && thumbnailFits {
                 useThumbnail = true
                 warning = "drawn from its \(thumbnail.width) x \(thumbnail.height) thumbnail: decoding the \(reader.info.width) x "
                     + "\(reader.info.height) image takes about \(formatBytes(fullBytes)), more than the memory budget leaves for it "
@@ -365,7 +373,7 @@ extension CellDecoder {
         let tiled = !useThumbnail && reader.info.tiled != 0
         let size = useThumbnail ? thumbnail : tiled ? (Int(reader.info.canvas_width), Int(reader.info.canvas_height))
                                                     : (Int(reader.info.width), Int(reader.info.height))
-        let whole = useThumbnail ? HEIFReader.decodeBytes(reader.info.thumbnail_decode, bits: Int(reader.info.luma_bits), av1: reader.isAV1) : fullBytes
+        let whole = useThumbnail ? reader.thumbnailDecodeBytes : fullBytes
         let request = workingBytes(outputWidth: size.0, orientation: orientation) + Int(clamping: whole)
         return try budget.admitted(bytes: request) { () throws(TesseraError) -> DecodeNotes in
             if tiled {

@@ -143,6 +143,23 @@ final class EncodedPhoneHEIC: @unchecked Sendable {
         #expect(header.wholeImageBytes(cellWidth: 300, cellHeight: 300) == Int(header.wholeImageBytes))
     }
 
+    /// A thumbnail is decoded whole, on its own: one the budget cannot hold is not used, the
+    /// tiles are (a helper's 8192 x 8192 12-bit thumbnail of a cheap 8-bit grid was decoded at
+    /// 978 MiB under --max-memory 32M). Here a thumbnail as large as its 1536 x 1024 picture.
+    @Test func aThumbnailTheBudgetCannotHoldIsNotUsed() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let heic = scratch.file("large-thumbnail.heic")
+        let phone = EncodedPhoneHEIC(SamplePhotos.picture(width: 1536, height: 1024, seed: 29), thumbnail: 1536)
+        try phone.write(to: heic, thumbnail: true)
+        let header = try PhotoLibrary.scan([heic]).photos[0].header
+        #expect(header.thumbnailWidth == 1536, "\(header.thumbnailWidth) x \(header.thumbnailHeight)")
+        let (_, roomy) = try drawnCell(heic, width: 150, height: 100, pool: 32 << 20)
+        #expect(roomy.method == .thumbnail, "\(roomy)")
+        let (_, notes) = try drawnCell(heic, width: 150, height: 100, pool: 2 << 20)
+        #expect(notes.method == .tiles, "\(notes)")
+    }
+
     /// A thumbnail that is not the picture's shape as each is turned (the grid has an irot, the
     /// thumbnail none: a portrait's thumbnail lying on its side) is not used: a cell it would
     /// cover is drawn from the tiles, upright, as without a thumbnail. Before, it was drawn
