@@ -7,6 +7,7 @@
 // to a whole decode; for tiles they are read here and returned as an orientation. Whether the
 // primary image has irot or imir is read here from the item properties (libheif 1.15 does not
 // say), because a file without them may carry its rotation in EXIF instead.
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ int tessera_exif_orientation(const uint8_t *app1, size_t length);
 int tessera_exif_read(const uint8_t *app1, size_t length, int64_t *date_taken);
 
 struct meta_boxes;
+struct extent { uint64_t at, bytes; };
 
 struct tessera_heif {
     int fd;
@@ -48,6 +50,20 @@ struct tessera_heif {
     uint32_t *tile_ids;
     uint32_t columns, rows, tile_width, tile_height, canvas_width, canvas_height, largest_tile;
     struct heif_image **row_images;
+    // While libheif opens the file: 1. libheif 1.15 reads every item's data at open (to look
+    // for metadata in it) and keeps only the metadata's: the coded pictures' extents (`skip`,
+    // sorted) are given as zeros instead of read (MARK: Reader over pread).
+    int opening;
+    struct extent *skip;
+    size_t skips;
+    // Whether coded_size reads the parameter sets in an item's data too (at a decode, for the
+    // items it decodes), or only its decoder configuration (at open: the scan reads no
+    // picture data).
+    int walk_data;
+    // The bits a sample planned at open (the primary's and the thumbnail's), which the
+    // parameter sets in the data a decode reads must not exceed.
+    int planned_bits, planned_thumbnail_bits;
+    uint32_t primary_id, thumbnail_id;
 };
 
 // MARK: Reader over pread
@@ -56,6 +72,19 @@ static const char cut_message[] = "the file was cut short while it was read (cha
 
 static int64_t get_position(void *user) { return ((struct tessera_heif *)user)->position; }
 
+/// Whether [at, at + size) is exactly one of the coded extents libheif's open need not read.
+static int skipped_extent(const struct tessera_heif *heif, uint64_t at, size_t size) {
+    size_t low = 0, high = heif->skips;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (heif->skip[middle].at < at) low = middle + 1; else high = middle;
+    }
+    for (; low < heif->skips && heif->skip[low].at == at; low++) {
+        if (heif->skip[low].bytes == size) return 1;
+    }
+    return 0;
+}
+
 // A read libheif asked for inside the file's size (as it was at open) that finds the file's
 // end: the file was cut while it was read. libheif 1.15 asserts that such a read succeeds
 // (box.cc, reading an item's data: SIGABRT, a helper's attack), so the rest is given as zeros
@@ -63,6 +92,11 @@ static int64_t get_position(void *user) { return ((struct tessera_heif *)user)->
 static int read_bytes(void *data, size_t size, void *user) {
     struct tessera_heif *heif = user;
     uint8_t *out = data;
+    if (heif->opening && skipped_extent(heif, (uint64_t)heif->position, size)) {
+        memset(out, 0, size);
+        heif->position += (int64_t)size;
+        return 0;
+    }
     if (size < sizeof heif->ahead / 4) {
         if (heif->position < heif->ahead_start || heif->position + (int64_t)size > heif->ahead_start + (int64_t)heif->ahead_bytes) {
             ssize_t n = pread(heif->fd, heif->ahead, sizeof heif->ahead, (off_t)heif->position);
@@ -666,8 +700,9 @@ static int av1_data_size(const struct item_stream *s, int found, uint32_t *w, ui
 }
 
 /// What a decoder allocates for coded item `id` (hvc1 or av01), and what it shows (HEVC's
-/// conformance window), from its decoder configuration and every parameter set in its data
-/// (where one may repeat and override it). 1 when read; 0 also for data of more than
+/// conformance window), from its decoder configuration and, with `heif->walk_data` or when that
+/// has none (an av1C may leave out the sequence header), every parameter set in its data (where
+/// one may repeat and override it). 1 when read; 0 also for data of more than
 /// ITEM_STREAM_EXTENTS pieces or ITEM_STREAM_UNITS units, which is not walked.
 static int coded_size(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, uint32_t *w, uint32_t *h,
                       uint32_t *shown_w, uint32_t *shown_h) {
@@ -683,10 +718,10 @@ static int coded_size(struct tessera_heif *heif, const struct meta_boxes *m, uin
     if (memcmp(type, "hvc1", 4) == 0) {
         int length_bytes = 4;
         if (item_property(m, id, "hvcC", &at, &size)) found = hvcc_size(m->data + at, size, w, h, shown_w, shown_h, &length_bytes, &heif->coded_bits);
-        found = hevc_data_size(&stream, length_bytes, found, w, h, shown_w, shown_h, &heif->coded_bits);
+        if (heif->walk_data || !found) found = hevc_data_size(&stream, length_bytes, found, w, h, shown_w, shown_h, &heif->coded_bits);
     } else if (memcmp(type, "av01", 4) == 0) {
         if (item_property(m, id, "av1C", &at, &size) && size > 4) found = av1_obus_size(m->data + at + 4, size - 4, w, h, &heif->coded_bits);
-        found = av1_data_size(&stream, found, w, h, &heif->coded_bits);
+        if (heif->walk_data || !found) found = av1_data_size(&stream, found, w, h, &heif->coded_bits);
         *shown_w = *w;
         *shown_h = *h;
     }
@@ -852,27 +887,192 @@ static uint64_t entry_count(const struct meta_boxes *m, size_t at, size_t size, 
     return wide ? be32(d + q) : be16(d + q);
 }
 
+static int compare_ids(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int compare_extents(const void *a, const void *b) {
+    const struct extent *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at ? 1 : (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+static int listed(const uint32_t *sorted, size_t count, uint32_t id) {
+    return bsearch(&id, sorted, count, sizeof id, compare_ids) != NULL;
+}
+
+/// The items of coded pictures (hvc1, av01) in 'iinf', up to `capacity`, sorted; how many.
+static size_t coded_items(const struct meta_boxes *m, uint32_t *ids, size_t capacity) {
+    size_t count = 0;
+    if (m->iinf_size < 6) return 0;
+    const uint8_t *d = m->data;
+    size_t q = m->iinf + (d[m->iinf] == 0 ? 6 : 8), end = m->iinf + m->iinf_size;
+    while (q + 8 <= end && count < capacity) {
+        uint32_t size = be32(d + q);
+        if (size < 8 || size > end - q) break;
+        if (memcmp(d + q + 4, "infe", 4) == 0 && size >= 20 && d[q + 8] >= 2) {
+            int wide = d[q + 8] == 3;
+            uint32_t item = wide ? be32(d + q + 12) : be16(d + q + 12);
+            size_t at = q + 12 + (wide ? 4 : 2) + 2;
+            if (at + 4 <= q + size && (memcmp(d + at, "hvc1", 4) == 0 || memcmp(d + at, "av01", 4) == 0)) ids[count++] = item;
+        }
+        q += size;
+    }
+    qsort(ids, count, sizeof *ids, compare_ids);
+    return count;
+}
+
+/// The items with a 'cdsc' reference (metadata, which libheif 1.15 keeps with the images it
+/// describes), up to `capacity`, sorted; how many, or SIZE_MAX when there are more.
+static size_t describing_items(const struct meta_boxes *m, uint32_t *ids, size_t capacity) {
+    size_t count = 0;
+    if (m->iref_size < 4) return 0;
+    const uint8_t *d = m->data;
+    int wide = d[m->iref] != 0;
+    size_t q = m->iref + 4, end = m->iref + m->iref_size;
+    while (q + 8 <= end) {
+        uint32_t size = be32(d + q);
+        uint64_t source = 0;
+        if (size < 8 || size > end - q) break;
+        if (memcmp(d + q + 4, "cdsc", 4) == 0 && read_n(d, q + size, q + 8, wide ? 4 : 2, &source)) {
+            if (count == capacity) return SIZE_MAX;
+            ids[count++] = (uint32_t)source;
+        }
+        q += size;
+    }
+    qsort(ids, count, sizeof *ids, compare_ids);
+    return count;
+}
+
+static uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+/// What libheif 1.15 holds while it opens the file (`*open_bytes`): it reads every item's data
+/// whole, an item at a time, up to 32 extents of up to the whole file each, and keeps the
+/// metadata's (a hostile 75 KB file made it allocate 596 MiB). The item that holds the most is
+/// `*largest`; every item's data come to `*all_bytes` (about the file's size, unless extents
+/// overlap). The coded pictures' extents in the file go to `heif->skip`. 0 when 'iloc' cannot
+/// be read.
+static int plan_open_reads(struct tessera_heif *heif, const struct meta_boxes *m, uint64_t *open_bytes, uint64_t *all_bytes,
+                           uint32_t *largest) {
+    static const size_t most = TESSERA_HEIF_ITEMS + 1;
+    uint32_t *coded = malloc(most * sizeof *coded), *kept = malloc(most * sizeof *kept);
+    struct extent *skip = NULL;
+    size_t skips = 0, skip_capacity = 0;
+    uint64_t largest_bytes = 0, kept_bytes = 0;
+    int ok = coded != NULL && kept != NULL;
+    size_t coded_count = ok ? coded_items(m, coded, most) : 0, kept_count = ok ? describing_items(m, kept, most) : 0;
+    const uint8_t *d = m->data;
+    size_t q = m->iloc, end = m->iloc + m->iloc_size;
+    uint64_t items = 0;
+    int version = 0, offset_size = 0, length_size = 0, base_size = 0, index_size = 0;
+    if (ok && m->iloc_size >= 8) {
+        version = d[q];
+        offset_size = d[q + 4] >> 4; length_size = d[q + 4] & 15; base_size = d[q + 5] >> 4;
+        index_size = version >= 1 ? d[q + 5] & 15 : 0;
+        q += 6;
+        ok = read_n(d, end, q, version < 2 ? 2 : 4, &items);
+        q += version < 2 ? 2 : 4;
+    }
+    for (uint64_t i = 0; ok && i < items; i++) {
+        uint64_t item = 0, method = 0, base = 0, extents = 0, total = 0;
+        ok = read_n(d, end, q, version < 2 ? 2 : 4, &item);
+        q += version < 2 ? 2 : 4;
+        if (ok && version >= 1) { ok = read_n(d, end, q, 2, &method); q += 2; }
+        q += 2;  // data_reference_index
+        ok = ok && read_n(d, end, q, base_size, &base);
+        q += (size_t)base_size;
+        ok = ok && read_n(d, end, q, 2, &extents);
+        q += 2;
+        int is_coded = listed(coded, coded_count, (uint32_t)item), is_kept = kept_count == SIZE_MAX || listed(kept, kept_count, (uint32_t)item);
+        int reading = 1;  // libheif stops at the first extent outside its source
+        for (uint64_t e = 0; ok && e < extents; e++) {
+            uint64_t offset = 0, length = 0;
+            q += (size_t)index_size;
+            ok = read_n(d, end, q, offset_size, &offset);
+            q += (size_t)offset_size;
+            ok = ok && read_n(d, end, q, length_size, &length);
+            q += (size_t)length_size;
+            uint64_t source = (method & 15) == 1 ? m->idat_size : (uint64_t)heif->file_bytes, at = saturating_add(base, offset);
+            if (!ok || !reading || at > source || length > source - at) { reading = 0; continue; }
+            total = saturating_add(total, length);
+            if (is_coded && (method & 15) == 0 && length > 0 && e < 32) {
+                if (skips == skip_capacity) {
+                    skip_capacity = skip_capacity ? skip_capacity * 2 : 64;
+                    struct extent *grown = realloc(skip, skip_capacity * sizeof *skip);
+                    if (grown == NULL) { ok = 0; break; }
+                    skip = grown;
+                }
+                skip[skips++] = (struct extent){ at, length };
+            }
+        }
+        // (libheif grows the item's buffer extent by extent: doubling, it holds the old one
+        // beside the new, up to twice the data.)
+        uint64_t held = extents > 1 ? saturating_add(total, total) : total;
+        if (held > largest_bytes) { largest_bytes = held; *largest = (uint32_t)item; }
+        *all_bytes = saturating_add(*all_bytes, total);
+        if (is_kept) kept_bytes = saturating_add(kept_bytes, total);
+    }
+    free(coded);
+    free(kept);
+    if (!ok) { free(skip); return 0; }
+    qsort(skip, skips, sizeof *skip, compare_extents);
+    heif->skip = skip;
+    heif->skips = skips;
+    *open_bytes = saturating_add(largest_bytes, kept_bytes);
+    return 1;
+}
+
 /// What libheif would read before any of Tessera's checks, checked first: a 'meta' box over
 /// TESSERA_HEIF_META_BYTES (libheif holds it, and copies of its profile: a 30 MiB colr took
-/// 76 MiB and 42 s at --max-memory 32M), or more than TESSERA_HEIF_ITEMS items (10,000 in a
-/// 512 KB file took 9.3 s of CPU in libheif's parsing). 1 when libheif may read the file.
-static int meta_acceptable(struct tessera_heif *heif, char *message, size_t message_bytes) {
+/// 76 MiB and 42 s at --max-memory 32M), more than TESSERA_HEIF_ITEMS items (10,000 in a 512 KB
+/// file took 9.3 s of CPU in libheif's parsing), or items whose data come to more than
+/// `open_limit` (plan_open_reads; `info->open_bytes`). 1 when libheif may read the file.
+static int meta_acceptable(struct tessera_heif *heif, uint64_t open_limit, tessera_heif_info *info, char *message,
+                           size_t message_bytes) {
     int64_t at = 0;
     uint64_t length = 0;
-    if (!find_meta(heif, &at, &length)) return 1;  // libheif says what is wrong
+    uint8_t *data = NULL;
+    struct meta_boxes m;
+    // (A 'meta' Tessera cannot find or read is refused after libheif's open anyway: refused
+    // first, before libheif reads what it points to.)
+    if (!find_meta(heif, &at, &length) || (length <= TESSERA_HEIF_META_BYTES && !read_meta(heif, &data, &m))) {
+        free(data);
+        snprintf(message, message_bytes, "its item boxes (meta) cannot be read");
+        return 0;
+    }
     if (length > TESSERA_HEIF_META_BYTES) {
         snprintf(message, message_bytes, "its item boxes (meta) hold %llu MiB, which libheif would read into memory: more "
                  "than the %u MiB Tessera lets it", (unsigned long long)(length >> 20), TESSERA_HEIF_META_BYTES >> 20);
         return 0;
     }
-    uint8_t *data = NULL;
-    struct meta_boxes m;
-    if (!read_meta(heif, &data, &m)) { free(data); return 1; }
     uint64_t items = entry_count(&m, m.iinf, m.iinf_size, 0), located = entry_count(&m, m.iloc, m.iloc_size, 1);
-    free(data);
     if (items > TESSERA_HEIF_ITEMS || located > TESSERA_HEIF_ITEMS) {
+        free(data);
         snprintf(message, message_bytes, "it declares %llu items, more than the %d libheif is let parse",
                  (unsigned long long)(items > located ? items : located), TESSERA_HEIF_ITEMS);
+        return 0;
+    }
+    uint32_t largest = 0;
+    uint64_t all_bytes = 0, open_bytes = 0;
+    int planned = plan_open_reads(heif, &m, &open_bytes, &all_bytes, &largest);
+    free(data);
+    if (!planned) {
+        snprintf(message, message_bytes, "its item locations (iloc) cannot be read");
+        return 0;
+    }
+    // Items seldom share bytes (a layered AVIF's items for each layer share the picture's: 2.6
+    // times its file in the AOM conformance suite): a file whose items' data come to more than
+    // sixteen times its size is made to make libheif allocate, and refused at any budget (a 75
+    // KB one of 250 Exif items took 596 MiB under an automatic budget).
+    if (all_bytes > 16 * (uint64_t)heif->file_bytes + (1u << 20)) {
+        snprintf(message, message_bytes, "its items' data overlap: they come to %llu MiB in a file of %llu KiB, which libheif "
+                 "would read whole", (unsigned long long)(all_bytes >> 20), (unsigned long long)(heif->file_bytes >> 10));
+        return 0;
+    }
+    info->open_bytes = open_bytes;  // (set only past the checks above: the caller reads a refusal with it as for want of memory)
+    if (open_bytes > open_limit) {
+        snprintf(message, message_bytes, "libheif reads every item's data whole to open it, and its items (the largest, item "
+                 "%u) come to %llu MiB", largest, (unsigned long long)((open_bytes + (1u << 20) - 1) >> 20));
         return 0;
     }
     return 1;
@@ -1154,13 +1354,80 @@ static uint8_t *tile_file(struct tessera_heif *heif, const struct meta_boxes *m,
     return f;
 }
 
+/// Whether the parameter sets in the data a decode of item `id` reads (a grid's tiles with
+/// `with_parts`, and its alpha plane) say no larger picture than its boxes, and no more than
+/// `planned_bits` a sample: the open planned by the boxes alone, reading no picture data (it
+/// had read every item's data, the whole file, at each scan and decode), and libheif decodes by
+/// the data (an SPS behind a 5,000-byte first unit made libde265 decode 4096 x 4096 behind a
+/// declared 4096 x 64: 106 MiB at --max-memory 32M). Walked just before libheif reads the same
+/// data. 0 with `message` when the decode is refused.
+static int data_agrees(struct tessera_heif *heif, uint32_t id, int planned_bits, int with_parts, char *message,
+                       size_t message_bytes) {
+    static const uint32_t most = 4096;  // libheif 1.15 allows no more references an item
+    const struct meta_boxes *m = heif->meta;
+    if (m == NULL) { snprintf(message, message_bytes, "its item boxes (meta) were not kept"); return 0; }
+    uint32_t *items = malloc((most + 8) * sizeof *items), count = 1;
+    if (items == NULL) { snprintf(message, message_bytes, "out of memory"); return 0; }
+    char type[4];
+    items[0] = id;
+    if (with_parts && item_type(m, id, type) && memcmp(type, "grid", 4) == 0) {
+        count = item_references(m, id, "dimg", items, most);
+        if (count > most) count = most;
+    }
+    if (with_parts) count += items_referring(m, id, "auxl", items + count, 8);
+    int agrees = 1, saved_bits = heif->coded_bits;
+    for (uint32_t i = 0; i < count && agrees; i++) {
+        int seen = 0;
+        for (uint32_t j = 0; j < i && !seen; j++) seen = items[j] == items[i];
+        if (seen) continue;
+        uint32_t box_w = 0, box_h = 0, data_w = 0, data_h = 0, shown_w, shown_h;
+        heif->coded_bits = 0;
+        heif->walk_data = 0;
+        int boxed = coded_size(heif, m, items[i], &box_w, &box_h, &shown_w, &shown_h);
+        heif->walk_data = 1;
+        int walked = coded_size(heif, m, items[i], &data_w, &data_h, &shown_w, &shown_h);
+        heif->walk_data = 0;
+        if (!walked) {
+            snprintf(message, message_bytes, "the coded data of item %u cannot be read through", items[i]);
+            agrees = 0;
+        } else if (boxed && (data_w > box_w || data_h > box_h)) {
+            snprintf(message, message_bytes, "a parameter set in its data says its coded picture is %u x %u, where its boxes say %u x %u "
+                     "(refused: libheif would decode the larger)", data_w, data_h, box_w, box_h);
+            agrees = 0;
+        } else if (heif->coded_bits > planned_bits) {
+            snprintf(message, message_bytes, "a parameter set in its data codes %d bits a sample, where its boxes say %d "
+                     "(refused: the decoder would allocate by the larger)", heif->coded_bits, planned_bits);
+            agrees = 0;
+        }
+    }
+    heif->coded_bits = saved_bits;
+    free(items);
+    return agrees;
+}
+
 // MARK: Open, decode
 
 static void error_text(struct heif_error error, char *message, size_t message_bytes) {
     snprintf(message, message_bytes, "%s", error.message != NULL && error.message[0] ? error.message : "libheif error");
 }
 
-tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *info, char *message, size_t message_bytes) {
+static tessera_heif *open_heif(int fd, uint64_t file_bytes, uint64_t open_limit, tessera_heif_info *info, char *message,
+                               size_t message_bytes);
+
+tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, uint64_t open_limit, tessera_heif_info *info, char *message,
+                                size_t message_bytes) {
+    // The open reads the boxes and a few small items, scattered over the first tens of KB: the
+    // kernel's read-ahead would read ten times that (a scan of 200 phone HEICs read 121 MiB with
+    // it). The decode that may follow reads whole items, in order: read-ahead is back for it.
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    tessera_heif *heif = open_heif(fd, file_bytes, open_limit, info, message, message_bytes);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
+    return heif;
+}
+
+static tessera_heif *open_heif(int fd, uint64_t file_bytes, uint64_t open_limit, tessera_heif_info *info, char *message,
+                               size_t message_bytes) {
+    memset(info, 0, sizeof *info);
     struct tessera_heif *heif = calloc(1, sizeof *heif);
     if (heif == NULL) { snprintf(message, message_bytes, "out of memory"); return NULL; }
     heif->fd = fd;
@@ -1173,13 +1440,17 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     heif_context_set_max_decoding_threads(heif->context, 0);
     // No image wider or taller than this (a hostile header); the caller budgets the rest.
     heif_context_set_maximum_image_size_limit(heif->context, 1 << 15);
-    if (!meta_acceptable(heif, message, message_bytes)) { tessera_heif_close(heif); return NULL; }
+    if (!meta_acceptable(heif, open_limit, info, message, message_bytes)) { tessera_heif_close(heif); return NULL; }
+    heif->opening = 1;
     struct heif_error error = heif_context_read_from_reader(heif->context, &reader, heif, NULL);
+    heif->opening = 0;
+    free(heif->skip);
+    heif->skip = NULL;
+    heif->skips = 0;
     if (heif->cut) { snprintf(message, message_bytes, "%s", cut_message); tessera_heif_close(heif); return NULL; }
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); tessera_heif_close(heif); return NULL; }
     error = heif_context_get_primary_image_handle(heif->context, &heif->primary);
     if (error.code != heif_error_Ok) { error_text(error, message, message_bytes); tessera_heif_close(heif); return NULL; }
-    memset(info, 0, sizeof *info);
     info->width = (uint32_t)heif_image_handle_get_width(heif->primary);
     info->height = (uint32_t)heif_image_handle_get_height(heif->primary);
     info->has_alpha = heif_image_handle_has_alpha_channel(heif->primary);
@@ -1253,6 +1524,8 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
     // fewer (an av1C and pixi of 8 bits over a 12-bit stream was admitted at half its cost, and
     // peaked at 67 MiB under --max-memory 52M before libheif refused its picture).
     if (heif->coded_bits > info->luma_bits) info->luma_bits = heif->coded_bits;
+    heif->primary_id = primary;
+    heif->planned_bits = info->luma_bits;
     // The largest thumbnail.
     heif_item_id ids[8];
     int thumbnails = heif_image_handle_get_list_of_thumbnail_IDs(heif->primary, ids, 8);
@@ -1287,6 +1560,8 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         if ((uint64_t)w * (uint64_t)h > (uint64_t)info->thumbnail_width * info->thumbnail_height) {
             info->thumbnail_decode = size;
             info->thumbnail_bits = thumbnail_bits;
+            heif->thumbnail_id = ids[i];
+            heif->planned_thumbnail_bits = thumbnail_bits > 8 ? thumbnail_bits : 8;
             if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);
             heif->thumbnail = thumbnail;
             info->thumbnail_width = (uint32_t)w;
@@ -1299,16 +1574,15 @@ tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *
         int tiled = plan_tiles(heif, &meta, primary, info, message, message_bytes);
         if (tiled < 0) { free(meta_data); tessera_heif_close(heif); return NULL; }
         if (tiled > 0) {
-            // The tiles' boxes are read again as each tile is decoded.
-            heif->meta = malloc(sizeof meta);
-            if (heif->meta == NULL) { free(meta_data); snprintf(message, message_bytes, "out of memory"); tessera_heif_close(heif); return NULL; }
-            *heif->meta = meta;
-            heif->meta_data = meta_data;
-            meta_data = NULL;
             heif->largest_tile = info->decode.tile_width > info->decode.tile_height ? info->decode.tile_width : info->decode.tile_height;
         }
     }
-    free(meta_data);
+    // The boxes are read again at a decode: the tiles' (tiled), and the data's parameter sets
+    // of what is decoded (data_agrees).
+    heif->meta = malloc(sizeof meta);
+    if (heif->meta == NULL) { free(meta_data); snprintf(message, message_bytes, "out of memory"); tessera_heif_close(heif); return NULL; }
+    *heif->meta = meta;
+    heif->meta_data = meta_data;
     // libheif refuses anything wider or taller than what was just budgeted (a second line,
     // should its reading of the boxes ever differ from the one above).
     uint32_t largest = info->decode.width > info->decode.height ? info->decode.width : info->decode.height;
@@ -1404,6 +1678,9 @@ static int fill_planes(struct heif_image *image, tessera_heif_planes *planes, ch
 
 int tessera_heif_decode(tessera_heif *heif, int thumbnail, tessera_heif_planes *planes, char *message, size_t message_bytes) {
     struct heif_image_handle *handle = thumbnail && heif->thumbnail != NULL ? heif->thumbnail : heif->primary;
+    int of_thumbnail = handle == heif->thumbnail;
+    if (!data_agrees(heif, of_thumbnail ? heif->thumbnail_id : heif->primary_id,
+                     of_thumbnail ? heif->planned_thumbnail_bits : heif->planned_bits, 1, message, message_bytes)) return -1;
     struct heif_decoding_options *options = heif_decoding_options_alloc();
     if (options == NULL) { snprintf(message, message_bytes, "out of memory"); return -1; }
     options->convert_hdr_to_8bit = 1;
@@ -1434,7 +1711,9 @@ int tessera_heif_decode_tile(tessera_heif *heif, uint32_t column, uint32_t row, 
     }
     if (heif->row_images[column] != NULL) { heif_image_release(heif->row_images[column]); heif->row_images[column] = NULL; }
     size_t length = 0;
-    uint8_t *file = tile_file(heif, heif->meta, heif->tile_ids[row * heif->columns + column], &length, message, message_bytes);
+    uint32_t tile = heif->tile_ids[row * heif->columns + column];
+    if (!data_agrees(heif, tile, heif->planned_bits, 0, message, message_bytes)) return -1;
+    uint8_t *file = tile_file(heif, heif->meta, tile, &length, message, message_bytes);
     if (file == NULL) return -1;
     struct heif_context *context = heif_context_alloc();
     struct heif_image_handle *handle = NULL;
@@ -1488,6 +1767,7 @@ void tessera_heif_close(tessera_heif *heif) {
     free(heif->tile_ids);
     free(heif->meta);
     free(heif->meta_data);
+    free(heif->skip);
     if (heif->thumbnail != NULL) heif_image_handle_release(heif->thumbnail);
     if (heif->primary != NULL) heif_image_handle_release(heif->primary);
     if (heif->context != NULL) heif_context_free(heif->context);

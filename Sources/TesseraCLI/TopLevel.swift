@@ -3,7 +3,7 @@ import Tessera
 
 /// The version: the one place it is written (the package, the manual and `--version` read it
 /// here; CHANGELOG.md's newest heading must name it, which a test checks).
-public let tesseraVersion = "0.6.19"
+public let tesseraVersion = "0.6.20"
 /// When this version was made, for the manual page's header.
 public let tesseraReleaseDate = "2026-12-01"
 

@@ -1,6 +1,7 @@
 # HEIF files edited from heif-enc's: "hidden BIG SMALL OUT" puts BIG's parameter sets and picture
 # in SMALL's item, behind a 5,000-byte first NAL unit; "items SRC OUT N" adds N hidden Exif items
-# of a byte each; "meta SRC OUT N" adds an N-byte colour profile to ipco.
+# of a byte each; "extents SRC OUT N [E]" adds N Exif items describing the picture, each of E
+# (32) extents that are the whole file; "meta SRC OUT N" adds an N-byte colour profile to ipco.
 import struct, sys
 def boxes(data, start, end):
     out, at = [], start
@@ -130,6 +131,33 @@ else:
         data, iloc = grow_meta(data, [b"iloc"], b"".join(entry(i, moved) for i in range(n)))
         p = iloc[2] + 6
         data = data[:p] + struct.pack(">H", int.from_bytes(data[p:p + 2], "big") + n) + data[p + 2:]
+    elif mode == "extents":
+        # n Exif items more describing the picture (cdsc), each of `each` extents that are the
+        # whole file: libheif 1.15 reads every item's data whole to open the file, and keeps
+        # the metadata's, each x n times the file's size
+        n, each = int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 32
+        meta = [b for b in boxes(source, 0, len(source)) if b[0] == b"meta"][0]
+        assert child(source, meta, b"iref", 4) is None
+        pitm = child(source, meta, b"pitm", 4)
+        primary = int.from_bytes(source[pitm[2] + 4:pitm[2] + 6], "big")
+        iref = struct.pack(">I4sI", 12 + 14 * n, b"iref", 0) + b"".join(
+            struct.pack(">I4sHHH", 14, b"cdsc", 1000 + i, 1, primary) for i in range(n))
+        source, _ = grow_meta(source, [], iref)
+        iloc, version, osz, lsz, bsz, isz = iloc_layout(source)
+        assert version < 2 and lsz >= 4
+        infe = b"".join(struct.pack(">I4sI", 21, b"infe", (2 << 24) | 1) + struct.pack(">HH4s", 1000 + i, 0, b"Exif") + b"\0"
+                        for i in range(n))
+        entry = lambda i, length: (struct.pack(">H", 1000 + i) + (b"\0\0" if version else b"") + b"\0\0" + bytes(bsz)
+                                   + struct.pack(">H", each) + (bytes(isz) + bytes(osz) + length.to_bytes(lsz, "big")) * each)
+        total = len(source) + len(infe) + len(b"".join(entry(i, 0) for i in range(n)))
+        data, iinf = grow_meta(source, [b"iinf"], infe)
+        p = iinf[2]
+        assert data[p] == 0
+        data = data[:p + 4] + struct.pack(">H", int.from_bytes(data[p + 4:p + 6], "big") + n) + data[p + 6:]
+        data, iloc = grow_meta(data, [b"iloc"], b"".join(entry(i, total) for i in range(n)))
+        p = iloc[2] + 6
+        data = data[:p] + struct.pack(">H", int.from_bytes(data[p:p + 2], "big") + n) + data[p + 2:]
+        assert len(data) == total
     else:
         # a colour profile of n bytes in ipco, which libheif reads with the boxes
         n = int(sys.argv[4])

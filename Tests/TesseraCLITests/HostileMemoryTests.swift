@@ -267,6 +267,21 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
                    + "&& heif-enc -q 10 '\($0).big.png' -o '\($0).big.heic' && heif-enc -q 10 '\($0).small.png' -o '\($0).small.heic' "
                    + "&& python3 '\(heifEditor)' hidden '\($0).big.heic' '\($0).small.heic' '\($0)' && rm '\($0)'.big.* '\($0)'.small.*") == 0
         },
+        // libheif 1.15 reads every item's data whole to open a file, and keeps the metadata's:
+        // 250 Exif items describing the picture, each 32 extents that are the whole 75 KB file,
+        // took 596 MiB at 64M. Items whose data overlap past 16 times the file are refused.
+        HostileCase(name: "HEIC of 250 Exif items, each 32 extents of its whole 75 KB file", file: "extents.heic", budgetMiB: 64,
+                    saying: "items' data overlap") {
+            system("convert -size 64x64 xc:gray '\($0).png' && heif-enc -q 10 '\($0).png' -o '\($0).source.heic' "
+                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 250 && rm '\($0).png' '\($0).source.heic'") == 0
+        },
+        // Below that, what libheif would hold to open it is held to the budget: one Exif item of
+        // 15 extents that are each the whole 1.5 MB file took 55 MiB at 32M.
+        HostileCase(name: "HEIC of one Exif item of 15 extents of its whole 1.5 MB file, 32M", file: "extents15.heic", budgetMiB: 32,
+                    saying: "libheif reads every item's data whole") {
+            system("convert -size 1000x1000 xc: +noise Random '\($0).png' && heif-enc -q 95 '\($0).png' -o '\($0).source.heic' "
+                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 1 15 && rm '\($0).png' '\($0).source.heic'") == 0
+        },
         // libheif's parsing grows as the square of the items: 5,000 in a 110 KB file cost 2.2 s
         // of CPU, 10,000 9.3 s. Counted before libheif reads them.
         HostileCase(name: "HEIC of 5,000 hidden items", file: "items.heic", budgetMiB: 64, saying: "items, more than the 4096") {

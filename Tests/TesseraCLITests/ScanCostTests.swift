@@ -60,6 +60,60 @@ import Testing
         #expect(system("rm -rf '\(folder)'") == 0)
     }
 
+    /// A phone's HEIC (a grid of 512 px tiles with a 320 px thumbnail) is scanned from its boxes,
+    /// and drawn into small cells from its boxes and its thumbnail: neither reads its tiles.
+    /// libheif 1.15 reads every item's data to open a file, and the scan walked every tile's
+    /// data for parameter sets: 200 phone HEICs (417 MB) read 474 MiB from the disk to scan and
+    /// as much again to draw from their thumbnails (now 66 and 71 MiB, 58 of them the binary).
+    @Test func aPhonesHEICIsScannedAndDrawnSmallWithoutReadingItsTiles() throws {
+        guard access("/usr/bin/strace", X_OK) == 0 else {
+            Issue.record("strace is needed (apt-get install strace)")
+            return
+        }
+        let folder = testRoot + "/heic-reads-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkdir(folder, 0o755) == 0 && mkdir(folder + "/photos", 0o755) == 0)
+        defer { _ = system("rm -rf '\(folder)'") }
+        let photo = folder + "/photos/phone.heic"
+        #expect(system("cp '\(mixedFormatPhotos)/phone-1.heic' '\(photo)'") == 0)
+        let fileBytes = readFile(photo).count
+        try #require(fileBytes > 500_000)
+        /// The bytes the run of `arguments` read from the HEIC, by strace's account of its preads.
+        func bytesRead(_ arguments: [String]) -> Int {
+            let log = folder + "/strace.log"
+            let command = "strace -f -qq -y -s 0 -e trace=pread64,read -o '\(log)' '\(toolPath())' "
+                + arguments.map { "'\($0)'" }.joined(separator: " ") + " >/dev/null 2>&1"
+            #expect(system(command) == 0, "\(command)")
+            var total = 0
+            var pending: [Substring: Bool] = [:]  // a call of each thread waiting to be resumed
+            for line in String(decoding: readFile(log), as: UTF8.self).split(separator: "\n") {
+                let thread = line.prefix { $0 != " " }
+                let ofPhoto: Bool
+                if line.contains("resumed>") {
+                    ofPhoto = pending.removeValue(forKey: thread) ?? false
+                } else if line.hasSuffix("<unfinished ...>") {
+                    pending[thread] = line.contains("phone.heic>")
+                    continue
+                } else {
+                    ofPhoto = line.contains("phone.heic>")
+                }
+                let words = line.split(separator: " ")
+                if ofPhoto, words.count > 2, words[words.count - 2] == "=", let count = Int(words[words.count - 1]) { total += count }
+            }
+            return total
+        }
+        let scan = bytesRead(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--dry-run", "--cache-dir", folder + "/cache"])
+        let drawn = bytesRead(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--tile-size", "100", "--cache-dir",
+                               folder + "/cache", "--no-progress"])
+        print("a \(fileBytes)-byte phone HEIC: the scan read \(scan) bytes of it, drawing it from its thumbnail \(drawn)")
+        #expect(scan > 0 && scan < fileBytes / 10, "the scan read \(scan) of \(fileBytes) bytes")
+        #expect(drawn > 0 && drawn < fileBytes / 4, "drawing it small read \(drawn) of \(fileBytes) bytes")
+        // Drawn large, from its tiles, the tiles its cell crops are read (all but the two ends
+        // of the 3:2 picture in a square cell).
+        let whole = bytesRead(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--tile-size", "800", "--cache-dir",
+                               folder + "/cache", "--no-progress"])
+        #expect(whole >= fileBytes * 2 / 3, "drawing it large read \(whole) of \(fileBytes) bytes")
+    }
+
     /// A folder, a FIFO or a missing file as --target: exit 2 naming --target and the path,
     /// before any photo is read (nothing is written).
     @Test func targetThatIsNotAFile() throws {

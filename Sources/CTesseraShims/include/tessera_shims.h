@@ -400,6 +400,9 @@ typedef struct {
     uint32_t canvas_height;
     int32_t grid_orientation;  // the grid's irot and imir, in libheif's order, as an EXIF orientation (1..8)
     int32_t thumbnail_bits;    // the thumbnail's bits a sample: its handle's or its stream's, the larger
+    // What libheif 1.15 holds to open the file: it reads every item's data whole (the largest
+    // item, and the metadata it keeps). Set also when the open is refused for it.
+    uint64_t open_bytes;
 } tessera_heif_info;
 
 typedef struct {
@@ -413,7 +416,10 @@ typedef struct {
     int32_t y_stride, cb_stride, cr_stride, alpha_stride, alpha_bits;
 } tessera_heif_planes;
 
-tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, tessera_heif_info *info, char *message, size_t message_bytes);
+/// Opens the HEIF: NULL with `message` when it cannot be read, or when libheif would hold more
+/// than `open_limit` bytes to open it (`info->open_bytes` then says how much).
+tessera_heif *tessera_heif_open(int fd, uint64_t file_bytes, uint64_t open_limit, tessera_heif_info *info, char *message,
+                                size_t message_bytes);
 const uint8_t *tessera_heif_icc(tessera_heif *heif, size_t *length);
 /// Decodes the primary image (or the largest thumbnail) into its own planes, valid until the
 /// next decode, tessera_heif_release_image or close.

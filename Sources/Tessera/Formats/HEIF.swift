@@ -41,8 +41,24 @@ enum HEIFFormat: PhotoFormat {
     }
 
     static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader {
-        try HEIFReader(photo: photo).header
+        try scanHeader(of: photo, openBytes: decoderMemoryBytes)
     }
+
+    /// The scan's reading of `photo`, libheif let hold at most `openBytes` to open it
+    /// (scanOpenBytes), naming the budget that would let it (scanBudget).
+    static func scanHeader(of photo: PhotoFile, openBytes: Int) throws(TesseraError) -> PhotoHeader {
+        try HEIFReader(photo: photo, openLimitBytes: openBytes) { Int64(scanBudget(forOpenBytes: $0)) }.header
+    }
+
+    /// What a scan under `budgetBytes` lets libheif hold to open one HEIF: half of what the
+    /// budget leaves beside the process (the scan's other worker opens a small one beside it;
+    /// larger opens are one at a time), at least 1 MiB.
+    static func scanOpenBytes(budgetBytes: Int) -> Int {
+        max(HEIFReader.largeOpenBytes, (budgetBytes - RenderPlan.processAllowanceBytes) / 2)
+    }
+
+    /// The budget whose scan opens a HEIF holding `openBytes`.
+    static func scanBudget(forOpenBytes openBytes: Int) -> Int { 2 * openBytes + RenderPlan.processAllowanceBytes }
 
     /// The whole decode (`header.wholeImageBytes`), unless the thumbnail covers the cell: then
     /// it is drawn from that, which costs little.
@@ -67,7 +83,10 @@ enum HEIFFormat: PhotoFormat {
 
     static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
                        into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
-        try decoder.decodeHEIF(HEIFReader(photo: photo), into: cell)
+        let budget = decoder.budget
+        return try decoder.decodeHEIF(HEIFReader(photo: photo, openLimitBytes: budget.oneDecodeLimitBytes) {
+            budget.budgetToDraw(oneDecodeBytes: $0)
+        }, into: cell)
     }
 }
 
@@ -79,7 +98,16 @@ final class HEIFReader {
     /// libde265 for the same picture.
     let isAV1: Bool
 
-    init(photo: PhotoFile) throws(TesseraError) {
+    /// Opens that make libheif hold more than this are made one at a time (a scan's workers
+    /// each open a file; a phone's items are tiles of about 60 KB).
+    static let largeOpenBytes = 1 << 20
+    private static let largeOpens = Mutex()
+
+    /// Opens `photo`. libheif 1.15 reads every item's data whole to open a file (and keeps the
+    /// metadata's): past `openLimitBytes` the open is refused before libheif reads them, naming
+    /// the budget `advice` gives for those bytes (one Exif item of 15 extents that are each the
+    /// whole 1.5 MB file took 55 MiB at --max-memory 32M).
+    init(photo: PhotoFile, openLimitBytes: Int, advice: (Int) -> Int64) throws(TesseraError) {
         self.photo = photo
         var brand = [UInt8](repeating: 0, count: 12)
         let read = (try? brand.withUnsafeMutableBytes { bytes in
@@ -88,7 +116,21 @@ final class HEIFReader {
         isAV1 = read == 12 && (brand[8..<12].elementsEqual("avif".utf8) || brand[8..<12].elementsEqual("avis".utf8))
         var info = tessera_heif_info()
         var message = [CChar](repeating: 0, count: 200)
-        guard let heif = tessera_heif_open(photo.file.rawValue, UInt64(max(0, photo.fileBytes)), &info, &message, 200) else {
+        let limit = max(0, openLimitBytes)
+        let fileBytes = UInt64(max(0, photo.fileBytes))
+        var opened = tessera_heif_open(photo.file.rawValue, fileBytes, UInt64(min(limit, Self.largeOpenBytes)), &info, &message, 200)
+        if opened == nil && info.open_bytes > UInt64(min(limit, Self.largeOpenBytes)) {
+            let bytes = Int(clamping: info.open_bytes)
+            guard bytes <= limit else {
+                throw TesseraError.photoNeedsMemory(
+                    path: photo.path, reason: "libheif reads every item's data whole to open a HEIF, and this one's come to "
+                        + "\(formatBytes(Int64(bytes))), more than the memory budget leaves for it", budgetToDrawBytes: advice(bytes))
+            }
+            Self.largeOpens.lock()
+            opened = tessera_heif_open(photo.file.rawValue, fileBytes, UInt64(limit), &info, &message, 200)
+            Self.largeOpens.unlock()
+        }
+        guard let heif = opened else {
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")
         }
         self.heif = heif

@@ -31,7 +31,7 @@ import Glibc
 
 public final class HeaderIndex: ScanCache, @unchecked Sendable {
     /// Raised whenever header parsing changes what it finds: old entries are then ignored.
-    public static let headerParsingVersion: UInt32 = 10
+    public static let headerParsingVersion: UInt32 = 11
     /// The largest byte count an entry may give (minimum data, coefficients, DC decoder, whole
     /// image): 1 TiB, far past any image a header can describe (65,535 px square at 16 bytes a
     /// pixel is 64 GiB), and small enough that sums of a few cannot overflow.

@@ -122,6 +122,11 @@ final class PhotoFile {
     /// What the first bytes say (pread: no reader's position moves).
     func sniff() throws(TesseraError) -> Sniffed {
         var magic = [UInt8](repeating: 0, count: 64)
+        // Read without the kernel's read-ahead, which a first read starts at several times its
+        // size (320 KB of a phone's HEIC for these 64 bytes where a disk's read_ahead_kb is 8 MiB,
+        // when the scan of a HEIF reads 40 KB in all); the reads that follow have it back.
+        file.adviseRandomAccess(true)
+        defer { file.adviseRandomAccess(false) }
         let count = try magic.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in try file.read(into: bytes, at: 0) }
         }.get()

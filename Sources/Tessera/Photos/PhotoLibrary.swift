@@ -192,7 +192,9 @@ public struct PhotoLibrary: Sendable {
             }
         }
         let tiffTagBytes = memoryBudgetBytes.map { TIFFFormat.scanTagBytes(budgetBytes: $0) } ?? TIFFReader.mostTagBytes
-        var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes, ownOutputs: selection.includeOwnOutputs,
+        let heifOpenBytes = HEIFFormat.scanOpenBytes(budgetBytes: memoryBudgetBytes ?? decoderMemoryBytes)
+        var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes,
+                                  heifOpenBytes: heifOpenBytes, ownOutputs: selection.includeOwnOutputs,
                                   cancellation: cancellation, progress: progress, found: walk.found, cache: cache,
                                   builder: PhotoTable.Builder(temporaryDirectory: directory), skips: walk.skips)
         try walk.sorter.finish { (key: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) in
@@ -352,6 +354,8 @@ public struct PhotoLibrary: Sendable {
         let decoderMemoryBytes: Int
         /// The most a TIFF's tags may hold (TIFFFormat.scan).
         let tiffTagBytes: Int
+        /// The most libheif may hold to open a HEIF (HEIFFormat.scanHeader).
+        let heifOpenBytes: Int
         let ownOutputs: Bool
         let cancellation: RenderCancellation?
         let progress: (@Sendable (Int, Int) -> Void)?
@@ -372,12 +376,13 @@ public struct PhotoLibrary: Sendable {
         var pending: Candidate?
         var batch: [Candidate] = []
 
-        init(workers: Int, decoderMemoryBytes: Int, tiffTagBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
+        init(workers: Int, decoderMemoryBytes: Int, tiffTagBytes: Int, heifOpenBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
              progress: (@Sendable (Int, Int) -> Void)?, found: Int, cache: (any ScanCache)?, builder: PhotoTable.Builder,
              skips: SkipSink) throws(TesseraError) {
             self.workers = workers
             self.decoderMemoryBytes = decoderMemoryBytes
             self.tiffTagBytes = tiffTagBytes
+            self.heifOpenBytes = heifOpenBytes
             self.ownOutputs = ownOutputs
             self.cancellation = cancellation
             self.progress = progress
@@ -434,13 +439,15 @@ public struct PhotoLibrary: Sendable {
             }
             let misses = batch.indices.filter { known[$0] == nil }
             let files = misses.map { batch[$0].path }
-            let (decoderMemoryBytes, tiffTagBytes, ownOutputs, progress) = (self.decoderMemoryBytes, self.tiffTagBytes, self.ownOutputs, self.progress)
+            let (decoderMemoryBytes, tiffTagBytes, heifOpenBytes) = (self.decoderMemoryBytes, self.tiffTagBytes, self.heifOpenBytes)
+            let (ownOutputs, progress) = (self.ownOutputs, self.progress)
             let headersRead = AtomicCounter()
             let (before, total) = (done + batch.count - misses.count, self.total)
             if misses.count < batch.count { progress?(before, total) }
             let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
                 defer { progress?(before + headersRead.increment(), total) }
-                return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes, ownOutputs: ownOutputs)
+                return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes,
+                                 heifOpenBytes: heifOpenBytes, ownOutputs: ownOutputs)
             }
             if cancellation?.isCancelled == true { throw .cancelled }
             var read = [FileRead?](repeating: nil, count: batch.count)
@@ -705,7 +712,8 @@ public struct PhotoLibrary: Sendable {
     }
 
     /// The photo at `file`, or what else it is.
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, tiffTagBytes: Int, ownOutputs: Bool) -> FileRead {
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, tiffTagBytes: Int, heifOpenBytes: Int,
+                                  ownOutputs: Bool) -> FileRead {
         let path = file.display
         var read = FileRead(found: .success(.notAnImage))
         do {
@@ -730,6 +738,8 @@ public struct PhotoLibrary: Sendable {
                     return read
                 }
                 header = scanned
+            case .readable(let format) where format == .heif:
+                header = try HEIFFormat.scanHeader(of: opened, openBytes: heifOpenBytes)
             case .readable(let format):
                 header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
             case .ownOutput where ownOutputs:

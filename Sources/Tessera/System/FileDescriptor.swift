@@ -194,6 +194,14 @@ public struct FileDescriptor: Sendable {
         _ = valueOrErrno("posix_fadvise", path: path) { system_posix_fadvise(rawValue, off_t(offset), off_t(length), POSIX_FADV_DONTNEED) }
     }
 
+    /// posix_fadvise(2) POSIX_FADV_RANDOM (`true`) or POSIX_FADV_NORMAL: whether the kernel reads
+    /// ahead of this descriptor's reads. Advisory: failures are ignored.
+    func adviseRandomAccess(_ random: Bool) {
+        _ = valueOrErrno("posix_fadvise", path: path) {
+            system_posix_fadvise(rawValue, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_NORMAL)
+        }
+    }
+
     /// sync_file_range(2): starts writeback of the range, and with `wait` waits for it, so that
     /// the pages become clean and `dropCache` can release them.
     func flushRange(offset: Int64, length: Int64, wait: Bool) throws(TesseraError) {
