@@ -717,7 +717,7 @@ public struct PhotoLibrary: Sendable {
         let path = file.display
         var read = FileRead(found: .success(.notAnImage))
         do {
-            let opened = try PhotoFile.open(file)
+            let opened = try PhotoFile.open(file, headerOnly: true)
             (read.fileBytes, read.identity) = (opened.fileBytes, opened.identity)
             let header: PhotoHeader
             var isOwnOutput = false
