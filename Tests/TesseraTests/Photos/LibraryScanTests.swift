@@ -230,4 +230,55 @@ private func writeFile(bytes path: [UInt8], _ content: [UInt8]) {
         // The anonymous files leave no name behind in the temporary directory.
         #expect(scratch.contents().allSatisfy { $0.hasPrefix("photo-") || $0.hasPrefix("broken-") })
     }
+
+    /// A file opened for its header (a scan) is read without the kernel's read-ahead: only the
+    /// pages of what was read come into the page cache (past two 64 KB reads of a JPEG's start,
+    /// read-ahead had read 1.2 MB of a 2.7 MB phone JPEG where read_ahead_kb is 8 MiB).
+    @Test func aHeaderIsReadWithoutReadAhead() throws {
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let path = scratch.file("photo.jpg")
+        var bytes = [UInt8](repeating: 0x5A, count: 4 << 20)
+        bytes[0] = 0xFF; bytes[1] = 0xD8; bytes[2] = 0xFF
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        try #require(fd >= 0)
+        #expect(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
+        #expect(fsync(fd) == 0)
+        close(fd)
+        /// The file's pages in the page cache after `body` has read it.
+        func residentPages(_ body: (PhotoFile) throws(TesseraError) -> Void, headerOnly: Bool) throws -> Int {
+            let evict = open(path, O_RDONLY)
+            #expect(posix_fadvise(evict, 0, 0, POSIX_FADV_DONTNEED) == 0)
+            close(evict)
+            let photo = try PhotoFile.open(PathBytes(path), headerOnly: headerOnly)
+            try body(photo)
+            let pages = bytes.count / Int(getpagesize())
+            let view = open(path, O_RDONLY)
+            defer { close(view) }
+            let mapped = mmap(nil, bytes.count, PROT_READ, MAP_SHARED, view, 0)
+            try #require(mapped != MAP_FAILED)
+            defer { munmap(mapped, bytes.count) }
+            var resident = [UInt8](repeating: 0, count: pages)
+            #expect(mincore(mapped, bytes.count, &resident) == 0)
+            return resident.filter { $0 & 1 != 0 }.count
+        }
+        let reads = { (photo: PhotoFile) throws(TesseraError) -> Void in
+            _ = try photo.sniff()
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            for at in [0, 64 << 10] {
+                _ = try chunk.withUnsafeMutableBytes { buffer in
+                    Result { () throws(TesseraError) in try photo.file.read(into: buffer, at: Int64(at)) }
+                }.get()
+            }
+        }
+        // (A file system in memory keeps every page: this needs one on a disk.)
+        guard try residentPages({ _ in }, headerOnly: false) == 0 else {
+            Issue.record("\(scratch.path) keeps its pages (tmpfs?): set TMPDIR to a folder on a disk")
+            return
+        }
+        let header = try residentPages(reads, headerOnly: true)
+        let decode = try residentPages(reads, headerOnly: false)
+        print("two 64 KB reads of a 4 MiB file bring in \(header) pages for a header, \(decode) for a decode")
+        #expect(header <= (128 << 10) / Int(getpagesize()) + 2, "\(header) pages in the page cache")
+    }
 }
