@@ -23,7 +23,8 @@ let package = Package(
         .target(name: "CTesseraShims", dependencies: ["CJPEG", "CTesseraCodec"], path: "Sources/CTesseraShims",
                 linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("spng"),
                                  .linkedLibrary("webp"), .linkedLibrary("webpdemux"), .linkedLibrary("heif"),
-                                 .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff"), .linkedLibrary("dav1d")]),
+                                 .linkedLibrary("lcms2"), .linkedLibrary("gif"), .linkedLibrary("tiff"), .linkedLibrary("dav1d"),
+                                 .linkedLibrary("z")]),
         // The engine: photos in, stripes, encoder out. Never prints.
         .target(name: "Tessera", dependencies: ["CTesseraShims", "CTesseraCodec"], path: "Sources/Tessera"),
         // Command-line parsing and help, testable without running a process.

@@ -17,7 +17,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libjpeg62-turbo-dev libturbojpeg0-dev \
-    libspng-dev libwebp-dev libheif-dev libdav1d-dev liblcms2-dev libgif-dev libtiff-dev \
+    libspng-dev libwebp-dev libheif-dev libdav1d-dev liblcms2-dev libgif-dev libtiff-dev zlib1g-dev \
     libjpeg-turbo-progs libvips-tools openslide-tools imagemagick chromium libxml2 libheif-examples webp icc-profiles-free colord-data slurm-wlm parallel \
     zsh fish lintian debootstrap unzip libmagic1 strace bindfs >/dev/null
 # The tests' independent readers from PyPI: the IIIF validator, and tifffile for the TIFF

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <libheif/heif.h>
+#include <zlib.h>
 
 #include "tessera_shims.h"
 #include "tessera_private.h"
@@ -264,52 +265,103 @@ static int item_ispe(const struct meta_boxes *m, uint32_t id, uint32_t *width, u
     return 1;
 }
 
+/// 'iloc' read as libheif 1.15 reads it: an offset, length or base offset field of a size other
+/// than 4 or 8 is not read (taken as 0), and an extent's index only from version 2 (a file
+/// parsed otherwise here could have its data located, checked and counted elsewhere than where
+/// libheif reads it).
+struct iloc_cursor {
+    const struct meta_boxes *m;
+    size_t q, end;
+    int version, offset_size, length_size, base_size, index_size;
+    uint64_t items, item;
+    // The current item (iloc_next_item): its id, construction method, base offset, extents.
+    uint32_t id;
+    int method;
+    uint64_t base, extents, extent;
+};
+
+static int iloc_next_extent(struct iloc_cursor *c, uint64_t *offset, uint64_t *length);
+
+static int libheif_field(int size) { return size == 4 || size == 8 ? size : 0; }
+
+static int iloc_open(const struct meta_boxes *m, struct iloc_cursor *c) {
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    const uint8_t *d = m->data;
+    c->q = m->iloc;
+    c->end = m->iloc + m->iloc_size;
+    if (m->iloc_size < 8) return 0;
+    c->version = d[c->q];
+    c->offset_size = libheif_field(d[c->q + 4] >> 4);
+    c->length_size = libheif_field(d[c->q + 4] & 15);
+    c->base_size = libheif_field(d[c->q + 5] >> 4);
+    c->index_size = c->version > 1 ? libheif_field(d[c->q + 5] & 15) : 0;
+    c->q += 6;
+    if (!read_n(d, c->end, c->q, c->version < 2 ? 2 : 4, &c->items)) return 0;
+    c->q += c->version < 2 ? 2 : 4;
+    return 1;
+}
+
+/// The next item's entry (its extents then read with iloc_next_extent, or skipped). 0 at the
+/// end or where the box ends early.
+static int iloc_next_item(struct iloc_cursor *c) {
+    while (c->extent < c->extents) {  // extents not read
+        uint64_t offset, length;
+        if (!iloc_next_extent(c, &offset, &length)) return 0;
+    }
+    if (c->item == c->items) return 0;
+    c->item++;
+    const uint8_t *d = c->m->data;
+    uint64_t id = 0, method = 0;
+    if (!read_n(d, c->end, c->q, c->version < 2 ? 2 : 4, &id)) return 0;
+    c->q += c->version < 2 ? 2 : 4;
+    if (c->version == 1 || c->version == 2) {
+        if (!read_n(d, c->end, c->q, 2, &method)) return 0;
+        c->q += 2;
+    }
+    c->q += 2;  // data_reference_index
+    if (!read_n(d, c->end, c->q, c->base_size, &c->base)) return 0;
+    c->q += (size_t)c->base_size;
+    if (!read_n(d, c->end, c->q, 2, &c->extents)) return 0;
+    c->q += 2;
+    c->id = (uint32_t)id;
+    c->method = (int)(method & 15);
+    c->extent = 0;
+    return 1;
+}
+
+/// The current item's next extent: where it starts (the base offset added; in the file for
+/// method 0, in 'idat' for method 1) and how long it is. 0 past its last or where the box ends.
+static int iloc_next_extent(struct iloc_cursor *c, uint64_t *offset, uint64_t *length) {
+    if (c->extent == c->extents) return 0;
+    const uint8_t *d = c->m->data;
+    uint64_t extent_offset = 0;
+    c->q += (size_t)c->index_size;
+    if (!read_n(d, c->end, c->q, c->offset_size, &extent_offset)) return 0;
+    c->q += (size_t)c->offset_size;
+    if (!read_n(d, c->end, c->q, c->length_size, length)) return 0;
+    c->q += (size_t)c->length_size;
+    c->extent++;
+    *offset = c->base + extent_offset;
+    return *offset >= c->base;  // a sum past 2^64 wraps to a small offset: refused rather than read
+}
+
 /// The extents of item `id` in 'iloc' (the first `capacity` of them; `*count` is how many there
 /// are): where each starts, in the file (method 0) or in 'idat' (method 1, `*in_idat`), and how
 /// long it is (0: to the end of the file). 1 when the item was found.
 static int item_extents(const struct meta_boxes *m, uint32_t id, uint64_t *offsets, uint64_t *lengths, uint32_t capacity,
                         uint32_t *count, int *in_idat) {
-    const uint8_t *d = m->data;
-    size_t q = m->iloc, end = m->iloc + m->iloc_size;
-    if (m->iloc_size < 8) return 0;
-    int version = d[q];
-    q += 4;
-    int offset_size = d[q] >> 4, length_size = d[q] & 15, base_size = d[q + 1] >> 4;
-    int index_size = version >= 1 ? d[q + 1] & 15 : 0;
-    q += 2;
-    uint64_t items = 0;
-    if (!read_n(d, end, q, version < 2 ? 2 : 4, &items)) return 0;
-    q += version < 2 ? 2 : 4;
-    for (uint64_t i = 0; i < items; i++) {
-        uint64_t item = 0, method = 0, base = 0, extents = 0;
-        if (!read_n(d, end, q, version < 2 ? 2 : 4, &item)) return 0;
-        q += version < 2 ? 2 : 4;
-        if (version >= 1) { if (!read_n(d, end, q, 2, &method)) return 0; q += 2; }
-        q += 2;  // data_reference_index
-        if (!read_n(d, end, q, base_size, &base)) return 0;
-        q += (size_t)base_size;
-        if (!read_n(d, end, q, 2, &extents)) return 0;
-        q += 2;
-        for (uint64_t e = 0; e < extents; e++) {
-            uint64_t extent_offset = 0, extent_length = 0;
-            q += (size_t)index_size;
-            if (!read_n(d, end, q, offset_size, &extent_offset)) return 0;
-            q += (size_t)offset_size;
-            if (!read_n(d, end, q, length_size, &extent_length)) return 0;
-            q += (size_t)length_size;
-            if (item == id && e < capacity) {
-                // A sum past 2^64 wraps to a small offset: refused rather than read.
-                if (base + extent_offset < base) return 0;
-                offsets[e] = base + extent_offset;
-                lengths[e] = extent_length;
-            }
+    struct iloc_cursor c;
+    if (!iloc_open(m, &c)) return 0;
+    while (iloc_next_item(&c)) {
+        if (c.id != id) continue;
+        if (c.method > 1) return 0;
+        for (uint32_t e = 0; e < capacity && e < c.extents; e++) {
+            if (!iloc_next_extent(&c, &offsets[e], &lengths[e])) return 0;
         }
-        if (item == id) {
-            if ((method & 15) > 1) return 0;
-            *count = (uint32_t)(extents > 0xFFFF ? 0xFFFF : extents);
-            *in_idat = (method & 15) == 1;
-            return extents > 0;
-        }
+        *count = (uint32_t)c.extents;
+        *in_idat = c.method == 1;
+        return c.extents > 0;
     }
     return 0;
 }
@@ -901,8 +953,20 @@ static int listed(const uint32_t *sorted, size_t count, uint32_t id) {
     return bsearch(&id, sorted, count, sizeof id, compare_ids) != NULL;
 }
 
-/// The items of coded pictures (hvc1, av01) in 'iinf', up to `capacity`, sorted; how many.
-static size_t coded_items(const struct meta_boxes *m, uint32_t *ids, size_t capacity) {
+/// Whether an infe's 'mime' item, its strings from `at` to `end` (item name, content type,
+/// content encoding), is encoded "deflate" (which libheif 1.15 inflates as it opens the file).
+static int deflated(const uint8_t *d, size_t at, size_t end) {
+    for (int skip = 0; skip < 2; skip++) {
+        const uint8_t *zero = at < end ? memchr(d + at, 0, end - at) : NULL;
+        if (zero == NULL) return 0;
+        at = (size_t)(zero - d) + 1;
+    }
+    return end - at >= 7 && memcmp(d + at, "deflate", 7) == 0 && (end - at == 7 || d[at + 7] == 0);
+}
+
+/// The items in 'iinf' of coded pictures (hvc1, av01), or with `mime_deflated` of metadata
+/// libheif inflates, up to `capacity`, sorted; how many.
+static size_t items_of_kind(const struct meta_boxes *m, int mime_deflated, uint32_t *ids, size_t capacity) {
     size_t count = 0;
     if (m->iinf_size < 6) return 0;
     const uint8_t *d = m->data;
@@ -914,7 +978,10 @@ static size_t coded_items(const struct meta_boxes *m, uint32_t *ids, size_t capa
             int wide = d[q + 8] == 3;
             uint32_t item = wide ? be32(d + q + 12) : be16(d + q + 12);
             size_t at = q + 12 + (wide ? 4 : 2) + 2;
-            if (at + 4 <= q + size && (memcmp(d + at, "hvc1", 4) == 0 || memcmp(d + at, "av01", 4) == 0)) ids[count++] = item;
+            int kind = at + 4 <= q + size &&
+                       (mime_deflated ? memcmp(d + at, "mime", 4) == 0 && deflated(d, at + 4, q + size)
+                                      : memcmp(d + at, "hvc1", 4) == 0 || memcmp(d + at, "av01", 4) == 0);
+            if (kind) ids[count++] = item;
         }
         q += size;
     }
@@ -946,79 +1013,139 @@ static size_t describing_items(const struct meta_boxes *m, uint32_t *ids, size_t
 
 static uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
+#define TESSERA_HEIF_KEPT_BYTES (4u << 20)  // the most metadata libheif is let keep (a real file's Exif and XMP: KB)
+
+/// Feeds `length` bytes at `offset` of the file (or of 'idat') to `z`, counting what comes out
+/// in `*total`. Z_STREAM_END, an error, Z_OK when the input ran out, or Z_BUF_ERROR past `limit`.
+static int inflate_span(struct tessera_heif *heif, const struct meta_boxes *m, int in_idat, uint64_t offset, uint64_t length,
+                        z_stream *z, uint64_t limit, uint64_t *total) {
+    uint8_t in[16384], out[16384];
+    while (length > 0) {
+        size_t take = length < sizeof in ? (size_t)length : sizeof in;
+        if (in_idat) {
+            if (offset > m->idat_size || take > m->idat_size - offset) return Z_OK;  // libheif's bound is the box's
+            memcpy(in, m->data + m->idat + offset, take);
+        } else if (pread(heif->fd, in, take, (off_t)offset) != (ssize_t)take) {
+            return Z_OK;
+        }
+        offset += take;
+        length -= take;
+        z->next_in = in;
+        z->avail_in = (uInt)take;
+        while (z->avail_in > 0) {
+            z->next_out = out;
+            z->avail_out = sizeof out;
+            int result = inflate(z, Z_NO_FLUSH);
+            *total += sizeof out - z->avail_out;
+            if (result != Z_OK && result != Z_BUF_ERROR) return result;
+            if (*total > limit) return Z_BUF_ERROR;
+            if (result == Z_BUF_ERROR) break;  // (no progress: more input is needed)
+        }
+    }
+    return Z_OK;
+}
+
+/// What deflated metadata item `id` inflates to as libheif 1.15 inflates it (its data as
+/// libheif reads them, as one zlib stream), counted up to `limit` (more: past it); UINT64_MAX
+/// when the stream does not end within them (empty, or cut: libheif's open fails on it), and 0
+/// when zlib refuses it.
+static uint64_t inflated_bytes(struct tessera_heif *heif, const struct meta_boxes *m, uint32_t id, uint64_t limit) {
+    struct iloc_cursor c;
+    uint64_t total = 0, offset, length;
+    if (!iloc_open(m, &c)) return UINT64_MAX;
+    while (iloc_next_item(&c) && c.id != id) {}
+    if (c.id != id || c.method > 1) return UINT64_MAX;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK) return 0;
+    int result = Z_OK;
+    uint64_t source = c.method == 1 ? m->idat_size + 16 : (uint64_t)heif->file_bytes;
+    while (result == Z_OK && iloc_next_extent(&c, &offset, &length)) {
+        if (offset > source || length > source - offset) {
+            if (c.method == 0) { result = Z_OK; break; }  // libheif's read stops: it inflates nothing
+            continue;
+        }
+        result = inflate_span(heif, m, c.method == 1, offset, length, &z, limit, &total);
+    }
+    inflateEnd(&z);
+    if (result == Z_STREAM_END) return total;
+    if (result == Z_BUF_ERROR && total > limit) return total;
+    if (result == Z_OK) return UINT64_MAX;
+    return 0;
+}
+
 /// What libheif 1.15 holds while it opens the file (`*open_bytes`): it reads every item's data
-/// whole, an item at a time, up to 32 extents of up to the whole file each, and keeps the
-/// metadata's (a hostile 75 KB file made it allocate 596 MiB). The item that holds the most is
-/// `*largest`; every item's data come to `*all_bytes` (about the file's size, unless extents
-/// overlap). The coded pictures' extents in the file go to `heif->skip`. 0 when 'iloc' cannot
-/// be read.
-static int plan_open_reads(struct tessera_heif *heif, const struct meta_boxes *m, uint64_t *open_bytes, uint64_t *all_bytes,
-                           uint32_t *largest) {
+/// whole (a coded picture's after its decoder configuration's parameter sets, a deflated
+/// metadata item inflated), an item at a time, up to 32 extents of up to the whole file each,
+/// and keeps the metadata's (`*kept_bytes`; a hostile 75 KB file made it allocate 596 MiB).
+/// The item that holds the most is `*largest`; every item's data come to `*all_bytes` (about
+/// the file's size, unless extents overlap). The coded pictures' extents in the file go to
+/// `heif->skip`. 0 when 'iloc' cannot be read; -1 when a deflated item's stream stops early, -2
+/// when it inflates past TESSERA_HEIF_KEPT_BYTES (libheif inflates it whole, with no limit: 400
+/// KB took 530 MiB and 13 s).
+static int plan_open_reads(struct tessera_heif *heif, const struct meta_boxes *m, uint64_t *open_bytes, uint64_t *kept_bytes,
+                           uint64_t *all_bytes, uint32_t *largest) {
     static const size_t most = TESSERA_HEIF_ITEMS + 1;
-    uint32_t *coded = malloc(most * sizeof *coded), *kept = malloc(most * sizeof *kept);
+    uint32_t *coded = malloc(most * sizeof *coded), *kept = malloc(most * sizeof *kept), *packed = malloc(most * sizeof *packed);
     struct extent *skip = NULL;
     size_t skips = 0, skip_capacity = 0;
-    uint64_t largest_bytes = 0, kept_bytes = 0;
-    int ok = coded != NULL && kept != NULL;
-    size_t coded_count = ok ? coded_items(m, coded, most) : 0, kept_count = ok ? describing_items(m, kept, most) : 0;
-    const uint8_t *d = m->data;
-    size_t q = m->iloc, end = m->iloc + m->iloc_size;
-    uint64_t items = 0;
-    int version = 0, offset_size = 0, length_size = 0, base_size = 0, index_size = 0;
-    if (ok && m->iloc_size >= 8) {
-        version = d[q];
-        offset_size = d[q + 4] >> 4; length_size = d[q + 4] & 15; base_size = d[q + 5] >> 4;
-        index_size = version >= 1 ? d[q + 5] & 15 : 0;
-        q += 6;
-        ok = read_n(d, end, q, version < 2 ? 2 : 4, &items);
-        q += version < 2 ? 2 : 4;
-    }
-    for (uint64_t i = 0; ok && i < items; i++) {
-        uint64_t item = 0, method = 0, base = 0, extents = 0, total = 0;
-        ok = read_n(d, end, q, version < 2 ? 2 : 4, &item);
-        q += version < 2 ? 2 : 4;
-        if (ok && version >= 1) { ok = read_n(d, end, q, 2, &method); q += 2; }
-        q += 2;  // data_reference_index
-        ok = ok && read_n(d, end, q, base_size, &base);
-        q += (size_t)base_size;
-        ok = ok && read_n(d, end, q, 2, &extents);
-        q += 2;
-        int is_coded = listed(coded, coded_count, (uint32_t)item), is_kept = kept_count == SIZE_MAX || listed(kept, kept_count, (uint32_t)item);
-        int reading = 1;  // libheif stops at the first extent outside its source
-        for (uint64_t e = 0; ok && e < extents; e++) {
-            uint64_t offset = 0, length = 0;
-            q += (size_t)index_size;
-            ok = read_n(d, end, q, offset_size, &offset);
-            q += (size_t)offset_size;
-            ok = ok && read_n(d, end, q, length_size, &length);
-            q += (size_t)length_size;
-            uint64_t source = (method & 15) == 1 ? m->idat_size : (uint64_t)heif->file_bytes, at = saturating_add(base, offset);
-            if (!ok || !reading || at > source || length > source - at) { reading = 0; continue; }
+    uint64_t largest_bytes = 0;
+    int ok = coded != NULL && kept != NULL && packed != NULL;
+    size_t coded_count = ok ? items_of_kind(m, 0, coded, most) : 0, kept_count = ok ? describing_items(m, kept, most) : 0;
+    size_t packed_count = ok ? items_of_kind(m, 1, packed, most) : 0;
+    struct iloc_cursor c;
+    ok = ok && iloc_open(m, &c);
+    while (ok && iloc_next_item(&c)) {
+        int is_coded = listed(coded, coded_count, c.id), is_kept = kept_count == SIZE_MAX || listed(kept, kept_count, c.id);
+        uint64_t total = 0, offset, length;
+        // A coded picture's data follow its hvcC's parameter sets (each with a 4-byte length
+        // where hvcC gives 2) or its av1C's OBUs.
+        size_t at, size;
+        if (is_coded && item_property(m, c.id, "hvcC", &at, &size)) total = 2 * (uint64_t)size;
+        else if (is_coded && item_property(m, c.id, "av1C", &at, &size)) total = size;
+        // libheif stops at the first extent outside the file (and the open fails); one outside
+        // 'idat' it leaves out, and reads on.
+        uint64_t source = c.method == 1 ? m->idat_size + 16 : (uint64_t)heif->file_bytes;
+        int reading = 1;
+        while (iloc_next_extent(&c, &offset, &length)) {
+            if (!reading || offset > source || length > source - offset) {
+                if (c.method == 0) reading = 0;
+                continue;
+            }
             total = saturating_add(total, length);
-            if (is_coded && (method & 15) == 0 && length > 0 && e < 32) {
+            if (is_coded && c.method == 0 && length > 0 && c.extent <= 32) {
                 if (skips == skip_capacity) {
                     skip_capacity = skip_capacity ? skip_capacity * 2 : 64;
                     struct extent *grown = realloc(skip, skip_capacity * sizeof *skip);
                     if (grown == NULL) { ok = 0; break; }
                     skip = grown;
                 }
-                skip[skips++] = (struct extent){ at, length };
+                skip[skips++] = (struct extent){ offset, length };
             }
         }
+        *all_bytes = saturating_add(*all_bytes, total);
         // (libheif grows the item's buffer extent by extent: doubling, it holds the old one
         // beside the new, up to twice the data.)
-        uint64_t held = extents > 1 ? saturating_add(total, total) : total;
-        if (held > largest_bytes) { largest_bytes = held; *largest = (uint32_t)item; }
-        *all_bytes = saturating_add(*all_bytes, total);
-        if (is_kept) kept_bytes = saturating_add(kept_bytes, total);
+        uint64_t held = c.extents > 1 ? saturating_add(total, total) : total;
+        if (listed(packed, packed_count, c.id)) {
+            // (Measured on a cursor of its own: this one's place is kept.)
+            uint64_t inflated = inflated_bytes(heif, m, c.id, TESSERA_HEIF_KEPT_BYTES);
+            if (inflated == UINT64_MAX) { *largest = c.id; ok = -1; break; }
+            if (inflated > TESSERA_HEIF_KEPT_BYTES) { *largest = c.id; ok = -2; break; }
+            held = saturating_add(held, inflated);
+            total = inflated;
+        }
+        if (held > largest_bytes) { largest_bytes = held; *largest = c.id; }
+        if (is_kept) *kept_bytes = saturating_add(*kept_bytes, total);
     }
     free(coded);
     free(kept);
-    if (!ok) { free(skip); return 0; }
+    free(packed);
+    if (ok != 1) { free(skip); return ok; }
     qsort(skip, skips, sizeof *skip, compare_extents);
     heif->skip = skip;
     heif->skips = skips;
-    *open_bytes = saturating_add(largest_bytes, kept_bytes);
+    *open_bytes = saturating_add(largest_bytes, *kept_bytes);
     return 1;
 }
 
@@ -1053,11 +1180,21 @@ static int meta_acceptable(struct tessera_heif *heif, uint64_t open_limit, tesse
         return 0;
     }
     uint32_t largest = 0;
-    uint64_t all_bytes = 0, open_bytes = 0;
-    int planned = plan_open_reads(heif, &m, &open_bytes, &all_bytes, &largest);
+    uint64_t all_bytes = 0, open_bytes = 0, kept_bytes = 0;
+    int planned = plan_open_reads(heif, &m, &open_bytes, &kept_bytes, &all_bytes, &largest);
     free(data);
-    if (!planned) {
+    if (planned == 0) {
         snprintf(message, message_bytes, "its item locations (iloc) cannot be read");
+        return 0;
+    }
+    if (planned < 0) {
+        snprintf(message, message_bytes, planned == -1 ? "its compressed metadata (item %u) stops before its end"
+                 : "its compressed metadata (item %u) inflates to more than 4 MiB, which libheif would hold whole", largest);
+        return 0;
+    }
+    if (kept_bytes > TESSERA_HEIF_KEPT_BYTES) {
+        snprintf(message, message_bytes, "its metadata items hold %llu KiB, which libheif keeps in memory with the picture: "
+                 "more than the %u MiB Tessera lets it", (unsigned long long)(kept_bytes >> 10), TESSERA_HEIF_KEPT_BYTES >> 20);
         return 0;
     }
     // Items seldom share bytes (a layered AVIF's items for each layer share the picture's: 2.6
@@ -1366,20 +1503,25 @@ static int data_agrees(struct tessera_heif *heif, uint32_t id, int planned_bits,
     static const uint32_t most = 4096;  // libheif 1.15 allows no more references an item
     const struct meta_boxes *m = heif->meta;
     if (m == NULL) { snprintf(message, message_bytes, "its item boxes (meta) were not kept"); return 0; }
-    uint32_t *items = malloc((most + 8) * sizeof *items), count = 1;
+    uint32_t *items = malloc(9 * most * sizeof *items), count = 0, parts[9] = { id }, part_count = 1;
     if (items == NULL) { snprintf(message, message_bytes, "out of memory"); return 0; }
-    char type[4];
-    items[0] = id;
-    if (with_parts && item_type(m, id, type) && memcmp(type, "grid", 4) == 0) {
-        count = item_references(m, id, "dimg", items, most);
-        if (count > most) count = most;
+    if (with_parts) part_count += items_referring(m, id, "auxl", parts + 1, 8);
+    for (uint32_t p = 0; p < part_count; p++) {
+        // A grid's tiles (an alpha plane of a tiled picture is a grid too).
+        char type[4];
+        uint32_t tiles = 1;
+        if (with_parts && item_type(m, parts[p], type) && memcmp(type, "grid", 4) == 0) {
+            tiles = item_references(m, parts[p], "dimg", items + count, most);
+            if (tiles > most) tiles = most;
+        } else {
+            items[count] = parts[p];
+        }
+        count += tiles;
     }
-    if (with_parts) count += items_referring(m, id, "auxl", items + count, 8);
     int agrees = 1, saved_bits = heif->coded_bits;
+    qsort(items, count, sizeof *items, compare_ids);
     for (uint32_t i = 0; i < count && agrees; i++) {
-        int seen = 0;
-        for (uint32_t j = 0; j < i && !seen; j++) seen = items[j] == items[i];
-        if (seen) continue;
+        if (i > 0 && items[i] == items[i - 1]) continue;  // (a tile may be referenced many times)
         uint32_t box_w = 0, box_h = 0, data_w = 0, data_h = 0, shown_w, shown_h;
         heif->coded_bits = 0;
         heif->walk_data = 0;

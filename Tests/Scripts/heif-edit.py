@@ -1,7 +1,8 @@
 # HEIF files edited from heif-enc's: "hidden BIG SMALL OUT" puts BIG's parameter sets and picture
 # in SMALL's item, behind a 5,000-byte first NAL unit; "items SRC OUT N" adds N hidden Exif items
-# of a byte each; "extents SRC OUT N [E]" adds N Exif items describing the picture, each of E
-# (32) extents that are the whole file; "meta SRC OUT N" adds an N-byte colour profile to ipco.
+# of a byte each; "extents SRC OUT N [E] [D]" adds N Exif items, describing the picture unless D
+# is 0, each of E (32) extents that are the whole file; "meta SRC OUT N" adds an N-byte colour
+# profile to ipco.
 import struct, sys
 def boxes(data, start, end):
     out, at = [], start
@@ -136,13 +137,14 @@ else:
         # whole file: libheif 1.15 reads every item's data whole to open the file, and keeps
         # the metadata's, each x n times the file's size
         n, each = int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 32
+        describing = len(sys.argv) <= 6 or sys.argv[6] != "0"
         meta = [b for b in boxes(source, 0, len(source)) if b[0] == b"meta"][0]
         assert child(source, meta, b"iref", 4) is None
         pitm = child(source, meta, b"pitm", 4)
         primary = int.from_bytes(source[pitm[2] + 4:pitm[2] + 6], "big")
         iref = struct.pack(">I4sI", 12 + 14 * n, b"iref", 0) + b"".join(
             struct.pack(">I4sHHH", 14, b"cdsc", 1000 + i, 1, primary) for i in range(n))
-        source, _ = grow_meta(source, [], iref)
+        if describing: source, _ = grow_meta(source, [], iref)
         iloc, version, osz, lsz, bsz, isz = iloc_layout(source)
         assert version < 2 and lsz >= 4
         infe = b"".join(struct.pack(">I4sI", 21, b"infe", (2 << 24) | 1) + struct.pack(">HH4s", 1000 + i, 0, b"Exif") + b"\0"

@@ -176,6 +176,13 @@ open(sys.argv[1], "wb").write(f + b"\\0" * (at - len(f)) + ifd + b"\\0" * 4)
 /// hidden behind a long first unit, thousands of items, a large profile in the boxes).
 private let heifEditor = repositoryRoot + "/Tests/Scripts/heif-edit.py"
 
+/// Tests/Scripts/heif-items.py: HEIF files whose items make libheif allocate as it opens them.
+private func heifItems(_ mode: String, _ path: String, _ arguments: String = "") -> Bool {
+    system("convert -size 64x64 xc:gray '\(path).png' && heif-enc -q 10 '\(path).png' -o '\(path).source.heic' && python3 "
+           + "'\(repositoryRoot)/Tests/Scripts/heif-items.py' \(mode) '\(path).source.heic' '\(path)' \(arguments) "
+           + "&& rm '\(path).png' '\(path).source.heic'") == 0
+}
+
 /// A folder with the hostile file `name` (made by `make`, given its path) and one valid photo.
 private func hostileFolder(_ name: String, _ make: (String) -> Bool) -> String? {
     let folder = testRoot + "/hostile-\(UInt32.random(in: 0...UInt32.max))"
@@ -269,19 +276,40 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         },
         // libheif 1.15 reads every item's data whole to open a file, and keeps the metadata's:
         // 250 Exif items describing the picture, each 32 extents that are the whole 75 KB file,
-        // took 596 MiB at 64M. Items whose data overlap past 16 times the file are refused.
+        // took 596 MiB at 64M. Metadata past 4 MiB is refused; so are items whose data overlap
+        // past 16 times the file, metadata or not.
+        HostileCase(name: "HEIC of 250 Exif items describing it, each 32 extents of its whole 75 KB file", file: "extents.heic",
+                    budgetMiB: 64, saying: "metadata items hold") {
+            system("convert -size 64x64 xc:gray '\($0).png' && heif-enc -q 10 '\($0).png' -o '\($0).source.heic' "
+                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 250 && rm '\($0).png' '\($0).source.heic'") == 0
+        },
         HostileCase(name: "HEIC of 250 Exif items, each 32 extents of its whole 75 KB file", file: "extents.heic", budgetMiB: 64,
                     saying: "items' data overlap") {
             system("convert -size 64x64 xc:gray '\($0).png' && heif-enc -q 10 '\($0).png' -o '\($0).source.heic' "
-                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 250 && rm '\($0).png' '\($0).source.heic'") == 0
+                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 250 32 0 && rm '\($0).png' '\($0).source.heic'") == 0
         },
         // Below that, what libheif would hold to open it is held to the budget: one Exif item of
         // 15 extents that are each the whole 1.5 MB file took 55 MiB at 32M.
         HostileCase(name: "HEIC of one Exif item of 15 extents of its whole 1.5 MB file, 32M", file: "extents15.heic", budgetMiB: 32,
                     saying: "libheif reads every item's data whole") {
             system("convert -size 1000x1000 xc: +noise Random '\($0).png' && heif-enc -q 95 '\($0).png' -o '\($0).source.heic' "
-                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 1 15 && rm '\($0).png' '\($0).source.heic'") == 0
+                   + "&& python3 '\(heifEditor)' extents '\($0).source.heic' '\($0)' 1 15 0 && rm '\($0).png' '\($0).source.heic'") == 0
         },
+        // What else libheif 1.15 reads at its open, counted as it counts it (Tests/Scripts/
+        // heif-items.py; each took about 500 MiB at 64M): an XMP item compressed with deflate,
+        // inflated whole (400 MiB in 408 KB)...
+        HostileCase(name: "HEIC whose XMP item inflates to 400 MiB", file: "deflate.heic", budgetMiB: 64,
+                    saying: "inflates to more than 4 MiB") { heifItems("deflate", $0, "400") },
+        // ...the parameter sets of an item's hvcC, put before its data (150 items of none sharing
+        // one hvcC of 3.5 MiB, kept as metadata)...
+        HostileCase(name: "HEIC of 150 items sharing a 3.5 MiB hvcC", file: "hvcc.heic", budgetMiB: 64,
+                    saying: "metadata items hold") { heifItems("hvcc", $0, "150 3.5") },
+        // ...an idat item's extents after one outside the idat, which libheif leaves out and reads on...
+        HostileCase(name: "HEIC of 4 idat items of 31 extents each after a bad one", file: "idat.heic", budgetMiB: 64,
+                    saying: "metadata items hold") { heifItems("idat", $0, "4000000 4") },
+        // ...and an iloc of version 1 with an index size, which libheif reads no index for.
+        HostileCase(name: "HEIC whose iloc version 1 has an index size", file: "v1index.heic", budgetMiB: 64,
+                    saying: "libheif reads every item's data whole") { heifItems("v1index", $0, "4000000") },
         // libheif's parsing grows as the square of the items: 5,000 in a 110 KB file cost 2.2 s
         // of CPU, 10,000 9.3 s. Counted before libheif reads them.
         HostileCase(name: "HEIC of 5,000 hidden items", file: "items.heic", budgetMiB: 64, saying: "items, more than the 4096") {
@@ -433,6 +461,20 @@ struct HostileCase: CustomTestStringConvertible, Sendable {
         }
         #expect(run.peakBytes <= (hostile.budgetMiB << 20) + hostileSlackBytes,
                 "\(hostile.name): peak \(run.peakMiB) MiB over \(hostile.budgetMiB) MiB and the slack")
+    }
+
+    /// A grid whose alpha plane is a grid of its own (how a tiled picture with alpha is
+    /// written): its tiles' and its alpha tiles' data are read through before libheif decodes
+    /// them, and it is drawn (the alpha grid was taken for a coded picture: a placeholder).
+    @Test func aGridWhoseAlphaIsAGridIsDrawn() throws {
+        guard let folder = hostileFolder("gridalpha.heic", { heifItems("gridalpha", $0) }) else {
+            Issue.record("could not make the file")
+            return
+        }
+        defer { _ = system("rm -rf '\(folder)'") }
+        let run = runMeasured(["grid", folder + "/photos", "-o", folder + "/out.jpg", "--tile-size", "100", "--max-memory", "64M",
+                               "--no-progress", "--temp-dir", folder])
+        #expect(run.exitCode == 0 && !run.output.contains("warning"), "\(run.output)")
     }
 
     /// The same TIFF of 61.5 MiB of tags, three copies, under a budget that holds one: each is

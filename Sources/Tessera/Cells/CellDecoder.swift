@@ -126,7 +126,10 @@ public struct CellDecoder: Sendable {
 
     private func decodeUncancelled(file: PathBytes, into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let photo = try PhotoFile.open(file)
-        switch try photo.sniff() {
+        let sniffed = try photo.sniff()
+        if case .readable(let format) = sniffed { photo.readAhead(Formats.reader(for: format).readsAhead(decoding: true)) }
+        else { photo.readAhead(true) }
+        switch sniffed {
         case .readable(let format): return try Formats.reader(for: format).decode(photo, with: self, into: cell)
         case .unreadable(let name):
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "\(name), which Tessera does not read")

@@ -44,10 +44,18 @@ enum HEIFFormat: PhotoFormat {
         try scanHeader(of: photo, openBytes: decoderMemoryBytes)
     }
 
+    /// The boxes, a few small items, and at a decode the items it decodes, each read whole.
+    static func readsAhead(decoding: Bool) -> Bool { false }
+
+    static func scanHeader(of photo: PhotoFile, decoderMemoryBytes: Int, openBytes: Int) throws(TesseraError) -> PhotoHeader {
+        try scanHeader(of: photo, openBytes: openBytes)
+    }
+
     /// The scan's reading of `photo`, libheif let hold at most `openBytes` to open it
     /// (scanOpenBytes), naming the budget that would let it (scanBudget).
     static func scanHeader(of photo: PhotoFile, openBytes: Int) throws(TesseraError) -> PhotoHeader {
-        try HEIFReader(photo: photo, openLimitBytes: openBytes) { Int64(scanBudget(forOpenBytes: $0)) }.header
+        try HEIFReader(photo: photo, openLimitBytes: openBytes, advice: { Int64(scanBudget(forOpenBytes: $0)) },
+                       large: { _, open in HEIFReader.largeOpens.withLock { open() } }).header
     }
 
     /// What a scan under `budgetBytes` lets libheif hold to open one HEIF: half of what the
@@ -84,9 +92,9 @@ enum HEIFFormat: PhotoFormat {
     static func decode(_ photo: PhotoFile, with decoder: CellDecoder,
                        into cell: UnsafeMutableRawBufferPointer) throws(TesseraError) -> DecodeNotes {
         let budget = decoder.budget
-        return try decoder.decodeHEIF(HEIFReader(photo: photo, openLimitBytes: budget.oneDecodeLimitBytes) {
-            budget.budgetToDraw(oneDecodeBytes: $0)
-        }, into: cell)
+        return try decoder.decodeHEIF(HEIFReader(photo: photo, openLimitBytes: budget.oneDecodeLimitBytes,
+                                                 advice: { budget.budgetToDraw(oneDecodeBytes: $0) },
+                                                 large: { bytes, open in budget.admitted(bytes: bytes) { open() } }), into: cell)
     }
 }
 
@@ -98,16 +106,18 @@ final class HEIFReader {
     /// libde265 for the same picture.
     let isAV1: Bool
 
-    /// Opens that make libheif hold more than this are made one at a time (a scan's workers
+    /// Opens that make libheif hold more than this are made through `large` (a scan's workers
     /// each open a file; a phone's items are tiles of about 60 KB).
     static let largeOpenBytes = 1 << 20
-    private static let largeOpens = Mutex()
+    static let largeOpens = Mutex()
 
     /// Opens `photo`. libheif 1.15 reads every item's data whole to open a file (and keeps the
     /// metadata's): past `openLimitBytes` the open is refused before libheif reads them, naming
     /// the budget `advice` gives for those bytes (one Exif item of 15 extents that are each the
-    /// whole 1.5 MB file took 55 MiB at --max-memory 32M).
-    init(photo: PhotoFile, openLimitBytes: Int, advice: (Int) -> Int64) throws(TesseraError) {
+    /// whole 1.5 MB file took 55 MiB under a 32 MiB budget); past `largeOpenBytes` it is made
+    /// inside `large` (given the bytes: one at a time at a scan, admitted by a render's budget).
+    init(photo: PhotoFile, openLimitBytes: Int, advice: (Int) -> Int64,
+         large: (Int, () -> OpaquePointer?) -> OpaquePointer?) throws(TesseraError) {
         self.photo = photo
         var brand = [UInt8](repeating: 0, count: 12)
         let read = (try? brand.withUnsafeMutableBytes { bytes in
@@ -126,9 +136,7 @@ final class HEIFReader {
                     path: photo.path, reason: "libheif reads every item's data whole to open a HEIF, and this one's come to "
                         + "\(formatBytes(Int64(bytes))), more than the memory budget leaves for it", budgetToDrawBytes: advice(bytes))
             }
-            Self.largeOpens.lock()
-            opened = tessera_heif_open(photo.file.rawValue, fileBytes, UInt64(limit), &info, &message, 200)
-            Self.largeOpens.unlock()
+            opened = large(bytes) { tessera_heif_open(photo.file.rawValue, fileBytes, UInt64(limit), &info, &message, 200) }
         }
         guard let heif = opened else {
             throw TesseraError.unreadablePhoto(path: photo.path, reason: "HEIF: \(cMessage(message))")

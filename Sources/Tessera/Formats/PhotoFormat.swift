@@ -19,6 +19,14 @@ protocol PhotoFormat {
     static func sniff(_ bytes: [UInt8]) -> Sniffed?
     /// The header of an opened photo. `decoderMemoryBytes` caps what the reader may allocate.
     static func header(of photo: PhotoFile, decoderMemoryBytes: Int) throws(TesseraError) -> PhotoHeader
+    /// The header as a scan reads it: `openBytes` caps what a library may hold whole to open
+    /// the file under the scan's budget (`header` by default).
+    static func scanHeader(of photo: PhotoFile, decoderMemoryBytes: Int, openBytes: Int) throws(TesseraError) -> PhotoHeader
+    /// Whether the kernel should read ahead of this reader's reads (`PhotoFile.readAhead`), at
+    /// a decode or at a scan: not where it reads a few places (a JPEG's header; a HEIF's boxes
+    /// and whole items), where read-ahead only reads what is not needed; yes where it walks
+    /// the file (a PNG's chunks) or decodes it from start to end (the default).
+    static func readsAhead(decoding: Bool) -> Bool
     /// What drawing the photo into a `cellWidth` x `cellHeight` cell must hold at once that
     /// can neither stream nor spill: the figure the plan leaves room for, the mosaic admits
     /// photos by, and the decoder checks before it allocates. 0 for formats that stream.
@@ -30,6 +38,10 @@ protocol PhotoFormat {
 
 extension PhotoFormat {
     static var kinds: String { format.rawValue }
+    static func scanHeader(of photo: PhotoFile, decoderMemoryBytes: Int, openBytes: Int) throws(TesseraError) -> PhotoHeader {
+        try header(of: photo, decoderMemoryBytes: decoderMemoryBytes)
+    }
+    static func readsAhead(decoding: Bool) -> Bool { true }
 }
 
 /// What a file's first bytes say it is.

@@ -85,23 +85,17 @@ final class PhotoFile {
     let fileBytes: Int64
     /// The opened file's device and inode.
     let identity: OutputDestination.Identity
-    /// Opened for its header only (a scan): read without the kernel's read-ahead, which past two
-    /// reads of a JPEG's first 64 KB had read 1.2 MB of a 2.7 MB phone JPEG (where a disk's
-    /// read_ahead_kb is 8 MiB): 200 of them read 241 MiB to scan, now 7 to 11.
-    let headerOnly: Bool
 
-    private init(path: String, file: FileDescriptor, fileBytes: Int64, identity: OutputDestination.Identity, headerOnly: Bool) {
+    private init(path: String, file: FileDescriptor, fileBytes: Int64, identity: OutputDestination.Identity) {
         self.path = path
         self.file = file
         self.fileBytes = fileBytes
         self.identity = identity
-        self.headerOnly = headerOnly
-        if headerOnly { file.adviseRandomAccess(true) }
     }
 
     /// Opens the file at `bytes` (a regular file only: FIFOs and devices are refused before any
-    /// read; any name the kernel allows), to read its header only or to decode it.
-    static func open(_ bytes: PathBytes, headerOnly: Bool = false) throws(TesseraError) -> PhotoFile {
+    /// read; any name the kernel allows).
+    static func open(_ bytes: PathBytes) throws(TesseraError) -> PhotoFile {
         let path = bytes.display
         let (file, info) = try FileDescriptor.openRegularFileForReading(bytes)
         let fileBytes = Int64(info.st_size)
@@ -116,8 +110,7 @@ final class PhotoFile {
                     + "(not a photo: a damaged or hostile file)")
         }
         return PhotoFile(path: path, file: file, fileBytes: fileBytes,
-                         identity: OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
-                         headerOnly: headerOnly)
+                         identity: OutputDestination.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
     }
 
     deinit {
@@ -126,17 +119,29 @@ final class PhotoFile {
         file.close()
     }
 
-    /// What the first bytes say (pread: no reader's position moves).
+    /// What the first bytes say (pread: no reader's position moves). Read without the kernel's
+    /// read-ahead, which stays off until `readAhead` (a first read starts it at several times
+    /// its size, and the reads after it grow it: 320 KB of a phone's HEIC for these 64 bytes
+    /// where a disk's read_ahead_kb is 8 MiB, when its scan reads 40 KB in all).
     func sniff() throws(TesseraError) -> Sniffed {
         var magic = [UInt8](repeating: 0, count: 64)
-        // Read without the kernel's read-ahead, which a first read starts at several times its
-        // size (320 KB of a phone's HEIC for these 64 bytes where a disk's read_ahead_kb is 8 MiB,
-        // when the scan of a HEIF reads 40 KB in all); a decode's reads that follow have it back.
         file.adviseRandomAccess(true)
-        defer { if !headerOnly { file.adviseRandomAccess(false) } }
         let count = try magic.withUnsafeMutableBytes { bytes in
             Result { () throws(TesseraError) in try file.read(into: bytes, at: 0) }
         }.get()
         return Sniffed(startingWith: Array(magic[0..<count]))
+    }
+
+    /// After `sniff`: whether the reads that follow have the kernel's read-ahead. Where a reader
+    /// reads a few places (a JPEG's or a HEIF's header, at a scan; a HEIF's items, which it
+    /// reads whole), not: two reads of a JPEG's first 64 KB had read 1.2 MB of a 2.7 MB phone
+    /// JPEG (200 of them: 241 MiB to scan, now 7 to 11). Where it walks the file (a PNG's
+    /// chunks, every 8 KB) or decodes it, it has: the sniffed page is dropped, so that the
+    /// reader's first read starts read-ahead as on a file never read (with page 0 kept and no
+    /// read-ahead begun, each chunk header of a PNG was a read from the disk of its own).
+    func readAhead(_ on: Bool) {
+        guard on else { return }
+        file.adviseRandomAccess(false)
+        file.dropCache(offset: 0, length: Int64(getpagesize()))
     }
 }

@@ -192,9 +192,9 @@ public struct PhotoLibrary: Sendable {
             }
         }
         let tiffTagBytes = memoryBudgetBytes.map { TIFFFormat.scanTagBytes(budgetBytes: $0) } ?? TIFFReader.mostTagBytes
-        let heifOpenBytes = HEIFFormat.scanOpenBytes(budgetBytes: memoryBudgetBytes ?? decoderMemoryBytes)
+        let openBytes = HEIFFormat.scanOpenBytes(budgetBytes: memoryBudgetBytes ?? decoderMemoryBytes)
         var reading = try Reading(workers: workers, decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes,
-                                  heifOpenBytes: heifOpenBytes, ownOutputs: selection.includeOwnOutputs,
+                                  openBytes: openBytes, ownOutputs: selection.includeOwnOutputs,
                                   cancellation: cancellation, progress: progress, found: walk.found, cache: cache,
                                   builder: PhotoTable.Builder(temporaryDirectory: directory), skips: walk.skips)
         try walk.sorter.finish { (key: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) throws(TesseraError) in
@@ -354,8 +354,8 @@ public struct PhotoLibrary: Sendable {
         let decoderMemoryBytes: Int
         /// The most a TIFF's tags may hold (TIFFFormat.scan).
         let tiffTagBytes: Int
-        /// The most libheif may hold to open a HEIF (HEIFFormat.scanHeader).
-        let heifOpenBytes: Int
+        /// The most a library may hold whole to open a file (libheif a HEIF's items: PhotoFormat.scanHeader).
+        let openBytes: Int
         let ownOutputs: Bool
         let cancellation: RenderCancellation?
         let progress: (@Sendable (Int, Int) -> Void)?
@@ -376,13 +376,13 @@ public struct PhotoLibrary: Sendable {
         var pending: Candidate?
         var batch: [Candidate] = []
 
-        init(workers: Int, decoderMemoryBytes: Int, tiffTagBytes: Int, heifOpenBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
+        init(workers: Int, decoderMemoryBytes: Int, tiffTagBytes: Int, openBytes: Int, ownOutputs: Bool, cancellation: RenderCancellation?,
              progress: (@Sendable (Int, Int) -> Void)?, found: Int, cache: (any ScanCache)?, builder: PhotoTable.Builder,
              skips: SkipSink) throws(TesseraError) {
             self.workers = workers
             self.decoderMemoryBytes = decoderMemoryBytes
             self.tiffTagBytes = tiffTagBytes
-            self.heifOpenBytes = heifOpenBytes
+            self.openBytes = openBytes
             self.ownOutputs = ownOutputs
             self.cancellation = cancellation
             self.progress = progress
@@ -439,7 +439,7 @@ public struct PhotoLibrary: Sendable {
             }
             let misses = batch.indices.filter { known[$0] == nil }
             let files = misses.map { batch[$0].path }
-            let (decoderMemoryBytes, tiffTagBytes, heifOpenBytes) = (self.decoderMemoryBytes, self.tiffTagBytes, self.heifOpenBytes)
+            let (decoderMemoryBytes, tiffTagBytes, openBytes) = (self.decoderMemoryBytes, self.tiffTagBytes, self.openBytes)
             let (ownOutputs, progress) = (self.ownOutputs, self.progress)
             let headersRead = AtomicCounter()
             let (before, total) = (done + batch.count - misses.count, self.total)
@@ -447,7 +447,7 @@ public struct PhotoLibrary: Sendable {
             let results = mapInLanes(count: files.count, lanes: workers, cancellation: cancellation, scratch: {}) { index, _ in
                 defer { progress?(before + headersRead.increment(), total) }
                 return readPhoto(files[index], decoderMemoryBytes: decoderMemoryBytes, tiffTagBytes: tiffTagBytes,
-                                 heifOpenBytes: heifOpenBytes, ownOutputs: ownOutputs)
+                                 openBytes: openBytes, ownOutputs: ownOutputs)
             }
             if cancellation?.isCancelled == true { throw .cancelled }
             var read = [FileRead?](repeating: nil, count: batch.count)
@@ -712,16 +712,22 @@ public struct PhotoLibrary: Sendable {
     }
 
     /// The photo at `file`, or what else it is.
-    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, tiffTagBytes: Int, heifOpenBytes: Int,
+    private static func readPhoto(_ file: PathBytes, decoderMemoryBytes: Int, tiffTagBytes: Int, openBytes: Int,
                                   ownOutputs: Bool) -> FileRead {
         let path = file.display
         var read = FileRead(found: .success(.notAnImage))
         do {
-            let opened = try PhotoFile.open(file, headerOnly: true)
+            let opened = try PhotoFile.open(file)
             (read.fileBytes, read.identity) = (opened.fileBytes, opened.identity)
             let header: PhotoHeader
             var isOwnOutput = false
-            switch try opened.sniff() {
+            let sniffed = try opened.sniff()
+            switch sniffed {
+            case .readable(let format): opened.readAhead(Formats.reader(for: format).readsAhead(decoding: false))
+            case .ownOutput: opened.readAhead(JPEGFormat.readsAhead(decoding: false))
+            default: break
+            }
+            switch sniffed {
             case .readable(let format) where format == .tiff && (try? RAWStructure(photo: opened).isCameraRAW) == true:
                 // (A camera RAW is drawn from its preview: libtiff never opens it, whatever its tags hold.)
                 header = try RAWFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
@@ -738,10 +744,9 @@ public struct PhotoLibrary: Sendable {
                     return read
                 }
                 header = scanned
-            case .readable(let format) where format == .heif:
-                header = try HEIFFormat.scanHeader(of: opened, openBytes: heifOpenBytes)
             case .readable(let format):
-                header = try Formats.reader(for: format).header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
+                header = try Formats.reader(for: format).scanHeader(of: opened, decoderMemoryBytes: decoderMemoryBytes,
+                                                                    openBytes: openBytes)
             case .ownOutput where ownOutputs:
                 header = try JPEGFormat.header(of: opened, decoderMemoryBytes: decoderMemoryBytes)
                 isOwnOutput = true

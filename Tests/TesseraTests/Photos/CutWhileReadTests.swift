@@ -49,7 +49,7 @@ import TesseraTestSupport
         let file = formatFixtures.directory + "/plain.heic"
         let bytes = Int64(readBytes(file).count)
         let reason = cutAfterOpen(file, keep: bytes / 2, scratch: scratch) { (photo) throws(TesseraError) in
-            let reader = try HEIFReader(photo: photo, openLimitBytes: 64 << 20) { Int64($0) }
+            let reader = try HEIFReader(photo: photo, openLimitBytes: 64 << 20, advice: { Int64($0) }, large: { $1() })
             _ = try reader.decode(thumbnail: false)
         }
         #expect(reason?.contains("the file was cut short while it was read") == true, "\(reason ?? "decoded")")
