@@ -197,13 +197,14 @@ final class HEIFReader {
     }
 
     /// What drawing the primary image holds: a row of tiles (tiledBytes) or the whole decode.
-    /// An AV1 picture above 8 bits with alpha also holds the alpha picture's decode and libheif's
+    /// A picture above 8 bits with alpha also holds the alpha picture's decode and libheif's
     /// 16-bit copies of both beside the colour: a 2048 x 2048 12-bit 4:4:4 AVIF with alpha peaked
     /// at 102.8 MiB under an 84 MiB budget its 16 bytes a pixel admitted (a helper's finding);
-    /// 6 bytes a pixel more covers it.
+    /// 6 bytes a pixel more covers it. A 2048 x 2048 10-bit HEIC with alpha (heif-enc's) held
+    /// 87 MiB where 13 bytes a pixel were counted (103.8 MiB at 80M, another helper's): 8 more.
     var decodeBytes: Int64 {
         if info.tiled != 0 { return Self.tiledBytes(info, av1: isAV1) }
-        let alpha = isAV1 && info.has_alpha != 0 && info.luma_bits > 8 ? Int64(info.decode.width) * Int64(info.decode.height) * 6 : 0
+        let alpha = info.has_alpha != 0 && info.luma_bits > 8 ? Int64(info.decode.width) * Int64(info.decode.height) * (isAV1 ? 6 : 8) : 0
         return Self.decodeBytes(info.decode, bits: Int(info.luma_bits), av1: isAV1) + alpha
     }
 
